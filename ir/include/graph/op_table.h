@@ -1,0 +1,76 @@
+#pragma once
+// The op table as data: one OpInfo per entry of ops.def. The IR verifier,
+// the plugin's call mapping and codegen's fusion read op classes from here
+// instead of keeping lists of op names.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "graph/dtype.h"
+
+namespace graph {
+
+enum class OpKind : uint8_t {
+  Elementwise,  // one loop over the broadcast output; fusable
+  Reduce,       // over all elements, or along attribute `dim` (+ `keepdim`)
+  Library,      // a call into a tuned library (BLAS)
+  View,         // a strided view of its input, no data moved
+};
+
+// Result dtype of an elementwise op from its promoted input dtype.
+enum class DTypeRule : uint8_t { Same, ToFloat, ToBool };
+
+enum class OpId : uint16_t {
+#define GRAPH_UNARY_OP(name, rule, body) name,
+#define GRAPH_BINARY_OP(name, rule, body) name,
+#define GRAPH_REDUCE_OP(name) name,
+#define GRAPH_LIBRARY_OP(name, inputs) name,
+#define GRAPH_VIEW_OP(name, inputs) name,
+#include "graph/ops.def"
+};
+
+struct OpInfo {
+  OpId id;
+  std::string_view name;
+  OpKind kind;
+  int num_inputs;
+  DTypeRule rule;
+};
+
+inline constexpr OpInfo kOpTable[] = {
+#define GRAPH_UNARY_OP(name, rule, body) {OpId::name, #name, OpKind::Elementwise, 1, DTypeRule::rule},
+#define GRAPH_BINARY_OP(name, rule, body) {OpId::name, #name, OpKind::Elementwise, 2, DTypeRule::rule},
+#define GRAPH_REDUCE_OP(name) {OpId::name, #name, OpKind::Reduce, 1, DTypeRule::Same},
+#define GRAPH_LIBRARY_OP(name, inputs) {OpId::name, #name, OpKind::Library, inputs, DTypeRule::Same},
+#define GRAPH_VIEW_OP(name, inputs) {OpId::name, #name, OpKind::View, inputs, DTypeRule::Same},
+#include "graph/ops.def"
+};
+
+inline constexpr size_t kNumOps = sizeof(kOpTable) / sizeof(kOpTable[0]);
+
+inline constexpr const OpInfo& op_info(OpId id) { return kOpTable[static_cast<size_t>(id)]; }
+
+// The entry named `name`, or nullptr.
+inline constexpr const OpInfo* find_op(std::string_view name) {
+  for (const OpInfo& op : kOpTable)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+// Result dtype of an elementwise op whose inputs promote to `in`. Mean of an
+// integral tensor is float, as in PyTorch.
+inline constexpr DType result_dtype(const OpInfo& op, DType in) {
+  switch (op.rule) {
+    case DTypeRule::Same: return in;
+    case DTypeRule::ToFloat: return is_floating(in) ? in : DType::Float32;
+    case DTypeRule::ToBool: return DType::Bool;
+  }
+  return in;
+}
+
+// The dtype an elementwise op computes in (its scalar body's T).
+inline constexpr DType compute_dtype(const OpInfo& op, DType in) {
+  return op.rule == DTypeRule::ToFloat ? result_dtype(op, in) : in;
+}
+
+}  // namespace graph

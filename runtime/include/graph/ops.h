@@ -1,0 +1,50 @@
+#pragma once
+// Eager ops. Each declaration names its op-table entry (GRAPH_OP), so the
+// plugin maps a call to the IR op by declaration. Elementwise ops broadcast as
+// NumPy/PyTorch do and promote dtypes (bool < int64 < float32); bad shapes or
+// dtypes throw graph::Error naming the op and the operand shapes.
+#include "graph/tensor.h"
+
+namespace graph {
+
+// ---- elementwise, unary -------------------------------------------------
+#define GRAPH_UNARY_OP(name, rule, body) GRAPH_OP(#name) Tensor name(const Tensor& x);
+#include "graph/ops.def"
+
+// ---- elementwise, binary: tensor-tensor, tensor-scalar, scalar-tensor ---
+#define GRAPH_BINARY_OP(name, rule, body)                     \
+  GRAPH_OP(#name) Tensor name(const Tensor& a, const Tensor& b); \
+  GRAPH_OP(#name) Tensor name(const Tensor& a, Scalar b);        \
+  GRAPH_OP(#name) Tensor name(Scalar a, const Tensor& b);
+#include "graph/ops.def"
+
+// ---- reductions ---------------------------------------------------------
+GRAPH_OP("sum") Tensor sum(const Tensor& x);
+GRAPH_OP("sum") Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+GRAPH_OP("mean") Tensor mean(const Tensor& x);
+GRAPH_OP("mean") Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+
+// ---- library ------------------------------------------------------------
+// 2-D matrix product through the CPU BLAS (float32), [n,k] x [k,m] -> [n,m].
+GRAPH_OP("matmul") Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- operators ----------------------------------------------------------
+#define GRAPH_DEFINE_BINARY_OPERATOR(sym, name)                                                  \
+  GRAPH_OP(#name) inline Tensor operator sym(const Tensor& a, const Tensor& b) { return name(a, b); } \
+  GRAPH_OP(#name) inline Tensor operator sym(const Tensor& a, Scalar b) { return name(a, b); }        \
+  GRAPH_OP(#name) inline Tensor operator sym(Scalar a, const Tensor& b) { return name(a, b); }
+GRAPH_DEFINE_BINARY_OPERATOR(+, add)
+GRAPH_DEFINE_BINARY_OPERATOR(-, sub)
+GRAPH_DEFINE_BINARY_OPERATOR(*, mul)
+GRAPH_DEFINE_BINARY_OPERATOR(/, div)
+GRAPH_DEFINE_BINARY_OPERATOR(<, lt)
+GRAPH_DEFINE_BINARY_OPERATOR(<=, le)
+GRAPH_DEFINE_BINARY_OPERATOR(>, gt)
+GRAPH_DEFINE_BINARY_OPERATOR(>=, ge)
+GRAPH_DEFINE_BINARY_OPERATOR(==, eq)
+GRAPH_DEFINE_BINARY_OPERATOR(!=, ne)
+#undef GRAPH_DEFINE_BINARY_OPERATOR
+GRAPH_OP("neg") inline Tensor operator-(const Tensor& x) { return neg(x); }
+GRAPH_OP("logical_not") inline Tensor operator!(const Tensor& x) { return logical_not(x); }
+
+}  // namespace graph

@@ -1,0 +1,100 @@
+#pragma once
+// How a call to a [[graph::static]] function reaches its compiled graph.
+//
+// The generator inserts a one-line prologue at the top of each annotated body:
+//
+//   static ::graph::detail::StaticFunction _graph_sf("<mangled>", "<hash>");
+//   if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r, x, flag)) return _graph_r;
+//
+// and the generated kernel source registers the compiled graph under the same
+// mangled name and body hash. run() returns false, and the eager body runs,
+// when no graph is registered, when the mode is eager (GRAPH_MODE=eager or
+// graph::set_mode), or when a guard fails (an input's dtype or rank differs
+// from what the graph was compiled for); GRAPH_EXPLAIN=1 prints why.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace graph {
+
+enum class Mode { Static, Eager };
+// Process-wide mode; starts from GRAPH_MODE (unset or "static": Static).
+void set_mode(Mode m);
+Mode mode();
+
+namespace detail {
+
+// What crosses between user code and a compiled graph: tensors and scalars.
+using Arg = std::variant<Tensor, int64_t, double, bool>;
+
+// The signature every generated graph function has. Returns false (and sets
+// *why) when a guard fails; throws graph::Error on errors inside the graph.
+using GraphFn = bool (*)(const Arg* inputs, size_t num_inputs, Arg* outputs, std::string* why);
+
+struct CompiledGraph {
+  const char* mangled_name;  // the annotated function's mangled name
+  const char* body_hash;     // hash of its body's source
+  const char* source;        // "model.cpp:12" for messages
+  GraphFn fn;
+  size_t num_inputs;
+  size_t num_outputs;
+  std::atomic<uint64_t> calls{0};  // completed graph runs
+};
+
+void register_graph(CompiledGraph* g);
+// The registered graph for (mangled, hash), or nullptr.
+CompiledGraph* find_graph(std::string_view mangled_name, std::string_view body_hash);
+// Completed graph runs of the function `mangled_name` (any hash); for tests.
+uint64_t graph_calls(std::string_view mangled_name);
+// Every registered graph, in registration order.
+std::vector<const CompiledGraph*> registered_graphs();
+
+struct Registrar {
+  explicit Registrar(CompiledGraph* g) { register_graph(g); }
+};
+
+bool explain_enabled();
+void explain(std::string_view function, std::string_view why);
+
+template <class T>
+Arg to_arg(const T& v) {
+  if constexpr (std::is_same_v<T, Tensor>) return v;
+  else if constexpr (std::is_same_v<T, bool>) return v;
+  else if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(v);
+  else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
+  else static_assert(!sizeof(T), "static graph inputs are tensors and scalars");
+}
+
+class StaticFunction {
+ public:
+  StaticFunction(const char* mangled_name, const char* body_hash);
+
+  // Runs the compiled graph on `args`, storing its single result in `result`.
+  // False means "run the eager body".
+  template <class R, class... A>
+  bool run(R& result, const A&... args) {
+    if (!ready()) return false;
+    Arg in[sizeof...(A) + 1] = {to_arg(args)...};
+    Arg out[1];
+    if (!invoke(in, sizeof...(A), out, 1)) return false;
+    result = std::get<R>(std::move(out[0]));
+    return true;
+  }
+
+ private:
+  bool ready();  // registered and mode is Static; explains otherwise
+  bool invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out);
+
+  const char* name_;
+  const char* hash_;
+  CompiledGraph* graph_ = nullptr;
+};
+
+}  // namespace detail
+}  // namespace graph

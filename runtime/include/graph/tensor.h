@@ -1,0 +1,135 @@
+#pragma once
+// graph::Tensor: a strided view over shared storage (float32, int64 or bool,
+// on the CPU), and graph::Scalar, a host number that mixes with tensors.
+//
+// Ownership: a Tensor holds a shared_ptr to its Storage; views (t(),
+// transpose, slice, reshape of contiguous data, expand) share it. Copying a
+// Tensor copies the handle, never the data (clone() copies data).
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/error.h"
+
+// Marks a public declaration as the op-table entry `name`, so the plugin maps
+// calls by declaration rather than spelling. Empty for other compilers.
+#if defined(__clang__)
+#define GRAPH_OP(name) [[clang::annotate("graph.op", name)]]
+#else
+#define GRAPH_OP(name)
+#endif
+
+namespace graph {
+
+using Shape = std::vector<int64_t>;
+
+std::string shape_str(const Shape& s);  // "[2, 3]"
+
+// A host number: int64, double or bool. Mixed with a tensor it keeps the
+// tensor's dtype unless it is of a higher category (PyTorch's "wrapped
+// number" rule): int64 tensor + 1.5 -> float32, float32 tensor + 2 -> float32.
+class Scalar {
+ public:
+  Scalar(bool v) : kind_(DType::Bool), i_(v) {}
+  Scalar(int v) : kind_(DType::Int64), i_(v) {}
+  Scalar(long v) : kind_(DType::Int64), i_(v) {}
+  Scalar(long long v) : kind_(DType::Int64), i_(v) {}
+  Scalar(float v) : kind_(DType::Float32), d_(v) {}
+  Scalar(double v) : kind_(DType::Float32), d_(v) {}
+
+  DType dtype() const { return kind_; }  // category: Float32, Int64 or Bool
+  bool is_floating() const { return kind_ == DType::Float32; }
+  double to_double() const { return is_floating() ? d_ : static_cast<double>(i_); }
+  int64_t to_int() const { return is_floating() ? static_cast<int64_t>(d_) : i_; }
+  template <class T> T to() const {
+    return is_floating() ? static_cast<T>(d_) : static_cast<T>(i_);
+  }
+
+ private:
+  DType kind_;
+  int64_t i_ = 0;
+  double d_ = 0;
+};
+
+struct Storage;
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: defined() is false
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& sizes() const { return sizes_; }
+  const Shape& strides() const { return strides_; }  // in elements
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t size(int64_t d) const;    // negative d counts from the end
+  int64_t stride(int64_t d) const;
+  int64_t numel() const;
+  int64_t storage_offset() const { return offset_; }
+  bool is_contiguous() const;
+
+  // Typed pointer to element [0,...,0]; throws if T is not the dtype.
+  template <class T> T* data_ptr() const;
+  void* raw_data() const;  // untyped, element [0,...,0]
+
+  // The value of a one-element tensor, converted to T; throws otherwise.
+  template <class T> T item() const;
+  // Truth of a one-element tensor (what `if (t)` and `while (t)` test).
+  explicit operator bool() const;
+
+  Tensor contiguous() const;  // this if already contiguous, else a copy
+  Tensor clone() const;       // always a contiguous copy
+  Tensor to(DType t) const;   // converted copy (this if same dtype)
+
+  // Views (no copy).
+  GRAPH_OP("t") Tensor t() const;  // 2-D transpose (0-D and 1-D: itself)
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor expand(const Shape& sizes) const;  // broadcast view, stride 0
+  Tensor view(const Shape& sizes) const;    // contiguous input only; -1 infers
+  Tensor reshape(const Shape& sizes) const;  // view if possible, else copy
+
+  // Reductions: whole tensor (0-d result) or along one dim.
+  GRAPH_OP("sum") Tensor sum() const;
+  GRAPH_OP("sum") Tensor sum(int64_t dim, bool keepdim = false) const;
+  GRAPH_OP("mean") Tensor mean() const;
+  GRAPH_OP("mean") Tensor mean(int64_t dim, bool keepdim = false) const;
+
+  std::string to_string() const;  // values and shape, for printing
+
+  // Low-level constructor: a view with the given geometry over `storage`.
+  Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape sizes, Shape strides,
+         DType dtype);
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  int64_t offset_ = 0;
+  Shape sizes_, strides_;
+  DType dtype_ = DType::Float32;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Contiguous (row-major) strides of `sizes`.
+Shape contiguous_strides(const Shape& sizes);
+
+// ---- factories ----------------------------------------------------------
+Tensor empty(const Shape& sizes, DType dtype = kFloat32);
+Tensor zeros(const Shape& sizes, DType dtype = kFloat32);
+Tensor ones(const Shape& sizes, DType dtype = kFloat32);
+Tensor full(const Shape& sizes, Scalar value, DType dtype = kFloat32);
+Tensor arange(Scalar end);                          // int64 unless end is floating
+Tensor arange(Scalar start, Scalar end, Scalar step = 1);
+Tensor from_vector(const std::vector<float>& v, const Shape& sizes);
+
+// tensor({1, 2, 3}) is int64, tensor({1.f, 2.f}) float32, tensor({true}) bool;
+// tensor({{1.f, 2.f}, {3.f, 4.f}}) is 2-D.
+template <class T> Tensor tensor(std::initializer_list<T> values);
+template <class T> Tensor tensor(std::initializer_list<std::initializer_list<T>> rows);
+
+}  // namespace graph
