@@ -1,0 +1,219 @@
+#pragma once
+// The graph IR: Value, Node, Block, Graph.
+//
+// Ownership: a Graph owns its top Block; a Block owns its parameters and its
+// Nodes (in order); a Node owns its output Values and its nested Blocks. A
+// Value is produced either by a Node (an output) or by a Block (a parameter).
+// Inputs and block returns are non-owning pointers to Values.
+//
+// Control flow is structured, as in TorchScript:
+//
+//   %y : Tensor = If(%cond)
+//     block() { ...; -> (%a) }          // taken when %cond is true
+//     block() { ...; -> (%b) }          // otherwise
+//
+//   %i.2 : int, %h.2 : Tensor = Loop(%max_trips, %cond0, %i.1, %h.1)
+//     block(%iter : int, %i : int, %h : Tensor) { ...; -> (%cond, %i.n, %h.n) }
+//
+// If: input 0 is the condition (a bool scalar or a one-element tensor); two
+// blocks without parameters, each returning one value per If output.
+// Loop: inputs are (max trip count : int, initial condition, carried...); the
+// body has parameters (iteration : int, carried...) and returns
+// (condition for the next iteration, carried...); outputs are the carried
+// values after the last iteration. A `while` has max trip count INT64_MAX.
+//
+// Note [Scoping]: a node may use any value defined earlier in its own block or
+// in an enclosing block (before the node that owns the nested block). The
+// verifier checks this and every other invariant (verifier.h).
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/dtype.h"
+
+namespace graph::ir {
+
+// One dimension: a static size, a named symbol ("N"), or unknown ("?").
+struct Dim {
+  int64_t size = -1;   // >= 0 when static
+  std::string symbol;  // non-empty when symbolic
+
+  static Dim unknown() { return {}; }
+  static Dim of(int64_t n) { return {n, {}}; }
+  static Dim sym(std::string s) { return {-1, std::move(s)}; }
+  bool is_static() const { return size >= 0; }
+  bool operator==(const Dim&) const = default;
+};
+
+// The type of a Value: a host scalar (int, float, bool) or a tensor whose
+// dtype and shape may be unknown.
+struct Type {
+  enum class Kind : uint8_t { Tensor, Int, Float, Bool };
+  Kind kind = Kind::Tensor;
+  std::optional<DType> dtype;           // tensors only; nullopt = unknown
+  std::optional<std::vector<Dim>> dims;  // tensors only; nullopt = unknown rank
+
+  static Type tensor() { return {}; }
+  static Type tensor(DType d) { return {Kind::Tensor, d, std::nullopt}; }
+  static Type tensor(std::optional<DType> d, std::vector<Dim> dims) {
+    return {Kind::Tensor, d, std::move(dims)};
+  }
+  static Type int_() { return {Kind::Int, {}, {}}; }
+  static Type float_() { return {Kind::Float, {}, {}}; }
+  static Type bool_() { return {Kind::Bool, {}, {}}; }
+
+  bool is_tensor() const { return kind == Kind::Tensor; }
+  bool is_scalar() const { return kind != Kind::Tensor; }
+  bool operator==(const Type&) const = default;
+  std::string str() const;  // as in the text format: "f32[N, 4]", "Tensor", "int"
+};
+
+// Where a node came from in the user's C++.
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  bool valid() const { return line > 0; }
+  bool operator==(const SourceLoc&) const = default;
+};
+
+using AttrValue = std::variant<int64_t, double, bool, std::string>;
+using Attributes = std::map<std::string, AttrValue>;
+
+class Node;
+class Block;
+class Graph;
+
+class Value {
+ public:
+  const Type& type() const { return type_; }
+  void set_type(Type t) { type_ = std::move(t); }
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  Node* producer() const { return producer_; }  // nullptr for block parameters
+  Block* param_of() const { return param_of_; }  // the block, for parameters
+  Block* owning_block() const;                   // where the value is defined
+  const std::vector<Node*>& users() const { return users_; }  // a node once per input use
+
+ private:
+  friend class Node;
+  friend class Block;
+  Value(Type t, std::string name) : type_(std::move(t)), name_(std::move(name)) {}
+  Type type_;
+  std::string name_;
+  Node* producer_ = nullptr;
+  Block* param_of_ = nullptr;
+  std::vector<Node*> users_;
+};
+
+class Node {
+ public:
+  const std::string& op() const { return op_; }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  Value* input(size_t i) const { return inputs_.at(i); }
+  size_t num_outputs() const { return outputs_.size(); }
+  Value* output(size_t i = 0) const { return outputs_.at(i).get(); }
+  std::vector<Value*> outputs() const;
+  const std::vector<std::unique_ptr<Block>>& blocks() const { return blocks_; }
+  Block* block(size_t i) const { return blocks_.at(i).get(); }
+  Block* owner() const { return owner_; }
+
+  Attributes& attrs() { return attrs_; }
+  const Attributes& attrs() const { return attrs_; }
+  bool has_attr(const std::string& k) const { return attrs_.count(k) != 0; }
+  int64_t i(const std::string& k) const { return std::get<int64_t>(attrs_.at(k)); }
+  double f(const std::string& k) const { return std::get<double>(attrs_.at(k)); }
+  bool b(const std::string& k) const { return std::get<bool>(attrs_.at(k)); }
+
+  const SourceLoc& loc() const { return loc_; }
+  void set_loc(SourceLoc l) { loc_ = std::move(l); }
+
+  void add_input(Value* v);
+  void replace_input(size_t i, Value* v);
+  Value* add_output(Type t, std::string name = {});
+  Block* add_block();
+
+ private:
+  friend class Block;
+  explicit Node(std::string op) : op_(std::move(op)) {}
+  std::string op_;
+  std::vector<Value*> inputs_;
+  std::vector<std::unique_ptr<Value>> outputs_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  Attributes attrs_;
+  SourceLoc loc_;
+  Block* owner_ = nullptr;
+};
+
+class Block {
+ public:
+  using NodeList = std::list<std::unique_ptr<Node>>;
+
+  const std::vector<std::unique_ptr<Value>>& params() const { return params_; }
+  Value* param(size_t i) const { return params_.at(i).get(); }
+  Value* add_param(Type t, std::string name = {});
+
+  const NodeList& nodes() const { return nodes_; }
+  // Appends a node running `op` (an op-table name or If, Loop, constant).
+  Node* append(std::string op);
+
+  const std::vector<Value*>& returns() const { return returns_; }
+  void add_return(Value* v) { returns_.push_back(v); }
+  void set_returns(std::vector<Value*> r) { returns_ = std::move(r); }
+
+  Node* owner() const { return owner_; }  // nullptr for a graph's top block
+
+ private:
+  friend class Node;
+  friend class Graph;
+  std::vector<std::unique_ptr<Value>> params_;
+  NodeList nodes_;
+  std::vector<Value*> returns_;
+  Node* owner_ = nullptr;
+};
+
+// A function: its parameters are the top block's parameters, its results the
+// top block's returns.
+class Graph {
+ public:
+  explicit Graph(std::string name = "main") : name_(std::move(name)), top_(new Block) {}
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  Block* top() const { return top_.get(); }
+  Value* add_input(Type t, std::string name = {}) { return top_->add_param(std::move(t), std::move(name)); }
+  const std::vector<std::unique_ptr<Value>>& inputs() const { return top_->params(); }
+  const std::vector<Value*>& outputs() const { return top_->returns(); }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Block> top_;
+};
+
+// Builders for the nodes every front end emits.
+Value* add_constant(Block* b, int64_t v);
+Value* add_constant(Block* b, double v);
+Value* add_constant(Block* b, bool v);
+
+// Visits every node of `b` and of its nested blocks, in order (pre-order).
+template <class F>
+void walk(const Block* b, F&& f) {
+  for (const auto& n : b->nodes()) {
+    f(n.get());
+    for (const auto& inner : n->blocks()) walk(inner.get(), f);
+  }
+}
+
+// Text format (printer.cpp / parser.cpp): print(parse(text)) == text for
+// printed text, and parse(print(g)) is structurally equal to g.
+std::string print(const Graph& g);
+// Throws graph::Error "line:col: message" on malformed text.
+std::unique_ptr<Graph> parse(const std::string& text);
+// Several graphs in one text (a module); each starts with `graph`.
+std::vector<std::unique_ptr<Graph>> parse_all(const std::string& text);
+
+}  // namespace graph::ir

@@ -1,0 +1,101 @@
+#include "graph/ir/ir.h"
+
+#include <algorithm>
+
+namespace graph::ir {
+
+namespace {
+
+std::string_view dtype_token(DType d) {
+  switch (d) {
+    case DType::Float32: return "f32";
+    case DType::Int64: return "i64";
+    case DType::Bool: return "i1";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string Type::str() const {
+  switch (kind) {
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::Bool: return "bool";
+    case Kind::Tensor: break;
+  }
+  std::string s = dtype ? std::string(dtype_token(*dtype)) : "Tensor";
+  if (!dims) return s;
+  s += '[';
+  for (size_t i = 0; i < dims->size(); ++i) {
+    const Dim& d = (*dims)[i];
+    if (i) s += ", ";
+    s += d.is_static() ? std::to_string(d.size) : d.symbol.empty() ? "?" : d.symbol;
+  }
+  return s + ']';
+}
+
+Block* Value::owning_block() const { return producer_ ? producer_->owner() : param_of_; }
+
+std::vector<Value*> Node::outputs() const {
+  std::vector<Value*> out;
+  for (const auto& v : outputs_) out.push_back(v.get());
+  return out;
+}
+
+void Node::add_input(Value* v) {
+  inputs_.push_back(v);
+  v->users_.push_back(this);
+}
+
+void Node::replace_input(size_t i, Value* v) {
+  Value* old = inputs_.at(i);
+  auto it = std::find(old->users_.begin(), old->users_.end(), this);
+  if (it != old->users_.end()) old->users_.erase(it);
+  inputs_[i] = v;
+  v->users_.push_back(this);
+}
+
+Value* Node::add_output(Type t, std::string name) {
+  outputs_.emplace_back(new Value(std::move(t), std::move(name)));
+  outputs_.back()->producer_ = this;
+  return outputs_.back().get();
+}
+
+Block* Node::add_block() {
+  blocks_.emplace_back(new Block);
+  blocks_.back()->owner_ = this;
+  return blocks_.back().get();
+}
+
+Value* Block::add_param(Type t, std::string name) {
+  params_.emplace_back(new Value(std::move(t), std::move(name)));
+  params_.back()->param_of_ = this;
+  return params_.back().get();
+}
+
+Node* Block::append(std::string op) {
+  nodes_.emplace_back(new Node(std::move(op)));
+  nodes_.back()->owner_ = this;
+  return nodes_.back().get();
+}
+
+Value* add_constant(Block* b, int64_t v) {
+  Node* n = b->append("constant");
+  n->attrs()["value"] = v;
+  return n->add_output(Type::int_());
+}
+
+Value* add_constant(Block* b, double v) {
+  Node* n = b->append("constant");
+  n->attrs()["value"] = v;
+  return n->add_output(Type::float_());
+}
+
+Value* add_constant(Block* b, bool v) {
+  Node* n = b->append("constant");
+  n->attrs()["value"] = v;
+  return n->add_output(Type::bool_());
+}
+
+}  // namespace graph::ir

@@ -1,0 +1,163 @@
+// The verifier (invariants listed in verifier.h). It walks blocks in order,
+// keeping the set of values in scope, and checks each node against the op
+// table or the primitive's rules.
+#include "graph/ir/verifier.h"
+
+#include <unordered_set>
+
+#include "graph/error.h"
+#include "graph/op_table.h"
+
+namespace graph::ir {
+
+namespace {
+
+class Verifier {
+ public:
+  std::vector<std::string> run(const Graph& g) {
+    std::unordered_set<const Value*> scope;
+    block(g.top(), scope);
+    return std::move(errors_);
+  }
+
+ private:
+  void error(const Node* n, const std::string& note, const std::string& msg) {
+    std::string where = "'" + n->op() + "'";
+    if (n->loc().valid())
+      where += " at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" +
+               std::to_string(n->loc().col);
+    errors_.push_back("[" + note + "] node " + where + ": " + msg);
+  }
+
+  void block(const Block* b, std::unordered_set<const Value*> scope) {
+    for (const auto& p : b->params()) scope.insert(p.get());
+    for (const auto& n : b->nodes()) {
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (!scope.count(n->input(i)))
+          error(n.get(), "scoping", "input " + std::to_string(i) + " is not defined before its use");
+      node(n.get());
+      for (const auto& inner : n->blocks()) block(inner.get(), scope);
+      for (Value* out : n->outputs()) scope.insert(out);
+    }
+    for (const Value* r : b->returns())
+      if (!scope.count(r)) {
+        std::string who = b->owner() ? "a block of '" + b->owner()->op() + "'" : "the graph";
+        errors_.push_back("[scoping] " + who + " returns a value that is not in scope");
+      }
+  }
+
+  void node(const Node* n) {
+    const std::string& op = n->op();
+    if (op == "constant") return constant(n);
+    if (op == "If") return if_(n);
+    if (op == "Loop") return loop(n);
+    const OpInfo* info = find_op(op);
+    if (!info) return error(n, "op", "unknown op");
+    if (!n->blocks().empty()) error(n, "op", "only If and Loop own blocks");
+    if (static_cast<int>(n->inputs().size()) != info->num_inputs)
+      return error(n, "op", "expects " + std::to_string(info->num_inputs) + " inputs, has " +
+                                std::to_string(n->inputs().size()));
+    if (n->num_outputs() != 1) return error(n, "op", "expects 1 output");
+    bool any_tensor = false;
+    for (const Value* v : n->inputs()) any_tensor = any_tensor || v->type().is_tensor();
+    const Type& out = n->output()->type();
+    if (info->kind == OpKind::Elementwise) {
+      if (any_tensor != out.is_tensor())
+        error(n, "types", any_tensor ? "a tensor input gives a tensor output"
+                                     : "scalar inputs give a scalar output");
+      if (!any_tensor && info->rule == DTypeRule::ToBool && out.kind != Type::Kind::Bool)
+        error(n, "types", "a comparison of scalars gives a bool");
+      if (out.is_tensor() && out.dtype && info->rule == DTypeRule::ToBool && *out.dtype != DType::Bool)
+        error(n, "types", "a comparison gives an i1 tensor");
+      return;
+    }
+    for (size_t i = 0; i < n->inputs().size(); ++i)
+      if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
+    if (!out.is_tensor()) error(n, "types", "the output must be a tensor");
+    if (info->kind == OpKind::Reduce) {
+      if (n->has_attr("dim") && !std::holds_alternative<int64_t>(n->attrs().at("dim")))
+        error(n, "attrs", "'dim' must be an integer");
+      if (n->has_attr("keepdim") && !std::holds_alternative<bool>(n->attrs().at("keepdim")))
+        error(n, "attrs", "'keepdim' must be a bool");
+      if (n->has_attr("keepdim") && !n->has_attr("dim")) error(n, "attrs", "'keepdim' needs 'dim'");
+    }
+  }
+
+  void constant(const Node* n) {
+    if (!n->inputs().empty() || !n->blocks().empty() || n->num_outputs() != 1)
+      return error(n, "op", "a constant has no inputs or blocks and one output");
+    auto it = n->attrs().find("value");
+    if (it == n->attrs().end()) return error(n, "attrs", "a constant needs 'value'");
+    Type::Kind want = std::holds_alternative<int64_t>(it->second)  ? Type::Kind::Int
+                      : std::holds_alternative<double>(it->second) ? Type::Kind::Float
+                      : std::holds_alternative<bool>(it->second)   ? Type::Kind::Bool
+                                                                   : Type::Kind::Tensor;
+    if (want == Type::Kind::Tensor) return error(n, "attrs", "'value' must be a number or bool");
+    if (n->output()->type().kind != want) error(n, "types", "the output type does not match 'value'");
+  }
+
+  static bool same_kind(const Type& a, const Type& b) { return a.kind == b.kind; }
+
+  void if_(const Node* n) {
+    if (n->inputs().size() != 1) return error(n, "op", "If takes exactly one condition");
+    const Type& c = n->input(0)->type();
+    if (c.kind != Type::Kind::Bool && c.kind != Type::Kind::Int && !c.is_tensor())
+      error(n, "types", "the condition must be a bool, an int or a one-element tensor");
+    if (n->blocks().size() != 2) return error(n, "op", "If needs two blocks (then, else)");
+    for (size_t b = 0; b < 2; ++b) {
+      const Block* blk = n->block(b);
+      std::string which = b == 0 ? "then" : "else";
+      if (!blk->params().empty()) error(n, "op", "the " + which + " block takes no parameters");
+      if (blk->returns().size() != n->num_outputs()) {
+        error(n, "op", "the " + which + " block returns " + std::to_string(blk->returns().size()) +
+                           " values for " + std::to_string(n->num_outputs()) + " outputs");
+        continue;
+      }
+      for (size_t i = 0; i < n->num_outputs(); ++i)
+        if (!same_kind(blk->returns()[i]->type(), n->output(i)->type()))
+          error(n, "types", "the " + which + " block's value " + std::to_string(i) + " is " +
+                                blk->returns()[i]->type().str() + ", the output is " +
+                                n->output(i)->type().str());
+    }
+  }
+
+  void loop(const Node* n) {
+    if (n->inputs().size() < 2) return error(n, "op", "Loop takes (max trip count, condition, carried...)");
+    if (n->input(0)->type().kind != Type::Kind::Int) error(n, "types", "the max trip count must be an int");
+    size_t carried = n->inputs().size() - 2;
+    if (n->num_outputs() != carried)
+      return error(n, "op", "Loop has " + std::to_string(carried) + " carried values but " +
+                                std::to_string(n->num_outputs()) + " outputs");
+    if (n->blocks().size() != 1) return error(n, "op", "Loop needs one body block");
+    const Block* body = n->block(0);
+    if (body->params().size() != carried + 1)
+      return error(n, "op", "the body takes (iteration, carried...): " + std::to_string(carried + 1) +
+                                " parameters, has " + std::to_string(body->params().size()));
+    if (body->param(0)->type().kind != Type::Kind::Int) error(n, "types", "the iteration parameter must be an int");
+    if (body->returns().size() != carried + 1)
+      return error(n, "op", "the body returns (condition, carried...): " + std::to_string(carried + 1) +
+                                " values, has " + std::to_string(body->returns().size()));
+    for (size_t i = 0; i < carried; ++i) {
+      const Type& init = n->input(i + 2)->type();
+      if (!same_kind(init, body->param(i + 1)->type()) || !same_kind(init, body->returns()[i + 1]->type()) ||
+          !same_kind(init, n->output(i)->type()))
+        error(n, "types", "carried value " + std::to_string(i) + " changes kind across the loop");
+    }
+  }
+
+  std::vector<std::string> errors_;
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const Graph& g) { return Verifier().run(g); }
+
+void verify_or_throw(const Graph& g) {
+  auto errors = verify(g);
+  if (errors.empty()) return;
+  std::string msg = "graph '" + g.name() + "' is malformed:";
+  for (const auto& e : errors) msg += "\n  " + e;
+  throw Error(msg);
+}
+
+}  // namespace graph::ir
