@@ -37,6 +37,15 @@ inline constexpr DType promote_types(DType a, DType b) {
   return static_cast<uint8_t>(a) < static_cast<uint8_t>(b) ? a : b;
 }
 
+// A tensor of dtype `t` mixed with a host scalar of category `s` (Float32,
+// Int64 or Bool): the scalar raises the dtype only to a higher category
+// (PyTorch's wrapped-number rule): i64 tensor * 0.5 -> f32, f32 tensor * 2 -> f32.
+inline constexpr DType promote_with_scalar(DType t, DType s) {
+  if (s == DType::Float32 && !is_floating(t)) return DType::Float32;
+  if (s == DType::Int64 && t == DType::Bool) return DType::Int64;
+  return t;
+}
+
 // C++ type <-> DType.
 template <class T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };

@@ -65,6 +65,16 @@ class StridedLoop {
     return true;
   }
 
+  // True when the whole loop is one run and every operand has stride 1: the
+  // kernel can index all operands with the same i (the vectorizable case).
+  bool unit_stride() const {
+    if (sizes_.size() > 1) return false;
+    if (sizes_.empty()) return true;
+    for (int64_t s : strides_[0])
+      if (s != 1) return false;
+    return true;
+  }
+
   // Calls f(n, offsets, inner_strides) for each innermost run of n elements;
   // element i of operand k in the run is at offsets[k] + i * inner_strides[k].
   template <class F>

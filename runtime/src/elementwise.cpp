@@ -1,0 +1,195 @@
+// Eager elementwise ops. Every op of ops.def gets its public entry points from
+// the X-macro below; the math is graph::scalar::<op>, shared with generated
+// fused code. Kernels run on cpu::StridedLoop with operand 0 the output.
+#include <array>
+#include <string>
+
+#include "graph/cpu_loop.h"
+#include "graph/op_table.h"
+#include "graph/ops.h"
+#include "graph/scalar_ops.h"
+#include "storage.h"
+
+namespace graph {
+
+namespace {
+
+using cpu::StridedLoop;
+
+// ---- inner runs ---------------------------------------------------------
+// Each run is n elements; operand k steps by st[k]. When the loop is simple
+// (loop.simple()) there is one run covering everything and each stride is 1
+// (dense) or 0 (a single broadcast value), which the first branches turn into
+// plain indexed loops over raw pointers that the compiler vectorizes.
+
+template <class R, class C, class F>
+void unary_run(int64_t n, R* __restrict o, const C* x, const std::array<int64_t, 2>& st, F f) {
+  if (st[0] == 1 && st[1] == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i * st[0]] = f(x[i * st[1]]);
+  }
+}
+
+template <class R, class C, class F>
+void binary_run(int64_t n, R* __restrict o, const C* a, const C* b,
+                const std::array<int64_t, 3>& st, F f) {
+  if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+  } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+    const C bv = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv);
+  } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+    const C av = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(av, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i * st[0]] = f(a[i * st[1]], b[i * st[2]]);
+  }
+}
+
+// ---- kernels over whole tensors ----------------------------------------
+
+// out = f(x); `x` already has dtype C and broadcasts to out's shape.
+template <class R, class C, class F>
+void unary_kernel(const Tensor& out, const Tensor& x, F f) {
+  R* o = out.data_ptr<R>();
+  const C* px = x.data_ptr<C>();
+  const StridedLoop<2> loop(out.sizes(),
+                            {out.strides(), cpu::broadcast_strides(x, out.sizes())});
+  loop.run([&](int64_t n, const auto& off, const auto& st) {
+    unary_run(n, o + off[0], px + off[1], st, f);
+  });
+}
+
+// out = f(a, b); `a` and `b` already have dtype C and broadcast to out's shape.
+template <class R, class C, class F>
+void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  R* o = out.data_ptr<R>();
+  const C* pa = a.data_ptr<C>();
+  const C* pb = b.data_ptr<C>();
+  const Shape& shape = out.sizes();
+  const StridedLoop<3> loop(shape, {out.strides(), cpu::broadcast_strides(a, shape),
+                                    cpu::broadcast_strides(b, shape)});
+  loop.run([&](int64_t n, const auto& off, const auto& st) {
+    binary_run(n, o + off[0], pa + off[1], pb + off[2], st, f);
+  });
+}
+
+// ---- dtype checks shared by the entry points ---------------------------
+
+// PyTorch rejects these rather than giving a surprising answer.
+void check_bool_operands(const OpInfo& op, DType a, DType b) {
+  if (op.id == OpId::sub && (a == kBool || b == kBool)) {
+    throw Error("sub: subtraction with a bool operand is not supported; use logical_not or "
+                "the ! operator to invert a mask");
+  }
+}
+
+Tensor scalar_tensor(Scalar s, DType dtype) { return full({}, s, dtype); }
+
+// ---- generic entry points ----------------------------------------------
+
+template <class F>
+Tensor unary_op(OpId id, const Tensor& x, F f) {
+  const OpInfo& op = op_info(id);
+  detail::check_defined(op.name, x);
+  if (id == OpId::neg && x.dtype() == kBool) {
+    throw Error("neg: negation of a bool tensor (shape " + shape_str(x.sizes()) +
+                ") is not supported; use logical_not or the ! operator");
+  }
+  const DType compute = compute_dtype(op, x.dtype());
+  const Tensor in = x.to(compute);  // integral inputs of float ops convert once, up front
+  Tensor out = empty(x.sizes(), result_dtype(op, x.dtype()));
+  dispatch_dtype(compute, [&](auto c) {
+    using C = decltype(c);
+    unary_kernel<decltype(f(C{})), C>(out, in, f);
+  });
+  return out;
+}
+
+// a and b are defined; `promoted` is their promoted dtype (for a Scalar
+// operand, after the wrapped-number rule).
+template <class F>
+Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promoted, F f) {
+  const Shape shape = cpu::broadcast_shapes(op.name, {a.sizes(), b.sizes()});
+  const DType compute = compute_dtype(op, promoted);
+  const Tensor ca = a.to(compute), cb = b.to(compute);
+  Tensor out = empty(shape, result_dtype(op, promoted));
+  dispatch_dtype(compute, [&](auto c) {
+    using C = decltype(c);
+    binary_kernel<decltype(f(C{}, C{})), C>(out, ca, cb, f);
+  });
+  return out;
+}
+
+template <class F>
+Tensor binary_tt(OpId id, const Tensor& a, const Tensor& b, F f) {
+  const OpInfo& op = op_info(id);
+  detail::check_defined(op.name, a);
+  detail::check_defined(op.name, b);
+  check_bool_operands(op, a.dtype(), b.dtype());
+  return binary_op(op, a, b, promote_types(a.dtype(), b.dtype()), f);
+}
+
+// A Scalar mixed with a tensor keeps the tensor's dtype unless it is of a
+// higher category (bool < integral < floating). With one dtype per category
+// that is exactly promote_types of the tensor dtype and the scalar's category.
+template <class F>
+Tensor binary_ts(OpId id, const Tensor& a, Scalar b, F f) {
+  const OpInfo& op = op_info(id);
+  detail::check_defined(op.name, a);
+  check_bool_operands(op, a.dtype(), b.dtype());
+  const DType promoted = promote_types(a.dtype(), b.dtype());
+  return binary_op(op, a, scalar_tensor(b, compute_dtype(op, promoted)), promoted, f);
+}
+
+template <class F>
+Tensor binary_st(OpId id, Scalar a, const Tensor& b, F f) {
+  const OpInfo& op = op_info(id);
+  detail::check_defined(op.name, b);
+  check_bool_operands(op, a.dtype(), b.dtype());
+  const DType promoted = promote_types(a.dtype(), b.dtype());
+  return binary_op(op, scalar_tensor(a, compute_dtype(op, promoted)), b, promoted, f);
+}
+
+}  // namespace
+
+// ---- public ops, one set per ops.def entry ------------------------------
+
+#define GRAPH_UNARY_OP(name, rule, body)                                        \
+  Tensor name(const Tensor& x) {                                                \
+    return unary_op(OpId::name, x, [](auto v) { return scalar::name(v); });     \
+  }
+#define GRAPH_BINARY_OP(name, rule, body)                                       \
+  Tensor name(const Tensor& a, const Tensor& b) {                               \
+    return binary_tt(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
+  }                                                                             \
+  Tensor name(const Tensor& a, Scalar b) {                                      \
+    return binary_ts(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
+  }                                                                             \
+  Tensor name(Scalar a, const Tensor& b) {                                      \
+    return binary_st(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
+  }
+#include "graph/ops.def"
+
+// ---- dtype-converting copy (used by to(), clone(), contiguous()) --------
+
+void detail::copy_into(const Tensor& dst, const Tensor& src) {
+  check_defined("copy", dst);
+  check_defined("copy", src);
+  const StridedLoop<2> loop(dst.sizes(),
+                            {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
+  dispatch_dtype(dst.dtype(), [&](auto d) {
+    using D = decltype(d);
+    dispatch_dtype(src.dtype(), [&](auto s) {
+      using S = decltype(s);
+      D* o = dst.data_ptr<D>();
+      const S* x = src.data_ptr<S>();
+      loop.run([&](int64_t n, const auto& off, const auto& st) {
+        unary_run(n, o + off[0], x + off[1], st, [](S v) { return convert<D>(v); });
+      });
+    });
+  });
+}
+
+}  // namespace graph

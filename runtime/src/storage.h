@@ -1,0 +1,64 @@
+#pragma once
+// Private to the runtime: the Storage behind every Tensor, plus helpers the
+// runtime's source files share (dimension wrapping, safe value conversion,
+// strided copy). Nothing here is part of the public API.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+
+#include "graph/tensor.h"
+
+namespace graph {
+
+// A 64-byte-aligned buffer (cache-line and AVX-512 friendly). Tensors share it
+// through shared_ptr; it is never resized.
+struct Storage {
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+};
+
+namespace detail {
+
+inline constexpr size_t kStorageAlignment = 64;
+
+// Throws "<op>: expected a defined tensor" for a default-constructed Tensor, so
+// ops never touch a null storage.
+void check_defined(std::string_view op, const Tensor& t);
+
+// `dim` in [-ndim, ndim) mapped to [0, ndim); throws naming `op` and `shape`.
+// A 0-d tensor accepts dim 0 and -1, as in PyTorch.
+int64_t wrap_dim(std::string_view op, int64_t dim, const Shape& shape);
+
+// Copies `src` (broadcast to dst's shape) into `dst`, converting the dtype.
+void copy_into(const Tensor& dst, const Tensor& src);
+
+// static_cast, except that a floating value outside the target integer's range
+// (or NaN) gives the type's minimum instead of undefined behaviour; that is
+// also what x86 conversion instructions produce.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
+                !std::is_same_v<To, bool>) {
+    constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+    constexpr double hi = -lo;  // 2^(bits-1), exclusive upper bound
+    const double d = static_cast<double>(v);
+    if (!(d >= lo && d < hi)) return std::numeric_limits<To>::min();
+  }
+  return static_cast<To>(v);
+}
+
+// A Scalar's value as T (same conversion rules as convert).
+template <class T>
+inline T scalar_as(const Scalar& s) {
+  return s.is_floating() ? convert<T>(s.to_double()) : convert<T>(s.to_int());
+}
+
+}  // namespace detail
+}  // namespace graph

@@ -1,0 +1,523 @@
+// Tensor geometry, views, conversions, printing and factories.
+#include "graph/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "storage.h"
+
+namespace graph {
+
+// ---- Storage ------------------------------------------------------------
+
+Storage::Storage(size_t bytes) : nbytes(bytes) {
+  // aligned_alloc wants a multiple of the alignment; never ask for 0 bytes so
+  // that even empty tensors have a distinct, valid pointer.
+  const size_t a = detail::kStorageAlignment;
+  const size_t rounded = std::max<size_t>(a, (bytes + a - 1) / a * a);
+  data = std::aligned_alloc(a, rounded);
+  if (data == nullptr) throw Error("empty: cannot allocate " + std::to_string(bytes) + " bytes");
+}
+
+Storage::~Storage() { std::free(data); }
+
+// ---- shared helpers -----------------------------------------------------
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape strides(sizes.size());
+  int64_t running = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = running;
+    running *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+namespace detail {
+
+void check_defined(std::string_view op, const Tensor& t) {
+  if (!t.defined()) throw Error(std::string(op) + ": expected a defined tensor, got an undefined one");
+}
+
+int64_t wrap_dim(std::string_view op, int64_t dim, const Shape& shape) {
+  const int64_t n = std::max<int64_t>(static_cast<int64_t>(shape.size()), 1);
+  if (dim < -n || dim >= n) {
+    throw Error(std::string(op) + ": dim " + std::to_string(dim) +
+                " is out of range for a tensor of shape " + shape_str(shape));
+  }
+  return dim < 0 ? dim + n : dim;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Product of sizes; throws naming `op` on negative sizes or int64 overflow.
+int64_t checked_numel(std::string_view op, const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    if (s < 0) {
+      throw Error(std::string(op) + ": negative dimension " + std::to_string(s) + " in shape " +
+                  shape_str(sizes));
+    }
+    if (__builtin_mul_overflow(n, s, &n)) {
+      throw Error(std::string(op) + ": shape " + shape_str(sizes) + " has too many elements");
+    }
+  }
+  return n;
+}
+
+// The value at `p` (of dtype `t`) as T.
+template <class T>
+T load_as(DType t, const void* p) {
+  return dispatch_dtype(t, [&](auto v) {
+    using S = decltype(v);
+    return detail::convert<T>(*static_cast<const S*>(p));
+  });
+}
+
+}  // namespace
+
+// ---- Tensor geometry ----------------------------------------------------
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape sizes, Shape strides,
+               DType dtype)
+    : storage_(std::move(storage)),
+      offset_(offset),
+      sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      dtype_(dtype) {
+  // Views are built from this constructor, so check once here that every
+  // element it can address lies inside the storage.
+  if (!storage_) throw Error("Tensor: null storage");
+  if (sizes_.size() != strides_.size()) {
+    throw Error("Tensor: shape " + shape_str(sizes_) + " and strides " + shape_str(strides_) +
+                " differ in rank");
+  }
+  if (checked_numel("Tensor", sizes_) == 0) return;
+  int64_t lo = offset_, hi = offset_;
+  bool overflow = false;
+  for (size_t d = 0; d < sizes_.size(); ++d) {
+    int64_t reach = 0;
+    overflow |= __builtin_mul_overflow(sizes_[d] - 1, strides_[d], &reach);
+    overflow |= __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
+  }
+  const int64_t capacity = static_cast<int64_t>(storage_->nbytes / element_size(dtype_));
+  if (overflow || lo < 0 || hi >= capacity) {
+    throw Error("Tensor: view of shape " + shape_str(sizes_) + " with strides " +
+                shape_str(strides_) + " at offset " + std::to_string(offset_) +
+                " exceeds its storage of " + std::to_string(capacity) + " elements");
+  }
+}
+
+int64_t Tensor::size(int64_t d) const {
+  if (dim() == 0) throw Error("size: a 0-d tensor has no dimension " + std::to_string(d));
+  return sizes_[detail::wrap_dim("size", d, sizes_)];
+}
+
+int64_t Tensor::stride(int64_t d) const {
+  if (dim() == 0) throw Error("stride: a 0-d tensor has no dimension " + std::to_string(d));
+  return strides_[detail::wrap_dim("stride", d, sizes_)];
+}
+
+int64_t Tensor::numel() const {
+  if (!defined()) return 0;
+  int64_t n = 1;
+  for (int64_t s : sizes_) n *= s;
+  return n;
+}
+
+bool Tensor::is_contiguous() const {
+  // Size-1 dims can carry any stride (they are never stepped), and a tensor
+  // with no elements is trivially contiguous.
+  if (numel() == 0) return true;
+  int64_t expected = 1;
+  for (size_t d = sizes_.size(); d-- > 0;) {
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected) return false;
+    expected *= sizes_[d];
+  }
+  return true;
+}
+
+template <class T>
+T* Tensor::data_ptr() const {
+  detail::check_defined("data_ptr", *this);
+  if (dtype_of<T>::value != dtype_) {
+    throw Error("data_ptr: tensor is " + std::string(dtype_name(dtype_)) + ", not " +
+                std::string(dtype_name(dtype_of<T>::value)));
+  }
+  return static_cast<T*>(storage_->data) + offset_;
+}
+template float* Tensor::data_ptr<float>() const;
+template int64_t* Tensor::data_ptr<int64_t>() const;
+template bool* Tensor::data_ptr<bool>() const;
+
+void* Tensor::raw_data() const {
+  detail::check_defined("raw_data", *this);
+  return static_cast<char*>(storage_->data) + offset_ * element_size(dtype_);
+}
+
+template <class T>
+T Tensor::item() const {
+  detail::check_defined("item", *this);
+  if (numel() != 1) {
+    throw Error("item: a tensor with " + std::to_string(numel()) +
+                " elements cannot be converted to a scalar (shape " + shape_str(sizes_) + ")");
+  }
+  return load_as<T>(dtype_, raw_data());
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template int Tensor::item<int>() const;
+template bool Tensor::item<bool>() const;
+
+Tensor::operator bool() const {
+  detail::check_defined("bool", *this);
+  if (numel() != 1) {
+    throw Error("bool value of a tensor with more than one value is ambiguous (shape " +
+                shape_str(sizes_) + ")");
+  }
+  return load_as<bool>(dtype_, raw_data());
+}
+
+// ---- copies -------------------------------------------------------------
+
+Tensor Tensor::contiguous() const {
+  detail::check_defined("contiguous", *this);
+  return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+  detail::check_defined("clone", *this);
+  Tensor out = empty(sizes_, dtype_);
+  detail::copy_into(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(DType t) const {
+  detail::check_defined("to", *this);
+  if (t == dtype_) return *this;
+  Tensor out = empty(sizes_, t);
+  detail::copy_into(out, *this);
+  return out;
+}
+
+// ---- views --------------------------------------------------------------
+
+Tensor Tensor::t() const {
+  detail::check_defined("t", *this);
+  if (dim() < 2) return *this;
+  if (dim() > 2) {
+    throw Error("t: expects a tensor with <= 2 dimensions, but got shape " + shape_str(sizes_) +
+                "; use transpose");
+  }
+  return transpose(0, 1);
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  detail::check_defined("transpose", *this);
+  d0 = detail::wrap_dim("transpose", d0, sizes_);
+  d1 = detail::wrap_dim("transpose", d1, sizes_);
+  if (dim() == 0) return *this;
+  Shape sizes = sizes_, strides = strides_;
+  std::swap(sizes[d0], sizes[d1]);
+  std::swap(strides[d0], strides[d1]);
+  return Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  detail::check_defined("slice", *this);
+  if (dim() == 0) throw Error("slice: cannot slice a 0-d tensor");
+  d = detail::wrap_dim("slice", d, sizes_);
+  if (step <= 0) {
+    throw Error("slice: step must be positive, got " + std::to_string(step) + " (shape " +
+                shape_str(sizes_) + ")");
+  }
+  // Clamp like PyTorch: negative bounds count from the end, then both are
+  // clipped to [0, size] and an empty range yields size 0.
+  const int64_t n = sizes_[d];
+  auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  start = clamp(start);
+  end = std::max(clamp(end), start);
+  Shape sizes = sizes_, strides = strides_;
+  sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;
+  strides[d] = strides_[d] * step;
+  return Tensor(storage_, offset_ + start * strides_[d], std::move(sizes), std::move(strides),
+                dtype_);
+}
+
+Tensor Tensor::expand(const Shape& target) const {
+  detail::check_defined("expand", *this);
+  auto fail = [&] {
+    return Error("expand: cannot expand shape " + shape_str(sizes_) + " to " + shape_str(target));
+  };
+  if (target.size() < sizes_.size()) throw fail();
+  const size_t lead = target.size() - sizes_.size();
+  Shape sizes(target.size()), strides(target.size(), 0);
+  for (size_t d = 0; d < target.size(); ++d) {
+    if (d < lead) {  // new leading dim: every index reads the same data
+      if (target[d] < 0) throw fail();
+      sizes[d] = target[d];
+      continue;
+    }
+    const int64_t have = sizes_[d - lead];
+    const int64_t want = target[d] == -1 ? have : target[d];
+    if (want == have) {
+      sizes[d] = have;
+      strides[d] = strides_[d - lead];
+    } else if (have == 1 && want >= 0) {
+      sizes[d] = want;
+    } else {
+      throw fail();
+    }
+  }
+  return Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_);
+}
+
+namespace {
+
+// `sizes` with a single -1 replaced so that the element count is `numel`.
+Shape infer_shape(std::string_view op, const Shape& sizes, int64_t numel) {
+  Shape out = sizes;
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == -1) {
+      if (infer >= 0) throw Error(std::string(op) + ": only one dimension can be -1, got " +
+                                  shape_str(sizes));
+      infer = static_cast<int>(d);
+    } else if (out[d] < 0 || __builtin_mul_overflow(known, out[d], &known)) {
+      throw Error(std::string(op) + ": invalid shape " + shape_str(sizes));
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0) {
+      throw Error(std::string(op) + ": shape " + shape_str(sizes) + " is invalid for input of size " +
+                  std::to_string(numel));
+    }
+    out[infer] = numel / known;
+    known = numel;
+  }
+  if (known != numel) {
+    throw Error(std::string(op) + ": shape " + shape_str(sizes) + " is invalid for input of size " +
+                std::to_string(numel));
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Shape& sizes) const {
+  detail::check_defined("view", *this);
+  Shape shape = infer_shape("view", sizes, numel());
+  if (!is_contiguous()) {
+    throw Error("view: input of shape " + shape_str(sizes_) + " with strides " +
+                shape_str(strides_) + " is not contiguous; use reshape(" + shape_str(sizes) +
+                ") instead");
+  }
+  Shape strides = contiguous_strides(shape);
+  return Tensor(storage_, offset_, std::move(shape), std::move(strides), dtype_);
+}
+
+Tensor Tensor::reshape(const Shape& sizes) const {
+  detail::check_defined("reshape", *this);
+  infer_shape("reshape", sizes, numel());  // report shape errors as reshape's
+  return is_contiguous() ? view(sizes) : clone().view(sizes);
+}
+
+// ---- printing -----------------------------------------------------------
+
+namespace {
+
+void print_element(std::string& out, DType t, const void* p) {
+  char buf[64];
+  switch (t) {
+    case DType::Float32:
+      std::snprintf(buf, sizeof buf, "%.4f", static_cast<double>(*static_cast<const float*>(p)));
+      break;
+    case DType::Int64:
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(*static_cast<const int64_t*>(p)));
+      break;
+    case DType::Bool:
+      std::snprintf(buf, sizeof buf, "%s", *static_cast<const bool*>(p) ? "true" : "false");
+      break;
+  }
+  out += buf;
+}
+
+// Prints dims [d, ndim) of `t` starting at element offset `off`. Large tensors
+// show the first and last three entries of each long dim, as PyTorch does.
+void print_dims(std::string& out, const Tensor& t, size_t d, int64_t off, bool summarize,
+                size_t indent) {
+  const char* base = static_cast<const char*>(t.storage()->data);
+  const size_t esize = element_size(t.dtype());
+  if (d == t.sizes().size()) {
+    print_element(out, t.dtype(), base + off * esize);
+    return;
+  }
+  const int64_t n = t.sizes()[d];
+  const bool skip = summarize && n > 6;
+  const bool last = d + 1 == t.sizes().size();
+  std::string sep = last ? ", " : ",\n" + std::string(indent + d + 1, ' ');
+  out += '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (skip && i == 3) {
+      out += "..." + sep;
+      i = n - 3;
+    }
+    print_dims(out, t, d + 1, off + i * t.strides()[d], summarize, indent);
+    if (i + 1 < n) out += sep;
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "tensor(undefined)";
+  std::string out = "tensor(";
+  print_dims(out, *this, 0, offset_, numel() > 1000, out.size());
+  return out + ", shape=" + shape_str(sizes_) + ", dtype=" + std::string(dtype_name(dtype_)) + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+// ---- factories ----------------------------------------------------------
+
+Tensor empty(const Shape& sizes, DType dtype) {
+  const int64_t n = checked_numel("empty", sizes);
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes)) {
+    throw Error("empty: shape " + shape_str(sizes) + " is too large");
+  }
+  return Tensor(std::make_shared<Storage>(bytes), 0, sizes, contiguous_strides(sizes), dtype);
+}
+
+Tensor zeros(const Shape& sizes, DType dtype) {
+  Tensor out = empty(sizes, dtype);
+  // All-zero bytes are 0.0f, 0 and false.
+  std::memset(out.raw_data(), 0, static_cast<size_t>(out.numel()) * element_size(dtype));
+  return out;
+}
+
+Tensor ones(const Shape& sizes, DType dtype) { return full(sizes, 1, dtype); }
+
+Tensor full(const Shape& sizes, Scalar value, DType dtype) {
+  Tensor out = empty(sizes, dtype);
+  dispatch_dtype(dtype, [&](auto v) {
+    using T = decltype(v);
+    std::fill_n(out.data_ptr<T>(), out.numel(), detail::scalar_as<T>(value));
+  });
+  return out;
+}
+
+Tensor arange(Scalar end) { return arange(0, end, 1); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step) {
+  const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  if (!std::isfinite(s) || !std::isfinite(e) || !std::isfinite(st)) {
+    throw Error("arange: start, end and step must be finite");
+  }
+  if (st == 0) throw Error("arange: step must be nonzero");
+  if ((st > 0 && e < s) || (st < 0 && e > s)) {
+    throw Error("arange: upper bound and lower bound are inconsistent with the step sign");
+  }
+  // The element count is computed in double as PyTorch does; the values
+  // themselves are exact for integers.
+  const double count = std::ceil((e - s) / st);
+  if (count > 1e15) throw Error("arange: too many elements");
+  const int64_t n = static_cast<int64_t>(count);
+  if (integral) {
+    Tensor out = empty({n}, kInt64);
+    int64_t* p = out.data_ptr<int64_t>();
+    // Unsigned arithmetic wraps instead of overflowing at the int64 limits.
+    const auto first = static_cast<uint64_t>(start.to_int());
+    const auto delta = static_cast<uint64_t>(step.to_int());
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(first + static_cast<uint64_t>(i) * delta);
+    return out;
+  }
+  Tensor out = empty({n}, kFloat32);
+  float* p = out.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(s + static_cast<double>(i) * st);
+  return out;
+}
+
+Tensor from_vector(const std::vector<float>& v, const Shape& sizes) {
+  const int64_t n = checked_numel("from_vector", sizes);
+  if (n != static_cast<int64_t>(v.size())) {
+    throw Error("from_vector: shape " + shape_str(sizes) + " needs " + std::to_string(n) +
+                " elements, got " + std::to_string(v.size()));
+  }
+  Tensor out = empty(sizes, kFloat32);
+  std::copy(v.begin(), v.end(), out.data_ptr<float>());
+  return out;
+}
+
+namespace {
+
+// The element type a C++ literal type is stored as: integers -> int64,
+// floating -> float32, bool -> bool.
+template <class T>
+using literal_t = std::conditional_t<std::is_same_v<T, bool>, bool,
+                                     std::conditional_t<std::is_integral_v<T>, int64_t, float>>;
+
+}  // namespace
+
+template <class T>
+Tensor tensor(std::initializer_list<T> values) {
+  using S = literal_t<T>;
+  Tensor out = empty({static_cast<int64_t>(values.size())}, dtype_of<S>::value);
+  std::transform(values.begin(), values.end(), out.data_ptr<S>(),
+                 [](T v) { return static_cast<S>(v); });
+  return out;
+}
+
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> rows) {
+  using S = literal_t<T>;
+  const size_t cols = rows.size() ? rows.begin()->size() : 0;
+  size_t r = 0;
+  for (const auto& row : rows) {
+    if (row.size() != cols) {
+      throw Error("tensor: ragged nested list: row " + std::to_string(r) + " has " +
+                  std::to_string(row.size()) + " elements, expected " + std::to_string(cols));
+    }
+    ++r;
+  }
+  Tensor out = empty({static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)},
+                     dtype_of<S>::value);
+  S* p = out.data_ptr<S>();
+  for (const auto& row : rows)
+    p = std::transform(row.begin(), row.end(), p, [](T v) { return static_cast<S>(v); });
+  return out;
+}
+
+#define GRAPH_INSTANTIATE_TENSOR(T)                                      \
+  template Tensor tensor<T>(std::initializer_list<T>);                   \
+  template Tensor tensor<T>(std::initializer_list<std::initializer_list<T>>);
+GRAPH_INSTANTIATE_TENSOR(int)
+GRAPH_INSTANTIATE_TENSOR(long)
+GRAPH_INSTANTIATE_TENSOR(long long)
+GRAPH_INSTANTIATE_TENSOR(float)
+GRAPH_INSTANTIATE_TENSOR(double)
+GRAPH_INSTANTIATE_TENSOR(bool)
+#undef GRAPH_INSTANTIATE_TENSOR
+
+}  // namespace graph

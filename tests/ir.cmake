@@ -1,0 +1,10 @@
+# The IR tests: text round trips, the C++ builder API, parser errors and the
+# verifier. Included from tests/CMakeLists.txt (or any project that has the
+# cxxgraph_ir target); paths are relative to this file.
+find_package(GTest REQUIRED)
+include(GoogleTest)
+
+add_executable(ir_test ${CMAKE_CURRENT_LIST_DIR}/ir_test.cpp)
+target_link_libraries(ir_test PRIVATE cxxgraph_ir GTest::gtest_main)
+target_compile_options(ir_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(ir_test)

@@ -1,0 +1,11 @@
+# The eager CPU runtime tests: tensor views and factories, elementwise ops with
+# broadcasting and dtype promotion, reductions, matmul and error messages.
+# Included from tests/CMakeLists.txt (or any project that has the
+# cxxgraph_runtime target); paths are relative to this file.
+find_package(GTest REQUIRED)
+include(GoogleTest)
+
+add_executable(runtime_test ${CMAKE_CURRENT_LIST_DIR}/runtime_test.cpp)
+target_link_libraries(runtime_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(runtime_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(runtime_test)
