@@ -56,6 +56,14 @@ void Node::replace_input(size_t i, Value* v) {
   v->users_.push_back(this);
 }
 
+void Node::drop_inputs() {
+  for (Value* v : inputs_) {
+    auto it = std::find(v->users_.begin(), v->users_.end(), this);
+    if (it != v->users_.end()) v->users_.erase(it);
+  }
+  inputs_.clear();
+}
+
 Value* Node::add_output(Type t, std::string name) {
   outputs_.emplace_back(new Value(std::move(t), std::move(name)));
   outputs_.back()->producer_ = this;
@@ -78,6 +86,38 @@ Node* Block::append(std::string op) {
   nodes_.emplace_back(new Node(std::move(op)));
   nodes_.back()->owner_ = this;
   return nodes_.back().get();
+}
+
+Node* Block::insert_before(const Node* pos, std::string op) {
+  auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.get() == pos; });
+  auto made = nodes_.emplace(it, new Node(std::move(op)));
+  (*made)->owner_ = this;
+  return made->get();
+}
+
+void Block::move_to_end(Node* n) {
+  Block* from = n->owner_;
+  auto it = std::find_if(from->nodes_.begin(), from->nodes_.end(), [&](const auto& p) { return p.get() == n; });
+  nodes_.splice(nodes_.end(), from->nodes_, it);
+  n->owner_ = this;
+}
+
+void Block::erase(Node* n) {
+  n->drop_inputs();
+  nodes_.remove_if([&](const auto& p) { return p.get() == n; });
+}
+
+void replace_uses(Block* root, Value* from, Value* to, const Block* skip) {
+  if (root == skip) return;
+  for (const auto& n : root->nodes()) {
+    for (size_t i = 0; i < n->inputs().size(); ++i)
+      if (n->input(i) == from) n->replace_input(i, to);
+    for (const auto& b : n->blocks()) replace_uses(b.get(), from, to, skip);
+  }
+  std::vector<Value*> rets = root->returns();
+  for (Value*& r : rets)
+    if (r == from) r = to;
+  root->set_returns(std::move(rets));
 }
 
 Value* add_constant(Block* b, int64_t v) {

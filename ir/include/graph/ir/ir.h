@@ -135,6 +135,7 @@ class Node {
 
   void add_input(Value* v);
   void replace_input(size_t i, Value* v);
+  void drop_inputs();  // removes every input (and its use)
   Value* add_output(Type t, std::string name = {});
   Block* add_block();
 
@@ -159,8 +160,16 @@ class Block {
   Value* add_param(Type t, std::string name = {});
 
   const NodeList& nodes() const { return nodes_; }
-  // Appends a node running `op` (an op-table name or If, Loop, constant).
+  // Appends a node running `op` (an op-table name or a primitive: constant,
+  // If, Loop, FusionGroup).
   Node* append(std::string op);
+  // A new node running `op`, placed just before `pos` (a node of this block).
+  Node* insert_before(const Node* pos, std::string op);
+  // Moves `n` (a node of any block) to the end of this block, keeping its
+  // outputs, inputs and nested blocks.
+  void move_to_end(Node* n);
+  // Removes `n`, which must have no remaining users, and drops its input uses.
+  void erase(Node* n);
 
   const std::vector<Value*>& returns() const { return returns_; }
   void add_return(Value* v) { returns_.push_back(v); }
@@ -193,6 +202,10 @@ class Graph {
   std::string name_;
   std::unique_ptr<Block> top_;
 };
+
+// Replaces every use of `from` by `to` (node inputs and block returns) in
+// `root` and its nested blocks, except inside `skip` (may be null).
+void replace_uses(Block* root, Value* from, Value* to, const Block* skip = nullptr);
 
 // Builders for the nodes every front end emits.
 Value* add_constant(Block* b, int64_t v);
