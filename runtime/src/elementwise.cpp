@@ -54,8 +54,7 @@ template <class R, class C, class F>
 void unary_kernel(const Tensor& out, const Tensor& x, F f) {
   R* o = out.data_ptr<R>();
   const C* px = x.data_ptr<C>();
-  const StridedLoop<2> loop(out.sizes(),
-                            {out.strides(), cpu::broadcast_strides(x, out.sizes())});
+  const StridedLoop<2> loop(out.sizes(), {out.strides(), cpu::broadcast_strides(x, out.sizes())});
   loop.run([&](int64_t n, const auto& off, const auto& st) {
     unary_run(n, o + off[0], px + off[1], st, f);
   });
@@ -68,8 +67,8 @@ void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   const C* pa = a.data_ptr<C>();
   const C* pb = b.data_ptr<C>();
   const Shape& shape = out.sizes();
-  const StridedLoop<3> loop(shape, {out.strides(), cpu::broadcast_strides(a, shape),
-                                    cpu::broadcast_strides(b, shape)});
+  const StridedLoop<3> loop(
+      shape, {out.strides(), cpu::broadcast_strides(a, shape), cpu::broadcast_strides(b, shape)});
   loop.run([&](int64_t n, const auto& off, const auto& st) {
     binary_run(n, o + off[0], pa + off[1], pb + off[2], st, f);
   });
@@ -80,8 +79,9 @@ void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 // PyTorch rejects these rather than giving a surprising answer.
 void check_bool_operands(const OpInfo& op, DType a, DType b) {
   if (op.id == OpId::sub && (a == kBool || b == kBool)) {
-    throw Error("sub: subtraction with a bool operand is not supported; use logical_not or "
-                "the ! operator to invert a mask");
+    throw Error(
+        "sub: subtraction with a bool operand is not supported; use logical_not or "
+        "the ! operator to invert a mask");
   }
 }
 
@@ -156,18 +156,18 @@ Tensor binary_st(OpId id, Scalar a, const Tensor& b, F f) {
 
 // ---- public ops, one set per ops.def entry ------------------------------
 
-#define GRAPH_UNARY_OP(name, rule, body)                                        \
-  Tensor name(const Tensor& x) {                                                \
-    return unary_op(OpId::name, x, [](auto v) { return scalar::name(v); });     \
+#define GRAPH_UNARY_OP(name, rule, body)                                    \
+  Tensor name(const Tensor& x) {                                            \
+    return unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }); \
   }
-#define GRAPH_BINARY_OP(name, rule, body)                                       \
-  Tensor name(const Tensor& a, const Tensor& b) {                               \
+#define GRAPH_BINARY_OP(name, rule, body)                                                  \
+  Tensor name(const Tensor& a, const Tensor& b) {                                          \
     return binary_tt(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
-  }                                                                             \
-  Tensor name(const Tensor& a, Scalar b) {                                      \
+  }                                                                                        \
+  Tensor name(const Tensor& a, Scalar b) {                                                 \
     return binary_ts(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
-  }                                                                             \
-  Tensor name(Scalar a, const Tensor& b) {                                      \
+  }                                                                                        \
+  Tensor name(Scalar a, const Tensor& b) {                                                 \
     return binary_st(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
   }
 #include "graph/ops.def"
@@ -177,8 +177,7 @@ Tensor binary_st(OpId id, Scalar a, const Tensor& b, F f) {
 void detail::copy_into(const Tensor& dst, const Tensor& src) {
   check_defined("copy", dst);
   check_defined("copy", src);
-  const StridedLoop<2> loop(dst.sizes(),
-                            {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
+  const StridedLoop<2> loop(dst.sizes(), {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
   dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
     dispatch_dtype(src.dtype(), [&](auto s) {

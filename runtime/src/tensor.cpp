@@ -50,7 +50,8 @@ Shape contiguous_strides(const Shape& sizes) {
 namespace detail {
 
 void check_defined(std::string_view op, const Tensor& t) {
-  if (!t.defined()) throw Error(std::string(op) + ": expected a defined tensor, got an undefined one");
+  if (!t.defined())
+    throw Error(std::string(op) + ": expected a defined tensor, got an undefined one");
 }
 
 int64_t wrap_dim(std::string_view op, int64_t dim, const Shape& shape) {
@@ -299,8 +300,8 @@ Shape infer_shape(std::string_view op, const Shape& sizes, int64_t numel) {
   int infer = -1;
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == -1) {
-      if (infer >= 0) throw Error(std::string(op) + ": only one dimension can be -1, got " +
-                                  shape_str(sizes));
+      if (infer >= 0)
+        throw Error(std::string(op) + ": only one dimension can be -1, got " + shape_str(sizes));
       infer = static_cast<int>(d);
     } else if (out[d] < 0 || __builtin_mul_overflow(known, out[d], &known)) {
       throw Error(std::string(op) + ": invalid shape " + shape_str(sizes));
@@ -308,8 +309,8 @@ Shape infer_shape(std::string_view op, const Shape& sizes, int64_t numel) {
   }
   if (infer >= 0) {
     if (known == 0 || numel % known != 0) {
-      throw Error(std::string(op) + ": shape " + shape_str(sizes) + " is invalid for input of size " +
-                  std::to_string(numel));
+      throw Error(std::string(op) + ": shape " + shape_str(sizes) +
+                  " is invalid for input of size " + std::to_string(numel));
     }
     out[infer] = numel / known;
     known = numel;
@@ -352,7 +353,8 @@ void print_element(std::string& out, DType t, const void* p) {
       std::snprintf(buf, sizeof buf, "%.4f", static_cast<double>(*static_cast<const float*>(p)));
       break;
     case DType::Int64:
-      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(*static_cast<const int64_t*>(p)));
+      std::snprintf(buf, sizeof buf, "%lld",
+                    static_cast<long long>(*static_cast<const int64_t*>(p)));
       break;
     case DType::Bool:
       std::snprintf(buf, sizeof buf, "%s", *static_cast<const bool*>(p) ? "true" : "false");
@@ -450,7 +452,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step) {
     // Unsigned arithmetic wraps instead of overflowing at the int64 limits.
     const auto first = static_cast<uint64_t>(start.to_int());
     const auto delta = static_cast<uint64_t>(step.to_int());
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(first + static_cast<uint64_t>(i) * delta);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<int64_t>(first + static_cast<uint64_t>(i) * delta);
     return out;
   }
   Tensor out = empty({n}, kFloat32);
@@ -501,16 +504,16 @@ Tensor tensor(std::initializer_list<std::initializer_list<T>> rows) {
     }
     ++r;
   }
-  Tensor out = empty({static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)},
-                     dtype_of<S>::value);
+  Tensor out =
+      empty({static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, dtype_of<S>::value);
   S* p = out.data_ptr<S>();
   for (const auto& row : rows)
     p = std::transform(row.begin(), row.end(), p, [](T v) { return static_cast<S>(v); });
   return out;
 }
 
-#define GRAPH_INSTANTIATE_TENSOR(T)                                      \
-  template Tensor tensor<T>(std::initializer_list<T>);                   \
+#define GRAPH_INSTANTIATE_TENSOR(T)                    \
+  template Tensor tensor<T>(std::initializer_list<T>); \
   template Tensor tensor<T>(std::initializer_list<std::initializer_list<T>>);
 GRAPH_INSTANTIATE_TENSOR(int)
 GRAPH_INSTANTIATE_TENSOR(long)

@@ -1,0 +1,423 @@
+// Eager CPU runtime: values, not just absence of crashes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/cpu_loop.h"
+#include "graph/graph.h"
+
+namespace {
+
+using graph::Error;
+using graph::Shape;
+using graph::Tensor;
+
+// Runs `f`, expecting graph::Error whose message contains every `parts` entry.
+template <class F>
+void expect_error(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(what.find(p), std::string::npos)
+          << "message \"" << what << "\" lacks \"" << p << "\"";
+    return;
+  }
+  ADD_FAILURE() << "expected graph::Error";
+}
+
+std::vector<float> values(const Tensor& t) {
+  Tensor c = t.contiguous();
+  const float* p = c.data_ptr<float>();
+  return std::vector<float>(p, p + c.numel());
+}
+
+std::vector<int64_t> ivalues(const Tensor& t) {
+  Tensor c = t.contiguous();
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+std::vector<bool> bvalues(const Tensor& t) {
+  Tensor c = t.contiguous();
+  const bool* p = c.data_ptr<bool>();
+  return std::vector<bool>(p, p + c.numel());
+}
+
+// ---- factories ------------------------------------------------------------
+
+TEST(Factories, ZerosOnesFull) {
+  Tensor z = graph::zeros({2, 3});
+  EXPECT_EQ(z.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(z.strides(), (Shape{3, 1}));
+  EXPECT_EQ(values(z), std::vector<float>(6, 0.f));
+  EXPECT_EQ(ivalues(graph::ones({3}, graph::kInt64)), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(values(graph::full({2}, 2.5)), (std::vector<float>{2.5f, 2.5f}));
+  EXPECT_EQ(bvalues(graph::full({2}, 3, graph::kBool)), (std::vector<bool>{true, true}));
+  EXPECT_EQ(graph::empty({4, 0}).numel(), 0);
+}
+
+TEST(Factories, StorageIsAligned) {
+  Tensor t = graph::empty({3});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+}
+
+TEST(Factories, Arange) {
+  Tensor a = graph::arange(5);
+  EXPECT_EQ(a.dtype(), graph::kInt64);
+  EXPECT_EQ(ivalues(a), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(ivalues(graph::arange(10, 0, -3)), (std::vector<int64_t>{10, 7, 4, 1}));
+  Tensor f = graph::arange(0, 1, 0.25);
+  EXPECT_EQ(f.dtype(), graph::kFloat32);
+  EXPECT_EQ(values(f), (std::vector<float>{0.f, 0.25f, 0.5f, 0.75f}));
+  EXPECT_EQ(graph::arange(2.0).dtype(), graph::kFloat32);
+  expect_error([] { graph::arange(0, 5, 0); }, {"arange", "step"});
+}
+
+TEST(Factories, TensorLiterals) {
+  Tensor i = graph::tensor({1, 2, 3});
+  EXPECT_EQ(i.dtype(), graph::kInt64);
+  EXPECT_EQ(ivalues(i), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(graph::tensor({1.5, 2.0}).dtype(), graph::kFloat32);
+  EXPECT_EQ(graph::tensor({1L}).dtype(), graph::kInt64);
+  EXPECT_EQ(graph::tensor({1LL}).dtype(), graph::kInt64);
+  EXPECT_EQ(bvalues(graph::tensor({true, false})), (std::vector<bool>{true, false}));
+  Tensor m = graph::tensor({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
+  EXPECT_EQ(m.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(values(m), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  expect_error([] { graph::tensor({{1, 2}, {3}}); }, {"tensor", "ragged", "row 1"});
+}
+
+TEST(Factories, FromVector) {
+  Tensor t = graph::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
+  EXPECT_EQ(t.sizes(), (Shape{3, 2}));
+  EXPECT_EQ(values(t.t().contiguous()), (std::vector<float>{1, 3, 5, 2, 4, 6}));
+  expect_error([] { graph::from_vector({1, 2, 3}, {2, 2}); }, {"from_vector", "[2, 2]"});
+}
+
+// ---- geometry and views ---------------------------------------------------
+
+TEST(Tensor, SizeStrideNegativeDims) {
+  Tensor t = graph::zeros({2, 3, 4});
+  EXPECT_EQ(t.size(-1), 4);
+  EXPECT_EQ(t.size(0), 2);
+  EXPECT_EQ(t.stride(-2), 4);
+  EXPECT_EQ(t.numel(), 24);
+  expect_error([&] { t.size(3); }, {"size", "3", "[2, 3, 4]"});
+  expect_error([&] { t.stride(-4); }, {"stride", "-4"});
+}
+
+TEST(Tensor, ContiguityIgnoresSizeOneDims) {
+  Tensor t(graph::empty({4}).storage(), 0, {1, 4}, {99, 1}, graph::kFloat32);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_FALSE(graph::zeros({2, 3}).t().is_contiguous());
+}
+
+TEST(Views, TransposeSharesStorage) {
+  Tensor a = graph::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor at = a.t();
+  EXPECT_EQ(at.sizes(), (Shape{3, 2}));
+  EXPECT_EQ(at.strides(), (Shape{1, 3}));
+  EXPECT_EQ(at.storage(), a.storage());
+  // Write through the view, read through the original.
+  at.data_ptr<float>()[1 * at.stride(0) + 0 * at.stride(1)] = 42.f;  // at[1][0] == a[0][1]
+  EXPECT_EQ(a.data_ptr<float>()[1], 42.f);
+  EXPECT_EQ(values(at), (std::vector<float>{1, 4, 42, 5, 3, 6}));
+  EXPECT_EQ(graph::arange(3).t().sizes(), (Shape{3}));
+  expect_error([] { graph::zeros({2, 2, 2}).t(); }, {"t:", "[2, 2, 2]"});
+  EXPECT_EQ(graph::zeros({2, 3, 4}).transpose(0, -1).strides(), (Shape{1, 4, 12}));
+}
+
+TEST(Views, Slice) {
+  Tensor a = graph::arange(20).view({4, 5});
+  Tensor s = a.slice(1, 1, 5, 2);  // columns 1 and 3
+  EXPECT_EQ(s.sizes(), (Shape{4, 2}));
+  EXPECT_EQ(s.strides(), (Shape{5, 2}));
+  EXPECT_EQ(s.storage_offset(), 1);
+  EXPECT_EQ(ivalues(s), (std::vector<int64_t>{1, 3, 6, 8, 11, 13, 16, 18}));
+  // PyTorch clamping: negative start counts from the end, bounds clip.
+  EXPECT_EQ(ivalues(a.slice(0, -2, 100)),
+            (std::vector<int64_t>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}));
+  EXPECT_EQ(a.slice(0, 3, 1).size(0), 0);
+  // Writes through the slice are visible in the original.
+  s.data_ptr<int64_t>()[s.stride(0)] = -1;  // s[1][0] == a[1][1]
+  EXPECT_EQ(a.data_ptr<int64_t>()[6], -1);
+  expect_error([&] { a.slice(0, 0, 2, 0); }, {"slice", "step"});
+  expect_error([&] { a.slice(2, 0, 1); }, {"slice", "[4, 5]"});
+}
+
+TEST(Views, Expand) {
+  Tensor col = graph::tensor({1.f, 2.f, 3.f}).view({3, 1});
+  Tensor e = col.expand({2, 3, 4});
+  EXPECT_EQ(e.sizes(), (Shape{2, 3, 4}));
+  EXPECT_EQ(e.strides(), (Shape{0, 1, 0}));
+  EXPECT_EQ(e.storage(), col.storage());
+  std::vector<float> v = values(e);
+  EXPECT_EQ(v[0], 1.f);
+  EXPECT_EQ(v[5], 2.f);
+  EXPECT_EQ(v[12 + 11], 3.f);
+  EXPECT_EQ(col.expand({-1, 2}).sizes(), (Shape{3, 2}));
+  expect_error([&] { col.expand({4, 2}); }, {"expand", "[3, 1]", "[4, 2]"});
+}
+
+TEST(Views, ViewAndReshape) {
+  Tensor a = graph::arange(6);
+  Tensor v = a.view({2, -1});
+  EXPECT_EQ(v.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(v.storage(), a.storage());
+  Tensor r = v.t().reshape({-1});  // not contiguous: copies
+  EXPECT_NE(r.storage(), a.storage());
+  EXPECT_EQ(ivalues(r), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(v.reshape({3, 2}).storage(), a.storage());
+  expect_error([&] { v.t().view({6}); }, {"view", "contiguous", "reshape"});
+  expect_error([&] { a.view({4, -1}); }, {"view", "[4, -1]", "6"});
+  expect_error([&] { a.view({-1, -1}); }, {"view", "-1"});
+}
+
+TEST(Tensor, CloneContiguousTo) {
+  Tensor a = graph::from_vector({1.5f, -2.7f, 0.f, 3.f}, {2, 2});
+  Tensor c = a.clone();
+  EXPECT_NE(c.storage(), a.storage());
+  c.data_ptr<float>()[0] = 9.f;
+  EXPECT_EQ(a.data_ptr<float>()[0], 1.5f);
+  EXPECT_EQ(a.contiguous().storage(), a.storage());
+  EXPECT_TRUE(a.t().contiguous().is_contiguous());
+  EXPECT_EQ(ivalues(a.to(graph::kInt64)), (std::vector<int64_t>{1, -2, 0, 3}));
+  EXPECT_EQ(bvalues(a.to(graph::kBool)), (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(a.to(graph::kFloat32).storage(), a.storage());
+}
+
+TEST(Tensor, ItemAndBool) {
+  EXPECT_EQ(graph::full({}, 3.5).item<float>(), 3.5f);
+  EXPECT_EQ(graph::full({1, 1}, 7, graph::kInt64).item<int64_t>(), 7);
+  EXPECT_EQ(graph::full({1}, 7, graph::kInt64).item<double>(), 7.0);
+  EXPECT_EQ(graph::full({}, 2.9).item<int>(), 2);
+  EXPECT_TRUE(graph::tensor({true}).item<bool>());
+  EXPECT_TRUE(static_cast<bool>(graph::full({}, 0.5)));
+  EXPECT_FALSE(static_cast<bool>(graph::zeros({1}, graph::kInt64)));
+  expect_error([] { graph::zeros({2, 3}).item<float>(); }, {"item", "[2, 3]"});
+  expect_error([] { (void)static_cast<bool>(graph::zeros({2})); }, {"ambiguous", "[2]"});
+  expect_error([] { graph::zeros({2}, graph::kInt64).data_ptr<float>(); },
+               {"data_ptr: tensor is long, not float"});
+}
+
+TEST(Tensor, Printing) {
+  Tensor a = graph::from_vector({1, 2, 3, 4}, {2, 2});
+  std::ostringstream os;
+  os << a;
+  EXPECT_NE(os.str().find("1.0000"), std::string::npos);
+  EXPECT_NE(os.str().find("shape=[2, 2]"), std::string::npos);
+  EXPECT_NE(os.str().find("dtype=float"), std::string::npos);
+  EXPECT_NE(graph::tensor({true}).to_string().find("true"), std::string::npos);
+  EXPECT_EQ(graph::shape_str({2, 3}), "[2, 3]");
+  EXPECT_EQ(graph::contiguous_strides({2, 3, 4}), (Shape{12, 4, 1}));
+}
+
+// ---- elementwise ----------------------------------------------------------
+
+TEST(Elementwise, BroadcastValues) {
+  Tensor a = graph::from_vector({1, 2, 3}, {3, 1});
+  Tensor b = graph::from_vector({10, 20, 30, 40}, {1, 4});
+  Tensor c = a + b;
+  EXPECT_EQ(c.sizes(), (Shape{3, 4}));
+  EXPECT_EQ(values(c), (std::vector<float>{11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43}));
+  EXPECT_EQ(graph::cpu::broadcast_shapes("x", {{5, 1, 3}, {4, 1}}), (Shape{5, 4, 3}));
+}
+
+TEST(Elementwise, StridedOperands) {
+  Tensor a = graph::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = graph::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
+  EXPECT_EQ(values(a.t() * b), (std::vector<float>{1, 8, 6, 20, 15, 36}));
+  EXPECT_EQ(values(a.slice(1, 0, 3, 2) - 1), (std::vector<float>{0, 2, 3, 5}));
+  EXPECT_EQ(values(graph::tensor({1.f, 2.f}).expand({3, 2}) * 2),
+            (std::vector<float>{2, 4, 2, 4, 2, 4}));
+}
+
+TEST(Elementwise, UnaryOps) {
+  Tensor x = graph::from_vector({-1.f, 0.f, 2.f}, {3});
+  EXPECT_EQ(values(graph::relu(x)), (std::vector<float>{0, 0, 2}));
+  EXPECT_EQ(values(-x), (std::vector<float>{1, -0.f, -2}));
+  std::vector<float> s = values(graph::sigmoid(x));
+  EXPECT_NEAR(s[0], 1 / (1 + std::exp(1.f)), 1e-6);
+  EXPECT_NEAR(values(graph::exp(x))[2], std::exp(2.f), 1e-5);
+  EXPECT_NEAR(values(graph::tanh(x))[0], std::tanh(-1.f), 1e-6);
+  EXPECT_EQ(bvalues(!graph::tensor({true, false})), (std::vector<bool>{false, true}));
+  EXPECT_EQ(bvalues(graph::logical_not(x)), (std::vector<bool>{false, true, false}));
+  Tensor ti = graph::tanh(graph::tensor({0, 1}));
+  EXPECT_EQ(ti.dtype(), graph::kFloat32);
+  EXPECT_NEAR(values(ti)[1], std::tanh(1.f), 1e-6);
+  EXPECT_EQ(ivalues(graph::relu(graph::tensor({-3, 4}))), (std::vector<int64_t>{0, 4}));
+}
+
+TEST(Elementwise, ScalarPromotion) {
+  Tensor i = graph::tensor({1, 2, 3});
+  Tensor f = i + 1.5;
+  EXPECT_EQ(f.dtype(), graph::kFloat32);
+  EXPECT_EQ(values(f), (std::vector<float>{2.5f, 3.5f, 4.5f}));
+  Tensor j = i + 2;
+  EXPECT_EQ(j.dtype(), graph::kInt64);
+  EXPECT_EQ(ivalues(j), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ((graph::tensor({1.f}) + 2).dtype(), graph::kFloat32);
+  Tensor q = i / graph::tensor({2, 2, 2});
+  EXPECT_EQ(q.dtype(), graph::kFloat32);
+  EXPECT_EQ(values(q), (std::vector<float>{0.5f, 1.f, 1.5f}));
+  EXPECT_EQ(values(6 / i), (std::vector<float>{6, 3, 2}));
+  EXPECT_EQ(ivalues(10 - i), (std::vector<int64_t>{9, 8, 7}));
+  EXPECT_EQ((i * true).dtype(), graph::kInt64);  // a bool scalar never promotes
+  Tensor mixed = i + graph::tensor({0.5f, 0.5f, 0.5f});
+  EXPECT_EQ(mixed.dtype(), graph::kFloat32);
+  EXPECT_EQ(values(mixed), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+  Tensor bb = graph::tensor({true, false}) + graph::tensor({true, true});
+  EXPECT_EQ(bb.dtype(), graph::kBool);
+  EXPECT_EQ(bvalues(bb), (std::vector<bool>{true, true}));
+}
+
+TEST(Elementwise, ComparisonsGiveBool) {
+  Tensor a = graph::tensor({1, 5, 3});
+  Tensor lt = a < 3;
+  EXPECT_EQ(lt.dtype(), graph::kBool);
+  EXPECT_EQ(bvalues(lt), (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(bvalues(a >= graph::tensor({1.f, 6.f, 2.5f})), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(bvalues(a == 5), (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(bvalues(a != 5), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(bvalues(2.5 <= a), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(bvalues(a > a.view({3, 1})).size(), 9u);
+}
+
+TEST(Elementwise, Errors) {
+  Tensor a = graph::zeros({2, 3});
+  expect_error([&] { graph::add(a, graph::zeros({4})); },
+               {"add: shapes [2, 3] and [4] cannot be broadcast"});
+  expect_error([&] { a* graph::zeros({3, 3}); }, {"mul", "[2, 3]", "[3, 3]"});
+  expect_error([] { -graph::tensor({true}); }, {"neg", "bool"});
+  expect_error([] { graph::tensor({true}) - graph::tensor({1}); }, {"sub", "bool"});
+  expect_error([] { graph::tensor({1}) - true; }, {"sub", "bool"});
+  expect_error([] { graph::relu(Tensor()); }, {"relu", "undefined"});
+  expect_error([&] { a + Tensor(); }, {"add", "undefined"});
+  expect_error([] { Tensor().sum(); }, {"sum", "undefined"});
+}
+
+// ---- reductions -----------------------------------------------------------
+
+TEST(Reduce, SumWholeAndDim) {
+  Tensor a = graph::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor s = a.sum();
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.item<float>(), 21.f);
+  EXPECT_EQ(values(a.sum(0)), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(values(a.sum(-1)), (std::vector<float>{6, 15}));
+  Tensor k = a.sum(1, true);
+  EXPECT_EQ(k.sizes(), (Shape{2, 1}));
+  EXPECT_EQ(values(k), (std::vector<float>{6, 15}));
+  EXPECT_EQ(values(a.t().sum(1)), (std::vector<float>{5, 7, 9}));  // strided input
+  EXPECT_EQ(graph::sum(graph::tensor({1, 2, 3})).dtype(), graph::kInt64);
+  EXPECT_EQ(graph::sum(graph::tensor({1, 2, 3})).item<int64_t>(), 6);
+  Tensor bs = graph::tensor({true, true, false}).sum();
+  EXPECT_EQ(bs.dtype(), graph::kInt64);
+  EXPECT_EQ(bs.item<int64_t>(), 2);
+  EXPECT_EQ(graph::zeros({0}).sum().item<float>(), 0.f);
+  expect_error([&] { a.sum(2); }, {"sum", "dim 2", "[2, 3]"});
+}
+
+TEST(Reduce, SumIsAccurate) {
+  // 2^24 + many ones: a float accumulator would stall at 2^24.
+  Tensor a = graph::ones({1 << 20}) * 0.1f;
+  EXPECT_NEAR(a.sum().item<double>(), 104857.6, 0.05);
+}
+
+TEST(Reduce, Mean) {
+  Tensor a = graph::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_FLOAT_EQ(a.mean().item<float>(), 3.5f);
+  EXPECT_EQ(values(a.mean(0)), (std::vector<float>{2.5f, 3.5f, 4.5f}));
+  Tensor k = graph::mean(a, -1, true);
+  EXPECT_EQ(k.sizes(), (Shape{2, 1}));
+  EXPECT_EQ(values(k), (std::vector<float>{2, 5}));
+  EXPECT_TRUE(std::isnan(graph::zeros({0}).mean().item<float>()));
+  expect_error([] { graph::tensor({1, 2}).mean(); }, {"mean: expected a floating dtype, got long"});
+}
+
+// ---- matmul ---------------------------------------------------------------
+
+std::vector<float> naive_matmul(const Tensor& a, const Tensor& b) {
+  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  std::vector<float> av = values(a), bv = values(b), out(n * m, 0.f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += double(av[i * k + p]) * bv[p * m + j];
+      out[i * m + j] = static_cast<float>(s);
+    }
+  return out;
+}
+
+Tensor random_matrix(int64_t r, int64_t c, std::mt19937& gen) {
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(r * c);
+  for (float& x : v) x = dist(gen);
+  return graph::from_vector(v, {r, c});
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << "at " << i;
+}
+
+TEST(Matmul, HandComputed) {
+  Tensor a = graph::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = graph::from_vector({7, 8, 9, 10, 11, 12}, {3, 2});
+  Tensor c = graph::matmul(a, b);
+  EXPECT_EQ(c.sizes(), (Shape{2, 2}));
+  EXPECT_EQ(values(c), (std::vector<float>{58, 64, 139, 154}));
+}
+
+TEST(Matmul, RandomAgainstNaive) {
+  std::mt19937 gen(42);
+  Tensor a = random_matrix(17, 33, gen), b = random_matrix(33, 9, gen);
+  expect_near(values(graph::matmul(a, b)), naive_matmul(a, b));
+  // Transposed operands go to BLAS as CblasTrans views.
+  Tensor at = random_matrix(33, 17, gen).t(), bt = random_matrix(9, 33, gen).t();
+  expect_near(values(graph::matmul(at, b)), naive_matmul(at, b));
+  expect_near(values(graph::matmul(a, bt)), naive_matmul(a, bt));
+  expect_near(values(graph::matmul(at, bt)), naive_matmul(at, bt));
+  // Row slices (leading dimension > cols) and stepped slices (copied).
+  Tensor wide = random_matrix(17, 40, gen);
+  Tensor sliced = wide.slice(1, 3, 36);
+  expect_near(values(graph::matmul(sliced, b)), naive_matmul(sliced, b));
+  Tensor stepped = random_matrix(17, 66, gen).slice(1, 0, 66, 2);
+  expect_near(values(graph::matmul(stepped, b)), naive_matmul(stepped, b));
+  Tensor bcast = graph::tensor({1.f, 2.f, 3.f}).view({3, 1}).expand({3, 4});
+  expect_near(values(graph::matmul(graph::ones({2, 3}), bcast)), std::vector<float>(8, 6.f));
+}
+
+TEST(Matmul, EmptyInnerDimIsZeros) {
+  Tensor c = graph::matmul(graph::empty({2, 0}), graph::empty({0, 3}));
+  EXPECT_EQ(c.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(values(c), std::vector<float>(6, 0.f));
+  EXPECT_EQ(graph::matmul(graph::empty({0, 4}), graph::empty({4, 3})).sizes(), (Shape{0, 3}));
+}
+
+TEST(Matmul, Errors) {
+  expect_error(
+      [] {
+        graph::matmul(graph::zeros({2, 3}), graph::zeros({4, 5}));
+      },
+      {"matmul: shapes [2, 3] and [4, 5] cannot be multiplied"});
+  expect_error(
+      [] {
+        graph::matmul(graph::zeros({2, 3, 4}), graph::zeros({4, 5}));
+      },
+      {"matmul", "2-D", "[2, 3, 4]", "[4, 5]"});
+  expect_error(
+      [] {
+        graph::matmul(graph::zeros({2, 3}, graph::kInt64), graph::zeros({3, 2}));
+      },
+      {"matmul", "float", "long", "[2, 3]"});
+  expect_error([] { graph::matmul(Tensor(), graph::zeros({3, 2})); }, {"matmul", "undefined"});
+}
+
+}  // namespace
