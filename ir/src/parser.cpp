@@ -37,7 +37,6 @@ class Lexer {
     } else if (std::isalpha((unsigned char)c) || c == '_') {
       t.kind = Token::Ident;
       t.text = take_while([](char ch) { return std::isalnum((unsigned char)ch) || ch == '_'; });
-      if (t.text == "inf" || t.text == "nan") t.kind = Token::Number;
     } else if (std::isdigit((unsigned char)c) || ((c == '-' || c == '+') && pos_ + 1 < s_.size() &&
                                                   (std::isdigit((unsigned char)s_[pos_ + 1]) || s_[pos_ + 1] == 'i'))) {
       t.kind = Token::Number;
@@ -119,6 +118,7 @@ class Parser {
   explicit Parser(const std::string& text) : lex_(text) { tok_ = lex_.next(); }
 
   bool at_end() const { return tok_.kind == Token::End; }
+  [[noreturn]] void fail_here(const std::string& msg) const { Lexer::fail(tok_, msg); }
 
   std::unique_ptr<Graph> graph() {
     scope_.clear();
@@ -253,7 +253,7 @@ class Parser {
       expect("=");
       Token v = take();
       AttrValue a;
-      if (v.kind == Token::Number) a = number(v);
+      if (v.kind == Token::Number || (v.kind == Token::Ident && (v.text == "inf" || v.text == "nan"))) a = number(v);
       else if (v.kind == Token::String) a = v.text;
       else if (v.kind == Token::Ident && (v.text == "true" || v.text == "false")) a = v.text == "true";
       else Lexer::fail(v, "expected an attribute value, got " + describe(v));
@@ -298,7 +298,7 @@ class Parser {
       params(inner);
       expect("{");
       while (tok_.kind != Token::Arrow) {
-        if (tok_.kind == Token::End) Lexer::fail(tok_, "expected '->' closing the block");
+        if (tok_.kind == Token::End || is("}")) Lexer::fail(tok_, "expected '->' closing the block");
         node(inner);
       }
       take();
@@ -320,7 +320,7 @@ class Parser {
 std::unique_ptr<Graph> parse(const std::string& text) {
   Parser p(text);
   auto g = p.graph();
-  if (!p.at_end()) throw Error("text after the end of graph '" + g->name() + "'");
+  if (!p.at_end()) p.fail_here("text after the end of graph '" + g->name() + "'");
   return g;
 }
 

@@ -211,6 +211,7 @@ void replace_uses(Block* root, Value* from, Value* to, const Block* skip = nullp
 Value* add_constant(Block* b, int64_t v);
 Value* add_constant(Block* b, double v);
 Value* add_constant(Block* b, bool v);
+inline Value* add_constant(Block* b, int v) { return add_constant(b, int64_t{v}); }
 
 // Visits every node of `b` and of its nested blocks, in order (pre-order).
 template <class F>
