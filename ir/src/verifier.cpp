@@ -51,9 +51,10 @@ class Verifier {
     if (op == "constant") return constant(n);
     if (op == "If") return if_(n);
     if (op == "Loop") return loop(n);
+    if (op == "FusionGroup") return fusion_group(n);
     const OpInfo* info = find_op(op);
     if (!info) return error(n, "op", "unknown op");
-    if (!n->blocks().empty()) error(n, "op", "only If and Loop own blocks");
+    if (!n->blocks().empty()) error(n, "op", "only If, Loop and FusionGroup own blocks");
     if (static_cast<int>(n->inputs().size()) != info->num_inputs)
       return error(n, "op", "expects " + std::to_string(info->num_inputs) + " inputs, has " +
                                 std::to_string(n->inputs().size()));
@@ -142,6 +143,40 @@ class Verifier {
       if (!same_kind(init, body->param(i + 1)->type()) || !same_kind(init, body->returns()[i + 1]->type()) ||
           !same_kind(init, n->output(i)->type()))
         error(n, "types", "carried value " + std::to_string(i) + " changes kind across the loop");
+    }
+  }
+
+  // A FusionGroup (made by fuse_elementwise) is one loop: its block mirrors
+  // the node's inputs as parameters, returns one value per output, and holds
+  // only elementwise ops and constants that read nothing from outside, so
+  // codegen can turn it into a single kernel.
+  void fusion_group(const Node* n) {
+    if (n->blocks().size() != 1) return error(n, "op", "FusionGroup needs exactly one block");
+    const Block* body = n->block(0);
+    if (body->params().size() != n->inputs().size())
+      return error(n, "op", "the block takes one parameter per input: " + std::to_string(n->inputs().size()) +
+                                " inputs, " + std::to_string(body->params().size()) + " parameters");
+    for (size_t i = 0; i < n->inputs().size(); ++i)
+      if (!same_kind(n->input(i)->type(), body->param(i)->type()))
+        error(n, "types", "parameter " + std::to_string(i) + " is " + body->param(i)->type().str() +
+                              ", the input is " + n->input(i)->type().str());
+    if (body->returns().size() != n->num_outputs())
+      return error(n, "op", "the block returns " + std::to_string(body->returns().size()) + " values for " +
+                                std::to_string(n->num_outputs()) + " outputs");
+    for (size_t i = 0; i < n->num_outputs(); ++i)
+      if (!same_kind(body->returns()[i]->type(), n->output(i)->type()))
+        error(n, "types", "the block's value " + std::to_string(i) + " is " + body->returns()[i]->type().str() +
+                              ", the output is " + n->output(i)->type().str());
+    std::unordered_set<const Value*> inside;
+    for (const auto& p : body->params()) inside.insert(p.get());
+    for (const auto& m : body->nodes()) {
+      const OpInfo* info = find_op(m->op());
+      const bool allowed = m->op() == "constant" || (info && info->kind == OpKind::Elementwise);
+      if (!allowed || !m->blocks().empty())
+        error(n, "op", "'" + m->op() + "' cannot be fused: a FusionGroup holds only elementwise ops and constants");
+      for (const Value* v : m->inputs())
+        if (!inside.count(v)) error(n, "scoping", "'" + m->op() + "' inside reads a value from outside the group");
+      for (const Value* v : m->outputs()) inside.insert(v);
     }
   }
 
