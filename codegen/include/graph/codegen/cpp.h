@@ -1,0 +1,29 @@
+#pragma once
+// The CPU code generator: turns optimized graphs into one C++ source file.
+//
+// For each graph the source holds a function with the GraphFn signature
+// (static.h) that guards its inputs, runs every node (fused elementwise
+// groups as single strided loops calling graph::scalar::<op>, everything else
+// through the eager ops), and stores the outputs; then a CompiledGraph and a
+// Registrar that make it findable under (mangled name, body hash). The text
+// is meant to be read: comments name the source lines each kernel came from.
+#include <string>
+#include <vector>
+
+#include "graph/ir/ir.h"
+
+namespace graph::codegen {
+
+struct GraphUnit {
+  const ir::Graph* graph;     // has run infer_types and fuse_elementwise
+  std::string mangled_name;   // the annotated function's mangled name
+  std::string body_hash;      // hash of its body (stale kernels never match)
+  std::string source;         // "model.cpp:12", for messages
+};
+
+// One C++ source for all graphs of one annotated source file. Throws
+// graph::Error when a graph holds something the CPU backend cannot run (an
+// op it does not know, a tensor input of unknown dtype).
+std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::string& origin_file);
+
+}  // namespace graph::codegen

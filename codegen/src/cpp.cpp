@@ -1,0 +1,390 @@
+// The CPU code generator's graph-level writer: one GraphFn per graph (input
+// guards, one C++ statement per node, control flow as C++ if/for), then the
+// registration objects. Fused elementwise loops are written by
+// fusion_kernel.cpp.
+//
+// Precondition: every graph has run infer_types and fuse_elementwise and
+// verifies. The generated code only ever calls the public runtime API and
+// graph::scalar::<op>, so the math lives in one place (ops.def).
+#include "graph/codegen/cpp.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "emitter.h"
+#include "graph/error.h"
+
+namespace graph::codegen {
+namespace detail {
+
+// ---- spellings -------------------------------------------------------------
+
+std::string cpp_type(const ir::Type& t) {
+  switch (t.kind) {
+    case ir::Type::Kind::Int: return "int64_t";
+    case ir::Type::Kind::Float: return "double";
+    case ir::Type::Kind::Bool: return "bool";
+    case ir::Type::Kind::Tensor: break;
+  }
+  return "::graph::Tensor";
+}
+
+const char* element_type(DType d) {
+  switch (d) {
+    case DType::Float32: return "float";
+    case DType::Int64: return "int64_t";
+    case DType::Bool: return "bool";
+  }
+  return "float";
+}
+
+const char* dtype_expr(DType d) {
+  switch (d) {
+    case DType::Float32: return "::graph::DType::Float32";
+    case DType::Int64: return "::graph::DType::Int64";
+    case DType::Bool: return "::graph::DType::Bool";
+  }
+  return "::graph::DType::Float32";
+}
+
+std::string string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + '"';
+}
+
+std::string loc_str(const ir::SourceLoc& loc) {
+  return loc.valid() ? loc.file + ":" + std::to_string(loc.line) : std::string();
+}
+
+namespace {
+
+DType scalar_category(ir::Type::Kind k) {
+  switch (k) {
+    case ir::Type::Kind::Float: return DType::Float32;
+    case ir::Type::Kind::Int: return DType::Int64;
+    default: return DType::Bool;
+  }
+}
+
+// A double literal that reads back exactly; inf and nan spelled through
+// numeric_limits.
+std::string double_literal(double v) {
+  if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(v)) return v > 0 ? "std::numeric_limits<double>::infinity()"
+                                   : "-std::numeric_limits<double>::infinity()";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// INT64_MIN has no literal spelling (the '-' applies to an out-of-range 2^63).
+std::string int_literal(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::min()) return "std::numeric_limits<int64_t>::min()";
+  return "int64_t{" + std::to_string(v) + "}";
+}
+
+}  // namespace
+
+std::string sanitize_identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+namespace {
+
+// The C++ type a host-scalar elementwise node computes in (its
+// graph::scalar::<op><T>): comparisons compute in the promoted input type,
+// everything else in the output's type (infer_types chose it by C++ rules).
+std::string scalar_compute_type(const ir::Node* n, const OpInfo& op) {
+  if (op.rule != DTypeRule::ToBool) return cpp_type(n->output()->type());
+  ir::Type::Kind k = ir::Type::Kind::Bool;
+  for (const ir::Value* v : n->inputs()) {
+    if (v->type().kind == ir::Type::Kind::Float) k = ir::Type::Kind::Float;
+    else if (v->type().kind == ir::Type::Kind::Int && k == ir::Type::Kind::Bool) k = ir::Type::Kind::Int;
+  }
+  return cpp_type(ir::Type{k, {}, {}});
+}
+
+}  // namespace
+
+DType promoted_dtype(const ir::Node* n) {
+  std::optional<DType> t;
+  for (const ir::Value* v : n->inputs())
+    if (v->type().is_tensor()) t = t ? promote_types(*t, *v->type().dtype) : *v->type().dtype;
+  DType p = t.value_or(DType::Bool);
+  for (const ir::Value* v : n->inputs())
+    if (v->type().is_scalar()) p = promote_with_scalar(p, scalar_category(v->type().kind));
+  return p;
+}
+
+// ---- text and names ----------------------------------------------------------
+
+void Emitter::line(const std::string& s) {
+  if (!s.empty()) out_ << std::string(2 * indent_, ' ') << s;
+  out_ << '\n';
+}
+
+void Emitter::open(const std::string& s) {
+  line(s.empty() ? "{" : s + " {");
+  ++indent_;
+}
+
+void Emitter::close(const std::string& tail) {
+  --indent_;
+  line("}" + tail);
+}
+
+std::string Emitter::fresh(const std::string& base) {
+  std::string n = base;
+  for (int i = 1; used_.count(n); ++i) n = base + "_" + std::to_string(i);
+  used_.insert(n);
+  return n;
+}
+
+const std::string& Emitter::name(const ir::Value* v) {
+  auto it = names_.find(v);
+  if (it != names_.end()) return it->second;
+  return names_[v] = fresh("v_" + (v->name().empty() ? std::string("tmp") : sanitize_identifier(v->name())));
+}
+
+void Emitter::reset_names() {
+  names_.clear();
+  used_.clear();
+}
+
+// ---- the graph function --------------------------------------------------------
+
+void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source) {
+  reset_names();
+  // The function's own parameter names are taken so no local shadows them.
+  for (const char* reserved : {"in", "n_in", "out", "why"}) used_.insert(reserved);
+  line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
+  open("bool " + fn_name + "(const ::graph::detail::Arg* in, size_t n_in, ::graph::detail::Arg* out, std::string* why)");
+  guards(g);
+  line("");
+  block(g.top());
+  line("");
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const ir::Value* v = g.outputs()[k];
+    line("out[" + std::to_string(k) + "].emplace<" + cpp_type(v->type()) + ">(" + name(v) + ");");
+  }
+  line("return true;");
+  close();
+}
+
+// Each input's kind, dtype, rank and static sizes, in order; the first
+// mismatch explains itself in *why and the eager body runs instead.
+void Emitter::guards(const ir::Graph& g) {
+  const size_t n = g.inputs().size();
+  line("if (!::graph::detail::guard_num_inputs(n_in, " + std::to_string(n) + ", why)) return false;");
+  for (size_t k = 0; k < n; ++k) {
+    const ir::Value* v = g.inputs()[k].get();
+    const ir::Type& t = v->type();
+    const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + string_literal(v->name());
+    if (t.is_tensor()) {
+      if (!t.dtype)
+        throw Error("codegen: graph '" + g.name() + "' input '" + v->name() + "' has no dtype (run infer_types)");
+      line("if (!::graph::detail::guard_tensor(" + at + ", " + dtype_expr(*t.dtype) + ", why)) return false;");
+      if (t.dims) {
+        line("if (!::graph::detail::guard_rank(" + at + ", " + std::to_string(t.dims->size()) + ", why)) return false;");
+        for (size_t d = 0; d < t.dims->size(); ++d)
+          if ((*t.dims)[d].is_static())
+            line("if (!::graph::detail::guard_size(" + at + ", " + std::to_string(d) + ", " +
+                 std::to_string((*t.dims)[d].size) + ", why)) return false;");
+      }
+    } else {
+      line("if (!::graph::detail::guard_scalar<" + cpp_type(t) + ">(" + at + ", why)) return false;");
+    }
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const ir::Value* v = g.inputs()[k].get();
+    const std::string type = cpp_type(v->type());
+    line("[[maybe_unused]] const " + type + (v->type().is_tensor() ? "& " : " ") + name(v) + " = std::get<" + type + ">(in[" +
+         std::to_string(k) + "]);");
+  }
+}
+
+void Emitter::block(const ir::Block* b) {
+  for (const auto& n : b->nodes()) node(n.get());
+}
+
+void Emitter::node(const ir::Node* n) {
+  const std::string& op = n->op();
+  if (op == "constant") return constant(n);
+  if (op == "If") return if_(n);
+  if (op == "Loop") return loop(n);
+  if (op == "FusionGroup") return fusion_group(n);
+  const OpInfo* info = find_op(op);
+  if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
+  if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
+  switch (info->kind) {
+    case OpKind::Elementwise: {
+      bool any_tensor = false;
+      for (const ir::Value* v : n->inputs()) any_tensor = any_tensor || v->type().is_tensor();
+      return any_tensor ? eager_elementwise(n, *info) : scalar_elementwise(n, *info);
+    }
+    case OpKind::Reduce: return reduce(n, *info);
+    case OpKind::Library:
+    case OpKind::View: return library_or_view(n, *info);
+  }
+}
+
+void Emitter::constant(const ir::Node* n) {
+  const ir::AttrValue& v = n->attrs().at("value");
+  std::string lit;
+  if (auto* i = std::get_if<int64_t>(&v)) lit = int_literal(*i);
+  else if (auto* d = std::get_if<double>(&v)) lit = double_literal(*d);
+  else if (auto* b = std::get_if<bool>(&v)) lit = *b ? "true" : "false";
+  else throw Error("codegen: a constant must be a number or bool");
+  line("const " + cpp_type(n->output()->type()) + " " + name(n->output()) + " = " + lit + ";");
+}
+
+// A host-scalar op: the op table's scalar body, in the C++ type the result has.
+void Emitter::scalar_elementwise(const ir::Node* n, const OpInfo& op) {
+  const std::string t = scalar_compute_type(n, op);
+  std::string args;
+  for (const ir::Value* v : n->inputs()) args += (args.empty() ? "" : ", ") + name(v);
+  line("const " + cpp_type(n->output()->type()) + " " + name(n->output()) + " = ::graph::scalar::" +
+       std::string(op.name) + "<" + t + ">(" + args + ");");
+}
+
+// An elementwise tensor op that was not fused: the eager op (host scalars
+// pass as graph::Scalar, which applies the same promotion rule).
+void Emitter::eager_elementwise(const ir::Node* n, const OpInfo& op) {
+  std::string args;
+  for (const ir::Value* v : n->inputs()) {
+    if (!args.empty()) args += ", ";
+    args += v->type().is_tensor() ? name(v) : "::graph::Scalar(" + name(v) + ")";
+  }
+  line("const ::graph::Tensor " + name(n->output()) + " = ::graph::" + std::string(op.name) + "(" + args + ");");
+}
+
+void Emitter::reduce(const ir::Node* n, const OpInfo& op) {
+  std::string args = name(n->input(0));
+  if (n->has_attr("dim")) {
+    const bool keepdim = n->has_attr("keepdim") && n->b("keepdim");
+    args += ", " + int_literal(n->i("dim")) + ", " + (keepdim ? "true" : "false");
+  }
+  line("const ::graph::Tensor " + name(n->output()) + " = ::graph::" + std::string(op.name) + "(" + args + ");");
+}
+
+void Emitter::library_or_view(const ir::Node* n, const OpInfo& op) {
+  std::string expr;
+  if (op.id == OpId::matmul) expr = "::graph::matmul(" + name(n->input(0)) + ", " + name(n->input(1)) + ")";
+  else if (op.id == OpId::t) expr = name(n->input(0)) + ".t()";
+  else throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
+  line("const ::graph::Tensor " + name(n->output()) + " = " + expr + ";");
+}
+
+// ---- control flow ----------------------------------------------------------------
+
+// Outputs are declared first and assigned at the end of each branch.
+void Emitter::if_(const ir::Node* n) {
+  line("// If" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
+  for (const ir::Value* v : n->outputs()) line(cpp_type(v->type()) + " " + name(v) + "{};");
+  for (size_t b = 0; b < 2; ++b) {
+    if (b == 0) open("if (::graph::detail::truth(" + name(n->input(0)) + "))");
+    else {
+      --indent_;
+      open("} else");
+    }
+    const ir::Block* blk = n->block(b);
+    block(blk);
+    for (size_t i = 0; i < n->num_outputs(); ++i) line(name(n->output(i)) + " = " + name(blk->returns()[i]) + ";");
+  }
+  close();
+}
+
+// The outputs hold the carried values; each iteration binds the body's
+// parameters to copies of them, so returns that permute carried values read
+// the previous iteration's values.
+void Emitter::loop(const ir::Node* n) {
+  line("// Loop" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
+  const size_t carried = n->num_outputs();
+  for (size_t i = 0; i < carried; ++i) {
+    const ir::Value* v = n->output(i);
+    line(cpp_type(v->type()) + " " + name(v) + " = " + name(n->input(i + 2)) + ";");
+  }
+  const std::string trips = fresh("trips"), cond = fresh("cond"), iter = fresh("iter");
+  open("");
+  line("const int64_t " + trips + " = " + name(n->input(0)) + ";");
+  line("bool " + cond + " = ::graph::detail::truth(" + name(n->input(1)) + ");");
+  open("for (int64_t " + iter + " = 0; " + iter + " < " + trips + " && " + cond + "; ++" + iter + ")");
+  const ir::Block* body = n->block(0);
+  line("[[maybe_unused]] const int64_t " + name(body->param(0)) + " = " + iter + ";");
+  for (size_t i = 0; i < carried; ++i) {
+    const ir::Value* p = body->param(i + 1);
+    line("[[maybe_unused]] const " + cpp_type(p->type()) + " " + name(p) + " = " + name(n->output(i)) + ";");
+  }
+  block(body);
+  line(cond + " = ::graph::detail::truth(" + name(body->returns()[0]) + ");");
+  for (size_t i = 0; i < carried; ++i) line(name(n->output(i)) + " = " + name(body->returns()[i + 1]) + ";");
+  close();
+  close();
+}
+
+}  // namespace detail
+
+// ---- the source file ----------------------------------------------------------------
+
+std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::string& origin_file) {
+  detail::Emitter e;
+  e.line("// Generated by cxxgraph from " + origin_file + "; do not edit.");
+  e.line("// Each function below runs one [[graph::static]] function's graph: input guards,");
+  e.line("// then fused elementwise loops and eager library calls, in graph order.");
+  e.line("#include <array>");
+  e.line("#include <cstddef>");
+  e.line("#include <cstdint>");
+  e.line("#include <limits>");
+  e.line("#include <string>");
+  e.line("#include <variant>");
+  e.line("");
+  e.line("#include <graph/graph.h>");
+  e.line("#include <graph/cpu_loop.h>");
+  e.line("#include <graph/scalar_ops.h>");
+  e.line("#include <graph/generated_support.h>");
+  e.line("");
+  e.line("namespace {");
+  std::set<std::string> fn_names;
+  std::vector<std::string> fns;
+  for (const GraphUnit& u : units) {
+    std::string fn = "graph_" + detail::sanitize_identifier(u.graph->name());
+    for (int i = 1; fn_names.count(fn); ++i) fn = "graph_" + detail::sanitize_identifier(u.graph->name()) + "_" + std::to_string(i);
+    fn_names.insert(fn);
+    fns.push_back(fn);
+    e.line("");
+    detail::Emitter body;
+    body.graph_function(*u.graph, fn, u.source);
+    e.raw(body.take());
+  }
+  e.line("");
+  e.line("// Registration: the dispatch prologue finds each graph by (mangled name, body hash).");
+  for (size_t i = 0; i < units.size(); ++i) {
+    const GraphUnit& u = units[i];
+    const std::string& fn = fns[i];
+    e.line("::graph::detail::CompiledGraph compiled_" + fn + "{" + detail::string_literal(u.mangled_name) + ", " +
+           detail::string_literal(u.body_hash) + ", " + detail::string_literal(u.source) + ", &" + fn + ", " +
+           std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", {}};");
+    e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
+  }
+  e.line("");
+  e.line("}  // namespace");
+  return e.take();
+}
+
+}  // namespace graph::codegen

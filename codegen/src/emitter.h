@@ -1,0 +1,77 @@
+#pragma once
+// Private to codegen: the C++ text emitter shared by the graph-function
+// writer (cpp.cpp) and the fused-loop writer (fusion_kernel.cpp).
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/ir/ir.h"
+#include "graph/op_table.h"
+
+namespace graph::codegen::detail {
+
+// ---- C++ spellings of IR types --------------------------------------------
+std::string cpp_type(const ir::Type& t);   // ::graph::Tensor, int64_t, double, bool
+const char* element_type(DType d);         // float, int64_t, bool
+const char* dtype_expr(DType d);           // ::graph::DType::Float32, ...
+std::string string_literal(const std::string& s);
+std::string sanitize_identifier(const std::string& s);  // [A-Za-z0-9_] only
+std::string loc_str(const ir::SourceLoc& loc);  // "model.cpp:12" or ""
+
+// The dtype an elementwise node's inputs promote to (tensor dtypes first,
+// then host scalars by category), as infer_types and the eager ops do.
+// Precondition: every tensor input has a known dtype.
+DType promoted_dtype(const ir::Node* n);
+
+class Emitter {
+ public:
+  // ---- text ----
+  void line(const std::string& s);
+  void open(const std::string& s);  // "s {" and indent
+  void close(const std::string& tail = "");  // dedent and "}tail"
+  void raw(const std::string& text) { out_ << text; }
+  std::string take() { return out_.str(); }
+
+  // ---- names ----
+  // The C++ local holding `v`: its IR name sanitized and prefixed with v_,
+  // made unique within the function.
+  const std::string& name(const ir::Value* v);
+  // Makes `v` spelled as `as` (a FusionGroup parameter reads its input).
+  void alias(const ir::Value* v, const std::string& as) { names_[v] = as; }
+  // A new unique identifier for generated helpers (loops, shapes).
+  std::string fresh(const std::string& base);
+  void reset_names();
+
+  // ---- graphs, blocks, nodes (cpp.cpp) ----
+  void graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source);
+  void block(const ir::Block* b);
+  void node(const ir::Node* n);
+  void eager_elementwise(const ir::Node* n, const OpInfo& op);
+  void scalar_elementwise(const ir::Node* n, const OpInfo& op);
+
+  // ---- fused loops (fusion_kernel.cpp) ----
+  void fusion_group(const ir::Node* n);
+
+ private:
+  void guards(const ir::Graph& g);
+  void constant(const ir::Node* n);
+  void if_(const ir::Node* n);
+  void loop(const ir::Node* n);
+  void library_or_view(const ir::Node* n, const OpInfo& op);
+  void reduce(const ir::Node* n, const OpInfo& op);
+
+  // fusion_kernel.cpp
+  void fused_loop(const ir::Node* n, const std::string& shape);
+  std::string element_body(const ir::Block* body, const std::vector<std::string>& loads,
+                           const std::vector<std::string>& stores, const std::string& indent);
+
+  std::ostringstream out_;
+  int indent_ = 0;
+  std::unordered_map<const ir::Value*, std::string> names_;
+  std::set<std::string> used_;
+};
+
+}  // namespace graph::codegen::detail

@@ -1,0 +1,97 @@
+#pragma once
+// Helpers for the C++ that codegen writes (graph-codegen, the plugin's
+// generator). Header-only so generated sources need nothing beyond the
+// runtime library. Users never call these directly.
+//
+// A generated graph function first checks every input with the guards below
+// (kind, dtype, rank): a failed guard writes a reason into *why and the
+// function returns false, so the eager body runs instead. Inside the graph,
+// If and Loop conditions go through truth().
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include "graph/static.h"
+#include "graph/tensor.h"
+
+namespace graph::detail {
+
+// ---- conditions -------------------------------------------------------------
+// What `if (c)` / `while (c)` mean for each kind an IR condition can have; a
+// tensor must hold one element (Tensor's explicit operator bool checks that).
+inline bool truth(bool b) { return b; }
+inline bool truth(int64_t v) { return v != 0; }
+inline bool truth(double v) { return v != 0.0; }
+inline bool truth(const Tensor& t) { return static_cast<bool>(t); }
+
+// ---- guards -----------------------------------------------------------------
+
+// The C++ type each Arg alternative stands for, as messages name it.
+inline std::string_view arg_kind_name(const Arg& a) {
+  switch (a.index()) {
+    case 0: return "a tensor";
+    case 1: return "an int";
+    case 2: return "a float";
+    default: return "a bool";
+  }
+}
+
+inline std::string input_label(size_t index, std::string_view name) {
+  return "input " + std::to_string(index) + " '" + std::string(name) + "'";
+}
+
+inline bool guard_fail(std::string* why, std::string reason) {
+  if (why) *why = std::move(reason);
+  return false;
+}
+
+inline bool guard_num_inputs(size_t got, size_t want, std::string* why) {
+  if (got == want) return true;
+  return guard_fail(why, "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
+}
+
+// A tensor input of dtype `dtype`: "input 0 'X': expected a float tensor, got long".
+inline bool guard_tensor(const Arg& a, size_t index, std::string_view name, DType dtype, std::string* why) {
+  const Tensor* t = std::get_if<Tensor>(&a);
+  if (!t)
+    return guard_fail(why, input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) + " tensor, got " +
+                         std::string(arg_kind_name(a)));
+  if (!t->defined())
+    return guard_fail(why, input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) +
+                         " tensor, got an undefined tensor");
+  if (t->dtype() != dtype)
+    return guard_fail(why, input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) + " tensor, got " +
+                         std::string(dtype_name(t->dtype())));
+  return true;
+}
+
+// A tensor input of rank `rank` (checked after guard_tensor).
+inline bool guard_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why) {
+  const Tensor& t = std::get<Tensor>(a);
+  if (t.dim() == rank) return true;
+  return guard_fail(why, input_label(index, name) + ": expected rank " + std::to_string(rank) + ", got shape " +
+                       shape_str(t.sizes()));
+}
+
+// A tensor input whose dim `d` has the static size `size`.
+inline bool guard_size(const Arg& a, size_t index, std::string_view name, int64_t d, int64_t size,
+                       std::string* why) {
+  const Tensor& t = std::get<Tensor>(a);
+  if (t.size(d) == size) return true;
+  return guard_fail(why, input_label(index, name) + ": expected size " + std::to_string(size) + " in dim " +
+                       std::to_string(d) + ", got shape " + shape_str(t.sizes()));
+}
+
+// A host scalar input held as T (int64_t for int, double for float, bool).
+template <class T>
+bool guard_scalar(const Arg& a, size_t index, std::string_view name, std::string* why) {
+  if (std::holds_alternative<T>(a)) return true;
+  std::string_view want = std::is_same_v<T, bool> ? "a bool" : std::is_same_v<T, double> ? "a float" : "an int";
+  return guard_fail(why, input_label(index, name) + ": expected " + std::string(want) + ", got " +
+                       std::string(arg_kind_name(a)));
+}
+
+}  // namespace graph::detail

@@ -1,0 +1,31 @@
+# The optimizing back half: pass tests (infer_types, fuse_elementwise, the
+# FusionGroup verifier rules) and end-to-end codegen without Clang: each
+# tests/codegen_cases/*.graph runs through graph-codegen at build time and
+# the generated source is compiled into codegen_test, whose registrars make
+# the graphs callable through graph::detail::find_graph. Included from
+# tests/CMakeLists.txt after tools/ is added (for the graph-codegen target);
+# paths are relative to this file.
+find_package(GTest REQUIRED)
+include(GoogleTest)
+
+set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed)
+set(_cxxgraph_codegen_generated)
+foreach(_case IN LISTS _cxxgraph_codegen_cases)
+  set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
+  set(_out ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/${_case}.graph.cpp)
+  add_custom_command(
+    OUTPUT ${_out}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases
+    COMMAND graph-codegen ${_in} ${_out} --mangled cg_${_case} --hash test-hash
+    DEPENDS graph-codegen ${_in}
+    COMMENT "graph-codegen ${_case}.graph"
+    VERBATIM)
+  list(APPEND _cxxgraph_codegen_generated ${_out})
+endforeach()
+
+add_executable(codegen_test ${CMAKE_CURRENT_LIST_DIR}/codegen_test.cpp ${_cxxgraph_codegen_generated})
+target_compile_definitions(codegen_test PRIVATE
+  CXXGRAPH_CODEGEN_CASES="${CMAKE_CURRENT_LIST_DIR}/codegen_cases")
+target_link_libraries(codegen_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTest::gtest_main)
+target_compile_options(codegen_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(codegen_test)

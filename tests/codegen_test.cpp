@@ -1,0 +1,548 @@
+// Tests of the optimizing back half: infer_types and fuse_elementwise as IR
+// text in -> IR text out, the FusionGroup verifier rules, and end to end the
+// graphs of tests/codegen_cases/*.graph, which graph-codegen turned into C++
+// at build time and which are linked into this test: each is called through
+// the registry, exactly as a [[graph::static]] prologue would, and compared
+// with the same computation written with the eager API.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "graph/codegen/cpp.h"
+#include "graph/graph.h"
+#include "graph/ir/ir.h"
+#include "graph/ir/passes.h"
+#include "graph/ir/verifier.h"
+
+namespace {
+
+using graph::Tensor;
+using graph::detail::Arg;
+namespace ir = graph::ir;
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s + "\n";
+  return out;
+}
+
+// parse -> infer_types (-> fuse_elementwise) -> print, verifying after each.
+std::string infer(const std::string& text) {
+  auto g = ir::parse(text);
+  ir::infer_types(*g);
+  EXPECT_EQ(join(ir::verify(*g)), "");
+  return ir::print(*g);
+}
+
+std::unique_ptr<ir::Graph> fused(const std::string& text, bool run_infer = true) {
+  auto g = ir::parse(text);
+  if (run_infer) ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  EXPECT_EQ(join(ir::verify(*g)), "") << ir::print(*g);
+  return g;
+}
+
+size_t count_ops(const ir::Graph& g, const std::string& op) {
+  size_t n = 0;
+  ir::walk(g.top(), [&](const ir::Node* node) { n += node->op() == op; });
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// 1. infer_types
+
+TEST(InferTypes, ElementwiseReductionsMatmul) {
+  EXPECT_EQ(infer(R"(graph g(%x : Tensor[N, 4], %b : Tensor[4], %m : i1[N, 1], %k : int, %f : float) {
+  %a : Tensor = add(%x, %b)
+  %c : Tensor = lt(%a, %k)
+  %ci : Tensor = mul(%m, %k)
+  %cf : Tensor = mul(%m, %f)
+  %mb : Tensor = add(%m, %b)
+  %s : Tensor = sum(%a)
+  %s1 : Tensor = sum{dim=-1, keepdim=true}(%c)
+  %s0 : Tensor = mean{dim=0}(%a)
+  %t : Tensor = t(%x)
+  %mm : Tensor = matmul(%x, %t)
+  %d : Tensor = div(%ci, %k)
+  return (%c, %ci, %cf, %mb, %s, %s1, %s0, %mm, %d)
+}
+)"),
+            R"(graph g(%x : f32[N, 4], %b : f32[4], %m : i1[N, 1], %k : int, %f : float) {
+  %a : f32[N, 4] = add(%x, %b)
+  %c : i1[N, 4] = lt(%a, %k)
+  %ci : i64[N, 1] = mul(%m, %k)
+  %cf : f32[N, 1] = mul(%m, %f)
+  %mb : f32[N, 4] = add(%m, %b)
+  %s : f32[] = sum(%a)
+  %s1 : i64[N, 1] = sum{dim=-1, keepdim=true}(%c)
+  %s0 : f32[4] = mean{dim=0}(%a)
+  %t : f32[4, N] = t(%x)
+  %mm : f32[N, N] = matmul(%x, %t)
+  %d : f32[N, 1] = div(%ci, %k)
+  return (%c, %ci, %cf, %mb, %s, %s1, %s0, %mm, %d)
+}
+)");
+}
+
+TEST(InferTypes, DefaultDtypeAndUnknownShapes) {
+  auto g = ir::parse(R"(graph g(%x : Tensor, %y : i64[?]) {
+  %a : Tensor = add(%x, %y)
+  return (%a)
+}
+)");
+  ir::infer_types(*g, graph::DType::Int64);
+  EXPECT_EQ(ir::print(*g), R"(graph g(%x : i64, %y : i64[?]) {
+  %a : i64 = add(%x, %y)
+  return (%a)
+}
+)");
+}
+
+TEST(InferTypes, ScalarsFollowCxxArithmetic) {
+  EXPECT_EQ(infer(R"(graph g(%i : int, %f : float, %b : bool) {
+  %ii : float = add(%i, %i)
+  %if : int = mul(%i, %f)
+  %bb : bool = add(%b, %b)
+  %lt : int = lt(%i, %f)
+  %th : int = tanh(%i)
+  %dv : float = div(%i, %i)
+  %nt : int = logical_not(%b)
+  return (%ii, %if, %bb, %lt, %th, %dv, %nt)
+}
+)"),
+            R"(graph g(%i : int, %f : float, %b : bool) {
+  %ii : int = add(%i, %i)
+  %if : float = mul(%i, %f)
+  %bb : int = add(%b, %b)
+  %lt : bool = lt(%i, %f)
+  %th : float = tanh(%i)
+  %dv : int = div(%i, %i)
+  %nt : bool = logical_not(%b)
+  return (%ii, %if, %bb, %lt, %th, %dv, %nt)
+}
+)");
+}
+
+TEST(InferTypes, IfJoinsBranches) {
+  EXPECT_EQ(infer(R"(graph g(%c : bool, %x : Tensor[N], %k : i64[N]) {
+  %same : Tensor, %diff : Tensor = If(%c)
+    block() {
+      %a : Tensor = relu(%x)
+      -> (%a, %x)
+    }
+    block() {
+      %b : Tensor = neg(%x)
+      -> (%b, %k)
+    }
+  return (%same, %diff)
+}
+)"),
+            R"(graph g(%c : bool, %x : f32[N], %k : i64[N]) {
+  %same : f32[N], %diff : Tensor[N] = If(%c)
+    block() {
+      %a : f32[N] = relu(%x)
+      -> (%a, %x)
+    }
+    block() {
+      %b : f32[N] = neg(%x)
+      -> (%b, %k)
+    }
+  return (%same, %diff)
+}
+)");
+}
+
+TEST(InferTypes, LoopReachesFixedPoint) {
+  // %h keeps f32[B, 8]; %m starts as i64 but the body makes it f32: unknown.
+  EXPECT_EQ(infer(R"(graph g(%n : int, %h0 : Tensor[B, 8], %m0 : i64[B]) {
+  %go : bool = constant{value=true}()
+  %h.2 : Tensor, %m.2 : Tensor = Loop(%n, %go, %h0, %m0)
+    block(%iter : int, %h : Tensor, %m : Tensor) {
+      %hn : Tensor = tanh(%h)
+      %half : float = constant{value=0.5}()
+      %mn : Tensor = mul(%m, %half)
+      -> (%go, %hn, %mn)
+    }
+  return (%h.2, %m.2)
+}
+)"),
+            R"(graph g(%n : int, %h0 : f32[B, 8], %m0 : i64[B]) {
+  %go : bool = constant{value=true}()
+  %h.2 : f32[B, 8], %m.2 : Tensor[B] = Loop(%n, %go, %h0, %m0)
+    block(%iter : int, %h : f32[B, 8], %m : Tensor[B]) {
+      %hn : f32[B, 8] = tanh(%h)
+      %half : float = constant{value=0.5}()
+      %mn : Tensor[B] = mul(%m, %half)
+      -> (%go, %hn, %mn)
+    }
+  return (%h.2, %m.2)
+}
+)");
+}
+
+// ---------------------------------------------------------------------------
+// 2. fuse_elementwise
+
+const std::string kChain8 = R"(graph chain(%x : f32[N, 4], %b : f32[4], %s : float) {
+  %a1 : f32[N, 4] = add(%x, %b) @"m.cpp":1:1
+  %a2 : f32[N, 4] = mul(%a1, %s)
+  %a3 : f32[N, 4] = relu(%a2)
+  %a4 : f32[N, 4] = sub(%a3, %x)
+  %a5 : f32[N, 4] = tanh(%a4)
+  %a6 : f32[N, 4] = sigmoid(%a5)
+  %a7 : f32[N, 4] = exp(%a6)
+  %a8 : f32[N, 4] = div(%a7, %b)
+  return (%a8)
+}
+)";
+
+TEST(FuseElementwise, ChainBecomesOneGroup) {
+  auto g = fused(kChain8);
+  ASSERT_EQ(g->top()->nodes().size(), 1u);
+  const ir::Node* fg = g->top()->nodes().front().get();
+  EXPECT_EQ(fg->op(), "FusionGroup");
+  EXPECT_EQ(fg->block(0)->nodes().size(), 8u);
+  EXPECT_EQ(fg->inputs().size(), 3u);
+  EXPECT_EQ(fg->num_outputs(), 1u);
+  EXPECT_EQ(fg->loc().line, 1);
+  EXPECT_EQ(ir::fusion_summary(*g), (std::vector<std::string>{"add,mul,relu,sub,tanh,sigmoid,exp,div"}));
+  EXPECT_EQ(ir::print(*g), R"(graph chain(%x : f32[N, 4], %b : f32[4], %s : float) {
+  %a8 : f32[N, 4] = FusionGroup(%x, %b, %s) @"m.cpp":1:1
+    block(%x.0 : f32[N, 4], %b.1 : f32[4], %s.2 : float) {
+      %a1 : f32[N, 4] = add(%x.0, %b.1) @"m.cpp":1:1
+      %a2 : f32[N, 4] = mul(%a1, %s.2)
+      %a3 : f32[N, 4] = relu(%a2)
+      %a4 : f32[N, 4] = sub(%a3, %x.0)
+      %a5 : f32[N, 4] = tanh(%a4)
+      %a6 : f32[N, 4] = sigmoid(%a5)
+      %a7 : f32[N, 4] = exp(%a6)
+      %a8.3 : f32[N, 4] = div(%a7, %b.1)
+      -> (%a8.3)
+    }
+  return (%a8)
+}
+)");
+  // Idempotent: a second run changes nothing.
+  const std::string once = ir::print(*g);
+  ir::fuse_elementwise(*g);
+  EXPECT_EQ(ir::print(*g), once);
+}
+
+TEST(FuseElementwise, UseOutsideSealsGroup) {
+  // %b feeds the matmul, so {a, b} is sealed there; %c then cannot join it
+  // (that would need the group both before and after the matmul).
+  auto g = fused(R"(graph g(%x : f32[4, 4], %y : f32[4, 4], %w : f32[4, 4]) {
+  %a : f32[4, 4] = add(%x, %y)
+  %b : f32[4, 4] = relu(%a)
+  %m : f32[4, 4] = matmul(%b, %w)
+  %two : float = constant{value=2.0}()
+  %c : f32[4, 4] = mul(%a, %two)
+  %d : f32[4, 4] = add(%c, %m)
+  return (%d)
+}
+)");
+  EXPECT_EQ(ir::fusion_summary(*g), (std::vector<std::string>{"add,relu", "mul,add"}));
+  EXPECT_EQ(ir::print(*g), R"(graph g(%x : f32[4, 4], %y : f32[4, 4], %w : f32[4, 4]) {
+  %a : f32[4, 4], %b : f32[4, 4] = FusionGroup(%x, %y)
+    block(%x.0 : f32[4, 4], %y.1 : f32[4, 4]) {
+      %a.2 : f32[4, 4] = add(%x.0, %y.1)
+      %b.3 : f32[4, 4] = relu(%a.2)
+      -> (%a.2, %b.3)
+    }
+  %m : f32[4, 4] = matmul(%b, %w)
+  %two : float = constant{value=2.0}()
+  %d : f32[4, 4] = FusionGroup(%a, %two, %m)
+    block(%a.4 : f32[4, 4], %two.5 : float, %m.6 : f32[4, 4]) {
+      %c : f32[4, 4] = mul(%a.4, %two.5)
+      %d.7 : f32[4, 4] = add(%c, %m.6)
+      -> (%d.7)
+    }
+  return (%d)
+}
+)");
+}
+
+TEST(FuseElementwise, IndependentGroupsMergeThroughAJoin) {
+  auto g = fused(R"(graph g(%x : f32[4], %y : f32[4]) {
+  %a : f32[4] = relu(%x)
+  %b : f32[4] = neg(%y)
+  %c : f32[4] = mul(%a, %b)
+  return (%c)
+}
+)");
+  EXPECT_EQ(ir::fusion_summary(*g), (std::vector<std::string>{"relu,neg,mul"}));
+}
+
+TEST(FuseElementwise, InsideIfAndLoop) {
+  auto g = fused(R"(graph g(%c : bool, %n : int, %x : Tensor[N]) {
+  %y : Tensor = If(%c)
+    block() {
+      %a : Tensor = relu(%x)
+      %b : Tensor = neg(%a)
+      -> (%b)
+    }
+    block() {
+      -> (%x)
+    }
+  %go : bool = constant{value=true}()
+  %h.2 : Tensor = Loop(%n, %go, %y)
+    block(%iter : int, %h : Tensor) {
+      %t : Tensor = tanh(%h)
+      %u : Tensor = add(%t, %iter)
+      -> (%go, %u)
+    }
+  return (%h.2)
+}
+)");
+  EXPECT_EQ(ir::fusion_summary(*g), (std::vector<std::string>{"relu,neg", "tanh,add"}));
+  EXPECT_EQ(g->top()->nodes().size(), 3u);  // If, constant, Loop
+}
+
+TEST(FuseElementwise, OuterValueUsedInsideNestedBlockSeals) {
+  auto g = fused(R"(graph g(%c : bool, %x : Tensor[N]) {
+  %a : Tensor = relu(%x)
+  %y : Tensor = If(%c)
+    block() {
+      -> (%a)
+    }
+    block() {
+      -> (%x)
+    }
+  %b : Tensor = neg(%a)
+  %z : Tensor = add(%b, %y)
+  return (%z)
+}
+)");
+  EXPECT_EQ(ir::fusion_summary(*g), (std::vector<std::string>{"relu", "neg,add"}));
+}
+
+TEST(FuseElementwise, UnknownDtypesAreNotFused) {
+  auto g = fused(R"(graph g(%x : Tensor, %y : Tensor) {
+  %a : Tensor = add(%x, %y)
+  %b : Tensor = relu(%a)
+  return (%b)
+}
+)", /*run_infer=*/false);
+  EXPECT_EQ(count_ops(*g, "FusionGroup"), 0u);
+  // Scalar-only arithmetic and bool negation (the eager op rejects it) stay too.
+  auto h = fused(R"(graph g(%i : int, %m : i1[4]) {
+  %j : int = add(%i, %i)
+  %n : Tensor = neg(%m)
+  return (%j, %n)
+}
+)");
+  EXPECT_EQ(count_ops(*h, "FusionGroup"), 0u);
+}
+
+// ---------------------------------------------------------------------------
+// 3. The verifier's FusionGroup rules
+
+TEST(VerifyFusionGroup, RejectsMalformedGroups) {
+  auto bad_op = ir::parse(R"(graph g(%x : f32[4, 4]) {
+  %y : f32[4, 4] = FusionGroup(%x)
+    block(%p : f32[4, 4]) {
+      %m : f32[4, 4] = matmul(%p, %p)
+      -> (%m)
+    }
+  return (%y)
+}
+)");
+  auto errors = join(ir::verify(*bad_op));
+  EXPECT_NE(errors.find("'matmul' cannot be fused"), std::string::npos) << errors;
+
+  auto bad_params = ir::parse(R"(graph g(%x : f32[4], %s : int) {
+  %y : f32[4] = FusionGroup(%x, %s)
+    block(%p : f32[4]) {
+      %r : f32[4] = relu(%p)
+      -> (%r)
+    }
+  return (%y)
+}
+)");
+  errors = join(ir::verify(*bad_params));
+  EXPECT_NE(errors.find("one parameter per input"), std::string::npos) << errors;
+
+  auto reads_outside = ir::parse(R"(graph g(%x : f32[4]) {
+  %y : f32[4] = FusionGroup(%x)
+    block(%p : f32[4]) {
+      %r : f32[4] = add(%p, %x)
+      -> (%r)
+    }
+  return (%y)
+}
+)");
+  errors = join(ir::verify(*reads_outside));
+  EXPECT_NE(errors.find("reads a value from outside"), std::string::npos) << errors;
+}
+
+// ---------------------------------------------------------------------------
+// 4. Generated code, end to end
+
+// Deterministic values in [-2, 2) without a random generator.
+Tensor values(const graph::Shape& shape, int seed) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(0.7 * (i + 1) + seed * 1.3) * 2.0);
+  return graph::from_vector(v, shape);
+}
+
+void expect_close(const Tensor& got, const Tensor& want) {
+  ASSERT_TRUE(got.defined());
+  ASSERT_EQ(got.sizes(), want.sizes());
+  ASSERT_EQ(got.dtype(), want.dtype());
+  const Tensor g = got.to(graph::kFloat32).contiguous(), w = want.to(graph::kFloat32).contiguous();
+  const float* pg = g.data_ptr<float>();
+  const float* pw = w.data_ptr<float>();
+  for (int64_t i = 0; i < g.numel(); ++i) EXPECT_NEAR(pg[i], pw[i], 1e-5) << "element " << i;
+}
+
+// Calls the registered graph; fails the test when the guards refuse.
+std::vector<Arg> call(const char* mangled, std::vector<Arg> in, size_t n_out) {
+  auto* g = graph::detail::find_graph(mangled, "test-hash");
+  EXPECT_NE(g, nullptr) << mangled << " is not registered";
+  if (!g) return {};
+  EXPECT_EQ(g->num_inputs, in.size());
+  EXPECT_EQ(g->num_outputs, n_out);
+  std::vector<Arg> out(n_out);
+  std::string why;
+  EXPECT_TRUE(g->fn(in.data(), in.size(), out.data(), &why)) << why;
+  return out;
+}
+
+Tensor tensor_out(const std::vector<Arg>& out, size_t k) { return std::get<Tensor>(out.at(k)); }
+
+Tensor chain8_eager(const Tensor& x, const Tensor& b, double s) {
+  using namespace graph;
+  return div(exp(sigmoid(tanh(sub(relu(mul(add(x, b), s)), x)))), b);
+}
+
+TEST(Generated, Chain8MatchesEager) {
+  const Tensor x = values({5, 4}, 1), b = values({4}, 2);
+  expect_close(tensor_out(call("cg_chain8", {x, b, 0.5}, 1), 0), chain8_eager(x, b, 0.5));
+}
+
+TEST(Generated, Chain8ContiguousFastPath) {
+  // [1, 4] with [4]: after dropping the size-1 dim every operand is dense,
+  // so the loop takes the unit-stride path.
+  const Tensor x = values({1, 4}, 3), b = values({4}, 4);
+  expect_close(tensor_out(call("cg_chain8", {x, b, -1.5}, 1), 0), chain8_eager(x, b, -1.5));
+  // Zero rows: an empty result, no element touched.
+  const Tensor none = graph::zeros({0, 4});
+  expect_close(tensor_out(call("cg_chain8", {none, b, 2.0}, 1), 0), chain8_eager(none, b, 2.0));
+}
+
+TEST(Generated, Chain8NonContiguousInputs) {
+  const Tensor xt = values({4, 6}, 6).t();                 // [6, 4], transposed
+  const Tensor bs = values({8}, 7).slice(0, 0, 8, 2);       // [4], stride 2
+  expect_close(tensor_out(call("cg_chain8", {xt, bs, 0.25}, 1), 0), chain8_eager(xt, bs, 0.25));
+}
+
+TEST(Generated, GuardsRefuseWithAReason) {
+  auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
+  ASSERT_NE(g, nullptr);
+  std::string why;
+  Arg out[1];
+  std::vector<Arg> in = {graph::zeros({2, 4}, graph::kInt64), values({4}, 1), 0.5};
+  EXPECT_FALSE(g->fn(in.data(), in.size(), out, &why));
+  EXPECT_EQ(why, "input 0 'x': expected a float tensor, got long");
+  in = {values({2, 4}, 1), values({4}, 1), int64_t{2}};
+  EXPECT_FALSE(g->fn(in.data(), in.size(), out, &why));
+  EXPECT_EQ(why, "input 2 's': expected a float, got an int");
+  in = {values({2, 3}, 1), values({4}, 1), 0.5};
+  EXPECT_FALSE(g->fn(in.data(), in.size(), out, &why));
+  EXPECT_NE(why.find("input 0 'x': expected size 4 in dim 1"), std::string::npos) << why;
+  EXPECT_EQ(graph::detail::find_graph("cg_chain8", "other-hash"), nullptr);
+}
+
+TEST(Generated, IfOnOneElementTensor) {
+  const Tensor x = values({7}, 3);
+  for (float c : {1.5f, -2.0f}) {
+    const Tensor ct = graph::from_vector({c}, {1});
+    const Tensor y = c > 0 ? graph::relu(x) : graph::mul(graph::neg(x), ct);
+    expect_close(tensor_out(call("cg_if_tensor", {ct, x}, 1), 0), graph::add(y, x));
+  }
+}
+
+TEST(Generated, LoopCarriesIntAndTensor) {
+  const Tensor h0 = values({2, 3}, 4), w = values({3}, 5);
+  for (int64_t n : {0, 1, 3}) {
+    auto out = call("cg_loop", {n, h0, w}, 2);
+    int64_t k = 0;
+    Tensor h = h0;
+    for (int64_t iter = 0; iter < n; ++iter) {
+      ++k;
+      h = graph::tanh(graph::add(graph::mul(h, w), iter));
+      if (!(k < n)) break;
+    }
+    EXPECT_EQ(std::get<int64_t>(out[0]), k);
+    expect_close(tensor_out(out, 1), h);
+  }
+}
+
+TEST(Generated, WhileLoopOnTensorCondition) {
+  const Tensor x = graph::ones({2, 2});
+  Tensor want = x;
+  while (static_cast<bool>(graph::lt(graph::sum(want), 100.0))) want = graph::mul(want, 2.0);
+  expect_close(tensor_out(call("while_sum", {x}, 1), 0), want);  // 4 * 32 = 128
+}
+
+TEST(Generated, ScalarsAndTensorsMix) {
+  const Tensor x = values({2, 3}, 8);
+  const int64_t a = 3;
+  const double f = 0.25;
+  auto out = call("cg_scalar_mix", {x, a, f}, 6);
+  const int64_t a2 = a * 2;
+  const double af = f + a2;
+  const Tensor y2 = graph::add(graph::mul(x, af), a2);
+  const Tensor mi = graph::add(graph::gt(y2, f), a);
+  const Tensor s = graph::sum(mi);
+  expect_close(tensor_out(out, 0), graph::mul(y2, s));
+  EXPECT_EQ(std::get<int64_t>(out[1]), a2);
+  EXPECT_DOUBLE_EQ(std::get<double>(out[2]), af);
+  EXPECT_EQ(std::get<bool>(out[3]), a2 < 2);
+  expect_close(tensor_out(out, 4), s);
+  expect_close(tensor_out(out, 5), mi);
+  EXPECT_EQ(tensor_out(out, 5).dtype(), graph::kInt64);
+}
+
+TEST(Generated, EscapingSmallerIntermediate) {
+  const Tensor x = values({3, 4}, 9);
+  for (const Tensor& b : {values({4}, 10), values({3, 4}, 11)}) {
+    auto out = call("escape_small", {x, b}, 2);
+    expect_close(tensor_out(out, 0), graph::relu(b));  // keeps b's own shape
+    expect_close(tensor_out(out, 1), graph::add(graph::relu(b), x));
+  }
+}
+
+TEST(Generated, SeedModel) {
+  const Tensor W = values({3, 5}, 12), X = values({5, 2}, 13);
+  for (const Tensor& b : {values({2}, 14), values({3, 1}, 15)}) {
+    for (bool flag : {true, false}) {
+      const Tensor r = graph::relu(graph::add(graph::matmul(W, X), b));
+      const Tensor want = flag ? graph::mul(r, 2.0) : r;
+      expect_close(tensor_out(call("cg_seed", {W, X, b, flag}, 1), 0), want);
+    }
+  }
+  // Transposed weights reach the graph as a non-contiguous view.
+  const Tensor Wt = values({5, 3}, 16).t();
+  const Tensor b = values({2}, 17);
+  expect_close(tensor_out(call("cg_seed", {Wt, X, b, false}, 1), 0),
+               graph::relu(graph::add(graph::matmul(Wt, X), b)));
+}
+
+TEST(Generated, SourceIsReadable) {
+  auto g = ir::parse(kChain8);
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  const std::string src = graph::codegen::generate_cpu_source({{g.get(), "_Z5chainv", "h", "m.cpp:1"}}, "m.cpp");
+  EXPECT_NE(src.find("bool graph_chain(const ::graph::detail::Arg* in"), std::string::npos);
+  EXPECT_NE(src.find("// fused loop: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"), std::string::npos);
+  EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
+  EXPECT_NE(src.find("if (loop.unit_stride())"), std::string::npos);
+  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, {}}"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,90 @@
+// graph-codegen: one .graph file in, one generated C++ source out.
+//
+//   graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir]
+//
+// Parses every graph of the file, runs the optimizing passes (infer_types,
+// fuse_elementwise), verifies the result and writes the CPU source that
+// registers each graph. The plugin's generator does the same in process; this
+// tool makes codegen testable and inspectable without Clang. --mangled names
+// the first graph's registry key (default: the graph's name); --hash is the
+// body hash for all of them (default "0"); --print-ir prints the optimized IR.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/codegen/cpp.h"
+#include "graph/error.h"
+#include "graph/ir/ir.h"
+#include "graph/ir/passes.h"
+#include "graph/ir/verifier.h"
+
+namespace {
+
+int usage() {
+  std::cerr << "usage: graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir]\n";
+  return 2;
+}
+
+// "model.cpp:12" from the first node that carries a location, else the
+// .graph file itself.
+std::string source_of(const graph::ir::Graph& g, const std::string& fallback) {
+  std::string found;
+  graph::ir::walk(g.top(), [&](const graph::ir::Node* n) {
+    if (found.empty() && n->loc().valid()) found = n->loc().file + ":" + std::to_string(n->loc().line);
+  });
+  return found.empty() ? fallback : found;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> positional;
+  std::string mangled, hash = "0";
+  bool print_ir = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--mangled" && i + 1 < argc) mangled = argv[++i];
+    else if (a == "--hash" && i + 1 < argc) hash = argv[++i];
+    else if (a == "--print-ir") print_ir = true;
+    else if (!a.empty() && a[0] == '-') return usage();
+    else positional.push_back(a);
+  }
+  if (positional.size() != 2) return usage();
+  const std::string& in_path = positional[0];
+  const std::string& out_path = positional[1];
+
+  std::ifstream in(in_path);
+  if (!in) {
+    std::cerr << "graph-codegen: cannot read " << in_path << "\n";
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+
+  try {
+    auto graphs = graph::ir::parse_all(text.str());
+    std::vector<graph::codegen::GraphUnit> units;
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      graph::ir::Graph& g = *graphs[i];
+      graph::ir::verify_or_throw(g);
+      graph::ir::infer_types(g);
+      graph::ir::fuse_elementwise(g);
+      graph::ir::verify_or_throw(g);
+      if (print_ir) std::cout << graph::ir::print(g);
+      units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path)});
+    }
+    const std::string source = graph::codegen::generate_cpu_source(units, in_path);
+    std::ofstream out(out_path);
+    out << source;
+    if (!out) {
+      std::cerr << "graph-codegen: cannot write " << out_path << "\n";
+      return 1;
+    }
+  } catch (const graph::Error& e) {
+    std::cerr << in_path << ": " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
