@@ -1,0 +1,85 @@
+# cxxgraph_static_graphs(<target> [SOURCES <src>...] [GENERATOR_FLAGS <flag>...])
+#
+# For each C++ source of <target> (or only the SOURCES given), adds a
+# generator step that runs clang 19 with the cxxgraph plugin using the
+# target's include directories and definitions, and writes into
+# <build>/cxxgraph/<target>/:
+#   <name>.cpp        the source with a dispatch prologue in each lowered
+#                     [[graph::static]] body (compiled instead of the original)
+#   <name>.graph.cpp  the generated kernels and their registrars
+#   <name>/<fn>.graph, <fn>.opt.graph   the IR before and after optimization
+# A depfile makes edits to the source or any header it includes re-run the
+# step. GENERATOR_FLAGS go to the generator only (e.g. -Werror=graph-fallback).
+#
+# Works from the build tree and from an install (find_package(CxxGraph)).
+# Other compilers than clang 19 may build the target: clang is only the
+# generator's front end.
+
+function(cxxgraph_static_graphs target)
+  cmake_parse_arguments(ARG "" "" "SOURCES;GENERATOR_FLAGS" ${ARGN})
+  if(NOT CXXGRAPH_CLANG OR NOT TARGET ${CXXGRAPH_PLUGIN_TARGET})
+    message(FATAL_ERROR "cxxgraph_static_graphs: clang++-19 or the cxxgraph plugin is missing")
+  endif()
+  get_target_property(src_dir ${target} SOURCE_DIR)
+  set(sources ${ARG_SOURCES})
+  if(NOT sources)
+    get_target_property(sources ${target} SOURCES)
+  endif()
+  get_target_property(std ${target} CXX_STANDARD)
+  if(NOT std)
+    set(std ${CMAKE_CXX_STANDARD})
+  endif()
+  if(NOT std OR std LESS 20)
+    set(std 20)
+  endif()
+
+  set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/${target})
+  set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
+  set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
+  set(kernel_sources "")
+  foreach(src IN LISTS sources)
+    if(NOT src MATCHES "\\.(cpp|cc|cxx|C)$" OR src MATCHES "^\\$<")
+      continue()
+    endif()
+    get_filename_component(abs ${src} ABSOLUTE BASE_DIR ${src_dir})
+    get_filename_component(abs_dir ${abs} DIRECTORY)
+    file(RELATIVE_PATH rel ${src_dir} ${abs})
+    string(REGEX REPLACE "\\.[^.]*$" "" stem ${rel})
+    string(REGEX REPLACE "[/.]" "_" stem ${stem})
+    set(copy ${gen_dir}/${stem}.cpp)
+    set(kernels ${gen_dir}/${stem}.graph.cpp)
+    set(depfile ${gen_dir}/${stem}.d)
+    add_custom_command(
+      OUTPUT ${copy} ${kernels}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${gen_dir}/${stem}
+      COMMAND ${CXXGRAPH_CLANG} -fsyntax-only -std=c++${std}
+              "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
+              "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
+              -Wno-unknown-warning-option ${ARG_GENERATOR_FLAGS}
+              -fplugin=$<TARGET_FILE:${CXXGRAPH_PLUGIN_TARGET}>
+              -fplugin-arg-cxxgraph-copy=${copy}
+              -fplugin-arg-cxxgraph-kernels=${kernels}
+              -fplugin-arg-cxxgraph-graph-dir=${gen_dir}/${stem}
+              -MD -MF ${depfile} -MT ${copy}
+              ${abs}
+      DEPFILE ${depfile}
+      DEPENDS ${abs} ${CXXGRAPH_PLUGIN_TARGET}
+      COMMENT "cxxgraph: lowering [[graph::static]] functions in ${rel}"
+      COMMAND_EXPAND_LISTS VERBATIM)
+    # Compile the copy instead of the original; quoted includes still resolve
+    # next to the original.
+    set_source_files_properties(${abs} TARGET_DIRECTORY ${target} PROPERTIES HEADER_FILE_ONLY TRUE)
+    set_source_files_properties(${copy} TARGET_DIRECTORY ${target} PROPERTIES
+      GENERATED TRUE COMPILE_OPTIONS "-iquote;${abs_dir}")
+    target_sources(${target} PRIVATE ${copy})
+    list(APPEND kernel_sources ${kernels})
+  endforeach()
+
+  if(kernel_sources)
+    # An object library, linked in as objects, so registrars are never dropped.
+    add_library(${target}_cxxgraph_kernels OBJECT ${kernel_sources})
+    target_link_libraries(${target}_cxxgraph_kernels PRIVATE ${CXXGRAPH_RUNTIME_TARGET})
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:${target}_cxxgraph_kernels>)
+  endif()
+  set_property(TARGET ${target} APPEND PROPERTY CXXGRAPH_GENERATED_DIR ${gen_dir})
+endfunction()

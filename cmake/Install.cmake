@@ -1,0 +1,23 @@
+# Install rules and the CxxGraph package: find_package(CxxGraph) gives
+# cxxgraph::runtime, cxxgraph::ir, the plugin and cxxgraph_static_graphs().
+include(CMakePackageConfigHelpers)
+
+install(TARGETS cxxgraph_ir cxxgraph_runtime EXPORT CxxGraphTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ir/include/ runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET cxxgraph_plugin)
+  install(TARGETS cxxgraph_plugin EXPORT CxxGraphTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/cxxgraph)
+endif()
+install(EXPORT CxxGraphTargets NAMESPACE cxxgraph:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CxxGraph)
+
+get_filename_component(CXXGRAPH_CLANG_DIR "${CXXGRAPH_CLANG}" DIRECTORY)
+configure_package_config_file(cmake/CxxGraphConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/CxxGraphConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CxxGraph)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/CxxGraphConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${CMAKE_CURRENT_BINARY_DIR}/CxxGraphConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/CxxGraphConfigVersion.cmake
+  cmake/CxxGraphStaticGraphs.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CxxGraph)

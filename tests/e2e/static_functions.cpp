@@ -1,0 +1,117 @@
+// Annotated functions for the end-to-end tests (see static_functions.h).
+#include "static_functions.h"
+
+#include <cstdio>
+
+namespace e2e {
+using namespace graph;
+
+Tensor G_W1, G_W2, G_b;
+
+[[graph::static]] Tensor seed_model(Tensor X, int flag, Tensor W1, Tensor W2, Tensor b) {
+  Tensor Y = flag > 0 ? matmul(W1, X) : matmul(W2, X);
+  return relu(Y + b);
+}
+
+[[graph::static]] Tensor seed_model_globals(Tensor X, int flag) {
+  Tensor Y;
+  if (flag > 0) {
+    Y = matmul(G_W1, X);
+  } else {
+    Y = matmul(G_W2, X);
+  }
+  Y = Y + G_b;
+  Y = relu(Y);
+  return Y;
+}
+
+[[graph::static]] Tensor rnn_step(Tensor x, Tensor prev_h, Tensor W_h, Tensor w_x) {
+  Tensor h2h = matmul(W_h, prev_h.t());
+  if (h2h.sum() > w_x.sum()) {
+    Tensor i2h = matmul(w_x, x.t());
+    h2h = h2h + i2h;
+  }
+  return tanh(h2h);
+}
+
+// Eight elementwise ops with broadcasting: one fused loop.
+[[graph::static]] Tensor chain8(Tensor x, Tensor y) {
+  Tensor t = x + y;
+  t = t * 0.5f;
+  t = relu(t);
+  t = t - y;
+  t = tanh(t);
+  t = exp(t);
+  t = sigmoid(t);
+  return -t;
+}
+
+[[graph::static]] Tensor for_loop(Tensor x, int n) {
+  Tensor h = x;
+  for (int i = 0; i < n; ++i) {
+    h = tanh(h * 0.9f + 0.1f);
+  }
+  return h;
+}
+
+[[graph::static]] Tensor while_loop(Tensor x) {
+  Tensor h = x;
+  int steps = 0;
+  while (h.sum() > 1.0f) {
+    h = h * 0.5f;
+    steps += 1;
+  }
+  return h + steps;
+}
+
+[[graph::static]] Tensor if_scalar(Tensor x, bool flag) {
+  Tensor y = x;
+  if (flag) {
+    y = y * 2;
+  } else {
+    y = y - 1;
+  }
+  return y;
+}
+
+[[graph::static]] Tensor if_else_assign(Tensor x, double threshold) {
+  Tensor s = x.mean();
+  double scale = 1.0;
+  if (s > threshold) {
+    scale = 0.25;
+  }
+  return x * scale;
+}
+
+[[graph::static]] Tensor reductions(Tensor x) {
+  Tensor rows = x.sum(1);
+  Tensor cols = x.mean(0, true);
+  return (rows.sum() + cols) * 2.0f - x.mean();
+}
+
+[[graph::static]] Tensor above_row_mean(Tensor x) {
+  Tensor m = x.mean(1, true);
+  return x > m;
+}
+
+[[graph::static]] Tensor nested_control(Tensor x, int n) {
+  Tensor acc = x.sum() * 0.0f;
+  int i = 0;
+  while (i < n) {
+    if (i > 1) {
+      acc = acc + x.sum() * i;
+    } else {
+      acc = acc - 1;
+    }
+    i = i + 1;
+  }
+  return acc;
+}
+
+// Not lowerable (I/O): the plugin warns and this function runs eagerly.
+[[graph::static]] Tensor falls_back(Tensor x) {
+  std::fflush(stdout);
+  return x + 1;
+}
+
+}  // namespace e2e
