@@ -2,10 +2,13 @@
 # cxxgraph::runtime, cxxgraph::ir, the plugin and cxxgraph_static_graphs().
 include(CMakePackageConfigHelpers)
 
+set_target_properties(cxxgraph_ir PROPERTIES EXPORT_NAME ir)
+set_target_properties(cxxgraph_runtime PROPERTIES EXPORT_NAME runtime)
 install(TARGETS cxxgraph_ir cxxgraph_runtime EXPORT CxxGraphTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ir/include/ runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET cxxgraph_plugin)
+  set_target_properties(cxxgraph_plugin PROPERTIES EXPORT_NAME plugin)
   install(TARGETS cxxgraph_plugin EXPORT CxxGraphTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/cxxgraph)
 endif()
 install(EXPORT CxxGraphTargets NAMESPACE cxxgraph:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CxxGraph)

@@ -166,6 +166,19 @@ class FunctionLowering {
         unsupported(at, "'" + v->getNameAsString() + "' may be used before it is assigned on every path");
       return it->second;
     }
+    if (auto t = ir_type(v->getType()); t && t->is_scalar() && v->isUsableInConstantExpressions(ctx_)) {
+      // A constant (constexpr, or const with a constant initializer): its value.
+      if (const APValue* val = v->evaluateValue()) {
+        ir::Value* c = nullptr;
+        if (val->isInt() && t->kind == ir::Type::Kind::Bool) c = ir::add_constant(block_, val->getInt().getBoolValue());
+        else if (val->isInt()) c = ir::add_constant(block_, static_cast<int64_t>(val->getInt().getSExtValue()));
+        else if (val->isFloat()) c = ir::add_constant(block_, val->getFloat().convertToDouble());
+        if (c) {
+          c->producer()->set_loc(loc(at));
+          return c;
+        }
+      }
+    }
     if (v->hasGlobalStorage() && !v->isStaticLocal() && is_tensor_record(v->getType())) {
       // A global tensor: a graph input bound at each call.
       ir::Value* in = graph_->add_input(ir::Type::tensor(), v->getNameAsString());

@@ -1,0 +1,4 @@
+# A user project built against the installed package (slow: label install).
+add_test(NAME install_user_project
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/install/run_install_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/install_scratch)
+set_tests_properties(install_user_project PROPERTIES LABELS install PASS_REGULAR_EXPRESSION "install test: OK" TIMEOUT 600)
