@@ -88,6 +88,8 @@ class Diagnostics {
     fallback_ = engine_.getCustomDiagID(level, "%0 [-Wgraph-fallback]");
     eager_note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "'%0' will run eagerly");
     error_ = engine_.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: %0");
+    internal_ = engine_.getCustomDiagID(DiagnosticsEngine::Warning,
+                                        "cxxgraph internal error compiling '%0' (it will run eagerly): %1");
   }
 
   void fallback(SourceLocation at, const std::string& why, const FunctionDecl* fd) {
@@ -95,10 +97,13 @@ class Diagnostics {
     engine_.Report(fd->getLocation(), eager_note_) << fd->getNameAsString();
   }
   void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << what; }
+  void internal(const FunctionDecl* fd, const std::string& what) {
+    engine_.Report(fd->getLocation(), internal_) << fd->getNameAsString() << what;
+  }
 
  private:
   DiagnosticsEngine& engine_;
-  unsigned fallback_, eager_note_, error_;
+  unsigned fallback_, eager_note_, error_, internal_;
 };
 
 // ---- the consumer -------------------------------------------------------
@@ -180,19 +185,25 @@ class Consumer : public ASTConsumer {
         continue;
       }
       Lowered lowered;
+      std::unique_ptr<graph::ir::Graph> opt;
+      std::string text;
       try {
         lowered = lower_function(ctx, fd);
+        // The graph as lowered, then a verified, optimized copy for codegen.
+        text = graph::ir::print(*lowered.graph);
+        graph::ir::verify_or_throw(*lowered.graph);
+        opt = graph::ir::parse(text);
+        graph::ir::infer_types(*opt);
+        graph::ir::fuse_elementwise(*opt);
+        graph::ir::verify_or_throw(*opt);
       } catch (const Unsupported& u) {
         diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd);
         continue;
+      } catch (const std::exception& e) {
+        // A bug of ours must not break the user's build: the body runs eagerly.
+        diags_.internal(fd, e.what());
+        continue;
       }
-      // The graph as lowered, then a verified, optimized copy for codegen.
-      std::string text = graph::ir::print(*lowered.graph);
-      graph::ir::verify_or_throw(*lowered.graph);
-      auto opt = graph::ir::parse(text);
-      graph::ir::infer_types(*opt);
-      graph::ir::fuse_elementwise(*opt);
-      graph::ir::verify_or_throw(*opt);
 
       std::string stem = fd->getNameAsString();
       if (int n = file_names[stem]++) stem += "." + std::to_string(n);
@@ -209,6 +220,13 @@ class Consumer : public ASTConsumer {
       PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
       std::string source = std::filesystem::path(where.getFilename()).filename().string() + ":" +
                            std::to_string(where.getLine());
+      graph::codegen::GraphUnit unit{opt.get(), mangled, hash, source};
+      try {
+        graph::codegen::generate_cpu_source({unit}, "");  // fails here, not for the whole file
+      } catch (const std::exception& e) {
+        diags_.internal(fd, e.what());
+        continue;
+      }
 
       std::string prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
                              "\"); if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r";
@@ -216,7 +234,7 @@ class Consumer : public ASTConsumer {
       prologue += ")) return _graph_r;";
       rewriter.InsertTextAfterToken(lbrace, prologue);
 
-      units.push_back({opt.get(), mangled, hash, source});
+      units.push_back(unit);
       optimized.push_back(std::move(opt));
     }
 

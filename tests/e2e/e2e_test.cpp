@@ -160,6 +160,18 @@ TEST_F(StaticGraph, EightOpChainIsOneLoop) {
   for (const auto& n : opt->top()->nodes())
     if (n->op() != "constant") ++top_level;
   EXPECT_EQ(top_level, 1u) << "everything but constants is inside the one group";
+
+  // And in the generated C++: one loop nest for the whole chain.
+  std::string cpp = read_file(std::string(CXXGRAPH_GENERATED_DIR) + "/e2e_static_functions.graph.cpp");
+  size_t begin = cpp.find("bool graph_chain8(");
+  ASSERT_NE(begin, std::string::npos);
+  size_t end = cpp.find("\nbool graph_", begin + 1);
+  std::string fn = cpp.substr(begin, end - begin);
+  size_t loops = 0;
+  for (size_t p = 0; (p = fn.find("// fused loop:", p)) != std::string::npos; ++p) ++loops;
+  EXPECT_EQ(loops, 1u) << fn;
+  EXPECT_NE(fn.find("// fused loop: add, mul, relu, sub, tanh, exp, sigmoid, neg"), std::string::npos) << fn;
+  EXPECT_EQ(fn.find("::graph::add("), std::string::npos) << "no eager op calls in the fused path";
 }
 
 TEST_F(StaticGraph, ForLoopCarriesCounterAndTensor) {
