@@ -51,19 +51,6 @@ const char* dtype_expr(DType d) {
   return "::graph::DType::Float32";
 }
 
-std::string string_literal(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + '"';
-}
-
 std::string loc_str(const ir::SourceLoc& loc) {
   return loc.valid() ? loc.file + ":" + std::to_string(loc.line) : std::string();
 }
@@ -195,7 +182,7 @@ void Emitter::guards(const ir::Graph& g) {
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs()[k].get();
     const ir::Type& t = v->type();
-    const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + string_literal(v->name());
+    const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + ir::quote(v->name());
     if (t.is_tensor()) {
       if (!t.dtype)
         throw Error("codegen: graph '" + g.name() + "' input '" + v->name() + "' has no dtype (run infer_types)");
@@ -377,8 +364,8 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   for (size_t i = 0; i < units.size(); ++i) {
     const GraphUnit& u = units[i];
     const std::string& fn = fns[i];
-    e.line("::graph::detail::CompiledGraph compiled_" + fn + "{" + detail::string_literal(u.mangled_name) + ", " +
-           detail::string_literal(u.body_hash) + ", " + detail::string_literal(u.source) + ", &" + fn + ", " +
+    e.line("::graph::detail::CompiledGraph compiled_" + fn + "{" + ir::quote(u.mangled_name) + ", " +
+           ir::quote(u.body_hash) + ", " + ir::quote(u.source) + ", &" + fn + ", " +
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
   }

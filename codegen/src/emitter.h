@@ -17,7 +17,6 @@ namespace graph::codegen::detail {
 std::string cpp_type(const ir::Type& t);   // ::graph::Tensor, int64_t, double, bool
 const char* element_type(DType d);         // float, int64_t, bool
 const char* dtype_expr(DType d);           // ::graph::DType::Float32, ...
-std::string string_literal(const std::string& s);
 std::string sanitize_identifier(const std::string& s);  // [A-Za-z0-9_] only
 std::string loc_str(const ir::SourceLoc& loc);  // "model.cpp:12" or ""
 

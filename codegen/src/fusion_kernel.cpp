@@ -82,7 +82,7 @@ void Emitter::fusion_group(const ir::Node* n) {
     for (size_t i : params) s.push_back(name(body->param(i)) + ".sizes()");
     return "{" + join(s, ", ") + "}";
   };
-  const std::string first_op = string_literal(ops.front());
+  const std::string first_op = ir::quote(ops.front());
   const std::set<size_t> all(tensor_params.begin(), tensor_params.end());
   const std::string shape = fresh("shape");
   line("const ::graph::Shape " + shape + " = ::graph::cpu::broadcast_shapes(" + first_op + ", " + sizes_of(all) + ");");

@@ -2,29 +2,14 @@
 // and prints the results side by side. The call `model(X, flag)` is an
 // ordinary call from another translation unit: the prologue the generator
 // put into model's body sends it to the compiled graph.
-#include <cmath>
 #include <cstdio>
 
+#include "../common/show.h"
 #include "model.h"
 
+using examples::max_abs_diff;
+using examples::pattern;
 using graph::Tensor;
-
-namespace {
-
-// Deterministic values without a random generator.
-Tensor pattern(graph::Shape shape, float scale, float shift) {
-  Tensor t = graph::arange(0, shape[0] * shape[1]).to(graph::kFloat32).view(shape);
-  return graph::tanh(t * scale + shift);
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  Tensor d = (a - b).contiguous();
-  float m = 0;
-  for (int64_t i = 0; i < d.numel(); ++i) m = std::fmax(m, std::fabs(d.data_ptr<float>()[i]));
-  return m;
-}
-
-}  // namespace
 
 int main() {
   W1 = pattern({4, 3}, 0.37f, -0.5f);

@@ -1,27 +1,13 @@
 // Runs the seed RNN step eagerly and as its compiled graph, with inputs that
 // take each side of its data-dependent branch.
-#include <cmath>
 #include <cstdio>
 
+#include "../common/show.h"
 #include "rnn.h"
 
+using examples::max_abs_diff;
+using examples::pattern;
 using graph::Tensor;
-
-namespace {
-
-Tensor pattern(graph::Shape shape, float scale, float shift) {
-  Tensor t = graph::arange(0, shape[0] * shape[1]).to(graph::kFloat32).view(shape);
-  return graph::tanh(t * scale + shift);
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  Tensor d = (a - b).contiguous();
-  float m = 0;
-  for (int64_t i = 0; i < d.numel(); ++i) m = std::fmax(m, std::fabs(d.data_ptr<float>()[i]));
-  return m;
-}
-
-}  // namespace
 
 int main() {
   const int64_t H = 6, I = 4;

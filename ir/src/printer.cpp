@@ -21,8 +21,6 @@
 
 namespace graph::ir {
 
-namespace {
-
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -35,6 +33,8 @@ std::string quote(const std::string& s) {
   }
   return out + '"';
 }
+
+namespace {
 
 std::string format_double(double v) {
   if (std::isnan(v)) return "nan";

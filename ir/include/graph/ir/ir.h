@@ -227,6 +227,8 @@ void walk(const Block* b, F&& f) {
 std::string print(const Graph& g);
 // Throws graph::Error "line:col: message" on malformed text.
 std::unique_ptr<Graph> parse(const std::string& text);
+// `s` as a double-quoted string literal of the text format (also valid C++).
+std::string quote(const std::string& s);
 // Several graphs in one text (a module); each starts with `graph`.
 std::vector<std::unique_ptr<Graph>> parse_all(const std::string& text);
 
