@@ -10,3 +10,16 @@ target_compile_definitions(plugin_test PRIVATE
   CXXGRAPH_CASES="${CMAKE_CURRENT_LIST_DIR}/plugin_cases"
   CXXGRAPH_TEST_TMP="${CMAKE_CURRENT_BINARY_DIR}/plugin_out")
 gtest_discover_tests(plugin_test PROPERTIES LABELS plugin)
+
+# The plugin under bad input: the corpus in tests/plugin_cases/odd, plus
+# generated very long and very deep functions.
+add_executable(plugin_corpus_test ${CMAKE_CURRENT_LIST_DIR}/plugin_corpus_test.cpp)
+target_link_libraries(plugin_corpus_test PRIVATE cxxgraph_ir GTest::gtest_main)
+add_dependencies(plugin_corpus_test cxxgraph_plugin)
+target_compile_definitions(plugin_corpus_test PRIVATE
+  CXXGRAPH_CLANG="${CXXGRAPH_CLANG}"
+  CXXGRAPH_PLUGIN="$<TARGET_FILE:cxxgraph_plugin>"
+  CXXGRAPH_INCLUDES="${_inc}"
+  CXXGRAPH_CORPUS="${CMAKE_CURRENT_LIST_DIR}/plugin_cases/odd"
+  CXXGRAPH_TEST_TMP="${CMAKE_CURRENT_BINARY_DIR}/plugin_out")
+gtest_discover_tests(plugin_corpus_test PROPERTIES LABELS plugin)

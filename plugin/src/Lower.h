@@ -7,7 +7,9 @@
 // nodes carrying the variables the loop assigns. Globals of type Tensor that
 // the body reads become extra graph inputs, passed by the prologue at each
 // call (so updates are seen). Anything outside the accepted subset stops the
-// lowering with an Unsupported error at the construct's exact location.
+// lowering with an Unsupported error at the construct's exact location; the
+// lowering never changes the AST and never evaluates dependent code (so it
+// refuses templates before looking at their bodies).
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,11 +20,20 @@
 
 namespace cxxgraph {
 
-// Why a function cannot be lowered, and where.
+// Why a function cannot be lowered, and where. The message follows the
+// diagnostic style (lowercase, names quoted with quote(), no trailing
+// period); Diagnostics in Plugin.cpp reports it.
 struct Unsupported {
   clang::SourceLocation loc;
   std::string message;
 };
+
+// 'name', the quoting every diagnostic uses for names and types.
+inline std::string quote(llvm::StringRef name) { return "'" + name.str() + "'"; }
+
+// `name` with every character outside [A-Za-z0-9_] replaced by '_', for
+// names that reach the IR text and file names (operator%, unicode).
+std::string identifier(llvm::StringRef name);
 
 struct Lowered {
   std::unique_ptr<graph::ir::Graph> graph;
@@ -31,7 +42,7 @@ struct Lowered {
   std::vector<std::string> call_args;
 };
 
-// Lowers `fd`; throws Unsupported. `fd` must have a body.
+// Lowers `fd`; throws Unsupported. `fd` must be a definition.
 Lowered lower_function(clang::ASTContext& ctx, const clang::FunctionDecl* fd);
 
 }  // namespace cxxgraph

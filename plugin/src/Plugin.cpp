@@ -9,9 +9,12 @@
 // into Clang's frames: every entry point catches and reports.
 //
 // Options reach the plugin as -fplugin-arg-cxxgraph-<key>=<value>.
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "clang/Basic/DiagnosticSema.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendPluginRegistry.h"
+#include "clang/Lex/Lexer.h"
 #include "clang/Rewrite/Core/Rewriter.h"
 #include "clang/Sema/ParsedAttr.h"
 #include "clang/Sema/Sema.h"
@@ -41,6 +45,11 @@ constexpr const char* kTag = "graph.static";
 
 // ---- the attribute ------------------------------------------------------
 // The handler runs before the body is parsed, so it only tags the function.
+// Misplaced attributes get Clang's own diagnostics, naming the attribute in
+// full ('static' alone would read like the keyword). These run inside Sema:
+// nothing may throw out of them.
+constexpr const char* kAttrName = "'graph::static'";
+
 struct StaticAttrInfo : public ParsedAttrInfo {
   StaticAttrInfo() {
     static constexpr Spelling kSpellings[] = {{ParsedAttr::AS_CXX11, "graph::static"}};
@@ -49,14 +58,47 @@ struct StaticAttrInfo : public ParsedAttrInfo {
 
   bool diagAppertainsToDecl(Sema& s, const ParsedAttr& attr, const Decl* d) const override {
     if (isa<FunctionDecl>(d)) return true;
-    s.Diag(attr.getLoc(), diag::warn_attribute_wrong_decl_type_str)
-        << attr << attr.isRegularKeywordAttribute() << "functions";
+    wrong_subject(s, attr);
+    return false;
+  }
+
+  // Without this, Clang rejects the attribute on a statement with an error.
+  bool diagAppertainsToStmt(Sema& s, const ParsedAttr& attr, const Stmt*) const override {
+    wrong_subject(s, attr);
     return false;
   }
 
   AttrHandling handleDeclAttribute(Sema& s, Decl* d, const ParsedAttr& attr) const override {
-    d->addAttr(AnnotateAttr::Create(s.Context, kTag, nullptr, 0, attr.getRange()));
-    return AttributeApplied;
+    try {
+      if (has_argument_list(s, attr)) {
+        s.Diag(attr.getLoc(), diag::err_attribute_wrong_number_arguments) << kAttrName << 0;
+        return AttributeNotApplied;
+      }
+      d->addAttr(AnnotateAttr::Create(s.Context, kTag, nullptr, 0, attr.getRange()));
+      return AttributeApplied;
+    } catch (...) {
+      return AttributeNotApplied;
+    }
+  }
+
+ private:
+  // Clang skips the argument list of a plugin attribute without parsing it
+  // (getNumArgs() is 0 even for `(1)`): look at the token after the name.
+  static bool has_argument_list(Sema& s, const ParsedAttr& attr) {
+    if (attr.getNumArgs() > 0) return true;
+    SourceLocation name = attr.getRange().getEnd();
+    if (name.isInvalid()) return false;
+    const SourceManager& sm = s.getSourceManager();
+    std::optional<Token> next = Lexer::findNextToken(sm.getSpellingLoc(name), sm, s.getLangOpts());
+    return next && next->is(tok::l_paren);
+  }
+
+  static void wrong_subject(Sema& s, const ParsedAttr& attr) {
+    try {
+      s.Diag(attr.getLoc(), diag::warn_attribute_wrong_decl_type_str)
+          << kAttrName << attr.isRegularKeywordAttribute() << "functions";
+    } catch (...) {
+    }
   }
 };
 
@@ -71,10 +113,20 @@ struct Options {
 };
 
 // ---- diagnostics --------------------------------------------------------
-// One place for the message style: lowercase, names quoted, no period; the
-// flag is named in the text because plugin diagnostics cannot join a
-// warning group in Clang 19. -Wno-graph-fallback and -Werror=graph-fallback
-// given to the generator are honoured here.
+// The one place for the message style: lowercase, names quoted (quote() in
+// Lower.h), no trailing period; styled() enforces the first and the last for
+// every message reported here. The flag is named in the text because plugin
+// diagnostics cannot join a warning group in Clang 19. -Wno-graph-fallback
+// and -Werror=graph-fallback given to the generator are honoured here. The
+// same message at the same place is reported once.
+std::string styled(std::string m) {
+  while (!m.empty() && (m.back() == '.' || std::isspace(static_cast<unsigned char>(m.back())))) m.pop_back();
+  if (m.size() > 1 && std::isupper(static_cast<unsigned char>(m[0])) &&
+      !std::isupper(static_cast<unsigned char>(m[1])))
+    m[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(m[0])));
+  return m;
+}
+
 class Diagnostics {
  public:
   explicit Diagnostics(CompilerInstance& ci) : engine_(ci.getDiagnostics()) {
@@ -86,39 +138,54 @@ class Diagnostics {
       if (w == "no-error=graph-fallback" && level == DiagnosticsEngine::Error) level = DiagnosticsEngine::Warning;
     }
     fallback_ = engine_.getCustomDiagID(level, "%0 [-Wgraph-fallback]");
-    eager_note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "'%0' will run eagerly");
+    eager_note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "%0 will run eagerly");
     error_ = engine_.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: %0");
     internal_ = engine_.getCustomDiagID(DiagnosticsEngine::Warning,
-                                        "cxxgraph internal error compiling '%0' (it will run eagerly): %1");
+                                        "cxxgraph internal error compiling %0 (it will run eagerly): %1");
   }
 
   void fallback(SourceLocation at, const std::string& why, const FunctionDecl* fd) {
-    engine_.Report(at, fallback_) << why;
-    engine_.Report(fd->getLocation(), eager_note_) << fd->getNameAsString();
+    if (!seen_.insert({at.getRawEncoding(), why}).second) return;
+    engine_.Report(at, fallback_) << styled(why);
+    engine_.Report(fd->getLocation(), eager_note_) << display(fd);
   }
-  void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << what; }
+  void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << styled(what); }
   void internal(const FunctionDecl* fd, const std::string& what) {
-    engine_.Report(fd->getLocation(), internal_) << fd->getNameAsString() << what;
+    engine_.Report(fd->getLocation(), internal_) << display(fd) << styled(what);
   }
 
  private:
+  static std::string display(const FunctionDecl* fd) {
+    if (const auto* m = dyn_cast<CXXMethodDecl>(fd); m && m->getParent()->isLambda()) return "this lambda";
+    return quote(fd->getNameAsString());
+  }
+
   DiagnosticsEngine& engine_;
   unsigned fallback_, eager_note_, error_, internal_;
+  std::set<std::pair<unsigned, std::string>> seen_;
 };
 
 // ---- the consumer -------------------------------------------------------
+bool tagged(const Decl* d) {
+  if (d->hasAttr<AnnotateAttr>())
+    for (const auto* a : d->specific_attrs<AnnotateAttr>())
+      if (a->getAnnotation() == kTag) return true;
+  return false;
+}
+
+// The annotated definitions, each once: a template's pattern but none of its
+// instantiations (they share its source; the pattern gets the diagnostic),
+// and lambdas, whose call operators the visitor does not reach as decls.
 class Collector : public RecursiveASTVisitor<Collector> {
  public:
   bool VisitFunctionDecl(FunctionDecl* fd) {
-    if (fd->doesThisDeclarationHaveABody() && fd->hasAttr<AnnotateAttr>())
-      for (const auto* a : fd->specific_attrs<AnnotateAttr>())
-        if (a->getAnnotation() == kTag) {
-          found.push_back(fd);
-          break;
-        }
+    if (fd->doesThisDeclarationHaveABody() && !fd->isTemplateInstantiation() && tagged(fd)) found.push_back(fd);
     return true;
   }
-  bool shouldVisitTemplateInstantiations() const { return true; }
+  bool VisitLambdaExpr(LambdaExpr* e) {
+    if (CXXMethodDecl* op = e->getCallOperator(); op && tagged(op)) found.push_back(op);
+    return true;
+  }
   std::vector<FunctionDecl*> found;
 };
 
@@ -134,23 +201,38 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
+// A failed write is reported, never left to raw_fd_ostream's destructor
+// (which would end Clang with report_fatal_error).
 bool write_file(const std::string& path, const std::string& text, std::string& err) {
   std::error_code ec;
   std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   llvm::raw_fd_ostream os(path, ec);
   if (ec) {
-    err = "cannot write '" + path + "': " + ec.message();
+    err = "cannot write " + quote(path) + ": " + ec.message();
     return false;
   }
   os << text;
+  os.close();
+  if (os.has_error()) {
+    err = "cannot write " + quote(path) + ": " + os.error().message();
+    os.clear_error();
+    return false;
+  }
   return true;
 }
+
+// An output that cannot be written: an error for the whole file.
+struct WriteError {
+  std::string message;
+};
 
 class Consumer : public ASTConsumer {
  public:
   Consumer(CompilerInstance& ci, Options opts) : ci_(ci), opts_(std::move(opts)), diags_(ci) {}
 
+  // After Clang's own errors the AST may be incomplete: write nothing (the
+  // compile fails anyway, and no stale output may look current).
   void HandleTranslationUnit(ASTContext& ctx) override {
     if (!opts_.active() || ci_.getDiagnostics().hasErrorOccurred()) return;
     try {
@@ -163,84 +245,44 @@ class Consumer : public ASTConsumer {
   }
 
  private:
+  // What one lowered function contributes to the outputs.
+  struct Compiled {
+    std::unique_ptr<graph::ir::Graph> optimized;
+    graph::codegen::GraphUnit unit;
+    SourceLocation lbrace;
+    std::string prologue;
+  };
+
   void generate(ASTContext& ctx) {
     SourceManager& sm = ctx.getSourceManager();
     Rewriter rewriter(sm, ctx.getLangOpts());
     Collector collector;
     collector.TraverseDecl(ctx.getTranslationUnitDecl());
-    ASTNameGenerator names(ctx);
 
     std::vector<std::unique_ptr<graph::ir::Graph>> optimized;
     std::vector<graph::codegen::GraphUnit> units;
     std::map<std::string, int> file_names;
     for (FunctionDecl* fd : collector.found) {
-      const Stmt* body = fd->getBody();
-      SourceLocation lbrace = cast<CompoundStmt>(body)->getLBracLoc();
-      if (!sm.isInMainFile(sm.getExpansionLoc(fd->getLocation()))) {
-        diags_.fallback(fd->getLocation(), "annotated functions defined in headers cannot be rewritten yet", fd);
-        continue;
-      }
-      if (lbrace.isMacroID() || !Rewriter::isRewritable(lbrace)) {
-        diags_.fallback(lbrace, "the body of an annotated function cannot come from a macro", fd);
-        continue;
-      }
-      Lowered lowered;
-      std::unique_ptr<graph::ir::Graph> opt;
-      std::string text;
+      // Whatever goes wrong for one function leaves it eager, never the file.
+      std::optional<Compiled> c;
       try {
-        lowered = lower_function(ctx, fd);
-        // The graph as lowered, then a verified, optimized copy for codegen.
-        text = graph::ir::print(*lowered.graph);
-        graph::ir::verify_or_throw(*lowered.graph);
-        opt = graph::ir::parse(text);
-        graph::ir::infer_types(*opt);
-        graph::ir::fuse_elementwise(*opt);
-        graph::ir::verify_or_throw(*opt);
+        c = compile(ctx, fd, file_names);
       } catch (const Unsupported& u) {
         diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd);
-        continue;
-      } catch (const std::exception& e) {
-        // A bug of ours must not break the user's build: the body runs eagerly.
-        diags_.internal(fd, e.what());
-        continue;
-      }
-
-      std::string stem = fd->getNameAsString();
-      if (int n = file_names[stem]++) stem += "." + std::to_string(n);
-      if (!opts_.graph_dir.empty()) {
-        std::string err;
-        if (!write_file(opts_.graph_dir + "/" + stem + ".graph", text, err) ||
-            !write_file(opts_.graph_dir + "/" + stem + ".opt.graph", graph::ir::print(*opt), err))
-          return diags_.error({}, err);
-      }
-
-      CharSourceRange range = CharSourceRange::getTokenRange(fd->getSourceRange());
-      std::string hash = hex(fnv1a(Lexer::getSourceText(range, sm, ctx.getLangOpts())));
-      std::string mangled = names.getName(fd);
-      PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
-      std::string source = std::filesystem::path(where.getFilename()).filename().string() + ":" +
-                           std::to_string(where.getLine());
-      graph::codegen::GraphUnit unit{opt.get(), mangled, hash, source};
-      try {
-        graph::codegen::generate_cpu_source({unit}, "");  // fails here, not for the whole file
+      } catch (const WriteError& w) {
+        return diags_.error({}, w.message);  // the build's problem, not the function's
       } catch (const std::exception& e) {
         diags_.internal(fd, e.what());
-        continue;
+      } catch (...) {
+        diags_.internal(fd, "unknown exception");
       }
-
-      std::string prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
-                             "\"); if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r";
-      for (const std::string& a : lowered.call_args) prologue += ", " + a;
-      prologue += ")) return _graph_r;";
-      rewriter.InsertTextAfterToken(lbrace, prologue);
-
-      units.push_back(unit);
-      optimized.push_back(std::move(opt));
+      if (!c) continue;
+      rewriter.InsertTextAfterToken(c->lbrace, c->prologue);
+      units.push_back(c->unit);
+      optimized.push_back(std::move(c->optimized));
     }
 
-    const FileEntry* main = sm.getFileEntryForID(sm.getMainFileID());
-    std::string origin = main ? std::filesystem::absolute(main->tryGetRealPathName().str()).string() : "";
-    if (origin.empty()) origin = sm.getFileEntryRefForID(sm.getMainFileID())->getName().str();
+    std::string origin = main_file_path(sm);
     std::string err;
     if (!opts_.copy.empty()) {
       // The include gives the prologue its declarations; #line keeps every
@@ -257,36 +299,108 @@ class Consumer : public ASTConsumer {
       return diags_.error({}, err);
   }
 
+  // Lowers, checks, optimizes and test-generates one function; throws
+  // Unsupported (user-facing), WriteError, or anything else (our bug).
+  Compiled compile(ASTContext& ctx, FunctionDecl* fd, std::map<std::string, int>& file_names) {
+    SourceManager& sm = ctx.getSourceManager();
+    if (!sm.isInMainFile(sm.getExpansionLoc(fd->getLocation())))
+      throw Unsupported{fd->getLocation(), "annotated functions defined in headers cannot be rewritten yet"};
+    // The prologue goes after the body's `{`, which must be in the file.
+    const auto* body = dyn_cast_or_null<CompoundStmt>(fd->getBody());
+    if (body && !Rewriter::isRewritable(body->getLBracLoc()))
+      throw Unsupported{body->getLBracLoc(), "the body of an annotated function cannot come from a macro"};
+    Lowered lowered = lower_function(ctx, fd);  // checks the kind of function and its body first
+    body = cast<CompoundStmt>(fd->getBody());
+
+    // The graph as lowered, then a verified, optimized copy for codegen.
+    Compiled c;
+    std::string text = graph::ir::print(*lowered.graph);
+    graph::ir::verify_or_throw(*lowered.graph);
+    c.optimized = graph::ir::parse(text);
+    graph::ir::infer_types(*c.optimized);
+    graph::ir::fuse_elementwise(*c.optimized);
+    graph::ir::verify_or_throw(*c.optimized);
+
+    // The whole definition as written (a name from a macro argument included).
+    CharSourceRange range = sm.getExpansionRange(fd->getSourceRange());
+    std::string hash = hex(fnv1a(Lexer::getSourceText(range, sm, ctx.getLangOpts())));
+    std::string mangled = ASTNameGenerator(ctx).getName(fd);
+    PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
+    std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
+                                               std::to_string(where.getLine())
+                                         : "";
+    c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source};
+    graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
+
+    // Only now, when nothing can fail any more, the .graph files.
+    std::string stem = identifier(fd->getNameAsString());
+    if (int n = file_names[stem]++) stem += "." + std::to_string(n);
+    if (!opts_.graph_dir.empty()) {
+      std::string err;
+      if (!write_file(opts_.graph_dir + "/" + stem + ".graph", text, err) ||
+          !write_file(opts_.graph_dir + "/" + stem + ".opt.graph", graph::ir::print(*c.optimized), err))
+        throw WriteError{err};
+    }
+
+    c.lbrace = body->getLBracLoc();
+    c.prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
+                 "\"); if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r";
+    for (const std::string& a : lowered.call_args) c.prologue += ", " + a;
+    c.prologue += ")) return _graph_r;";
+    return c;
+  }
+
+  static std::string main_file_path(const SourceManager& sm) {
+    if (OptionalFileEntryRef main = sm.getFileEntryRefForID(sm.getMainFileID())) {
+      std::string real = main->getFileEntry().tryGetRealPathName().str();
+      if (!real.empty()) return std::filesystem::absolute(real).string();
+      return main->getName().str();
+    }
+    return sm.getBufferOrFake(sm.getMainFileID()).getBufferIdentifier().str();  // e.g. <stdin>
+  }
+
   CompilerInstance& ci_;
   Options opts_;
   Diagnostics diags_;
 };
 
+// The frontend's entry points: like the attribute's, nothing may throw out.
 class Action : public PluginASTAction {
  protected:
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, llvm::StringRef) override {
-    return std::make_unique<Consumer>(ci, opts_);
+    try {
+      return std::make_unique<Consumer>(ci, opts_);
+    } catch (...) {
+      DiagnosticsEngine& d = ci.getDiagnostics();
+      d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: internal error creating the plugin"));
+      return std::make_unique<ASTConsumer>();
+    }
   }
 
   bool ParseArgs(const CompilerInstance& ci, const std::vector<std::string>& args) override {
     DiagnosticsEngine& d = ci.getDiagnostics();
-    for (const std::string& a : args) {
-      auto eq = a.find('=');
-      std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
-      if (key == "copy") opts_.copy = value;
-      else if (key == "kernels") opts_.kernels = value;
-      else if (key == "graph-dir") opts_.graph_dir = value;
-      else if (key == "help") {
-        llvm::errs() << "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
-                        "  copy=PATH       write the source with dispatch prologues to PATH\n"
-                        "  kernels=PATH    write the generated CPU kernels to PATH\n"
-                        "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
-      } else {
-        d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: unknown plugin option '%0'")) << a;
-        return false;
+    try {
+      for (const std::string& a : args) {
+        auto eq = a.find('=');
+        std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+        if (key == "copy") opts_.copy = value;
+        else if (key == "kernels") opts_.kernels = value;
+        else if (key == "graph-dir") opts_.graph_dir = value;
+        else if (key == "help") {
+          llvm::errs() << "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
+                          "  copy=PATH       write the source with dispatch prologues to PATH\n"
+                          "  kernels=PATH    write the generated CPU kernels to PATH\n"
+                          "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
+        } else {
+          d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: unknown plugin option '%0'")) << a;
+          return false;
+        }
       }
+      return true;
+    } catch (...) {
+      d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: internal error reading the plugin options"));
+      return false;
     }
-    return true;
   }
 
   ActionType getActionType() override { return AddBeforeMainAction; }

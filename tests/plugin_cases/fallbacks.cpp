@@ -16,7 +16,7 @@ int counter;
 
 [[graph::static]] Tensor loop_break(Tensor x, int n) {
   for (int i = 0; i < n; ++i) {
-    break;  // expect@5: this statement (BreakStmt) cannot be lowered
+    break;  // expect@5: 'break' cannot be lowered yet
   }
   return x;
 }
@@ -30,7 +30,7 @@ int counter;
   return x;
 }
 
-[[graph::static]] int scalar_result(Tensor x) {  // expect@19: the result must be a graph::Tensor, not 'int'
+[[graph::static]] int scalar_result(Tensor x) {  // expect@19: the result must be a 'graph::Tensor', not 'int'
   return 1;
 }
 

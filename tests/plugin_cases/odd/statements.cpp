@@ -1,0 +1,255 @@
+// Statements outside the subset: exceptions, goto, switch, do-while,
+// range-for, break/continue, static locals, structured bindings, comma,
+// ternaries with side effects, asm, and statements that do lower.
+#include <graph/graph.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+using namespace graph;
+
+struct Pair {
+  Tensor a, b;
+};
+
+[[graph::static]] Tensor throws(Tensor x, bool bad) {
+  if (bad) throw std::runtime_error("bad");  // expect@12: 'throw' cannot be lowered
+  return x;
+}
+
+[[graph::static]] Tensor try_catch(Tensor x) {
+  try {  // expect@3: 'try' blocks cannot be lowered
+    x = relu(x);
+  } catch (...) {
+  }
+  return x;
+}
+
+[[graph::static]] Tensor function_try_block(Tensor x) try {  // expect@55: function-try-blocks cannot be lowered
+  return relu(x);
+} catch (...) {
+  return x;
+}
+
+[[graph::static]] Tensor uses_goto(Tensor x, int n) {
+  int i = 0;
+again:  // expect@1: 'goto' and labels cannot be lowered
+  x = x + 1;
+  i = i + 1;
+  if (i < n) goto again;
+  return x;
+}
+
+[[graph::static]] Tensor uses_switch(Tensor x, int k) {
+  switch (k) {  // expect@3: 'switch' cannot be lowered yet
+    case 0: x = x + 1; break;
+    default: break;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor uses_do_while(Tensor x, int n) {
+  int i = 0;
+  do {  // expect@3: 'do'-'while' loops cannot be lowered yet
+    x = x * 2;
+    ++i;
+  } while (i < n);
+  return x;
+}
+
+[[graph::static]] Tensor range_for(Tensor x) {
+  std::vector<Tensor> xs{x, x};  // expect@23: 'xs' has type 'std::vector<Tensor>', which a static graph cannot hold
+  for (const Tensor& t : xs) x = x + t;
+  return x;
+}
+
+[[graph::static]] Tensor range_for_array(Tensor x) {
+  for (int k : {1, 2, 3}) x = x * k;  // expect@3: range-based 'for' loops cannot be lowered yet
+  return x;
+}
+
+[[graph::static]] Tensor uses_continue(Tensor x, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (i == 1) continue;  // expect@17: 'continue' cannot be lowered yet
+    x = x + i;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor uses_break(Tensor x, Tensor limit) {
+  while (x.sum() < limit) {
+    x = x * 2;
+    if (x.sum() > 100) break;  // expect@24: 'break' cannot be lowered yet
+  }
+  return x;
+}
+
+[[graph::static]] Tensor statement_expression(Tensor x) {
+  Tensor y = ({ x * 2; });  // expect@14: statement expressions cannot be lowered
+  return y;
+}
+
+[[graph::static]] Tensor member_read(Tensor x) {
+  Pair p{x, x};  // expect@8: 'p' has type 'Pair'
+  return p.a;
+}
+
+[[graph::static]] Tensor static_local(Tensor x) {
+  static int calls = 0;  // expect@14: static local variables cannot be lowered
+  return x * calls;
+}
+
+[[graph::static]] Tensor thread_local_local(Tensor x) {
+  thread_local int calls = 0;  // expect@20: thread_local local variables cannot be lowered
+  return x * calls;
+}
+
+[[graph::static]] Tensor structured_binding(Tensor x) {
+  auto [a, b] = Pair{x, x * 2};  // expect@8: structured bindings cannot be lowered yet
+  return a + b;
+}
+
+[[graph::static]] Tensor structured_binding_pair(Tensor x) {
+  auto [a, b] = std::pair<int, int>{1, 2};  // expect@8: structured bindings cannot be lowered yet
+  return x * a;
+}
+
+[[graph::static]] Tensor comma_in_expression(Tensor x) {
+  Tensor y = (relu(x), x * 2);  // expect@22: the operator ',' cannot be lowered yet
+  return y;
+}
+
+[[graph::static]] Tensor ternary_side_effect(Tensor x, bool c) {
+  int n = 0;
+  int k = c ? n++ : 3;  // expect@16: the operator '++' inside an expression cannot be lowered; use it as a statement
+  return x * k;
+}
+
+[[graph::static]] Tensor ternary_assign(Tensor x, Tensor y, bool c) {
+  Tensor z = x;
+  c ? (z = y) : (z = x);  // expect@10: an assignment inside an expression cannot be lowered; assign in its own statement
+  return z;
+}
+
+[[graph::static]] Tensor logical_and(Tensor x, bool a, bool b) {
+  if (a && b) x = x + 1;  // expect@9: the operator '&&' cannot be lowered yet
+  return x;
+}
+
+[[graph::static]] Tensor modulo(Tensor x, int n) {
+  int r = n % 2;  // expect@13: the operator '%' cannot be lowered yet
+  return x * r;
+}
+
+[[graph::static]] Tensor inline_asm(Tensor x) {
+  asm("nop");  // expect@3: inline assembly cannot be lowered
+  return x;
+}
+
+[[graph::static]] Tensor local_extern(Tensor x) {
+  extern Tensor G2;  // expect@17: local 'extern' declarations cannot be lowered
+  return x + G2;
+}
+
+[[graph::static]] Tensor for_ever(Tensor x) {
+  for (;;) {  // expect@3: a 'for' without a condition cannot be lowered
+    x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor while_decl(Tensor x, int n) {
+  while (int k = n) {  // expect@3: a 'while' with a declaration in its condition cannot be lowered yet
+    n = n - 1;
+    x = x + k;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor void_return(Tensor x) {
+  return x;
+  return x;  // expect@3: code after the final 'return' cannot be lowered
+}
+
+[[graph::static]] Tensor unsigned_counter(Tensor x, unsigned n) {  // expect@62: parameter 'n' has type 'unsigned int'; accepted are 'graph::Tensor', bool, signed integers, float and
+  for (unsigned i = n; i > 0; --i) x = x + 1;
+  return x;
+}
+
+[[graph::static]] Tensor char_local(Tensor x) {
+  char c = 'a';  // expect@8: 'c' has type 'char', which a static graph cannot hold
+  return x * c;
+}
+
+[[graph::static]] Tensor bool_to_int(Tensor x, bool flag) {  // lowers
+  int k = flag;
+  int m = -flag;
+  return x * k + m;
+}
+
+[[graph::static]] Tensor narrowing(Tensor x, long n) {
+  int k = n;  // expect@11: the conversion from 'long' to 'int' may change the value and cannot be lowered
+  return x * k;
+}
+
+[[graph::static]] Tensor bool_compound(Tensor x, bool b) {
+  b += 1;  // expect@5: compound assignment to the bool 'b' cannot be lowered
+  return x * b;
+}
+
+[[graph::static]] Tensor braced_scalar(Tensor x) {  // lowers
+  int n{3};
+  float f{0.5f};
+  return x * n + f;
+}
+
+[[graph::static]] Tensor sizeof_constant(Tensor x) {  // lowers
+  int n = sizeof(int);
+  return x * n;
+}
+
+[[graph::static]] Tensor void_cast(Tensor x, int n) {  // lowers
+  (void)n;
+  x;  // expect@3: expression result unused
+  relu(x);
+  return x;
+}
+
+[[graph::static]] Tensor local_typedefs(Tensor x) {  // lowers
+  using T = Tensor;
+  typedef int Int;
+  static_assert(sizeof(Int) == 4);
+  T y = x;
+  Int n = 2;
+  return y * n;
+}
+
+[[graph::static]] Tensor likely_attribute(Tensor x, bool c) {  // lowers
+  if (c) [[likely]] {
+    x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor if_with_init(Tensor x) {  // lowers
+  if (Tensor s = x.sum(); s > 0) x = x - s;
+  return x;
+}
+
+[[graph::static]] Tensor if_with_declaration(Tensor x, int n) {  // lowers
+  if (int k = n * 2) x = x * k;
+  return x;
+}
+
+[[graph::static]] Tensor function_name(Tensor x) {
+  const char* name = __func__;  // expect@15: 'name' has type 'const char *', which a static graph cannot hold
+  return x;
+}
+
+const double kRuntimeScale = std::sqrt(2.0) + std::rand();
+[[graph::static]] Tensor runtime_constant(Tensor x) {
+  return x * kRuntimeScale;  // expect@14: 'kRuntimeScale' is not a local, a parameter or a global tensor
+}

@@ -1,0 +1,501 @@
+// The plugin under bad input: clang 19 with the cxxgraph plugin on a corpus
+// of odd, unsupported, ill-typed and subtle-but-valid code
+// (tests/plugin_cases/odd/*.cpp, one test each), plus generated very long
+// and very deeply nested functions. For each file:
+//   - clang finishes within kMaxSeconds (it is killed after kKillSeconds) and
+//     exits normally: status 0, or 1 when the file expects errors; never a
+//     crash ("PLEASE submit a bug report", "Stack dump", a signal);
+//   - every warning and error is expected by a marker on its line, and every
+//     marker is met: `// expect@COL: text` (a warning at that line and
+//     column whose message contains text), `// expect@COL: error: text`,
+//     `// expect@COL: fatal error: text`; a line may hold several markers;
+//   - each -Wgraph-fallback warning is followed by its "will run eagerly" note;
+//   - every function marked `// lowers` (or `// lowers: <file stem>` where the
+//     stem is not the name on that line) has <stem>.graph and <stem>.opt.graph
+//     that parse and verify, and no other function has one; the copy has one
+//     prologue per lowered function and compiles, and so do the kernels;
+//   - a file with errors gets no outputs at all.
+// Then: what some subtle cases lower to (Lowering), and bad options and
+// unwritable outputs (Outputs).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/ir/ir.h"
+#include "graph/ir/verifier.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Wall-clock limits for one clang run: the check, and the hard kill that
+// keeps a hang from stalling the suite.
+constexpr double kMaxSeconds = 15;
+constexpr int kKillSeconds = 60;
+
+struct Result {
+  int status = -1;  // exit status, or -1 when clang did not exit normally
+  double seconds = 0;
+  std::string output;  // stdout + stderr
+};
+
+Result run(const std::string& cmd) {
+  Result r;
+  auto start = std::chrono::steady_clock::now();
+  FILE* p = popen(("timeout " + std::to_string(kKillSeconds) + " " + cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int w = pclose(p);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.status = WIFEXITED(w) ? WEXITSTATUS(w) : -1;
+  return r;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::string kCompile = std::string(CXXGRAPH_CLANG) + " -fsyntax-only -std=c++20 " + CXXGRAPH_INCLUDES;
+
+Result generate(const fs::path& source, const fs::path& out) {
+  fs::remove_all(out);
+  fs::create_directories(out);
+  return run(kCompile + " -Wno-unknown-warning-option -fplugin=" + CXXGRAPH_PLUGIN +
+             " -fplugin-arg-cxxgraph-copy=" + (out / "copy.cpp").string() +
+             " -fplugin-arg-cxxgraph-kernels=" + (out / "kernels.cpp").string() +
+             " -fplugin-arg-cxxgraph-graph-dir=" + out.string() + " " + source.string());
+}
+
+// ---- markers -------------------------------------------------------------
+
+struct Diagnostic {
+  std::string file;  // file name, no directory
+  int line = 0, col = 0;
+  std::string severity;  // warning, error or fatal error
+  std::string text;
+  std::string str() const {
+    return file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + severity + ": " + text;
+  }
+};
+
+struct Expectations {
+  std::vector<Diagnostic> diagnostics;
+  std::vector<std::string> lowers;  // .graph file stems
+  bool errors() const {
+    return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) { return d.severity != "warning"; });
+  }
+};
+
+void add_markers(const fs::path& file, Expectations& e) {
+  // Several markers may share a line; `// lowers` ends it.
+  static const std::regex expect(
+      R"(// expect@(\d+): (?:(warning|error|fatal error): )?(.*?)\s*(?=// expect@|// lowers|$))");
+  static const std::regex lowers(R"(// lowers(?::\s*(\S+))?\s*$)");
+  static const std::regex function_name(R"((\w+)\s*\()");
+  std::istringstream in(read(file));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    for (std::sregex_iterator it(line.begin(), line.end(), expect), end; it != end; ++it) {
+      const std::smatch& m = *it;
+      e.diagnostics.push_back({file.filename().string(), n, std::stoi(m[1]),
+                               m[2].matched ? m[2].str() : "warning", m[3].str()});
+    }
+    std::smatch m;
+    if (std::regex_search(line, m, lowers)) {
+      if (m[1].matched) {
+        e.lowers.push_back(m[1]);
+      } else {
+        std::string code = line.substr(0, line.find("//"));
+        std::smatch f;
+        ASSERT_TRUE(std::regex_search(code, f, function_name)) << file << ":" << n << ": no function name";
+        e.lowers.push_back(f[1]);
+      }
+    }
+  }
+}
+
+// Markers of the source and of the corpus headers it includes.
+Expectations expectations(const fs::path& source) {
+  Expectations e;
+  add_markers(source, e);
+  static const std::regex include(R"re(#include "([^"]+)")re");
+  std::string text = read(source);
+  for (std::sregex_iterator it(text.begin(), text.end(), include), end; it != end; ++it) {
+    fs::path header = source.parent_path() / (*it)[1].str();
+    if (fs::exists(header)) add_markers(header, e);
+  }
+  return e;
+}
+
+std::vector<Diagnostic> reported(const std::string& output) {
+  static const std::regex diag(R"(^(.*):(\d+):(\d+): (warning|error|fatal error): (.*)$)");
+  std::vector<Diagnostic> out;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, diag))
+      out.push_back({fs::path(m[1].str()).filename().string(), std::stoi(m[2]), std::stoi(m[3]), m[4], m[5]});
+  }
+  return out;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = 0; (p = s.find(what, p)) != std::string::npos; p += what.size()) ++n;
+  return n;
+}
+
+// ---- the check -----------------------------------------------------------
+
+struct Options {
+  bool compile_kernels = true;
+};
+
+void check(const fs::path& source, const std::string& name, Options opts = {}) {
+  fs::path out = fs::path(CXXGRAPH_TEST_TMP) / "corpus" / name;
+  Expectations expected = expectations(source);
+  Result r = generate(source, out);
+  SCOPED_TRACE(source.string());
+
+  // Clang finished in time and exited normally.
+  for (const char* crash : {"PLEASE submit a bug report", "Stack dump", "Segmentation fault", "Aborted",
+                            "terminate called", "frontend command failed", "internal error"})
+    EXPECT_EQ(r.output.find(crash), std::string::npos) << crash << " in\n" << r.output;
+  EXPECT_LT(r.seconds, kMaxSeconds) << "clang took " << r.seconds << " s";
+  ASSERT_EQ(r.status, expected.errors() ? 1 : 0) << r.output;
+
+  // Every diagnostic expected, every expectation met.
+  std::vector<Diagnostic> got = reported(r.output);
+  std::vector<bool> used(got.size());
+  for (const Diagnostic& want : expected.diagnostics) {
+    bool found = false;
+    for (size_t i = 0; i < got.size() && !found; ++i) {
+      const Diagnostic& d = got[i];
+      found = !used[i] && d.file == want.file && d.line == want.line && d.col == want.col &&
+              d.severity == want.severity && d.text.find(want.text) != std::string::npos;
+      used[i] = used[i] || found;
+    }
+    if (found) continue;
+    std::string there;
+    for (const Diagnostic& d : got)
+      if (d.file == want.file && d.line == want.line) there += "\n  reported: " + d.str();
+    ADD_FAILURE() << "missing: " << want.str() << there;
+  }
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(used[i]) << "unexpected: " << got[i].str();
+  EXPECT_EQ(count(r.output, "[-Wgraph-fallback]"), count(r.output, "will run eagerly")) << r.output;
+
+  if (expected.errors()) {
+    // Nothing written after Clang's errors.
+    EXPECT_FALSE(fs::exists(out / "copy.cpp"));
+    EXPECT_FALSE(fs::exists(out / "kernels.cpp"));
+    for (const auto& f : fs::directory_iterator(out)) ADD_FAILURE() << "written after errors: " << f.path();
+    return;
+  }
+
+  // Exactly the `// lowers` functions have graphs, and they verify.
+  std::set<std::string> want(expected.lowers.begin(), expected.lowers.end());
+  EXPECT_EQ(want.size(), expected.lowers.size()) << "a stem is marked twice";
+  std::set<std::string> have;
+  for (const auto& f : fs::directory_iterator(out)) {
+    std::string file = f.path().filename().string();
+    if (file.size() > 10 && file.ends_with(".opt.graph")) continue;
+    if (file.ends_with(".graph")) have.insert(file.substr(0, file.size() - 6));
+  }
+  EXPECT_EQ(have, want);
+  for (const std::string& stem : have) {
+    for (const char* suffix : {".graph", ".opt.graph"}) {
+      fs::path p = out / (stem + suffix);
+      ASSERT_TRUE(fs::exists(p)) << p;
+      try {
+        auto g = graph::ir::parse(read(p));
+        std::vector<std::string> problems = graph::ir::verify(*g);
+        EXPECT_TRUE(problems.empty()) << p << ": " << (problems.empty() ? "" : problems.front());
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << p << " does not parse: " << e.what();
+      }
+    }
+  }
+
+  // The copy carries one prologue per lowered function and still compiles.
+  std::string copy = read(out / "copy.cpp");
+  EXPECT_EQ(count(copy, "_graph_sf.run("), want.size());
+  Result c = run(kCompile + " -w -iquote " + source.parent_path().string() + " " + (out / "copy.cpp").string());
+  EXPECT_EQ(c.status, 0) << "the copy does not compile:\n" << c.output;
+  if (opts.compile_kernels) {
+    Result k = run(kCompile + " -w " + (out / "kernels.cpp").string());
+    EXPECT_EQ(k.status, 0) << "the kernels do not compile:\n" << k.output;
+  }
+}
+
+// ---- the corpus ----------------------------------------------------------
+
+std::vector<std::string> corpus() {
+  std::vector<std::string> files;
+  for (const auto& f : fs::directory_iterator(CXXGRAPH_CORPUS))
+    if (f.path().extension() == ".cpp") files.push_back(f.path().stem().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+class Corpus : public testing::TestWithParam<std::string> {};
+
+TEST_P(Corpus, NoCrashAndExactDiagnostics) {
+  check(fs::path(CXXGRAPH_CORPUS) / (GetParam() + ".cpp"), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Odd, Corpus, testing::ValuesIn(corpus()),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// ---- bad options and unwritable outputs ------------------------------------
+
+Result generate_with(const std::string& plugin_args, const std::string& source) {
+  return run(kCompile + " -fplugin=" + CXXGRAPH_PLUGIN + " " + plugin_args + " " + source);
+}
+
+void expect_clean_error(const Result& r, const std::string& message) {
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  for (const char* crash : {"PLEASE submit a bug report", "Stack dump", "IO failure", "terminate called"})
+    EXPECT_EQ(r.output.find(crash), std::string::npos) << r.output;
+}
+
+TEST(Outputs, UnwritableFilesAreErrorsNotCrashes) {
+  std::string subtle = (fs::path(CXXGRAPH_CORPUS) / "subtle.cpp").string();
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-copy=/dev/full", subtle), "cxxgraph: cannot write '/dev/full'");
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-kernels=/dev/null/k.cpp", subtle),
+                     "cxxgraph: cannot write '/dev/null/k.cpp'");
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-copy=/dev/null -fplugin-arg-cxxgraph-graph-dir=/dev/null/g",
+                                   subtle),
+                     "cannot write '/dev/null/g/");
+}
+
+TEST(Outputs, UnknownOptionIsAnError) {
+  std::string subtle = (fs::path(CXXGRAPH_CORPUS) / "subtle.cpp").string();
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-bogus=1", subtle), "unknown plugin option 'bogus=1'");
+}
+
+TEST(Outputs, SourceFromStandardInput) {
+  fs::path out = fs::path(CXXGRAPH_TEST_TMP) / "corpus_stdin";
+  fs::create_directories(out);
+  Result r = generate_with("-fplugin-arg-cxxgraph-copy=" + (out / "copy.cpp").string() +
+                               " -fplugin-arg-cxxgraph-kernels=" + (out / "kernels.cpp").string() + " -x c++ - <",
+                           (fs::path(CXXGRAPH_CORPUS) / "subtle.cpp").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read(out / "copy.cpp").rfind("#include <graph/static.h>\n#line 1 \"<stdin>\"\n", 0), 0u);
+}
+
+// ---- what the subtle cases lower to --------------------------------------
+
+// A value as an expression over the graph's inputs: "add(mul(x, 10), 1)".
+// Names lose the printer's ".N" suffix; If and Loop outputs read "If#i(cond)"
+// and "Loop#i".
+std::string sexpr(const graph::ir::Value* v) {
+  const graph::ir::Node* n = v->producer();
+  if (!n) return v->name().substr(0, v->name().find('.'));
+  if (n->op() == "constant") {
+    const auto& a = n->attrs().at("value");
+    if (auto* i = std::get_if<int64_t>(&a)) return std::to_string(*i);
+    if (auto* b = std::get_if<bool>(&a)) return *b ? "true" : "false";
+    std::ostringstream os;
+    os << std::get<double>(a);
+    return os.str();
+  }
+  size_t index = 0;
+  while (n->output(index) != v) ++index;
+  if (n->op() == "If") return "If#" + std::to_string(index) + "(" + sexpr(n->input(0)) + ")";
+  if (n->op() == "Loop") return "Loop#" + std::to_string(index);
+  std::string s = n->op() + "(";
+  for (size_t i = 0; i < n->inputs().size(); ++i) s += (i ? ", " : "") + sexpr(n->input(i));
+  return s + ")";
+}
+
+// Generates each corpus file a test reads once, into the test's own
+// directory (CTest runs tests in parallel processes).
+class Lowering : public testing::Test {
+ protected:
+  std::unique_ptr<graph::ir::Graph> graph(const std::string& file, const std::string& stem) {
+    const testing::TestInfo* t = testing::UnitTest::GetInstance()->current_test_info();
+    fs::path dir = fs::path(CXXGRAPH_TEST_TMP) / "corpus_lowering" / t->name() / file;
+    if (generated_.insert(file).second) {
+      Result r = generate(fs::path(CXXGRAPH_CORPUS) / (file + ".cpp"), dir);
+      EXPECT_EQ(r.status, 0) << r.output;
+    }
+    return graph::ir::parse(read(dir / (stem + ".graph")));
+  }
+  std::string result(const std::string& file, const std::string& stem) { return sexpr(graph(file, stem)->outputs().at(0)); }
+
+ private:
+  std::set<std::string> generated_;
+};
+
+TEST_F(Lowering, ShadowedVariablesKeepTheirOwnValues) {
+  EXPECT_EQ(result("subtle", "shadowed_in_block"), "add(mul(x, 10), add(x, 1))");
+  auto g = graph("subtle", "shadowed_param_in_branch");
+  const graph::ir::Node* n = g->outputs().at(0)->producer();
+  ASSERT_EQ(n->op(), "If");
+  EXPECT_EQ(sexpr(n->block(0)->returns().at(0)), "x") << "the inner x is another variable";
+  EXPECT_EQ(sexpr(n->block(1)->returns().at(0)), "sub(x, 1)");
+  EXPECT_EQ(result("subtle", "shadowed_in_loop"), "mul(Loop#0, 100)") << "the outer i stays 100";
+}
+
+TEST_F(Lowering, AssignmentChainsAndCommas) {
+  EXPECT_EQ(result("subtle", "assignment_chain"), "add(add(add(add(mul(x, 2), mul(x, 2)), mul(x, 2)), 3), 3)");
+  EXPECT_EQ(result("subtle", "comma_statement"), "sub(add(x, 1), mul(x, 2))");
+  auto g = graph("subtle", "for_comma_increment");
+  const graph::ir::Node* loop = g->outputs().at(0)->producer();
+  ASSERT_EQ(loop->op(), "Loop");
+  EXPECT_EQ(loop->num_outputs(), 3u) << "x, j and i are carried";
+}
+
+TEST_F(Lowering, GlobalsAreInputsReadOnce) {
+  auto g = graph("subtle", "global_in_branch_twice");
+  ASSERT_EQ(g->inputs().size(), 3u);
+  EXPECT_EQ(g->inputs()[2]->name(), "W");
+}
+
+TEST_F(Lowering, ConstantsFold) {
+  EXPECT_EQ(result("subtle", "constant_fold"), "add(mul(x, 0.25), 4)");
+  EXPECT_EQ(result("subtle", "global_constants"), "add(add(sub(add(mul(x, 0.25), 3), 1.5), 7), 2)");
+  EXPECT_EQ(result("statements", "braced_scalar"), "add(mul(x, 3), 0.5)");
+  EXPECT_EQ(result("statements", "sizeof_constant"), "mul(x, 4)");
+  EXPECT_EQ(result("functions", "calls_consteval"), "add(mul(x, 6), 4)");
+}
+
+TEST_F(Lowering, CompileTimeBranchesPickOneSide) {
+  EXPECT_EQ(result("functions", "if_constexpr"), "relu(x)");
+  EXPECT_EQ(result("functions", "if_constexpr_false"), "x");
+  EXPECT_EQ(result("functions", "if_consteval"), "mul(x, 3)") << "never a constant context at run time";
+}
+
+TEST_F(Lowering, BoolToIntIsZeroOrOne) {
+  // int k = flag; int m = -flag;  ->  m is -1, not -true.
+  auto g = graph("statements", "bool_to_int");
+  EXPECT_EQ(sexpr(g->outputs().at(0)), "add(mul(x, If#0(flag)), neg(If#0(flag)))");
+  const graph::ir::Node* k = g->outputs().at(0)->producer()->input(0)->producer()->input(1)->producer();
+  ASSERT_EQ(k->op(), "If");
+  EXPECT_EQ(k->output(0)->type().str(), "int");
+  EXPECT_EQ(sexpr(k->block(0)->returns().at(0)), "1");
+  EXPECT_EQ(sexpr(k->block(1)->returns().at(0)), "0");
+}
+
+TEST_F(Lowering, IfInitializersAndDeclarations) {
+  EXPECT_EQ(sexpr(graph("statements", "if_with_init")->outputs().at(0)), "If#0(gt(sum(x), 0))");
+  EXPECT_EQ(sexpr(graph("statements", "if_with_declaration")->outputs().at(0)), "If#0(mul(n, 2))");
+}
+
+// ---- generated: very long and very deep ---------------------------------
+
+fs::path write_generated(const std::string& name, const std::string& text) {
+  fs::path dir = fs::path(CXXGRAPH_TEST_TMP) / "corpus_generated";
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+const char* kPreamble = "#include <graph/graph.h>\nusing namespace graph;\n";
+
+// 2000 statements in one body, and a 2000-term expression. The generated
+// kernels are not compiled: a 2000-op fused loop takes clang's constant
+// evaluator down a 2000-deep chain of const locals (a codegen matter).
+TEST(Generated, LongFunctions) {
+  std::string s = kPreamble;
+  s += "[[graph::static]] Tensor long_body(Tensor x, int n) {  // lowers\n  Tensor y = x;\n  int k = n;\n";
+  for (int i = 0; i < 2000; ++i) {
+    std::string v = std::to_string(i);
+    switch (i % 4) {
+      case 0: s += "  y = y + " + v + ";\n"; break;
+      case 1: s += "  k = k + " + v + ";\n"; break;
+      case 2: s += "  y = y * k;\n"; break;
+      case 3: s += "  if (k > " + v + ") y = relu(y);\n"; break;
+    }
+  }
+  s += "  return y;\n}\n";
+  s += "[[graph::static]] Tensor long_expression(Tensor x) {  // lowers\n  return x";
+  for (int i = 0; i < 2000; ++i) s += " + " + std::to_string(i);
+  s += ";\n}\n";
+  s += "[[graph::static]] Tensor long_then_unsupported(Tensor x) {\n";
+  for (int i = 0; i < 2000; ++i) s += "  x = x + 1;\n";
+  s += "  x = x.clone();  // expect@9: the call to 'graph::Tensor::clone' cannot be lowered\n  return x;\n}\n";
+  check(write_generated("long.cpp", s), "long", {.compile_kernels = false});
+}
+
+// Control flow nested 64 deep (the plugin's limit, below the 100 levels the
+// IR text format reads back) lowers; 200 deep gets a diagnostic at the 65th
+// level. Calls and blocks nest 200 deep: they add no IR blocks (Clang's own
+// limit for brackets is 256).
+constexpr int kDepthLimit = 64;
+
+std::string indent(int n) { return std::string(2 * n, ' '); }
+
+// `if`s, `for`s or `while`s nested `depth` deep around `x = x + 1;`.
+std::string nested(const std::string& kind, int depth) {
+  std::string name = "deep_" + kind + "_" + std::to_string(depth);
+  std::string s = "[[graph::static]] Tensor " + name + "(Tensor x, int n) {" +
+                  (depth <= kDepthLimit ? "  // lowers" : "") + "\n";
+  for (int i = 0; i < depth; ++i) {
+    std::string v = "i" + std::to_string(i), head;
+    if (kind == "if") head = "if (n > " + std::to_string(i) + ") {";
+    if (kind == "for") head = "for (int " + v + " = 0; " + v + " < n; ++" + v + ") {";
+    if (kind == "while") head = "while (x.sum() > " + std::to_string(i) + ") {";
+    s += indent(i + 1) + head;
+    if (i == kDepthLimit)
+      s += "  // expect@" + std::to_string(2 * (i + 1) + 1) + ": control flow nested more than " +
+           std::to_string(kDepthLimit) + " levels deep";
+    s += "\n";
+  }
+  s += indent(depth + 1) + "x = x + 1;\n";
+  for (int i = depth - 1; i >= 0; --i) s += indent(i + 1) + "}\n";
+  return s + "  return x;\n}\n";
+}
+
+std::string nested_ternary(int depth) {
+  std::string name = "deep_ternary_" + std::to_string(depth);
+  std::string line = "  Tensor y = ", marker;
+  for (int i = 0; i < depth; ++i) {
+    line += "n > " + std::to_string(i) + " ";
+    if (i == kDepthLimit) marker = "  // expect@" + std::to_string(line.size() + 1) + ": control flow nested more than " +
+                                std::to_string(kDepthLimit);
+    line += "? x * " + std::to_string(i) + " : (";
+  }
+  line += "x" + std::string(depth, ')') + ";";
+  return "[[graph::static]] Tensor " + name + "(Tensor x, int n) {" + (depth <= kDepthLimit ? "  // lowers" : "") + "\n" +
+         line + marker + "\n  return y;\n}\n";
+}
+
+TEST(Generated, DeepNesting) {
+  std::string s = kPreamble;
+  for (int depth : {kDepthLimit, 200}) {
+    for (const char* kind : {"if", "for", "while"}) s += nested(kind, depth);
+    s += nested_ternary(depth);
+  }
+  s += "[[graph::static]] Tensor deep_calls(Tensor x) {  // lowers\n  return " + std::string() ;
+  for (int i = 0; i < 200; ++i) s += "relu(";
+  s += "x" + std::string(200, ')') + ";\n}\n";
+  s += "[[graph::static]] Tensor deep_blocks(Tensor x) {  // lowers\n";
+  s += std::string(200, '{') + " x = -x; " + std::string(200, '}') + "\n  return x;\n}\n";
+  s += "[[graph::static]] Tensor deep_then_unsupported(Tensor x, int n) {\n";
+  for (int i = 0; i < 50; ++i) s += indent(i + 1) + "if (n > " + std::to_string(i) + ") {\n";
+  s += indent(51) + "throw 1;  // expect@" + std::to_string(2 * 51 + 1) + ": 'throw' cannot be lowered\n";
+  for (int i = 49; i >= 0; --i) s += indent(i + 1) + "}\n";
+  s += "  return x;\n}\n";
+  check(write_generated("deep.cpp", s), "deep");
+}
+
+}  // namespace
