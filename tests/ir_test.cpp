@@ -663,6 +663,38 @@ TEST(IrParseErrors, OtherSyntax) {
   EXPECT_EQ(parse_error("graph g(%x : int) {\n  return (%x)\n"), "3:1: expected '}', got end of input");
 }
 
+// `depth` Ifs, each in the then-block of the one before.
+std::string nested_ifs(int depth) {
+  std::string s = "graph g(%c : bool) {\n";
+  for (int i = 0; i < depth; ++i) s += "%o" + std::to_string(i) + " : int = If(%c)\nblock() {\n";
+  s += "%k : int = constant{value=1}()\n";
+  for (int i = depth - 1; i >= 0; --i)
+    s += "-> (" + (i == depth - 1 ? std::string("%k") : "%o" + std::to_string(i + 1)) + ")\n}\nblock() {\n-> (%c)\n}\n";
+  return s + "return (%o0)\n}\n";
+}
+
+// Found with the parser's fuzz target (fuzz/parser_fuzzer.cpp) on deeply
+// nested text, which overflowed the parser's stack; the printer, verifier and
+// codegen recurse the same way.
+TEST(IrParseErrors, NestingDepthIsLimited) {
+  std::unique_ptr<Graph> g;
+  ASSERT_NO_THROW(g = parse(nested_ifs(100))) << parse_error(nested_ifs(100));
+  EXPECT_EQ(print(*parse(print(*g))), print(*g));
+  EXPECT_NE(parse_error(nested_ifs(101)).find(": blocks nested deeper than 100"), std::string::npos)
+      << parse_error(nested_ifs(101));
+  EXPECT_NE(parse_error(nested_ifs(100000)).find(": blocks nested deeper than 100"), std::string::npos);
+}
+
+// A negative size read back as '?', and a line number past INT_MAX wrapped.
+TEST(IrParseErrors, NumbersOutOfRange) {
+  EXPECT_EQ(parse_error("graph g(%x : f32[2, -1]) {\n  return (%x)\n}\n"),
+            "1:21: integer -1 out of range [0, 9223372036854775807]");
+  EXPECT_EQ(parse_error("graph g(%x : int) {\n  %y : int = neg(%x) @\"f.cpp\":4294967297:1\n  return (%y)\n}\n"),
+            "2:31: integer 4294967297 out of range [0, 2147483647]");
+  EXPECT_EQ(parse_error("graph g(%x : int) {\n  %y : int = neg(%x) @\"f.cpp\":3:-2\n  return (%y)\n}\n"),
+            "2:33: integer -2 out of range [0, 2147483647]");
+}
+
 // ---------------------------------------------------------------------------
 // 5. The verifier.
 

@@ -1,25 +1,66 @@
 #!/usr/bin/env bash
 # One entry point for people and CI:
-#   tools/dev.sh example   install what is missing, build, run the flagship example
-#   tools/dev.sh test      install what is missing, build, run the whole test suite
+#   tools/dev.sh example    install what is missing, build, run the flagship example
+#   tools/dev.sh test       install what is missing, build, run the whole test suite,
+#                           fuzz the IR parser for a minute (tools/fuzz.sh 60), then
+#                           the sanitizer runs below
+#   tools/dev.sh sanitize   the sanitizer runs only:
+#                           TSan build (<build>-tsan), tests labelled concurrency;
+#                           ASan+UBSan build (<build>-asan), the whole test suite
 # The build goes to ./build (Ninja, RelWithDebInfo); BUILD_DIR overrides it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
+cmd=${1:-example}
+
+configure() {  # configure <dir> [cmake options...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+}
+
+sanitize() {
+  # Reports abort the test that triggered them (-fno-sanitize-recover=all);
+  # these ask for stacks on UBSan reports and a stop at the first race.
+  export UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+  # Only what the concurrency tests need: their binary and the libraries
+  # under it; the generator runs the normal build's plugin (same sources).
+  echo "== sanitize: ThreadSanitizer, tests labelled concurrency ($build-tsan)"
+  cmake --build "$build" --target cxxgraph_plugin
+  configure "$build-tsan" -DCXXGRAPH_SANITIZE=thread -DCXXGRAPH_BUILD_EXAMPLES=OFF \
+    -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
+  cmake --build "$build-tsan" --target concurrency_test
+  ctest --test-dir "$build-tsan" -L concurrency --output-on-failure -j2
+
+  # Examples are not tests: not built here.
+  echo "== sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test ($build-asan)"
+  configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF
+  cmake --build "$build-asan"
+  ctest --test-dir "$build-asan" --output-on-failure -j2
+}
 
 tools/setup.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build"
-
-case "${1:-example}" in
+case "$cmd" in
   example)
+    configure "$build"
+    cmake --build "$build"
     "$build"/examples/example_model
     ;;
   test)
+    configure "$build"
+    cmake --build "$build"
     ctest --test-dir "$build" --output-on-failure -j2
+    echo "== fuzz: the IR text parser, 60 s (tools/fuzz.sh)"
+    BUILD_DIR="$build" tools/fuzz.sh 60
+    sanitize
+    ;;
+  sanitize)
+    configure "$build"  # for its plugin
+    sanitize
     ;;
   *)
-    echo "usage: tools/dev.sh [example|test]" >&2
+    echo "usage: tools/dev.sh [example|test|sanitize]" >&2
     exit 2
     ;;
 esac

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ python3
   clang-19 libclang-19-dev llvm-19-dev   # the generator: clang 19 + plugin API
+  libclang-rt-19-dev                     # libFuzzer and clang's sanitizers (tools/fuzz.sh)
   libgtest-dev                           # tests
   libopenblas-dev                        # CPU BLAS for matmul
   graphviz                               # renders the generated .dot files

@@ -154,10 +154,24 @@ void Emitter::reset_names() {
   used_.clear();
 }
 
+// ---- errors that point at the source -------------------------------------------
+
+std::string Emitter::where(const ir::Node* n, const std::string& what) const {
+  const ir::SourceLoc& l = n->loc();
+  std::string s = " (";
+  if (l.valid()) s += "at " + l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.col) + ", ";
+  return ir::quote(s + what + " in static graph '" + graph_name_ + "')");
+}
+
+std::string Emitter::at_source(const ir::Node* n, const std::string& what, const std::string& expr) const {
+  return "at_source(" + where(n, what) + ", [&] { return " + expr + "; })";
+}
+
 // ---- the graph function --------------------------------------------------------
 
 void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source) {
   reset_names();
+  graph_name_ = g.name();
   // The function's own parameter names are taken so no local shadows them.
   for (const char* reserved : {"in", "n_in", "out", "why"}) used_.insert(reserved);
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
@@ -258,7 +272,8 @@ void Emitter::eager_elementwise(const ir::Node* n, const OpInfo& op) {
     if (!args.empty()) args += ", ";
     args += v->type().is_tensor() ? name(v) : "::graph::Scalar(" + name(v) + ")";
   }
-  line("const ::graph::Tensor " + name(n->output()) + " = ::graph::" + std::string(op.name) + "(" + args + ");");
+  line("const ::graph::Tensor " + name(n->output()) + " = " +
+       at_source(n, std::string(op.name), "::graph::" + std::string(op.name) + "(" + args + ")") + ";");
 }
 
 void Emitter::reduce(const ir::Node* n, const OpInfo& op) {
@@ -267,7 +282,8 @@ void Emitter::reduce(const ir::Node* n, const OpInfo& op) {
     const bool keepdim = n->has_attr("keepdim") && n->b("keepdim");
     args += ", " + int_literal(n->i("dim")) + ", " + (keepdim ? "true" : "false");
   }
-  line("const ::graph::Tensor " + name(n->output()) + " = ::graph::" + std::string(op.name) + "(" + args + ");");
+  line("const ::graph::Tensor " + name(n->output()) + " = " +
+       at_source(n, std::string(op.name), "::graph::" + std::string(op.name) + "(" + args + ")") + ";");
 }
 
 void Emitter::library_or_view(const ir::Node* n, const OpInfo& op) {
@@ -275,17 +291,24 @@ void Emitter::library_or_view(const ir::Node* n, const OpInfo& op) {
   if (op.id == OpId::matmul) expr = "::graph::matmul(" + name(n->input(0)) + ", " + name(n->input(1)) + ")";
   else if (op.id == OpId::t) expr = name(n->input(0)) + ".t()";
   else throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
-  line("const ::graph::Tensor " + name(n->output()) + " = " + expr + ";");
+  line("const ::graph::Tensor " + name(n->output()) + " = " + at_source(n, std::string(op.name), expr) + ";");
 }
 
 // ---- control flow ----------------------------------------------------------------
+
+// The truth of an If or Loop condition; a tensor one throws unless it holds
+// one element, and the message then names the node's line.
+std::string Emitter::condition(const ir::Node* n, const ir::Value* c, const std::string& what) {
+  const std::string truth = "::graph::detail::truth(" + name(c) + ")";
+  return c->type().is_tensor() ? at_source(n, what, truth) : truth;
+}
 
 // Outputs are declared first and assigned at the end of each branch.
 void Emitter::if_(const ir::Node* n) {
   line("// If" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
   for (const ir::Value* v : n->outputs()) line(cpp_type(v->type()) + " " + name(v) + "{};");
   for (size_t b = 0; b < 2; ++b) {
-    if (b == 0) open("if (::graph::detail::truth(" + name(n->input(0)) + "))");
+    if (b == 0) open("if (" + condition(n, n->input(0), "If condition") + ")");
     else {
       --indent_;
       open("} else");
@@ -310,7 +333,7 @@ void Emitter::loop(const ir::Node* n) {
   const std::string trips = fresh("trips"), cond = fresh("cond"), iter = fresh("iter");
   open("");
   line("const int64_t " + trips + " = " + name(n->input(0)) + ";");
-  line("bool " + cond + " = ::graph::detail::truth(" + name(n->input(1)) + ");");
+  line("bool " + cond + " = " + condition(n, n->input(1), "Loop condition") + ";");
   open("for (int64_t " + iter + " = 0; " + iter + " < " + trips + " && " + cond + "; ++" + iter + ")");
   const ir::Block* body = n->block(0);
   line("[[maybe_unused]] const int64_t " + name(body->param(0)) + " = " + iter + ";");
@@ -319,7 +342,7 @@ void Emitter::loop(const ir::Node* n) {
     line("[[maybe_unused]] const " + cpp_type(p->type()) + " " + name(p) + " = " + name(n->output(i)) + ";");
   }
   block(body);
-  line(cond + " = ::graph::detail::truth(" + name(body->returns()[0]) + ");");
+  line(cond + " = " + condition(n, body->returns()[0], "Loop condition") + ";");
   for (size_t i = 0; i < carried; ++i) line(name(n->output(i)) + " = " + name(body->returns()[i + 1]) + ";");
   close();
   close();
@@ -328,6 +351,48 @@ void Emitter::loop(const ir::Node* n) {
 }  // namespace detail
 
 // ---- the source file ----------------------------------------------------------------
+
+namespace {
+
+// Written once per generated file. A graph::Error escaping a node is thrown
+// again with the node's source location appended; try/catch costs nothing
+// until something throws, so the success path is unchanged.
+constexpr const char* kErrorHelpers = R"(
+// Runs f; a graph::Error it throws gets `where` (the node's source line) appended.
+template <class F>
+decltype(auto) at_source(const char* where, F&& f) {
+  try {
+    return f();
+  } catch (const ::graph::Error& e) {
+    throw ::graph::Error(e.what() + std::string(where));
+  }
+}
+
+// The shape a fused loop runs over. When its operands do not broadcast
+// together, locate() replays the group's shapes op by op so that the error
+// names the failing op and its line.
+template <class F>
+::graph::Shape loop_shape(const char* first_op, const std::vector<::graph::Shape>& shapes, F&& locate) {
+  try {
+    return ::graph::cpu::broadcast_shapes(first_op, shapes);
+  } catch (const ::graph::Error&) {
+    locate();
+    throw;
+  }
+}
+
+// The same, when a group whose outputs may be smaller than the loop can run
+// op by op instead: nullopt when the operands do not broadcast together.
+[[maybe_unused]] inline std::optional<::graph::Shape> try_loop_shape(const std::vector<::graph::Shape>& shapes) {
+  try {
+    return ::graph::cpu::broadcast_shapes("", shapes);
+  } catch (const ::graph::Error&) {
+    return std::nullopt;
+  }
+}
+)";
+
+}  // namespace
 
 std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::string& origin_file) {
   detail::Emitter e;
@@ -338,8 +403,10 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <cstddef>");
   e.line("#include <cstdint>");
   e.line("#include <limits>");
+  e.line("#include <optional>");
   e.line("#include <string>");
   e.line("#include <variant>");
+  e.line("#include <vector>");
   e.line("");
   e.line("#include <graph/graph.h>");
   e.line("#include <graph/cpu_loop.h>");
@@ -347,6 +414,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <graph/generated_support.h>");
   e.line("");
   e.line("namespace {");
+  e.raw(kErrorHelpers);
   std::set<std::string> fn_names;
   std::vector<std::string> fns;
   for (const GraphUnit& u : units) {

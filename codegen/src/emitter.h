@@ -54,21 +54,32 @@ class Emitter {
   // ---- fused loops (fusion_kernel.cpp) ----
   void fusion_group(const ir::Node* n);
 
+  // ---- errors that point at the source ----
+  // A C++ string literal appended to a graph::Error escaping node `n`:
+  // " (at model.cpp:12:7, matmul in static graph 'model')". `what` names the
+  // failing part ("matmul", "If condition").
+  std::string where(const ir::Node* n, const std::string& what) const;
+  // `expr` evaluated so that a graph::Error it throws carries where(n, what).
+  std::string at_source(const ir::Node* n, const std::string& what, const std::string& expr) const;
+
  private:
   void guards(const ir::Graph& g);
   void constant(const ir::Node* n);
   void if_(const ir::Node* n);
+  std::string condition(const ir::Node* n, const ir::Value* c, const std::string& what);
   void loop(const ir::Node* n);
   void library_or_view(const ir::Node* n, const OpInfo& op);
   void reduce(const ir::Node* n, const OpInfo& op);
 
   // fusion_kernel.cpp
   void fused_loop(const ir::Node* n, const std::string& shape);
+  void locate_broadcast_error(const ir::Node* n);
   std::string element_body(const ir::Block* body, const std::vector<std::string>& loads,
                            const std::vector<std::string>& stores, const std::string& indent);
 
   std::ostringstream out_;
   int indent_ = 0;
+  std::string graph_name_;  // the graph being written, for messages
   std::unordered_map<const ir::Value*, std::string> names_;
   std::set<std::string> used_;
 };

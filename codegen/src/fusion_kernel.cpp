@@ -11,6 +11,9 @@
 // stride 1 (the common dense case), a plain indexed loop over __restrict
 // pointers that the compiler vectorizes; otherwise loop.run() with
 // per-operand inner strides (broadcast and non-contiguous inputs).
+//
+// Errors: operands that do not broadcast are reported as the eager op would
+// report them, by the member op whose shapes disagree, plus its source line.
 #include <set>
 #include <unordered_map>
 
@@ -85,26 +88,66 @@ void Emitter::fusion_group(const ir::Node* n) {
   const std::string first_op = ir::quote(ops.front());
   const std::set<size_t> all(tensor_params.begin(), tensor_params.end());
   const std::string shape = fresh("shape");
-  line("const ::graph::Shape " + shape + " = ::graph::cpu::broadcast_shapes(" + first_op + ", " + sizes_of(all) + ");");
 
   std::vector<std::string> smaller;
   for (const ir::Value* r : body->returns())
     if (reads[r] != all)
-      smaller.push_back("::graph::cpu::broadcast_shapes(" + first_op + ", " + sizes_of(reads[r]) + ") != " + shape);
-  if (smaller.empty()) {
+      smaller.push_back("::graph::cpu::broadcast_shapes(" + first_op + ", " + sizes_of(reads[r]) + ") != *" + shape);
+  if (tensor_params.size() == 1) {
+    // One tensor operand: nothing to broadcast, nothing can fail.
+    line("const ::graph::Shape " + shape + " = " + name(body->param(tensor_params[0])) + ".sizes();");
+    fused_loop(n, shape);
+  } else if (smaller.empty()) {
+    // Every output reads every input, so the operands broadcast together
+    // exactly when each op's do; if they do not, some op fails in the replay.
+    open("const ::graph::Shape " + shape + " = loop_shape(" + first_op + ", " + sizes_of(all) + ", [&]");
+    locate_broadcast_error(n);
+    close(");");
     fused_loop(n, shape);
   } else {
-    open("if (" + join(smaller, " || ") + ")");
-    line("// An output reads only some inputs and is smaller than the loop: run the group op by op.");
+    // Outputs that read different inputs may have shapes that do not
+    // broadcast with each other: then, or when an output is smaller than the
+    // loop, the group runs op by op, and each op reports its own errors.
+    line("const std::optional<::graph::Shape> " + shape + " = try_loop_shape(" + sizes_of(all) + ");");
+    open("if (!" + shape + " || " + join(smaller, " || ") + ")");
+    line("// The outputs' shapes differ from the loop's, or do not broadcast together: op by op.");
     for (const auto& m : body->nodes())
       if (!hoisted(m.get())) eager_elementwise(m.get(), *find_op(m->op()));
     for (size_t j = 0; j < n->num_outputs(); ++j) line(name(n->output(j)) + " = " + name(body->returns()[j]) + ";");
     --indent_;
     open("} else");
-    fused_loop(n, shape);
+    fused_loop(n, "*" + shape);
     close();
   }
   close();
+}
+
+// The body of loop_shape's locate(): each member op's broadcast, in order,
+// on its operands' shapes, under the op's own name and source line, so the
+// first op whose shapes disagree throws the eager op's message plus its line.
+void Emitter::locate_broadcast_error(const ir::Node* n) {
+  const ir::Block* body = n->block(0);
+  line("// The operands do not broadcast together: find the op whose shapes disagree.");
+  std::unordered_map<const ir::Value*, std::string> shape_of;
+  for (const auto& p : body->params())
+    if (p->type().is_tensor()) shape_of[p.get()] = name(p.get()) + ".sizes()";
+  for (const auto& m : body->nodes()) {
+    if (hoisted(m.get())) continue;
+    std::vector<std::string> operands;
+    for (const ir::Value* v : m->inputs())
+      if (v->type().is_tensor()) operands.push_back(shape_of.at(v));
+    if (operands.size() == 1) {  // one tensor operand keeps its shape
+      shape_of[m->output()] = operands[0];
+      continue;
+    }
+    const std::string& v = m->output()->name();
+    const std::string s = fresh("s_" + (v.empty() ? std::string("t") : sanitize_identifier(v)));
+    line("const ::graph::Shape " + s + " = " +
+         at_source(m.get(), m->op(),
+                   "::graph::cpu::broadcast_shapes(" + ir::quote(m->op()) + ", {" + join(operands, ", ") + "})") +
+         ";");
+    shape_of[m->output()] = s;
+  }
 }
 
 // Allocates the outputs and writes both loop paths. Operand order in the

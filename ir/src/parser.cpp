@@ -122,6 +122,7 @@ class Parser {
 
   std::unique_ptr<Graph> graph() {
     scope_.clear();
+    defined_.clear();
     all_names_.clear();
     expect_ident("graph");
     Token name = take();
@@ -169,6 +170,14 @@ class Parser {
   void define(const Token& t, Value* v) {
     if (!all_names_.insert(t.text).second) Lexer::fail(t, "value '%" + t.text + "' is defined twice");
     scope_.emplace(t.text, v);
+    defined_.push_back(t.text);
+  }
+
+  // Leaving a block forgets what it defined. Names are unique, so nothing
+  // outer was shadowed; undoing in order keeps parsing linear in the text
+  // (copying the scope at every block was quadratic).
+  void forget_since(size_t mark) {
+    for (; defined_.size() > mark; defined_.pop_back()) scope_.erase(defined_.back());
   }
 
   std::vector<Value*> value_list() {
@@ -211,7 +220,7 @@ class Parser {
     while (!is("]")) {
       if (!ty.dims->empty()) expect(",");
       Token d = take();
-      if (d.kind == Token::Number) ty.dims->push_back(Dim::of(integer(d)));
+      if (d.kind == Token::Number) ty.dims->push_back(Dim::of(integer(d, 0, kMaxInt64)));
       else if (d.kind == Token::Ident) ty.dims->push_back(Dim::sym(d.text));
       else if (d.kind == Token::Punct && d.text == "?") ty.dims->push_back(Dim::unknown());
       else Lexer::fail(d, "expected a dimension, got " + describe(d));
@@ -220,13 +229,19 @@ class Parser {
     return ty;
   }
 
-  static int64_t integer(const Token& t) {
+  static constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+
+  // An integer in [lo, hi]: a size below 0 would read back as '?', a line
+  // beyond int would wrap.
+  static int64_t integer(const Token& t, int64_t lo = std::numeric_limits<int64_t>::min(), int64_t hi = kMaxInt64) {
     int64_t v = 0;
     const char* b = t.text.data();
     const char* e = b + t.text.size();
     if (*b == '+') ++b;
     auto [p, ec] = std::from_chars(b, e, v);
     if (ec != std::errc() || p != e) Lexer::fail(t, "bad integer '" + t.text + "'");
+    if (v < lo || v > hi)
+      Lexer::fail(t, "integer " + t.text + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return v;
   }
 
@@ -285,16 +300,19 @@ class Parser {
       Token f = take();
       if (f.kind != Token::String) Lexer::fail(f, "expected a quoted file name after '@'");
       expect(":");
-      int line = static_cast<int>(integer(take()));
+      int line = static_cast<int>(integer(take(), 0, std::numeric_limits<int>::max()));
       expect(":");
-      int col = static_cast<int>(integer(take()));
+      int col = static_cast<int>(integer(take(), 0, std::numeric_limits<int>::max()));
       n->set_loc({f.text, line, col});
     }
     // Blocks see the values defined so far, but not the node's own outputs.
     while (is_ident("block")) {
+      if (depth_ == kMaxDepth)
+        Lexer::fail(tok_, "blocks nested deeper than " + std::to_string(kMaxDepth));
       take();
       Block* inner = n->add_block();
-      auto saved = scope_;
+      const size_t mark = defined_.size();
+      ++depth_;
       params(inner);
       expect("{");
       while (tok_.kind != Token::Arrow) {
@@ -304,14 +322,23 @@ class Parser {
       take();
       inner->set_returns(value_list());
       expect("}");
-      scope_ = std::move(saved);
+      --depth_;
+      forget_since(mark);
     }
     for (auto& [t, ty] : outs) define(t, n->add_output(ty, t.text));
   }
 
+  // The printer, the verifier, the passes and codegen all recurse into
+  // blocks (and codegen's C++ nests about two braces per level, where
+  // compilers stop at 256): real programs nest a few levels; deeper text is
+  // rejected here instead of overflowing a stack later.
+  static constexpr int kMaxDepth = 100;
+
   Lexer lex_;
   Token tok_;
+  int depth_ = 0;
   std::unordered_map<std::string, Value*> scope_;
+  std::vector<std::string> defined_;  // scope_'s names, in definition order
   std::unordered_set<std::string> all_names_;
 };
 

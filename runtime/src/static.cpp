@@ -40,6 +40,18 @@ Mode mode() { return mode_ref().load(); }
 
 namespace detail {
 
+namespace {
+
+// One StaticFunction serves every thread that calls its function, and
+// ready() may fill in its graph late: every access after construction goes
+// through an atomic_ref, so a late lookup on one thread never races with a
+// call on another.
+CompiledGraph* load(CompiledGraph*& slot) {
+  return std::atomic_ref<CompiledGraph*>(slot).load(std::memory_order_acquire);
+}
+
+}  // namespace
+
 void register_graph(CompiledGraph* g) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -87,33 +99,36 @@ StaticFunction::StaticFunction(const char* mangled_name, const char* body_hash)
     : name_(mangled_name), hash_(body_hash), graph_(find_graph(mangled_name, body_hash)) {}
 
 bool StaticFunction::ready() {
-  if (!graph_) {
+  CompiledGraph* g = load(graph_);
+  if (!g) {
     // Registrars of other translation units may run after this object was
     // made (a call during static initialization): look again.
-    graph_ = find_graph(name_, hash_);
-    if (!graph_) {
+    g = find_graph(name_, hash_);
+    if (!g) {
       explain(name_, "no compiled graph is registered for this body (was it built with cxxgraph_static_graphs?)");
       return false;
     }
+    std::atomic_ref<CompiledGraph*>(graph_).store(g, std::memory_order_release);
   }
   if (mode() == Mode::Eager) {
-    explain(graph_->source, "the mode is eager (GRAPH_MODE=eager or graph::set_mode)");
+    explain(g->source, "the mode is eager (GRAPH_MODE=eager or graph::set_mode)");
     return false;
   }
   return true;
 }
 
 bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) {
-  if (n_in != graph_->num_inputs || n_out != graph_->num_outputs) {
-    explain(graph_->source, "the compiled graph's signature does not match the call");
+  CompiledGraph* g = load(graph_);
+  if (n_in != g->num_inputs || n_out != g->num_outputs) {
+    explain(g->source, "the compiled graph's signature does not match the call");
     return false;
   }
   std::string why;
-  if (!graph_->fn(in, n_in, out, &why)) {
-    explain(graph_->source, "a guard failed: " + why);
+  if (!g->fn(in, n_in, out, &why)) {
+    explain(g->source, "a guard failed: " + why);
     return false;
   }
-  graph_->calls.fetch_add(1, std::memory_order_relaxed);
+  g->calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
