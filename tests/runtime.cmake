@@ -9,3 +9,9 @@ add_executable(runtime_test ${CMAKE_CURRENT_LIST_DIR}/runtime_test.cpp)
 target_link_libraries(runtime_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(runtime_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(runtime_test)
+
+# Autograd: every backward against finite differences in float64.
+add_executable(autograd_test ${CMAKE_CURRENT_LIST_DIR}/autograd_test.cpp)
+target_link_libraries(autograd_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(autograd_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(autograd_test)

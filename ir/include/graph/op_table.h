@@ -21,8 +21,8 @@ enum class OpKind : uint8_t {
 enum class DTypeRule : uint8_t { Same, ToFloat, ToBool };
 
 enum class OpId : uint16_t {
-#define GRAPH_UNARY_OP(name, rule, body) name,
-#define GRAPH_BINARY_OP(name, rule, body) name,
+#define GRAPH_UNARY_OP(name, rule, body, grad_x) name,
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) name,
 #define GRAPH_REDUCE_OP(name) name,
 #define GRAPH_LIBRARY_OP(name, inputs) name,
 #define GRAPH_VIEW_OP(name, inputs) name,
@@ -38,8 +38,8 @@ struct OpInfo {
 };
 
 inline constexpr OpInfo kOpTable[] = {
-#define GRAPH_UNARY_OP(name, rule, body) {OpId::name, #name, OpKind::Elementwise, 1, DTypeRule::rule},
-#define GRAPH_BINARY_OP(name, rule, body) {OpId::name, #name, OpKind::Elementwise, 2, DTypeRule::rule},
+#define GRAPH_UNARY_OP(name, rule, body, grad_x) {OpId::name, #name, OpKind::Elementwise, 1, DTypeRule::rule},
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) {OpId::name, #name, OpKind::Elementwise, 2, DTypeRule::rule},
 #define GRAPH_REDUCE_OP(name) {OpId::name, #name, OpKind::Reduce, 1, DTypeRule::Same},
 #define GRAPH_LIBRARY_OP(name, inputs) {OpId::name, #name, OpKind::Library, inputs, DTypeRule::Same},
 #define GRAPH_VIEW_OP(name, inputs) {OpId::name, #name, OpKind::View, inputs, DTypeRule::Same},
@@ -57,20 +57,21 @@ inline constexpr const OpInfo* find_op(std::string_view name) {
   return nullptr;
 }
 
-// Result dtype of an elementwise op whose inputs promote to `in`. Mean of an
-// integral tensor is float, as in PyTorch.
+// Result dtype of an elementwise op whose inputs promote to `in`: integral
+// inputs of ToFloat ops give the default float dtype, as in PyTorch.
 inline constexpr DType result_dtype(const OpInfo& op, DType in) {
   switch (op.rule) {
     case DTypeRule::Same: return in;
-    case DTypeRule::ToFloat: return is_floating(in) ? in : DType::Float32;
+    case DTypeRule::ToFloat: return is_floating(in) ? in : kDefaultFloat;
     case DTypeRule::ToBool: return DType::Bool;
   }
   return in;
 }
 
-// The dtype an elementwise op computes in (its scalar body's T).
+// The dtype an elementwise op's scalar body computes in (its T): the promoted
+// input dtype, made floating for ToFloat ops, and float32 for 16-bit floats.
 inline constexpr DType compute_dtype(const OpInfo& op, DType in) {
-  return op.rule == DTypeRule::ToFloat ? result_dtype(op, in) : in;
+  return opmath_dtype(op.rule == DTypeRule::ToFloat ? result_dtype(op, in) : in);
 }
 
 }  // namespace graph
