@@ -22,3 +22,7 @@ add_executable(op_fixture_test ${CMAKE_CURRENT_LIST_DIR}/op_fixture_test.cpp)
 target_link_libraries(op_fixture_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_definitions(op_fixture_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
 gtest_discover_tests(op_fixture_test)
+
+add_executable(memory_test ${CMAKE_CURRENT_LIST_DIR}/memory_test.cpp)
+target_link_libraries(memory_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+gtest_discover_tests(memory_test)

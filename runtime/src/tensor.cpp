@@ -10,22 +10,18 @@
 #include <sstream>
 
 #include "graph/autograd.h"
+#include "graph/memory.h"
 #include "storage.h"
 
 namespace graph {
 
 // ---- Storage ------------------------------------------------------------
 
-Storage::Storage(size_t bytes) : nbytes(bytes) {
-  // aligned_alloc wants a multiple of the alignment; never ask for 0 bytes so
-  // that even empty tensors have a distinct, valid pointer.
-  const size_t a = detail::kStorageAlignment;
-  const size_t rounded = std::max<size_t>(a, (bytes + a - 1) / a * a);
-  data = std::aligned_alloc(a, rounded);
-  if (data == nullptr) throw Error("empty: cannot allocate " + std::to_string(bytes) + " bytes");
-}
+// Storage comes from the caching allocator (memory.h): eager temporaries of
+// recurring sizes reuse freed blocks instead of calling malloc each time.
+Storage::Storage(size_t bytes) : data(memory::allocate(bytes)), nbytes(bytes) {}
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() { memory::release(data, nbytes); }
 
 // ---- shared helpers -----------------------------------------------------
 
