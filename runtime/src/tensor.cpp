@@ -217,6 +217,13 @@ Tensor Tensor::to(DType t) const {
   return autograd::record_unary("to", out, *this, [](const Tensor& g) { return g; });
 }
 
+Tensor Tensor::to(Device d) const {
+  detail::check_defined("to", *this);
+  if (d == Device::CPU) return *this;
+  throw Error("to: this build has no CUDA backend; the tensor of shape " + shape_str(sizes_) +
+              " stays on the CPU");
+}
+
 // ---- views --------------------------------------------------------------
 
 Tensor Tensor::t() const {

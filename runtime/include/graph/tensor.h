@@ -27,6 +27,12 @@ namespace graph {
 
 using Shape = std::vector<int64_t>;
 
+// Where a tensor's data lives. This build runs on the CPU; CUDA tensors need
+// the CUDA backend (to(kCUDA) throws graph::Error until then).
+enum class Device : uint8_t { CPU, CUDA };
+inline constexpr Device kCPU = Device::CPU;
+inline constexpr Device kCUDA = Device::CUDA;
+
 std::string shape_str(const Shape& s);  // "[2, 3]"
 
 // A host number: int64, double or bool. Mixed with a tensor it keeps the
@@ -90,6 +96,8 @@ class Tensor {
   Tensor contiguous() const;  // this if already contiguous, else a copy
   Tensor clone() const;       // always a contiguous copy
   Tensor to(DType t) const;   // converted copy (this if same dtype)
+  Device device() const { return Device::CPU; }
+  Tensor to(Device d) const;  // this for kCPU
 
   // Views (no copy).
   GRAPH_OP("t") Tensor t() const;  // 2-D transpose (0-D and 1-D: itself)
