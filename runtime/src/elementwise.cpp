@@ -100,7 +100,9 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
                 ") is not supported; use logical_not or the ! operator");
   }
   const DType compute = compute_dtype(op, x.dtype());
-  const Tensor in = x.to(compute);  // integral inputs of float ops convert once, up front
+  // Integral inputs of float ops convert once, up front (no copy otherwise).
+  const Tensor converted = x.dtype() == compute ? Tensor() : x.to(compute);
+  const Tensor& in = converted.defined() ? converted : x;
   // The kernel writes its natural result type; 16-bit results round after.
   Tensor out;
   dispatch_opmath(compute, [&](auto c) {
@@ -119,7 +121,10 @@ template <class F>
 Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promoted, F f) {
   const Shape shape = cpu::broadcast_shapes(op.name, {a.sizes(), b.sizes()});
   const DType compute = compute_dtype(op, promoted);
-  const Tensor ca = a.to(compute), cb = b.to(compute);
+  const Tensor ca_owned = a.dtype() == compute ? Tensor() : a.to(compute);
+  const Tensor cb_owned = b.dtype() == compute ? Tensor() : b.to(compute);
+  const Tensor& ca = ca_owned.defined() ? ca_owned : a;
+  const Tensor& cb = cb_owned.defined() ? cb_owned : b;
   Tensor out;
   dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);

@@ -14,6 +14,7 @@
 
 #include "graph/dtype.h"
 #include "graph/error.h"
+#include "graph/small_vector.h"
 
 // Marks a public declaration as the op-table entry `name`, so the plugin maps
 // calls by declaration rather than spelling. Empty for other compilers.
@@ -25,7 +26,9 @@
 
 namespace graph {
 
-using Shape = std::vector<int64_t>;
+// Sizes, strides and dim lists: inline up to six dims, so tensor geometry
+// never allocates in the common case.
+using Shape = SmallVector<int64_t, 6>;
 
 // Where a tensor's data lives. This build runs on the CPU; CUDA tensors need
 // the CUDA backend (to(kCUDA) throws graph::Error until then).
