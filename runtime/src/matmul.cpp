@@ -144,6 +144,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 1 && b.dim() == 1) return matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
   if (a.dim() == 1) return matmul(a.unsqueeze(0), b).squeeze(-2);
   if (b.dim() == 1) return matmul(a, b.unsqueeze(1)).squeeze(-1);
+  // [..., n, k] @ [k, m]: the batch folds into the rows of one product.
+  if (b.dim() == 2) {
+    Shape out_shape = a.sizes();
+    out_shape.back() = b.size(1);
+    return matmul(a.reshape({-1, a.size(-1)}), b).reshape(out_shape);
+  }
   // Broadcast the batch dims, then one product per batch matrix.
   const Shape ba(a.sizes().begin(), a.sizes().end() - 2), bb(b.sizes().begin(), b.sizes().end() - 2);
   Shape batch = cpu::broadcast_shapes("matmul", {ba, bb});
