@@ -145,7 +145,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 1) return matmul(a.unsqueeze(0), b).squeeze(-2);
   if (b.dim() == 1) return matmul(a, b.unsqueeze(1)).squeeze(-1);
   // [..., n, k] @ [k, m]: the batch folds into the rows of one product.
-  if (b.dim() == 2) {
+  if (b.dim() == 2 && a.dim() > 2) {
     Shape out_shape = a.sizes();
     out_shape.back() = b.size(1);
     return matmul(a.reshape({-1, a.size(-1)}), b).reshape(out_shape);
