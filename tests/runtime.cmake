@@ -46,3 +46,9 @@ gtest_discover_tests(nn_test)
 add_executable(dtype_test ${CMAKE_CURRENT_LIST_DIR}/dtype_test.cpp)
 target_link_libraries(dtype_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 gtest_discover_tests(dtype_test)
+
+# graph/fast_math.h: exp and tanh against std:: (ulp sweeps, special values).
+add_executable(fast_math_test ${CMAKE_CURRENT_LIST_DIR}/fast_math_test.cpp)
+target_link_libraries(fast_math_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(fast_math_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(fast_math_test)

@@ -13,6 +13,7 @@
 
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
+#include "graph/fast_math.h"
 #include "graph/ops.h"
 #include "storage.h"
 
@@ -180,6 +181,40 @@ Tensor rows_along(const Tensor& x, int64_t dim) {
   return x.transpose(dim, x.dim() - 1).contiguous();
 }
 
+// One softmax (or log_softmax) row of n contiguous values, x and o distinct.
+// Three passes that vectorize: a max over kLanes independent partial maxima
+// (a plain `m = max(m, x)` is a reduction GCC keeps scalar without
+// -ffast-math), exp(x - m) with graph::math::exp into o and into kLanes
+// partial sums, then the scaling by 1 / sum (as ATen does). NaNs are skipped
+// by the max but poison the sum, so a row with a NaN is all NaN, as in PyTorch.
+template <bool Log, class C>
+void softmax_row(const C* __restrict x, C* __restrict o, int64_t n) {
+  constexpr int kLanes = 16 / sizeof(C) * 2;
+  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  C lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = kNegInf;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  C m = kNegInf;
+  for (int l = 0; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  if (m == kNegInf) m = 0;  // all -inf: keep exp(-inf - 0) = 0
+  for (int l = 0; l < kLanes; ++l) lane[l] = 0;
+  for (j = 0; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += (o[j + l] = math::exp(x[j + l] - m));
+  C s = 0;
+  for (int l = 0; l < kLanes; ++l) s += lane[l];
+  for (; j < n; ++j) s += (o[j] = math::exp(x[j] - m));
+  if constexpr (Log) {
+    const C shift = m + std::log(s);
+    for (j = 0; j < n; ++j) o[j] = x[j] - shift;
+  } else {
+    const C inv = 1 / s;
+    for (j = 0; j < n; ++j) o[j] *= inv;
+  }
+}
+
 template <bool Log>
 Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim) {
   detail::check_defined(op, x);
@@ -188,28 +223,26 @@ Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim) {
                 " (shape " + shape_str(x.sizes()) + ")");
   if (x.dim() == 0) return Log ? zeros({}, x.dtype()) : ones({}, x.dtype());
   const int64_t d = detail::wrap_dim(op, dim, x.sizes());
-  const Tensor rows = rows_along(x, d);
+  const bool last = d == x.dim() - 1;
+  const Tensor rows = last ? x.contiguous() : rows_along(x, d);
   Tensor out = empty(rows.sizes(), x.dtype());
   const int64_t n = rows.size(-1), r = n ? rows.numel() / n : 0;
   dispatch_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
-    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* in = rows.data_ptr<T>();
     T* o = out.data_ptr<T>();
-    std::vector<C> buf(static_cast<size_t>(n));
-    for (int64_t i = 0; i < r; ++i) {
-      const T* row = in + i * n;
-      C m = -std::numeric_limits<C>::infinity();
-      for (int64_t j = 0; j < n; ++j) m = std::fmax(m, static_cast<C>(row[j]));
-      if (std::isinf(m) && m < 0) m = 0;  // all -inf: keep exp(-inf - 0) = 0
-      C s = 0;
-      for (int64_t j = 0; j < n; ++j) s += (buf[j] = std::exp(static_cast<C>(row[j]) - m));
-      const C log_s = std::log(s);
-      for (int64_t j = 0; j < n; ++j)
-        o[i * n + j] = static_cast<T>(Log ? static_cast<C>(row[j]) - m - log_s : buf[j] / s);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      for (int64_t i = 0; i < r; ++i) softmax_row<Log>(in + i * n, o + i * n, n);
+    } else {  // 16-bit floats: through float rows
+      std::vector<float> bx(static_cast<size_t>(n)), bo(static_cast<size_t>(n));
+      for (int64_t i = 0; i < r; ++i) {
+        for (int64_t j = 0; j < n; ++j) bx[j] = static_cast<float>(in[i * n + j]);
+        softmax_row<Log>(bx.data(), bo.data(), n);
+        for (int64_t j = 0; j < n; ++j) o[i * n + j] = static_cast<T>(bo[j]);
+      }
     }
   });
-  return out.transpose(d, x.dim() - 1).contiguous();
+  return last ? out : out.transpose(d, x.dim() - 1).contiguous();
 }
 
 template <bool Log>

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "graph/fast_math.h"  // graph::math::exp/tanh, used by ops.def bodies
+
 #if defined(__CUDACC__)
 #define GRAPH_HOST_DEVICE __host__ __device__
 #else
