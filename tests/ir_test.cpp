@@ -585,7 +585,7 @@ TEST(IrParseErrors, DuplicateDefinition) {
 }
 
 TEST(IrParseErrors, UnknownType) {
-  EXPECT_EQ(parse_error("graph g(%x : f64[2]) {\n  return (%x)\n}\n"), "1:14: unknown type 'f64'");
+  EXPECT_EQ(parse_error("graph g(%x : f128[2]) {\n  return (%x)\n}\n"), "1:14: unknown type 'f128'");
   EXPECT_EQ(parse_error("graph g(%x : f32[2, 3.5]) {\n  return (%x)\n}\n"), "1:21: bad integer '3.5'");
   EXPECT_EQ(parse_error("graph g(%x : ) {\n  return (%x)\n}\n"), "1:14: expected a type, got ')'");
 }

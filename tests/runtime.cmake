@@ -9,3 +9,46 @@ add_executable(runtime_test ${CMAKE_CURRENT_LIST_DIR}/runtime_test.cpp)
 target_link_libraries(runtime_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(runtime_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(runtime_test)
+
+# Autograd: every backward against finite differences in float64.
+add_executable(autograd_test ${CMAKE_CURRENT_LIST_DIR}/autograd_test.cpp)
+target_link_libraries(autograd_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(autograd_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(autograd_test)
+
+# The op harness: forward values, dtypes and gradients against PyTorch
+# fixtures (tests/fixtures/make_op_fixtures.py regenerates them).
+add_executable(op_fixture_test ${CMAKE_CURRENT_LIST_DIR}/op_fixture_test.cpp)
+target_link_libraries(op_fixture_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_definitions(op_fixture_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
+gtest_discover_tests(op_fixture_test)
+
+add_executable(memory_test ${CMAKE_CURRENT_LIST_DIR}/memory_test.cpp)
+target_link_libraries(memory_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+gtest_discover_tests(memory_test)
+
+# Neural-network ops (nn_ops.h): forward values against hand-computed cases
+# and naive reference loops, gradchecks in float64, error messages.
+add_executable(nn_ops_test ${CMAKE_CURRENT_LIST_DIR}/nn_ops_test.cpp)
+target_link_libraries(nn_ops_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(nn_ops_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(nn_ops_test)
+
+# graph::nn modules, graph::optim, parameter files, and the trainings of
+# examples/train against PyTorch's loss curves in tests/reference.
+add_executable(nn_test ${CMAKE_CURRENT_LIST_DIR}/nn_test.cpp)
+target_link_libraries(nn_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_include_directories(nn_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../examples/train)
+target_compile_definitions(nn_test PRIVATE CXXGRAPH_REFERENCE_DIR="${CMAKE_CURRENT_LIST_DIR}/reference")
+target_compile_options(nn_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(nn_test)
+
+add_executable(dtype_test ${CMAKE_CURRENT_LIST_DIR}/dtype_test.cpp)
+target_link_libraries(dtype_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+gtest_discover_tests(dtype_test)
+
+# graph/fast_math.h: exp and tanh against std:: (ulp sweeps, special values).
+add_executable(fast_math_test ${CMAKE_CURRENT_LIST_DIR}/fast_math_test.cpp)
+target_link_libraries(fast_math_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(fast_math_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(fast_math_test)

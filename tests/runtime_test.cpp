@@ -409,14 +409,20 @@ TEST(Matmul, Errors) {
       {"matmul: shapes [2, 3] and [4, 5] cannot be multiplied"});
   expect_error(
       [] {
-        graph::matmul(graph::zeros({2, 3, 4}), graph::zeros({4, 5}));
+        graph::matmul(graph::zeros({2, 3, 4}), graph::zeros({2, 5, 5}));
       },
-      {"matmul", "2-D", "[2, 3, 4]", "[4, 5]"});
+      {"matmul: shapes [2, 3, 4] and [2, 5, 5] cannot be multiplied"});
+  expect_error(
+      [] {
+        graph::matmul(graph::zeros({2, 3, 4}), graph::zeros({3, 4, 5}));
+      },
+      {"matmul", "[2]", "[3]", "broadcast"});
+  expect_error([] { graph::matmul(graph::zeros({}), graph::zeros({4, 5})); }, {"matmul", "at least 1 dim"});
   expect_error(
       [] {
         graph::matmul(graph::zeros({2, 3}, graph::kInt64), graph::zeros({3, 2}));
       },
-      {"matmul", "float", "long", "[2, 3]"});
+      {"matmul", "one dtype", "long", "float", "[2, 3]"});
   expect_error([] { graph::matmul(Tensor(), graph::zeros({3, 2})); }, {"matmul", "undefined"});
 }
 

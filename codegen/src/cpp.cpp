@@ -33,20 +33,14 @@ std::string cpp_type(const ir::Type& t) {
   return "::graph::Tensor";
 }
 
-const char* element_type(DType d) {
-  switch (d) {
-    case DType::Float32: return "float";
-    case DType::Int64: return "int64_t";
-    case DType::Bool: return "bool";
-  }
-  return "float";
-}
+const char* element_type(DType d) { return dtype_cpp_type(d).data(); }
 
-const char* dtype_expr(DType d) {
+std::string dtype_expr(DType d) {
   switch (d) {
-    case DType::Float32: return "::graph::DType::Float32";
-    case DType::Int64: return "::graph::DType::Int64";
-    case DType::Bool: return "::graph::DType::Bool";
+#define GRAPH_X(name, type, token, torch) \
+  case DType::name: return "::graph::DType::" #name;
+    GRAPH_DTYPES(GRAPH_X)
+#undef GRAPH_X
   }
   return "::graph::DType::Float32";
 }
@@ -242,7 +236,9 @@ void Emitter::node(const ir::Node* n) {
     case OpKind::Reduce: return reduce(n, *info);
     case OpKind::Library:
     case OpKind::View: return library_or_view(n, *info);
+    case OpKind::Other: break;
   }
+  throw Error("codegen: no CPU lowering for op '" + op + "'");
 }
 
 void Emitter::constant(const ir::Node* n) {

@@ -16,7 +16,7 @@ namespace graph::codegen::detail {
 // ---- C++ spellings of IR types --------------------------------------------
 std::string cpp_type(const ir::Type& t);   // ::graph::Tensor, int64_t, double, bool
 const char* element_type(DType d);         // float, int64_t, bool
-const char* dtype_expr(DType d);           // ::graph::DType::Float32, ...
+std::string dtype_expr(DType d);           // ::graph::DType::Float32, ...
 std::string sanitize_identifier(const std::string& s);  // [A-Za-z0-9_] only
 std::string loc_str(const ir::SourceLoc& loc);  // "model.cpp:12" or ""
 

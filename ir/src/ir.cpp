@@ -4,18 +4,6 @@
 
 namespace graph::ir {
 
-namespace {
-
-std::string_view dtype_token(DType d) {
-  switch (d) {
-    case DType::Float32: return "f32";
-    case DType::Int64: return "i64";
-    case DType::Bool: return "i1";
-  }
-  return "?";
-}
-
-}  // namespace
 
 std::string Type::str() const {
   switch (kind) {

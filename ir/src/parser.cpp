@@ -210,9 +210,8 @@ class Parser {
     if (t.text == "float") return Type::float_();
     if (t.text == "bool") return Type::bool_();
     Type ty = Type::tensor();
-    if (t.text == "f32") ty.dtype = DType::Float32;
-    else if (t.text == "i64") ty.dtype = DType::Int64;
-    else if (t.text == "i1") ty.dtype = DType::Bool;
+    DType d;
+    if (dtype_from_token(t.text, d)) ty.dtype = d;
     else if (t.text != "Tensor") Lexer::fail(t, "unknown type '" + t.text + "'");
     if (!is("[")) return ty;
     take();

@@ -9,11 +9,35 @@ namespace graph::cpu {
 namespace {
 
 // "[2, 3] and [4]" or "[2], [3] and [4]".
-std::string list_shapes(const std::vector<Shape>& shapes) {
+std::string list_shapes(const Shape* shapes, size_t count) {
   std::string out;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (i) out += i + 1 == shapes.size() ? " and " : ", ";
+  for (size_t i = 0; i < count; ++i) {
+    if (i) out += i + 1 == count ? " and " : ", ";
     out += shape_str(shapes[i]);
+  }
+  return out;
+}
+
+
+Shape broadcast(std::string_view op, const Shape* first, size_t count) {
+  const Shape* last = first + count;
+  size_t rank = 0;
+  for (const Shape* s = first; s != last; ++s) rank = std::max(rank, s->size());
+  // Align shapes at their last dim; a missing or size-1 dim takes the other
+  // operands' size, and any two sizes other than 1 must agree.
+  Shape out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t& size = out[rank - 1 - i];
+    for (const Shape* sp = first; sp != last; ++sp) {
+      const Shape& s = *sp;
+      if (i >= s.size()) continue;
+      const int64_t n = s[s.size() - 1 - i];
+      if (n == 1 || n == size) continue;
+      if (size != 1) {
+        throw Error(std::string(op) + ": shapes " + list_shapes(first, count) + " cannot be broadcast");
+      }
+      size = n;
+    }
   }
   return out;
 }
@@ -21,25 +45,13 @@ std::string list_shapes(const std::vector<Shape>& shapes) {
 }  // namespace
 
 Shape broadcast_shapes(std::string_view op, const std::vector<Shape>& shapes) {
-  size_t rank = 0;
-  for (const Shape& s : shapes) rank = std::max(rank, s.size());
-  // Align shapes at their last dim; a missing or size-1 dim takes the other
-  // operands' size, and any two sizes other than 1 must agree.
-  Shape out(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t& size = out[rank - 1 - i];
-    for (const Shape& s : shapes) {
-      if (i >= s.size()) continue;
-      const int64_t n = s[s.size() - 1 - i];
-      if (n == 1 || n == size) continue;
-      if (size != 1) {
-        throw Error(std::string(op) + ": shapes " + list_shapes(shapes) + " cannot be broadcast");
-      }
-      size = n;
-    }
-  }
-  return out;
+  return broadcast(op, shapes.data(), shapes.size());
 }
+
+Shape broadcast_shapes(std::string_view op, std::initializer_list<Shape> shapes) {
+  return broadcast(op, shapes.begin(), shapes.size());
+}
+
 
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   const Shape& sizes = t.sizes();

@@ -4,7 +4,9 @@
 #include <array>
 #include <string>
 
+#include "graph/autograd.h"
 #include "graph/cpu_loop.h"
+#include "graph/derivatives.h"
 #include "graph/op_table.h"
 #include "graph/ops.h"
 #include "graph/scalar_ops.h"
@@ -98,13 +100,19 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
                 ") is not supported; use logical_not or the ! operator");
   }
   const DType compute = compute_dtype(op, x.dtype());
-  const Tensor in = x.to(compute);  // integral inputs of float ops convert once, up front
-  Tensor out = empty(x.sizes(), result_dtype(op, x.dtype()));
-  dispatch_dtype(compute, [&](auto c) {
+  // Integral inputs of float ops convert once, up front (no copy otherwise).
+  const Tensor converted = x.dtype() == compute ? Tensor() : x.to(compute);
+  const Tensor& in = converted.defined() ? converted : x;
+  // The kernel writes its natural result type; 16-bit results round after.
+  Tensor out;
+  dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
-    unary_kernel<decltype(f(C{})), C>(out, in, f);
+    using R = decltype(f(C{}));
+    out = empty(x.sizes(), dtype_of<R>::value);
+    unary_kernel<R, C>(out, in, f);
   });
-  return out;
+  const DType want = result_dtype(op, x.dtype());
+  return out.dtype() == want ? out : out.to(want);
 }
 
 // a and b are defined; `promoted` is their promoted dtype (for a Scalar
@@ -113,13 +121,30 @@ template <class F>
 Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promoted, F f) {
   const Shape shape = cpu::broadcast_shapes(op.name, {a.sizes(), b.sizes()});
   const DType compute = compute_dtype(op, promoted);
-  const Tensor ca = a.to(compute), cb = b.to(compute);
-  Tensor out = empty(shape, result_dtype(op, promoted));
-  dispatch_dtype(compute, [&](auto c) {
+  const Tensor ca_owned = a.dtype() == compute ? Tensor() : a.to(compute);
+  const Tensor cb_owned = b.dtype() == compute ? Tensor() : b.to(compute);
+  const Tensor& ca = ca_owned.defined() ? ca_owned : a;
+  const Tensor& cb = cb_owned.defined() ? cb_owned : b;
+  Tensor out;
+  dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
-    binary_kernel<decltype(f(C{}, C{})), C>(out, ca, cb, f);
+    using R = decltype(f(C{}, C{}));
+    out = empty(shape, dtype_of<R>::value);
+    binary_kernel<R, C>(out, ca, cb, f);
   });
-  return out;
+  const DType want = result_dtype(op, promoted);
+  return out.dtype() == want ? out : out.to(want);
+}
+
+// PyTorch's promotion of two tensors: a 0-d tensor takes part only if it is
+// of a higher category than the dimensioned one (f32 [3] + f64 0-d -> f32,
+// i64 [3] + f64 0-d -> f64).
+int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
+DType promote_operands(const Tensor& a, const Tensor& b) {
+  if ((a.dim() == 0) == (b.dim() == 0)) return promote_types(a.dtype(), b.dtype());
+  const Tensor& dimensioned = a.dim() == 0 ? b : a;
+  const Tensor& zero_dim = a.dim() == 0 ? a : b;
+  return category(zero_dim.dtype()) > category(dimensioned.dtype()) ? zero_dim.dtype() : dimensioned.dtype();
 }
 
 template <class F>
@@ -128,18 +153,17 @@ Tensor binary_tt(OpId id, const Tensor& a, const Tensor& b, F f) {
   detail::check_defined(op.name, a);
   detail::check_defined(op.name, b);
   check_bool_operands(op, a.dtype(), b.dtype());
-  return binary_op(op, a, b, promote_types(a.dtype(), b.dtype()), f);
+  return binary_op(op, a, b, promote_operands(a, b), f);
 }
 
 // A Scalar mixed with a tensor keeps the tensor's dtype unless it is of a
-// higher category (bool < integral < floating). With one dtype per category
-// that is exactly promote_types of the tensor dtype and the scalar's category.
+// higher category (promote_with_scalar, PyTorch's wrapped-number rule).
 template <class F>
 Tensor binary_ts(OpId id, const Tensor& a, Scalar b, F f) {
   const OpInfo& op = op_info(id);
   detail::check_defined(op.name, a);
   check_bool_operands(op, a.dtype(), b.dtype());
-  const DType promoted = promote_types(a.dtype(), b.dtype());
+  const DType promoted = promote_with_scalar(a.dtype(), b.dtype());
   return binary_op(op, a, scalar_tensor(b, compute_dtype(op, promoted)), promoted, f);
 }
 
@@ -148,27 +172,63 @@ Tensor binary_st(OpId id, Scalar a, const Tensor& b, F f) {
   const OpInfo& op = op_info(id);
   detail::check_defined(op.name, b);
   check_bool_operands(op, a.dtype(), b.dtype());
-  const DType promoted = promote_types(a.dtype(), b.dtype());
+  const DType promoted = promote_with_scalar(b.dtype(), a.dtype());
   return binary_op(op, scalar_tensor(a, compute_dtype(op, promoted)), b, promoted, f);
 }
+
+// ---- autograd: the table's gradient formulas (derivatives.h) ---------------
+
+template <class Backward>
+Tensor record_unary(OpId id, Tensor out, const Tensor& x, Backward backward) {
+  if (!autograd::needs_grad({&x}) || !is_floating(out.dtype())) return out;
+  Tensor xs = x.detach(), rs = out.detach();
+  autograd::record(std::string(op_info(id).name), out, {x}, [xs, rs, backward](const Tensor& grad) {
+    return std::vector<Tensor>{backward(grad, xs, rs)};
+  });
+  return out;
+}
+
+// `a` and `b` as the formulas see them (a Scalar operand as a 0-d tensor);
+// `inputs` are what gets edges (a Scalar operand gets none).
+template <class Backward>
+Tensor record_binary(OpId id, Tensor out, const Tensor& a, const Tensor& b, Backward backward) {
+  if (!autograd::needs_grad({&a, &b}) || !is_floating(out.dtype())) return out;
+  Tensor as = a.detach(), bs = b.detach(), rs = out.detach();
+  autograd::record(std::string(op_info(id).name), out, {a, b}, [as, bs, rs, backward](const Tensor& grad) {
+    auto g = backward(grad, as, bs, rs);
+    return std::vector<Tensor>{g[0], g[1]};
+  });
+  return out;
+}
+
+Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype()); }
 
 }  // namespace
 
 // ---- public ops, one set per ops.def entry ------------------------------
 
-#define GRAPH_UNARY_OP(name, rule, body)                                    \
-  Tensor name(const Tensor& x) {                                            \
-    return unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }); \
+#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                      \
+  Tensor name(const Tensor& x) {                                                                      \
+    return record_unary(OpId::name, unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }),  \
+                        x, [](const Tensor& g, const Tensor& x, const Tensor& r) {                    \
+                          return derivatives::name##_backward(g, x, r);                               \
+                        });                                                                           \
   }
-#define GRAPH_BINARY_OP(name, rule, body)                                                  \
-  Tensor name(const Tensor& a, const Tensor& b) {                                          \
-    return binary_tt(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
-  }                                                                                        \
-  Tensor name(const Tensor& a, Scalar b) {                                                 \
-    return binary_ts(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
-  }                                                                                        \
-  Tensor name(Scalar a, const Tensor& b) {                                                 \
-    return binary_st(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); \
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                             \
+  Tensor name(const Tensor& a, const Tensor& b) {                                                     \
+    return record_binary(OpId::name,                                                                  \
+                         binary_tt(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
+                         a, b, derivatives::name##_backward<Tensor>);                                 \
+  }                                                                                                   \
+  Tensor name(const Tensor& a, Scalar b) {                                                            \
+    return record_binary(OpId::name,                                                                  \
+                         binary_ts(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
+                         a, wrap(b), derivatives::name##_backward<Tensor>);                           \
+  }                                                                                                   \
+  Tensor name(Scalar a, const Tensor& b) {                                                            \
+    return record_binary(OpId::name,                                                                  \
+                         binary_st(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
+                         wrap(a), b, derivatives::name##_backward<Tensor>);                           \
   }
 #include "graph/ops.def"
 

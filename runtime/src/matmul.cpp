@@ -1,10 +1,17 @@
-// Eager matmul: 2-D float32 through cblas_sgemm.
+// Eager matmul with PyTorch's semantics (1-D operands as vectors, batch dims
+// broadcast), through cblas_sgemm / cblas_dgemm, one call per batch matrix
+// (tiny float products use a plain loop instead, see small_gemm).
+// The core is a batched product of equal-rank operands with equal batch
+// dims; vectors and broadcasting are views around it (unsqueeze, expand,
+// squeeze), so autograd flows through them without extra formulas.
 #include <cblas.h>
 
 #include <algorithm>
 #include <climits>
 #include <string>
 
+#include "graph/autograd.h"
+#include "graph/cpu_loop.h"
 #include "graph/ops.h"
 #include "storage.h"
 
@@ -12,12 +19,11 @@ namespace graph {
 
 namespace {
 
-// How one operand is handed to BLAS: row-major as is (NoTrans), as the
+// How one matrix is handed to BLAS: row-major as is (NoTrans), as the
 // transpose of a row-major matrix (Trans, e.g. the result of t()), or, for any
 // other layout, a contiguous copy kept alive in `owner`.
 struct BlasOperand {
   Tensor owner;
-  const float* data = nullptr;
   CBLAS_TRANSPOSE trans = CblasNoTrans;
   blasint ld = 1;
 };
@@ -46,40 +52,172 @@ BlasOperand blas_operand(const Tensor& t) {
     op.owner = t.clone();
     op.ld = static_cast<blasint>(std::max<int64_t>(c, 1));
   }
-  op.data = op.owner.data_ptr<float>();
   return op;
+}
+
+// Products up to this many multiply-adds (32 x 32 x 32) skip BLAS: its
+// per-call overhead (argument checks, buffer setup, packing) dominates there.
+constexpr int64_t kSmallGemm = 32 * 32 * 32;
+
+// out[n, m] = a[n, k] @ b[k, m], any strides for a and b, out dense. i-p-j
+// order: the inner loop runs along a row of b and of out (unit stride when
+// UnitB), so it vectorizes; columns go in blocks of kBlock whose sums stay in
+// registers across p. Each out[i, j] sums over p in order, as the naive loop.
+template <class T, bool UnitB>
+void small_gemm(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64_t as1, const T* pb,
+                int64_t bs0, int64_t bs1, T* __restrict po) {
+  constexpr int64_t kBlock = 8;
+  const int64_t step = UnitB ? 1 : bs1;
+  for (int64_t i = 0; i < n; ++i) {
+    T* __restrict orow = po + i * m;
+    const T* arow = pa + i * as0;
+    int64_t j0 = 0;
+    for (; j0 + kBlock <= m; j0 += kBlock) {
+      T acc[kBlock] = {};
+      for (int64_t p = 0; p < k; ++p) {
+        const T av = arow[p * as1];
+        const T* brow = pb + p * bs0 + j0 * step;
+        for (int64_t w = 0; w < kBlock; ++w) acc[w] += av * brow[w * step];
+      }
+      for (int64_t w = 0; w < kBlock; ++w) orow[j0 + w] = acc[w];
+    }
+    if (j0 == m) continue;
+    for (int64_t j = j0; j < m; ++j) orow[j] = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const T av = arow[p * as1];
+      const T* brow = pb + p * bs0;
+      for (int64_t j = j0; j < m; ++j) orow[j] += av * brow[j * step];
+    }
+  }
+}
+
+// out[n, m] = a[n, k] @ b[k, m] for one matrix of each.
+template <class T>
+void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (n * k * m <= kSmallGemm) {
+      const T* pa = a.data_ptr<T>();
+      const T* pb = b.data_ptr<T>();
+      T* po = out.data_ptr<T>();
+      if (b.stride(1) == 1 || m == 1)
+        small_gemm<T, true>(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), 1, po);
+      else
+        small_gemm<T, false>(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), b.stride(1), po);
+      return;
+    }
+  }
+  const BlasOperand x = blas_operand(a), y = blas_operand(b);
+  const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, x.trans, y.trans, N, M, K, 1.0f, x.owner.data_ptr<float>(), x.ld,
+                y.owner.data_ptr<float>(), y.ld, 0.0f, out.data_ptr<float>(), M);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, x.trans, y.trans, N, M, K, 1.0, x.owner.data_ptr<double>(), x.ld,
+                y.owner.data_ptr<double>(), y.ld, 0.0, out.data_ptr<double>(), M);
+  } else {  // integers: no BLAS; a plain triple loop, accumulating in T
+    const T* pa = a.data_ptr<T>();
+    const T* pb = b.data_ptr<T>();
+    T* po = out.data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        T s = 0;
+        for (int64_t p = 0; p < k; ++p) s += pa[i * a.stride(0) + p * a.stride(1)] * pb[p * b.stride(0) + j * b.stride(1)];
+        po[i * m + j] = s;
+      }
+  }
+}
+
+// The [r, c] matrix of batch element `index` of a [..., r, c] tensor.
+Tensor matrix(const Tensor& t, int64_t index) {
+  const int64_t nb = t.dim() - 2;
+  int64_t off = t.storage_offset();
+  for (int64_t d = nb - 1; d >= 0; --d) {
+    off += (index % t.size(d)) * t.stride(d);
+    index /= t.size(d);
+  }
+  return Tensor(t.storage(), off, {t.size(-2), t.size(-1)}, {t.stride(-2), t.stride(-1)}, t.dtype());
+}
+
+// a [..., n, k] @ b [..., k, m] with equal batch dims, equal dtypes.
+Tensor batched(const Tensor& a, const Tensor& b) {
+  Shape shape = a.sizes();
+  shape.back() = b.size(-1);
+  Tensor out = empty(shape, a.dtype());
+  if (out.numel() == 0) return out;
+  if (a.size(-1) == 0) return zeros(shape, a.dtype());  // BLAS rejects k = 0
+  if (shape.size() == 2) {  // one product: no batch views
+    dispatch_dtype(a.dtype(), [&](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                    std::is_same_v<T, int64_t>) {
+        gemm<T>(a, b, out);
+      }
+    });
+    return out;
+  }
+  const int64_t batches = out.numel() / (shape[shape.size() - 2] * shape.back());
+  const Tensor o3 = out.reshape({batches, out.size(-2), out.size(-1)});
+  dispatch_dtype(a.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t>) {
+      for (int64_t i = 0; i < batches; ++i) gemm<T>(matrix(a, i), matrix(b, i), matrix(o3, i));
+    }
+  });
+  return out;
+}
+
+Tensor record_batched(const Tensor& a, const Tensor& b) {
+  Tensor out = batched(a, b);
+  if (!autograd::needs_grad({&a, &b})) return out;
+  Tensor as = a.detach(), bs = b.detach();
+  autograd::record("matmul", out, {a, b}, [as, bs](const Tensor& g) {
+    return std::vector<Tensor>{batched(g, bs.transpose(-1, -2)), batched(as.transpose(-1, -2), g)};
+  });
+  return out;
 }
 
 void check_operands(const Tensor& a, const Tensor& b) {
   detail::check_defined("matmul", a);
   detail::check_defined("matmul", b);
-  const std::string shapes = shape_str(a.sizes()) + " and " + shape_str(b.sizes());
-  if (a.dim() != 2 || b.dim() != 2) {
-    throw Error("matmul: expected 2-D tensors, got shapes " + shapes);
-  }
-  if (a.dtype() != kFloat32 || b.dtype() != kFloat32) {
-    throw Error("matmul: expected float tensors, got " + std::string(dtype_name(a.dtype())) +
-                " and " + std::string(dtype_name(b.dtype())) + " (shapes " + shapes + ")");
-  }
-  if (a.size(1) != b.size(0)) throw Error("matmul: shapes " + shapes + " cannot be multiplied");
-  for (int64_t s : {a.size(0), a.size(1), b.size(1)}) {
-    if (s > INT_MAX) throw Error("matmul: shapes " + shapes + " exceed the BLAS int range");
-  }
+  // The message text is built only on failure (this runs on every call).
+  const auto shapes = [&] { return shape_str(a.sizes()) + " and " + shape_str(b.sizes()); };
+  if (a.dim() == 0 || b.dim() == 0) throw Error("matmul: both operands need at least 1 dim, got shapes " + shapes());
+  if (a.dtype() != b.dtype())
+    throw Error("matmul: expected operands of one dtype, got " + std::string(dtype_name(a.dtype())) + " and " +
+                std::string(dtype_name(b.dtype())) + " (shapes " + shapes() + ")");
+  if (a.dtype() == kBool) throw Error("matmul: bool operands are not supported (shapes " + shapes() + ")");
+  const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
+  if (ka != kb) throw Error("matmul: shapes " + shapes() + " cannot be multiplied");
+  for (const Tensor* t : {&a, &b})
+    for (int64_t s : t->sizes())
+      if (s > INT_MAX) throw Error("matmul: shapes " + shapes() + " exceed the BLAS int range");
 }
 
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b);
-  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
-  // BLAS rejects zero leading dimensions; an empty product is all zeros.
-  if (n == 0 || m == 0 || k == 0) return zeros({n, m});
-  const BlasOperand x = blas_operand(a), y = blas_operand(b);
-  Tensor out = empty({n, m});
-  cblas_sgemm(CblasRowMajor, x.trans, y.trans, static_cast<blasint>(n), static_cast<blasint>(m),
-              static_cast<blasint>(k), 1.0f, x.data, x.ld, y.data, y.ld, 0.0f,
-              out.data_ptr<float>(), static_cast<blasint>(m));
-  return out;
+  if (is_reduced_float(a.dtype()))  // 16-bit floats multiply in float32
+    return matmul(a.to(kFloat32), b.to(kFloat32)).to(a.dtype());
+  if (a.dim() == 1 && b.dim() == 1) return matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+  if (a.dim() == 1) return matmul(a.unsqueeze(0), b).squeeze(-2);
+  if (b.dim() == 1) return matmul(a, b.unsqueeze(1)).squeeze(-1);
+  if (a.dim() == 2 && b.dim() == 2) return record_batched(a, b);
+  // [..., n, k] @ [k, m]: the batch folds into the rows of one product.
+  if (b.dim() == 2 && a.dim() > 2) {
+    Shape out_shape = a.sizes();
+    out_shape.back() = b.size(1);
+    return matmul(a.reshape({-1, a.size(-1)}), b).reshape(out_shape);
+  }
+  // Broadcast the batch dims, then one product per batch matrix.
+  const Shape ba(a.sizes().begin(), a.sizes().end() - 2), bb(b.sizes().begin(), b.sizes().end() - 2);
+  Shape batch = cpu::broadcast_shapes("matmul", {ba, bb});
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {a.size(-2), a.size(-1)});
+  sb.insert(sb.end(), {b.size(-2), b.size(-1)});
+  return record_batched(a.sizes() == sa ? a : a.expand(sa), b.sizes() == sb ? b : b.expand(sb));
 }
 
 }  // namespace graph

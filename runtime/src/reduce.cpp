@@ -1,14 +1,19 @@
-// Eager sum and mean, over the whole tensor or along one dim.
+// Eager reductions: sum, mean, amax, amin over any set of dims (with
+// keepdim), argmax, and softmax / log_softmax along a dim.
 //
-// Both reduce into an accumulator laid out like the keepdim result, read
-// through strides that are 0 along the reduced dims, so one StridedLoop covers
-// every layout. Floats accumulate in double for accuracy; integers and bools
-// in uint64_t, which wraps on overflow like PyTorch's int64 instead of being
-// undefined.
+// sum/mean/amax/amin reduce into an accumulator laid out like the keepdim
+// result, read through strides that are 0 along the reduced dims, so one
+// StridedLoop covers every layout and every set of dims. Floats accumulate in
+// double; integers and bools sum in uint64_t, which wraps on overflow like
+// PyTorch's int64 instead of being undefined.
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "graph/autograd.h"
 #include "graph/cpu_loop.h"
+#include "graph/fast_math.h"
 #include "graph/ops.h"
 #include "storage.h"
 
@@ -16,98 +21,316 @@ namespace graph {
 
 namespace {
 
-// acc[...] += x over `loop` (operand 0 the accumulator, 1 the input).
-template <class Acc, class In>
-void accumulate(const cpu::StridedLoop<2>& loop, Acc* acc, const In* x) {
+struct Plan {
+  Shape out_shape;    // result shape (keepdim applied)
+  Shape keep_shape;   // result shape with reduced dims kept as 1
+  Shape acc_strides;  // accumulator strides over x's shape, 0 along reduced dims
+  std::vector<int64_t> dims;  // sorted, wrapped
+  int64_t out_numel = 1;
+  int64_t count = 1;  // elements reduced into each output
+};
+
+// Reducing `x` over `dims` (all dims when `dims` is empty).
+Plan make_plan(std::string_view op, const Tensor& x, const Shape& dims, bool keepdim) {
+  Plan p;
+  const Shape& sizes = x.sizes();
+  std::vector<bool> reduced(sizes.size(), dims.empty());
+  for (int64_t d : dims) {
+    const int64_t w = detail::wrap_dim(op, d, sizes);
+    if (x.dim() == 0) continue;
+    if (reduced[w] && !dims.empty())
+      throw Error(std::string(op) + ": dim " + std::to_string(d) + " appears twice in the dims of shape " +
+                  shape_str(sizes));
+    reduced[w] = true;
+  }
+  p.keep_shape = sizes;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (!reduced[d]) continue;
+    p.dims.push_back(static_cast<int64_t>(d));
+    p.count *= sizes[d];
+    p.keep_shape[d] = 1;
+  }
+  p.acc_strides = contiguous_strides(p.keep_shape);
+  for (int64_t d : p.dims) p.acc_strides[d] = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (reduced[d] && !keepdim) continue;
+    p.out_shape.push_back(p.keep_shape[d]);
+    p.out_numel *= p.keep_shape[d];
+  }
+  return p;
+}
+
+// acc[...] = combine(acc[...], x) over `loop` (operand 0 the accumulator).
+template <class Acc, class In, class Combine>
+void accumulate(const cpu::StridedLoop<2>& loop, Acc* acc, const In* x, Combine combine) {
   loop.run([&](int64_t n, const auto& off, const auto& st) {
     Acc* a = acc + off[0];
     const In* p = x + off[1];
-    if (st[0] == 0 && st[1] == 1) {  // reducing a dense run into one slot
-      Acc s = 0;
-      for (int64_t i = 0; i < n; ++i) s += static_cast<Acc>(p[i]);
-      *a += s;
-    } else if (st[0] == 1 && st[1] == 1) {  // adding a dense row into dense slots
-      for (int64_t i = 0; i < n; ++i) a[i] += static_cast<Acc>(p[i]);
+    if (st[0] == 0 && st[1] == 1) {  // a dense run into one slot
+      Acc s = *a;
+      for (int64_t i = 0; i < n; ++i) s = combine(s, static_cast<Acc>(p[i]));
+      *a = s;
     } else {
-      for (int64_t i = 0; i < n; ++i) a[i * st[0]] += static_cast<Acc>(p[i * st[1]]);
+      for (int64_t i = 0; i < n; ++i) a[i * st[0]] = combine(a[i * st[0]], static_cast<Acc>(p[i * st[1]]));
     }
   });
 }
 
-struct Plan {
-  Shape out_shape;    // result shape (keepdim applied)
-  Shape acc_strides;  // accumulator strides over x's shape, 0 along reduced dims
-  int64_t out_numel = 1;
-  int64_t count = 0;  // elements reduced into each output
-};
+enum class Kind { Sum, Mean, Max, Min };
 
-// The geometry of reducing `x` entirely (`all`) or along `dim`.
-Plan make_plan(std::string_view op, const Tensor& x, bool all, int64_t dim, bool keepdim) {
-  Plan p;
-  const Shape& sizes = x.sizes();
-  p.acc_strides.assign(sizes.size(), 0);
-  if (all || x.dim() == 0) {
-    if (!all) detail::wrap_dim(op, dim, sizes);  // a 0-d tensor accepts dim 0 / -1
-    p.count = x.numel();
-    return p;
+template <class Acc>
+Acc combine_max(Acc a, Acc b) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<Acc>::quiet_NaN();
   }
-  const int64_t d = detail::wrap_dim(op, dim, sizes);
-  Shape keep = sizes;
-  keep[d] = 1;
-  p.acc_strides = contiguous_strides(keep);
-  p.acc_strides[d] = 0;
-  for (int64_t s : keep) p.out_numel *= s;
-  p.count = sizes[d];
-  p.out_shape = keep;
-  if (!keepdim) p.out_shape.erase(p.out_shape.begin() + d);
-  return p;
+  return a > b ? a : b;
 }
 
-Tensor reduce(std::string_view op, const Tensor& x, bool all, int64_t dim, bool keepdim,
-              bool mean) {
+template <class Acc>
+Acc combine_min(Acc a, Acc b) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<Acc>::quiet_NaN();
+  }
+  return a < b ? a : b;
+}
+
+Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims, bool keepdim) {
   detail::check_defined(op, x);
-  if (mean && !is_floating(x.dtype())) {
-    throw Error("mean: expected a floating dtype, got " + std::string(dtype_name(x.dtype())) +
-                " (shape " + shape_str(x.sizes()) + "); convert with .to(kFloat32)");
+  if (kind == Kind::Mean && !is_floating(x.dtype())) {
+    throw Error("mean: expected a floating dtype, got " + std::string(dtype_name(x.dtype())) + " (shape " +
+                shape_str(x.sizes()) + "); convert with .to(kFloat32)");
   }
-  const Plan p = make_plan(op, x, all, dim, keepdim);
+  const Plan p = make_plan(op, x, dims, keepdim);
+  if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0 && x.numel() == 0 && p.out_numel > 0) {
+    throw Error(std::string(op) + ": cannot reduce over a zero-size dimension of shape " + shape_str(x.sizes()));
+  }
   const cpu::StridedLoop<2> loop(x.sizes(), {p.acc_strides, x.strides()});
-  if (is_floating(x.dtype())) {
-    std::vector<double> acc(static_cast<size_t>(p.out_numel), 0.0);
-    accumulate(loop, acc.data(), x.data_ptr<float>());
-    Tensor out = empty(p.out_shape, kFloat32);
-    float* o = out.data_ptr<float>();
-    // Mean over zero elements is 0.0 / 0 = NaN, as in PyTorch.
-    const double count = static_cast<double>(p.count);
-    for (int64_t i = 0; i < p.out_numel; ++i)
-      o[i] = static_cast<float>(mean ? acc[i] / count : acc[i]);
-    return out;
-  }
-  std::vector<uint64_t> acc(static_cast<size_t>(p.out_numel), 0);
+  const bool sum_like = kind == Kind::Sum || kind == Kind::Mean;
+  const DType out_dtype = sum_like && !is_floating(x.dtype()) ? kInt64 : x.dtype();
+  Tensor out = empty(p.out_shape, out_dtype);
   dispatch_dtype(x.dtype(), [&](auto v) {
     using In = decltype(v);
-    accumulate(loop, acc.data(), x.data_ptr<In>());
+    const In* px = x.data_ptr<In>();
+    if (is_floating(x.dtype())) {
+      double init = kind == Kind::Max ? -std::numeric_limits<double>::infinity()
+                    : kind == Kind::Min ? std::numeric_limits<double>::infinity()
+                                        : 0.0;
+      std::vector<double> acc(static_cast<size_t>(p.out_numel), init);
+      if (sum_like) accumulate(loop, acc.data(), px, [](double a, double b) { return a + b; });
+      else if (kind == Kind::Max) accumulate(loop, acc.data(), px, combine_max<double>);
+      else accumulate(loop, acc.data(), px, combine_min<double>);
+      // Mean over zero elements is 0.0 / 0 = NaN, as in PyTorch.
+      const double count = static_cast<double>(p.count);
+      dispatch_dtype(out_dtype, [&](auto o) {
+        using Out = decltype(o);
+        Out* po = out.data_ptr<Out>();
+        for (int64_t i = 0; i < p.out_numel; ++i)
+          po[i] = detail::convert<Out>(kind == Kind::Mean ? acc[i] / count : acc[i]);
+      });
+    } else if (sum_like) {
+      std::vector<uint64_t> acc(static_cast<size_t>(p.out_numel), 0);
+      accumulate(loop, acc.data(), px, [](uint64_t a, uint64_t b) { return a + b; });
+      int64_t* po = out.data_ptr<int64_t>();
+      for (int64_t i = 0; i < p.out_numel; ++i) po[i] = static_cast<int64_t>(acc[i]);
+    } else {
+      using Acc = std::conditional_t<std::is_same_v<In, bool>, uint8_t, int64_t>;
+      Acc init = kind == Kind::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
+      std::vector<Acc> acc(static_cast<size_t>(p.out_numel), init);
+      if (kind == Kind::Max) accumulate(loop, acc.data(), px, combine_max<Acc>);
+      else accumulate(loop, acc.data(), px, combine_min<Acc>);
+      In* po = out.data_ptr<In>();
+      for (int64_t i = 0; i < p.out_numel; ++i) po[i] = static_cast<In>(acc[i]);
+    }
   });
-  Tensor out = empty(p.out_shape, kInt64);
-  int64_t* o = out.data_ptr<int64_t>();
-  for (int64_t i = 0; i < p.out_numel; ++i) o[i] = static_cast<int64_t>(acc[i]);
+  return out;
+}
+
+// ---- autograd --------------------------------------------------------------
+
+// The gradient of a reduction broadcast back over the input: unsqueeze the
+// reduced dims (when !keepdim), then expand to the input's shape.
+Tensor expand_back(const Tensor& grad, const Plan& p, const Shape& in_sizes) {
+  return grad.reshape(p.keep_shape).expand(in_sizes);
+}
+
+Tensor record_reduce(Kind kind, const char* op, const Tensor& x, const Shape& dims, bool keepdim) {
+  Tensor out = reduce(kind, op, x, dims, keepdim);
+  if (!autograd::needs_grad({&x})) return out;
+  Plan p = make_plan(op, x, dims, keepdim);
+  Tensor xs = x.detach(), os = out.detach();
+  autograd::record(op, out, {x}, [kind, p, xs, os](const Tensor& grad) -> std::vector<Tensor> {
+    const Tensor g = expand_back(grad, p, xs.sizes());
+    switch (kind) {
+      case Kind::Sum: return {g};
+      case Kind::Mean: return {g / static_cast<double>(p.count)};
+      case Kind::Max:
+      case Kind::Min: {
+        // Ties share the gradient evenly, as PyTorch's amax/amin do.
+        const Tensor hit = eq(xs, expand_back(os, p, xs.sizes())).to(grad.dtype());
+        const Tensor ties = reduce(Kind::Sum, "sum", hit, p.dims, true);
+        return {g * hit / ties.reshape(p.keep_shape).expand(xs.sizes())};
+      }
+    }
+    return {Tensor()};
+  });
+  return out;
+}
+
+// `x` with `dim` moved last and made contiguous, as [rows, n].
+Tensor rows_along(const Tensor& x, int64_t dim) {
+  return x.transpose(dim, x.dim() - 1).contiguous();
+}
+
+// One softmax (or log_softmax) row of n contiguous values, x and o distinct.
+// Three passes that vectorize: a max over kLanes independent partial maxima
+// (a plain `m = max(m, x)` is a reduction GCC keeps scalar without
+// -ffast-math), exp(x - m) with graph::math::exp into o and into kLanes
+// partial sums, then the scaling by 1 / sum (as ATen does). NaNs are skipped
+// by the max but poison the sum, so a row with a NaN is all NaN, as in PyTorch.
+template <bool Log, class C>
+void softmax_row(const C* __restrict x, C* __restrict o, int64_t n) {
+  constexpr int kLanes = 16 / sizeof(C) * 2;
+  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  C lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = kNegInf;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  C m = kNegInf;
+  for (int l = 0; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  if (m == kNegInf) m = 0;  // all -inf: keep exp(-inf - 0) = 0
+  for (int l = 0; l < kLanes; ++l) lane[l] = 0;
+  for (j = 0; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += (o[j + l] = math::exp(x[j + l] - m));
+  C s = 0;
+  for (int l = 0; l < kLanes; ++l) s += lane[l];
+  for (; j < n; ++j) s += (o[j] = math::exp(x[j] - m));
+  if constexpr (Log) {
+    const C shift = m + std::log(s);
+    for (j = 0; j < n; ++j) o[j] = x[j] - shift;
+  } else {
+    const C inv = 1 / s;
+    for (j = 0; j < n; ++j) o[j] *= inv;
+  }
+}
+
+template <bool Log>
+Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim) {
+  detail::check_defined(op, x);
+  if (!is_floating(x.dtype()))
+    throw Error(std::string(op) + ": expected a floating dtype, got " + std::string(dtype_name(x.dtype())) +
+                " (shape " + shape_str(x.sizes()) + ")");
+  if (x.dim() == 0) return Log ? zeros({}, x.dtype()) : ones({}, x.dtype());
+  const int64_t d = detail::wrap_dim(op, dim, x.sizes());
+  const bool last = d == x.dim() - 1;
+  const Tensor rows = last ? x.contiguous() : rows_along(x, d);
+  Tensor out = empty(rows.sizes(), x.dtype());
+  const int64_t n = rows.size(-1), r = n ? rows.numel() / n : 0;
+  dispatch_dtype(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const T* in = rows.data_ptr<T>();
+    T* o = out.data_ptr<T>();
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      for (int64_t i = 0; i < r; ++i) softmax_row<Log>(in + i * n, o + i * n, n);
+    } else {  // 16-bit floats: through float rows
+      std::vector<float> bx(static_cast<size_t>(n)), bo(static_cast<size_t>(n));
+      for (int64_t i = 0; i < r; ++i) {
+        for (int64_t j = 0; j < n; ++j) bx[j] = static_cast<float>(in[i * n + j]);
+        softmax_row<Log>(bx.data(), bo.data(), n);
+        for (int64_t j = 0; j < n; ++j) o[i * n + j] = static_cast<T>(bo[j]);
+      }
+    }
+  });
+  return last ? out : out.transpose(d, x.dim() - 1).contiguous();
+}
+
+template <bool Log>
+Tensor record_softmax(const char* op, const Tensor& x, int64_t dim) {
+  Tensor out = softmax_impl<Log>(op, x, dim);
+  if (!autograd::needs_grad({&x})) return out;
+  Tensor os = out.detach();
+  autograd::record(op, out, {x}, [os, dim](const Tensor& grad) -> std::vector<Tensor> {
+    if (Log) return {grad - exp(os) * sum(grad, Shape{dim}, true)};
+    return {os * (grad - sum(grad * os, Shape{dim}, true))};
+  });
   return out;
 }
 
 }  // namespace
 
-Tensor sum(const Tensor& x) { return reduce("sum", x, true, 0, false, false); }
-Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
-  return reduce("sum", x, false, dim, keepdim, false);
+Tensor sum(const Tensor& x) { return record_reduce(Kind::Sum, "sum", x, {}, false); }
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return record_reduce(Kind::Sum, "sum", x, {dim}, keepdim); }
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
+  return record_reduce(Kind::Sum, "sum", x, dims, keepdim);
 }
-Tensor mean(const Tensor& x) { return reduce("mean", x, true, 0, false, true); }
+Tensor mean(const Tensor& x) { return record_reduce(Kind::Mean, "mean", x, {}, false); }
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
-  return reduce("mean", x, false, dim, keepdim, true);
+  return record_reduce(Kind::Mean, "mean", x, {dim}, keepdim);
 }
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
+  return record_reduce(Kind::Mean, "mean", x, dims, keepdim);
+}
+Tensor amax(const Tensor& x) { return record_reduce(Kind::Max, "amax", x, {}, false); }
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
+  return record_reduce(Kind::Max, "amax", x, dims, keepdim);
+}
+Tensor amin(const Tensor& x) { return record_reduce(Kind::Min, "amin", x, {}, false); }
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
+  return record_reduce(Kind::Min, "amin", x, dims, keepdim);
+}
+
+Tensor argmax(const Tensor& x) { return argmax(x.reshape({-1}), 0, false); }
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::check_defined("argmax", x);
+  if (x.dim() == 0) return zeros({}, kInt64);
+  const int64_t d = detail::wrap_dim("argmax", dim, x.sizes());
+  if (x.size(d) == 0) throw Error("argmax: cannot reduce over a zero-size dimension of shape " + shape_str(x.sizes()));
+  const Tensor rows = rows_along(x, d);
+  const int64_t n = rows.size(-1), r = rows.numel() / n;
+  Shape out_shape = rows.sizes();
+  out_shape.back() = 1;
+  Tensor out = empty(out_shape, kInt64);
+  int64_t* o = out.data_ptr<int64_t>();
+  dispatch_dtype(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    using C = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+    const T* in = rows.data_ptr<T>();
+    for (int64_t i = 0; i < r; ++i) {
+      int64_t best = 0;
+      C bv = static_cast<C>(in[i * n]);
+      for (int64_t j = 1; j < n; ++j) {
+        const C c = static_cast<C>(in[i * n + j]);
+        if constexpr (std::is_floating_point_v<C>) {
+          if (std::isnan(bv)) break;  // the first NaN wins, as in PyTorch
+          if (std::isnan(c) || c > bv) bv = c, best = j;
+        } else if (c > bv) {
+          bv = c, best = j;
+        }
+      }
+      o[i] = best;
+    }
+  });
+  Tensor res = out.transpose(d, x.dim() - 1).contiguous();
+  return keepdim ? res : res.reshape([&] {
+    Shape s = x.sizes();
+    s.erase(s.begin() + d);
+    return s;
+  }());
+}
+
+Tensor softmax(const Tensor& x, int64_t dim) { return record_softmax<false>("softmax", x, dim); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return record_softmax<true>("log_softmax", x, dim); }
 
 Tensor Tensor::sum() const { return graph::sum(*this); }
 Tensor Tensor::sum(int64_t dim, bool keepdim) const { return graph::sum(*this, dim, keepdim); }
+Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return graph::sum(*this, dims, keepdim); }
 Tensor Tensor::mean() const { return graph::mean(*this); }
 Tensor Tensor::mean(int64_t dim, bool keepdim) const { return graph::mean(*this, dim, keepdim); }
+Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return graph::mean(*this, dims, keepdim); }
+Tensor Tensor::amax(const Shape& dims, bool keepdim) const { return graph::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(const Shape& dims, bool keepdim) const { return graph::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return graph::argmax(*this, dim, keepdim); }
 
 }  // namespace graph

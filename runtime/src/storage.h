@@ -44,7 +44,11 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // also what x86 conversion instructions produce.
 template <class To, class From>
 inline To convert(From v) {
-  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
+  if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr ((std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) && !std::is_same_v<From, float>) {
+    return To(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
                 !std::is_same_v<To, bool>) {
     constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
     constexpr double hi = -lo;  // 2^(bits-1), exclusive upper bound

@@ -9,22 +9,19 @@
 #include <ostream>
 #include <sstream>
 
+#include "graph/autograd.h"
+#include "graph/memory.h"
 #include "storage.h"
 
 namespace graph {
 
 // ---- Storage ------------------------------------------------------------
 
-Storage::Storage(size_t bytes) : nbytes(bytes) {
-  // aligned_alloc wants a multiple of the alignment; never ask for 0 bytes so
-  // that even empty tensors have a distinct, valid pointer.
-  const size_t a = detail::kStorageAlignment;
-  const size_t rounded = std::max<size_t>(a, (bytes + a - 1) / a * a);
-  data = std::aligned_alloc(a, rounded);
-  if (data == nullptr) throw Error("empty: cannot allocate " + std::to_string(bytes) + " bytes");
-}
+// Storage comes from the caching allocator (memory.h): eager temporaries of
+// recurring sizes reuse freed blocks instead of calling malloc each time.
+Storage::Storage(size_t bytes) : data(memory::allocate(bytes)), nbytes(bytes) {}
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() { memory::release(data, nbytes); }
 
 // ---- shared helpers -----------------------------------------------------
 
@@ -164,9 +161,9 @@ T* Tensor::data_ptr() const {
   }
   return static_cast<T*>(storage_->data) + offset_;
 }
-template float* Tensor::data_ptr<float>() const;
-template int64_t* Tensor::data_ptr<int64_t>() const;
-template bool* Tensor::data_ptr<bool>() const;
+#define GRAPH_X(name, type, token, torch) template type* Tensor::data_ptr<type>() const;
+GRAPH_DTYPES(GRAPH_X)
+#undef GRAPH_X
 
 void* Tensor::raw_data() const {
   detail::check_defined("raw_data", *this);
@@ -208,7 +205,7 @@ Tensor Tensor::clone() const {
   detail::check_defined("clone", *this);
   Tensor out = empty(sizes_, dtype_);
   detail::copy_into(out, *this);
-  return out;
+  return autograd::record_unary("clone", out, *this, [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::to(DType t) const {
@@ -216,7 +213,15 @@ Tensor Tensor::to(DType t) const {
   if (t == dtype_) return *this;
   Tensor out = empty(sizes_, t);
   detail::copy_into(out, *this);
-  return out;
+  // The engine converts the gradient back to this tensor's dtype.
+  return autograd::record_unary("to", out, *this, [](const Tensor& g) { return g; });
+}
+
+Tensor Tensor::to(Device d) const {
+  detail::check_defined("to", *this);
+  if (d == Device::CPU) return *this;
+  throw Error("to: this build has no CUDA backend; the tensor of shape " + shape_str(sizes_) +
+              " stays on the CPU");
 }
 
 // ---- views --------------------------------------------------------------
@@ -239,7 +244,71 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Shape sizes = sizes_, strides = strides_;
   std::swap(sizes[d0], sizes[d1]);
   std::swap(strides[d0], strides[d1]);
-  return Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_);
+  return autograd::record_unary("transpose", Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_),
+                                *this, [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
+}
+
+Tensor Tensor::permute(const Shape& dims) const {
+  detail::check_defined("permute", *this);
+  if (static_cast<int64_t>(dims.size()) != dim())
+    throw Error("permute: " + shape_str(dims) + " does not list the " + std::to_string(dim()) +
+                " dims of shape " + shape_str(sizes_));
+  Shape sizes(dims.size()), strides(dims.size()), inverse(dims.size(), -1);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = detail::wrap_dim("permute", dims[i], sizes_);
+    if (inverse[d] != -1) throw Error("permute: dim " + std::to_string(dims[i]) + " repeats in " + shape_str(dims));
+    inverse[d] = static_cast<int64_t>(i);
+    sizes[i] = sizes_[d];
+    strides[i] = strides_[d];
+  }
+  return autograd::record_unary("permute", Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_),
+                                *this, [inverse](const Tensor& g) { return g.permute(inverse); });
+}
+
+Tensor Tensor::squeeze() const {
+  detail::check_defined("squeeze", *this);
+  Shape sizes;
+  for (int64_t s : sizes_)
+    if (s != 1) sizes.push_back(s);
+  return reshape(sizes);  // dropping size-1 dims is always a view
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  detail::check_defined("squeeze", *this);
+  if (dim() == 0) return *this;
+  d = detail::wrap_dim("squeeze", d, sizes_);
+  if (sizes_[d] != 1) return *this;
+  Shape sizes = sizes_;
+  sizes.erase(sizes.begin() + d);
+  return reshape(sizes);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  detail::check_defined("unsqueeze", *this);
+  const int64_t n = dim() + 1;
+  if (d < -n || d >= n)
+    throw Error("unsqueeze: dim " + std::to_string(d) + " is out of range for shape " + shape_str(sizes_));
+  if (d < 0) d += n;
+  Shape sizes = sizes_, strides = strides_;
+  sizes.insert(sizes.begin() + d, 1);
+  strides.insert(strides.begin() + d, d < dim() ? strides_[d] * sizes_[d] : 1);
+  const Shape in = sizes_;
+  return autograd::record_unary("unsqueeze", Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_),
+                                *this, [in](const Tensor& g) { return g.reshape(in); });
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  detail::check_defined("flatten", *this);
+  if (dim() == 0) return reshape({1});
+  start = detail::wrap_dim("flatten", start, sizes_);
+  end = detail::wrap_dim("flatten", end, sizes_);
+  if (start > end) throw Error("flatten: start_dim comes after end_dim for shape " + shape_str(sizes_));
+  Shape sizes(sizes_.begin(), sizes_.begin() + start);
+  int64_t n = 1;
+  for (int64_t d = start; d <= end; ++d) n *= sizes_[d];
+  sizes.push_back(n);
+  sizes.insert(sizes.end(), sizes_.begin() + end + 1, sizes_.end());
+  return reshape(sizes);
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
@@ -259,8 +328,14 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Shape sizes = sizes_, strides = strides_;
   sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;
   strides[d] = strides_[d] * step;
-  return Tensor(storage_, offset_ + start * strides_[d], std::move(sizes), std::move(strides),
-                dtype_);
+  const Shape in = sizes_;
+  return autograd::record_unary(
+      "slice", Tensor(storage_, offset_ + start * strides_[d], std::move(sizes), std::move(strides), dtype_), *this,
+      [in, d, start, end, step](const Tensor& g) {
+        Tensor full = zeros(in, g.dtype());
+        detail::copy_into(full.slice(d, start, end, step), g);
+        return full;
+      });
 }
 
 Tensor Tensor::expand(const Shape& target) const {
@@ -288,7 +363,9 @@ Tensor Tensor::expand(const Shape& target) const {
       throw fail();
     }
   }
-  return Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_);
+  // The engine sums the gradient back over the expanded dims.
+  return autograd::record_unary("expand", Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_),
+                                *this, [](const Tensor& g) { return g; });
 }
 
 namespace {
@@ -333,7 +410,9 @@ Tensor Tensor::view(const Shape& sizes) const {
                 ") instead");
   }
   Shape strides = contiguous_strides(shape);
-  return Tensor(storage_, offset_, std::move(shape), std::move(strides), dtype_);
+  const Shape in = sizes_;
+  return autograd::record_unary("view", Tensor(storage_, offset_, std::move(shape), std::move(strides), dtype_),
+                                *this, [in](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::reshape(const Shape& sizes) const {
@@ -348,17 +427,12 @@ namespace {
 
 void print_element(std::string& out, DType t, const void* p) {
   char buf[64];
-  switch (t) {
-    case DType::Float32:
-      std::snprintf(buf, sizeof buf, "%.4f", static_cast<double>(*static_cast<const float*>(p)));
-      break;
-    case DType::Int64:
-      std::snprintf(buf, sizeof buf, "%lld",
-                    static_cast<long long>(*static_cast<const int64_t*>(p)));
-      break;
-    case DType::Bool:
-      std::snprintf(buf, sizeof buf, "%s", *static_cast<const bool*>(p) ? "true" : "false");
-      break;
+  if (t == DType::Bool) {
+    std::snprintf(buf, sizeof buf, "%s", *static_cast<const bool*>(p) ? "true" : "false");
+  } else if (is_floating(t)) {
+    std::snprintf(buf, sizeof buf, "%.4f", load_as<double>(t, p));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(load_as<int64_t>(t, p)));
   }
   out += buf;
 }

@@ -122,7 +122,7 @@ Type elementwise(const OpInfo& op, const Node* n) {
 Type reduce(const OpInfo& op, const Node* n) {
   const Type& in = n->input(0)->type();
   Type out = Type::tensor();
-  if (in.dtype) out.dtype = (op.id == OpId::sum && *in.dtype == DType::Bool) ? DType::Int64 : *in.dtype;
+  if (in.dtype) out.dtype = result_dtype(op, *in.dtype);
   if (!n->has_attr("dim")) {
     out.dims = Dims{};  // a whole-tensor reduction is 0-d
     return out;
@@ -141,6 +141,13 @@ Type reduce(const OpInfo& op, const Node* n) {
   if (keepdim) dims[d] = Dim::of(1);
   else dims.erase(dims.begin() + d);
   out.dims = std::move(dims);
+  return out;
+}
+
+// The op's dtype rule applied to input 0; the shape left unknown.
+Type same_dtype(const OpInfo& op, const Node* n) {
+  Type out = Type::tensor();
+  if (!n->inputs().empty() && n->input(0)->type().dtype) out.dtype = result_dtype(op, *n->input(0)->type().dtype);
   return out;
 }
 
@@ -180,8 +187,13 @@ class TypeInference {
     switch (info->kind) {
       case OpKind::Elementwise: n->output()->set_type(elementwise(*info, n)); break;
       case OpKind::Reduce: n->output()->set_type(reduce(*info, n)); break;
-      case OpKind::Library: n->output()->set_type(matmul(n)); break;
-      case OpKind::View: n->output()->set_type(transpose(n)); break;
+      case OpKind::Library:
+        n->output()->set_type(info->id == OpId::matmul ? matmul(n) : same_dtype(*info, n));
+        break;
+      case OpKind::View:
+        n->output()->set_type(info->id == OpId::t ? transpose(n) : same_dtype(*info, n));
+        break;
+      case OpKind::Other: n->output()->set_type(same_dtype(*info, n)); break;
     }
   }
 

@@ -16,6 +16,7 @@ namespace graph::cpu {
 // The broadcast of `shapes` (NumPy rules); throws graph::Error naming `op`
 // and every shape when they do not broadcast.
 Shape broadcast_shapes(std::string_view op, const std::vector<Shape>& shapes);
+Shape broadcast_shapes(std::string_view op, std::initializer_list<Shape> shapes);
 
 // Element strides for reading `t` at `shape`, which `t` broadcasts to:
 // stride 0 along broadcast dims (including leading dims `t` lacks).
@@ -88,7 +89,7 @@ class StridedLoop {
     const size_t nd = sizes_.size();
     const int64_t inner = sizes_[nd - 1];
     const Offsets& inner_strides = strides_[nd - 1];
-    std::vector<int64_t> counter(nd, 0);
+    SmallVector<int64_t, 8> counter(nd, 0);
     Offsets off{};
     for (int64_t done = 0; done < numel_; done += inner) {
       f(inner, off, inner_strides);
@@ -103,8 +104,8 @@ class StridedLoop {
   }
 
  private:
-  std::vector<int64_t> sizes_;
-  std::vector<Offsets> strides_;
+  SmallVector<int64_t, 8> sizes_;
+  SmallVector<Offsets, 8> strides_;
   int64_t numel_ = 1;
 };
 

@@ -18,6 +18,10 @@
 // Build with cxxgraph_static_graphs(<target>) (see README). Without the plugin
 // the attribute is ignored and everything runs eagerly.
 #include "graph/error.h"
+#include "graph/autograd.h"
+#include "graph/nn.h"
+#include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "graph/optim.h"
 #include "graph/static.h"
 #include "graph/tensor.h"

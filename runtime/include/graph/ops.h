@@ -8,24 +8,43 @@
 namespace graph {
 
 // ---- elementwise, unary -------------------------------------------------
-#define GRAPH_UNARY_OP(name, rule, body) GRAPH_OP(#name) Tensor name(const Tensor& x);
+#define GRAPH_UNARY_OP(name, rule, body, grad_x) GRAPH_OP(#name) Tensor name(const Tensor& x);
 #include "graph/ops.def"
 
 // ---- elementwise, binary: tensor-tensor, tensor-scalar, scalar-tensor ---
-#define GRAPH_BINARY_OP(name, rule, body)                     \
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                  \
   GRAPH_OP(#name) Tensor name(const Tensor& a, const Tensor& b); \
   GRAPH_OP(#name) Tensor name(const Tensor& a, Scalar b);        \
   GRAPH_OP(#name) Tensor name(Scalar a, const Tensor& b);
 #include "graph/ops.def"
 
 // ---- reductions ---------------------------------------------------------
+// Over the whole tensor (0-d result), along one dim, or over a set of dims;
+// keepdim keeps reduced dims as size 1. sum of integral/bool gives int64;
+// mean needs a floating dtype; amax/amin propagate NaN.
 GRAPH_OP("sum") Tensor sum(const Tensor& x);
 GRAPH_OP("sum") Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
 GRAPH_OP("mean") Tensor mean(const Tensor& x);
 GRAPH_OP("mean") Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor amax(const Tensor& x);
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor amin(const Tensor& x);
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor argmax(const Tensor& x);  // index into the flattened tensor
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- selection ----------------------------------------------------------
+// where(cond, a, b): a where cond is true, else b (broadcasting all three).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor clamp(const Tensor& x, Scalar lo, Scalar hi);
 
 // ---- library ------------------------------------------------------------
-// 2-D matrix product through the CPU BLAS (float32), [n,k] x [k,m] -> [n,m].
+// Matrix product with PyTorch's matmul semantics: 1-D operands are vectors,
+// leading (batch) dims broadcast. float32/float64 through the CPU BLAS.
 GRAPH_OP("matmul") Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- operators ----------------------------------------------------------

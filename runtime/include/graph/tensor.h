@@ -14,6 +14,7 @@
 
 #include "graph/dtype.h"
 #include "graph/error.h"
+#include "graph/small_vector.h"
 
 // Marks a public declaration as the op-table entry `name`, so the plugin maps
 // calls by declaration rather than spelling. Empty for other compilers.
@@ -25,24 +26,35 @@
 
 namespace graph {
 
-using Shape = std::vector<int64_t>;
+// Sizes, strides and dim lists: inline up to six dims, so tensor geometry
+// never allocates in the common case.
+using Shape = SmallVector<int64_t, 6>;
+
+// Where a tensor's data lives. This build runs on the CPU; CUDA tensors need
+// the CUDA backend (to(kCUDA) throws graph::Error until then).
+enum class Device : uint8_t { CPU, CUDA };
+inline constexpr Device kCPU = Device::CPU;
+inline constexpr Device kCUDA = Device::CUDA;
 
 std::string shape_str(const Shape& s);  // "[2, 3]"
 
 // A host number: int64, double or bool. Mixed with a tensor it keeps the
 // tensor's dtype unless it is of a higher category (PyTorch's "wrapped
-// number" rule): int64 tensor + 1.5 -> float32, float32 tensor + 2 -> float32.
+// number" rule, promote_with_scalar): int64 tensor + 1.5 -> float32, float32
+// tensor + 2 -> float32, float16 tensor * 0.5 -> float16.
 class Scalar {
  public:
   Scalar(bool v) : kind_(DType::Bool), i_(v) {}
   Scalar(int v) : kind_(DType::Int64), i_(v) {}
   Scalar(long v) : kind_(DType::Int64), i_(v) {}
   Scalar(long long v) : kind_(DType::Int64), i_(v) {}
-  Scalar(float v) : kind_(DType::Float32), d_(v) {}
-  Scalar(double v) : kind_(DType::Float32), d_(v) {}
+  Scalar(float v) : kind_(DType::Float64), d_(v) {}
+  Scalar(double v) : kind_(DType::Float64), d_(v) {}
 
-  DType dtype() const { return kind_; }  // category: Float32, Int64 or Bool
-  bool is_floating() const { return kind_ == DType::Float32; }
+  // Float64, Int64 or Bool: the value's category. Mix with a tensor's dtype
+  // through promote_with_scalar, never promote_types.
+  DType dtype() const { return kind_; }
+  bool is_floating() const { return kind_ == DType::Float64; }
   double to_double() const { return is_floating() ? d_ : static_cast<double>(i_); }
   int64_t to_int() const { return is_floating() ? static_cast<int64_t>(d_) : i_; }
   template <class T> T to() const {
@@ -56,6 +68,9 @@ class Scalar {
 };
 
 struct Storage;
+namespace autograd {
+struct AutogradMeta;
+}
 
 class Tensor {
  public:
@@ -84,6 +99,8 @@ class Tensor {
   Tensor contiguous() const;  // this if already contiguous, else a copy
   Tensor clone() const;       // always a contiguous copy
   Tensor to(DType t) const;   // converted copy (this if same dtype)
+  Device device() const { return Device::CPU; }
+  Tensor to(Device d) const;  // this for kCPU
 
   // Views (no copy).
   GRAPH_OP("t") Tensor t() const;  // 2-D transpose (0-D and 1-D: itself)
@@ -93,11 +110,38 @@ class Tensor {
   Tensor view(const Shape& sizes) const;    // contiguous input only; -1 infers
   Tensor reshape(const Shape& sizes) const;  // view if possible, else copy
 
-  // Reductions: whole tensor (0-d result) or along one dim.
+  Tensor permute(const Shape& dims) const;
+  Tensor squeeze() const;                 // drops every size-1 dim
+  Tensor squeeze(int64_t dim) const;      // drops `dim` if it has size 1
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+
+  // Reductions: whole tensor (0-d result), along one dim, or over dims.
   GRAPH_OP("sum") Tensor sum() const;
   GRAPH_OP("sum") Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
   GRAPH_OP("mean") Tensor mean() const;
   GRAPH_OP("mean") Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor amax(const Shape& dims, bool keepdim = false) const;
+  Tensor amin(const Shape& dims, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+
+  // ---- autograd (autograd.h) ----
+  bool requires_grad() const;
+  // Marks this handle (and copies made from it afterwards) as a leaf whose
+  // gradient accumulates in grad(). Returns *this for chaining.
+  Tensor& requires_grad_(bool on = true);
+  Tensor grad() const;   // undefined until a backward pass reaches this leaf
+  void zero_grad();      // drops the accumulated gradient
+  bool is_leaf() const;  // not the result of a recorded op
+  Tensor detach() const;  // same data, no autograd history
+  // Reverse-mode pass from this tensor, starting from 1 (one element only)
+  // or from `grad` (the output's shape).
+  void backward() const;
+  void backward(const Tensor& grad, bool retain_graph = false) const;
+  const std::shared_ptr<autograd::AutogradMeta>& autograd_meta() const { return autograd_; }
+  void set_autograd_meta(std::shared_ptr<autograd::AutogradMeta> m) { autograd_ = std::move(m); }
 
   std::string to_string() const;  // values and shape, for printing
 
@@ -108,6 +152,7 @@ class Tensor {
 
  private:
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<autograd::AutogradMeta> autograd_;
   int64_t offset_ = 0;
   Shape sizes_, strides_;
   DType dtype_ = DType::Float32;

@@ -1,0 +1,84 @@
+#pragma once
+// Tape-based reverse-mode autograd for eager tensors.
+//
+// Every differentiable op, when grad mode is on and an input requires grad,
+// records a Node on its result: the op's backward (a gradient formula from
+// the op table, derivatives.h, or a named helper) and one Edge per input,
+// pointing to the input's own Node or, for a leaf, to its AutogradMeta where
+// gradients accumulate. Tensor::backward() runs the Nodes reachable from the
+// result once each, in dependency order, summing gradients that meet.
+//
+// Saved tensors are detached (values only), so a Node never owns the Tensor
+// it produced: no reference cycles. Nodes free their saved tensors after one
+// backward pass unless retain_graph is set.
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace graph::autograd {
+
+struct Node;
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;                    // accumulated gradient (leaves)
+  std::shared_ptr<Node> grad_fn;  // the op that produced the tensor; null for leaves
+};
+
+// The gradients of a Node's inputs from the gradient of its result; an
+// undefined Tensor means "no gradient" (zero) for that input.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad)>;
+
+struct Edge {
+  std::shared_ptr<Node> fn;            // the input's producer, or
+  std::shared_ptr<AutogradMeta> leaf;  // the leaf to accumulate into, or neither
+  Shape sizes;                         // the input's shape: gradients are summed to it
+  DType dtype = kFloat32;              // and converted to its dtype
+};
+
+struct Node {
+  std::string name;  // the op, for messages
+  BackwardFn backward;
+  std::vector<Edge> next;
+};
+
+// Grad mode is per thread; NoGradGuard turns it off for its scope.
+bool grad_mode_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// True when grad mode is on and some input requires grad: the op must record.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+
+// Makes `out` the result of a recorded op over `inputs` (those that do not
+// require grad get no edge).
+void record(std::string name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+// record() for ops of one tensor input: records when `in` requires grad and
+// `out` is floating, and returns `out`.
+Tensor record_unary(std::string name, Tensor out, const Tensor& in, std::function<Tensor(const Tensor&)> backward);
+
+// `grad` summed over the dims it was broadcast along, to `sizes`.
+Tensor sum_to(const Tensor& grad, const Shape& sizes);
+
+// Runs backward from `root` with initial gradient `grad` (ones for a
+// one-element root when undefined).
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+
+}  // namespace graph::autograd
+
+namespace graph {
+using autograd::NoGradGuard;
+}

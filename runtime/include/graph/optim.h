@@ -1,0 +1,88 @@
+#pragma once
+// graph::optim: SGD and Adam with PyTorch's update rules (torch.optim, the
+// single-tensor path), e.g.
+//
+//   optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+//   for (...) {
+//     opt.zero_grad();
+//     Tensor loss = cross_entropy(net(x), y);
+//     loss.backward();
+//     opt.step();
+//   }
+//
+// step() updates each parameter that has a gradient in place (same storage,
+// so modules and other handles see the new values), with autograd off.
+// Parameters without a gradient are skipped. Float32 and float64 parameters.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace graph::optim {
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor> params);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  virtual void step() = 0;
+  // Drops every parameter's gradient (PyTorch's set_to_none).
+  void zero_grad();
+  const std::vector<Tensor>& parameters() const { return params_; }
+
+ protected:
+  std::vector<Tensor> params_;
+};
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+// d = g + weight_decay * p
+// momentum != 0: buf = d (first step), else buf = momentum * buf + (1 - dampening) * d;
+//                d = nesterov ? d + momentum * buf : buf
+// p -= lr * d
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  void step() override;
+  SGDOptions& options() { return options_; }  // e.g. to change lr between steps
+
+ private:
+  SGDOptions options_;
+  std::vector<Tensor> momentum_buffer_;  // undefined until the first step
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0.0;  // L2, added to the gradient (Adam, not AdamW)
+  bool amsgrad = false;
+};
+
+// t += 1; g = g + weight_decay * p
+// m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
+// (amsgrad: vmax = max(vmax, v), used for v below)
+// p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options = {});
+  void step() override;
+  AdamOptions& options() { return options_; }
+  int64_t step_count(size_t i) const { return steps_.at(i); }
+
+ private:
+  AdamOptions options_;
+  std::vector<int64_t> steps_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_, max_exp_avg_sq_;
+};
+
+}  // namespace graph::optim

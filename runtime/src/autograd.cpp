@@ -1,0 +1,187 @@
+// The autograd engine (autograd.h): recording, and the backward pass.
+#include "graph/autograd.h"
+
+#include <unordered_map>
+#include <vector>
+
+#include "graph/ops.h"
+#include "storage.h"
+
+namespace graph {
+namespace autograd {
+
+namespace {
+
+thread_local bool grad_mode = true;
+
+bool tracks_grad(const Tensor& t) { return t.defined() && t.autograd_meta() && t.autograd_meta()->requires_grad; }
+
+// Adds `g` into a leaf's gradient. Gradients are plain values: no history.
+void accumulate(AutogradMeta& leaf, const Tensor& g) {
+  leaf.grad = leaf.grad.defined() ? leaf.grad + g : g.clone();
+}
+
+// Nodes reachable from `root`, each with the number of edges into it.
+std::unordered_map<Node*, int> dependencies(Node* root) {
+  std::unordered_map<Node*, int> deps{{root, 0}};
+  std::vector<Node*> stack{root};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next) {
+      if (!e.fn) continue;
+      auto [it, fresh] = deps.emplace(e.fn.get(), 0);
+      ++it->second;
+      if (fresh) stack.push_back(e.fn.get());
+    }
+  }
+  return deps;
+}
+
+}  // namespace
+
+bool grad_mode_enabled() { return grad_mode; }
+
+NoGradGuard::NoGradGuard() : prev_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = prev_; }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_mode) return false;
+  for (const Tensor* t : inputs)
+    if (tracks_grad(*t)) return true;
+  return false;
+}
+
+void record(std::string name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  auto node = std::make_shared<Node>();
+  node->name = std::move(name);
+  node->backward = std::move(backward);
+  for (const Tensor& in : inputs) {
+    Edge e;
+    if (tracks_grad(in)) {
+      const auto& meta = in.autograd_meta();
+      if (meta->grad_fn) e.fn = meta->grad_fn;
+      else e.leaf = meta;
+      e.sizes = in.sizes();
+      e.dtype = in.dtype();
+    }
+    node->next.push_back(std::move(e));
+  }
+  auto meta = std::make_shared<AutogradMeta>();
+  meta->requires_grad = true;
+  meta->grad_fn = std::move(node);
+  out.set_autograd_meta(std::move(meta));
+}
+
+Tensor record_unary(std::string name, Tensor out, const Tensor& in, std::function<Tensor(const Tensor&)> backward) {
+  if (!needs_grad({&in}) || !is_floating(out.dtype())) return out;
+  record(std::move(name), out, {in}, [backward = std::move(backward)](const Tensor& g) {
+    return std::vector<Tensor>{backward(g)};
+  });
+  return out;
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& sizes) {
+  if (grad.sizes() == sizes) return grad;
+  const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
+  if (lead < 0) throw Error("sum_to: gradient of shape " + shape_str(grad.sizes()) + " cannot be reduced to " +
+                            shape_str(sizes));
+  Shape dims;
+  for (int64_t d = 0; d < grad.dim(); ++d)
+    if (d < lead || (sizes[d - lead] == 1 && grad.size(d) != 1)) dims.push_back(d);
+  Tensor r = dims.empty() ? grad : sum(grad, dims, true);
+  return r.reshape(sizes);
+}
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  detail::check_defined("backward", root);
+  if (!tracks_grad(root))
+    throw Error("backward: the tensor (shape " + shape_str(root.sizes()) +
+                ") does not require grad and has no grad_fn");
+  Tensor g = grad;
+  if (!g.defined()) {
+    if (root.numel() != 1)
+      throw Error("backward: grad can be implicitly created only for one-element outputs, got shape " +
+                  shape_str(root.sizes()));
+    g = ones(root.sizes(), root.dtype());
+  } else if (g.sizes() != root.sizes()) {
+    throw Error("backward: grad of shape " + shape_str(g.sizes()) + " for an output of shape " +
+                shape_str(root.sizes()));
+  }
+  NoGradGuard no_grad;  // backward formulas compute values, not new history
+  const auto& meta = root.autograd_meta();
+  if (!meta->grad_fn) {
+    accumulate(*meta, g.detach());
+    return;
+  }
+  Node* start = meta->grad_fn.get();
+  auto deps = dependencies(start);
+  std::unordered_map<Node*, Tensor> grads{{start, g.detach()}};
+  std::vector<Node*> ready{start};
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    Tensor gn = std::move(grads[n]);
+    grads.erase(n);
+    if (!n->backward)
+      throw Error("backward: trying to go through the graph of '" + n->name +
+                  "' a second time; pass retain_graph=true to the first backward");
+    // No gradient reached this node (every path was non-differentiable):
+    // its inputs get none either, but their dependency counts still drop.
+    std::vector<Tensor> in_grads = gn.defined() ? n->backward(gn) : std::vector<Tensor>{};
+    if (!retain_graph) n->backward = nullptr;  // frees the saved tensors
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      const Edge& e = n->next[i];
+      if (!e.fn && !e.leaf) continue;
+      Tensor gi = i < in_grads.size() ? in_grads[i] : Tensor();
+      if (gi.defined()) {
+        gi = sum_to(gi, e.sizes);
+        if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);
+        if (e.leaf) accumulate(*e.leaf, gi);
+        else {
+          Tensor& slot = grads[e.fn.get()];
+          slot = slot.defined() ? slot + gi : gi;
+        }
+      }
+      if (e.fn && --deps[e.fn.get()] == 0) ready.push_back(e.fn.get());
+    }
+  }
+}
+
+}  // namespace autograd
+
+// ---- Tensor's autograd members ------------------------------------------------
+
+bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool on) {
+  detail::check_defined("requires_grad_", *this);
+  if (autograd_ && autograd_->grad_fn) {
+    if (!on) throw Error("requires_grad_: cannot turn off requires_grad of a non-leaf tensor; use detach()");
+    return *this;
+  }
+  if (on && !is_floating(dtype_))
+    throw Error("requires_grad_: only floating tensors can require grad, got " + std::string(dtype_name(dtype_)));
+  if (!autograd_) autograd_ = std::make_shared<autograd::AutogradMeta>();
+  autograd_->requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+
+void Tensor::zero_grad() {
+  if (autograd_) autograd_->grad = Tensor();
+}
+
+bool Tensor::is_leaf() const { return !autograd_ || !autograd_->grad_fn; }
+
+Tensor Tensor::detach() const {
+  Tensor t = *this;
+  t.autograd_.reset();
+  return t;
+}
+
+void Tensor::backward() const { autograd::backward(*this, Tensor(), false); }
+void Tensor::backward(const Tensor& grad, bool retain_graph) const { autograd::backward(*this, grad, retain_graph); }
+
+}  // namespace graph

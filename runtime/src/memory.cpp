@@ -1,0 +1,103 @@
+// The caching allocator (memory.h).
+#include "graph/memory.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "graph/error.h"
+
+namespace graph::memory {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr int kMinShift = 6;   // 64 B
+constexpr int kMaxShift = 26;  // 64 MiB
+constexpr int kClasses = kMaxShift - kMinShift + 1;
+
+std::atomic<size_t> g_limit{size_t{256} << 20};
+
+// The size class of `n` bytes (its block is 1 << (class + kMinShift) bytes),
+// or -1 when it is too large to cache.
+int size_class(size_t n) {
+  if (n > (size_t{1} << kMaxShift)) return -1;
+  int c = 0;
+  while ((size_t{1} << (c + kMinShift)) < n) ++c;
+  return c;
+}
+
+void* system_alloc(size_t bytes) {
+  void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  if (!p) throw Error("out of memory: cannot allocate " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+struct Cache {
+  std::vector<void*> free[kClasses];
+  Stats stats;
+  ~Cache() { clear(); }
+  void clear() {
+    for (auto& list : free) {
+      for (void* p : list) std::free(p);
+      list.clear();
+    }
+    stats.bytes_cached = 0;
+  }
+};
+
+Cache& cache() {
+  thread_local Cache c;
+  return c;
+}
+
+}  // namespace
+
+void* allocate(size_t nbytes) {
+  Cache& c = cache();
+  ++c.stats.allocations;
+  const int cls = size_class(nbytes == 0 ? 1 : nbytes);
+  if (cls < 0) {
+    c.stats.bytes_in_use += nbytes;
+    return system_alloc(nbytes);
+  }
+  const size_t block = size_t{1} << (cls + kMinShift);
+  c.stats.bytes_in_use += block;
+  auto& list = c.free[cls];
+  if (!list.empty()) {
+    void* p = list.back();
+    list.pop_back();
+    ++c.stats.cache_hits;
+    c.stats.bytes_cached -= block;
+    return p;
+  }
+  return system_alloc(block);
+}
+
+void release(void* p, size_t nbytes) {
+  if (!p) return;
+  Cache& c = cache();
+  const int cls = size_class(nbytes == 0 ? 1 : nbytes);
+  if (cls < 0) {
+    c.stats.bytes_in_use -= std::min<uint64_t>(c.stats.bytes_in_use, nbytes);
+    std::free(p);
+    return;
+  }
+  const size_t block = size_t{1} << (cls + kMinShift);
+  c.stats.bytes_in_use -= std::min<uint64_t>(c.stats.bytes_in_use, block);
+  if (c.stats.bytes_cached + block > g_limit.load(std::memory_order_relaxed)) {
+    std::free(p);
+    return;
+  }
+  c.free[cls].push_back(p);
+  c.stats.bytes_cached += block;
+}
+
+Stats stats() { return cache().stats; }
+void empty_cache() { cache().clear(); }
+void set_cache_limit(size_t bytes) { g_limit.store(bytes); }
+size_t cache_limit() { return g_limit.load(); }
+
+}  // namespace graph::memory

@@ -1,0 +1,178 @@
+// graph::optim: SGD and Adam. Updates are elementwise loops over contiguous
+// float32/float64 data, written into the parameters' own storage, with the
+// same operation order as PyTorch's CPU kernels (scalars in double, cast to
+// the element type, as ATen does).
+#include "graph/optim.h"
+
+#include <cmath>
+#include <string>
+
+#include "graph/autograd.h"
+#include "graph/error.h"
+#include "storage.h"
+
+namespace graph::optim {
+
+namespace {
+
+void check_param(const char* opt, size_t i, const Tensor& p) {
+  if (!p.defined()) throw Error(std::string(opt) + ": parameter " + std::to_string(i) + " is undefined");
+  if (p.dtype() != kFloat32 && p.dtype() != kFloat64)
+    throw Error(std::string(opt) + ": parameter " + std::to_string(i) + " must be float32 or float64, got " +
+                std::string(dtype_name(p.dtype())));
+  if (!p.is_leaf())
+    throw Error(std::string(opt) + ": parameter " + std::to_string(i) +
+                " is not a leaf tensor (optimize leaves, e.g. a module's parameters)");
+}
+
+void check_nonneg(const char* opt, const char* what, double v) {
+  if (!(v >= 0.0)) throw Error(std::string(opt) + ": invalid " + what + " " + std::to_string(v) + " (must be >= 0)");
+}
+
+// The parameter's data as a contiguous tensor to update in place, and a
+// write-back for a non-contiguous parameter.
+struct Target {
+  Tensor param, data;
+  explicit Target(const Tensor& p) : param(p.detach()), data(param.contiguous()) {}
+  void finish() {
+    if (data.storage() != param.storage() || data.storage_offset() != param.storage_offset())
+      ::graph::detail::copy_into(param, data);
+  }
+};
+
+Tensor gradient_of(const char* opt, size_t i, const Tensor& p) {
+  Tensor g = p.grad();
+  if (!g.defined()) return g;
+  if (g.sizes() != p.sizes())
+    throw Error(std::string(opt) + ": gradient of parameter " + std::to_string(i) + " has shape " +
+                shape_str(g.sizes()) + ", expected " + shape_str(p.sizes()));
+  return g.detach().to(p.dtype()).contiguous();
+}
+
+template <class T>
+void sgd_update(const SGDOptions& o, T* p, const T* g, T* buf, bool first, int64_t n) {
+  const T wd = static_cast<T>(o.weight_decay), mom = static_cast<T>(o.momentum);
+  const T damp1 = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
+  for (int64_t j = 0; j < n; ++j) {
+    T d = g[j];
+    if (o.weight_decay != 0) d = d + wd * p[j];
+    if (o.momentum != 0) {
+      buf[j] = first ? d : buf[j] * mom + damp1 * d;
+      d = o.nesterov ? d + mom * buf[j] : buf[j];
+    }
+    p[j] = p[j] + neg_lr * d;
+  }
+}
+
+template <class T>
+void adam_update(const AdamOptions& o, int64_t step, T* p, const T* g, T* m, T* v, T* vmax, int64_t n) {
+  const double beta1 = o.betas.first, beta2 = o.betas.second;
+  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+  const T b1 = static_cast<T>(beta1), c1 = static_cast<T>(1.0 - beta1);
+  const T b2 = static_cast<T>(beta2), c2 = static_cast<T>(1.0 - beta2);
+  const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
+  const T bc2_sqrt = static_cast<T>(std::sqrt(bc2));
+  const T neg_step_size = static_cast<T>(-(o.lr / bc1));
+  for (int64_t j = 0; j < n; ++j) {
+    T grad = g[j];
+    if (o.weight_decay != 0) grad = grad + wd * p[j];
+    m[j] = m[j] * b1 + c1 * grad;
+    v[j] = v[j] * b2 + c2 * grad * grad;
+    T second = v[j];
+    if (vmax) {
+      if (vmax[j] < v[j] || std::isnan(v[j])) vmax[j] = v[j];
+      second = vmax[j];
+    }
+    const T denom = std::sqrt(second) / bc2_sqrt + eps;
+    p[j] = p[j] + neg_step_size * m[j] / denom;
+  }
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_)
+    if (p.defined()) p.zero_grad();
+}
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : Optimizer(std::move(params)), options_(options), momentum_buffer_(params_.size()) {
+  check_nonneg("SGD", "learning rate", options_.lr);
+  check_nonneg("SGD", "momentum", options_.momentum);
+  check_nonneg("SGD", "weight_decay", options_.weight_decay);
+  if (options_.nesterov && (options_.momentum <= 0 || options_.dampening != 0))
+    throw Error("SGD: nesterov momentum requires a momentum and zero dampening");
+  for (size_t i = 0; i < params_.size(); ++i) check_param("SGD", i, params_[i]);
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor g = gradient_of("SGD", i, params_[i]);
+    if (!g.defined()) continue;
+    Target t(params_[i]);
+    bool first = false;
+    if (options_.momentum != 0 && !momentum_buffer_[i].defined()) {
+      momentum_buffer_[i] = zeros(t.data.sizes(), t.data.dtype());
+      first = true;
+    }
+    Tensor& buf = momentum_buffer_[i];
+    const int64_t n = t.data.numel();
+    if (t.data.dtype() == kFloat32)
+      sgd_update<float>(options_, t.data.data_ptr<float>(), g.data_ptr<float>(),
+                        buf.defined() ? buf.data_ptr<float>() : nullptr, first, n);
+    else
+      sgd_update<double>(options_, t.data.data_ptr<double>(), g.data_ptr<double>(),
+                         buf.defined() ? buf.data_ptr<double>() : nullptr, first, n);
+    t.finish();
+  }
+}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Optimizer(std::move(params)),
+      options_(options),
+      steps_(params_.size(), 0),
+      exp_avg_(params_.size()),
+      exp_avg_sq_(params_.size()),
+      max_exp_avg_sq_(params_.size()) {
+  check_nonneg("Adam", "learning rate", options_.lr);
+  check_nonneg("Adam", "epsilon", options_.eps);
+  check_nonneg("Adam", "weight_decay", options_.weight_decay);
+  auto [b1, b2] = options_.betas;
+  if (!(b1 >= 0 && b1 < 1)) throw Error("Adam: invalid beta parameter at index 0: " + std::to_string(b1));
+  if (!(b2 >= 0 && b2 < 1)) throw Error("Adam: invalid beta parameter at index 1: " + std::to_string(b2));
+  for (size_t i = 0; i < params_.size(); ++i) check_param("Adam", i, params_[i]);
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor g = gradient_of("Adam", i, params_[i]);
+    if (!g.defined()) continue;
+    Target t(params_[i]);
+    const Shape& s = t.data.sizes();
+    const DType dt = t.data.dtype();
+    if (!exp_avg_[i].defined()) {
+      exp_avg_[i] = zeros(s, dt);
+      exp_avg_sq_[i] = zeros(s, dt);
+      if (options_.amsgrad) max_exp_avg_sq_[i] = zeros(s, dt);
+    }
+    if (options_.amsgrad && !max_exp_avg_sq_[i].defined()) max_exp_avg_sq_[i] = zeros(s, dt);
+    const int64_t step = ++steps_[i];
+    const int64_t n = t.data.numel();
+    const bool ams = options_.amsgrad;
+    if (dt == kFloat32)
+      adam_update<float>(options_, step, t.data.data_ptr<float>(), g.data_ptr<float>(), exp_avg_[i].data_ptr<float>(),
+                         exp_avg_sq_[i].data_ptr<float>(), ams ? max_exp_avg_sq_[i].data_ptr<float>() : nullptr, n);
+    else
+      adam_update<double>(options_, step, t.data.data_ptr<double>(), g.data_ptr<double>(),
+                          exp_avg_[i].data_ptr<double>(), exp_avg_sq_[i].data_ptr<double>(),
+                          ams ? max_exp_avg_sq_[i].data_ptr<double>() : nullptr, n);
+    t.finish();
+  }
+}
+
+}  // namespace graph::optim

@@ -1,0 +1,51 @@
+// where(cond, a, b) and clamp.
+#include "graph/autograd.h"
+#include "graph/cpu_loop.h"
+#include "graph/ops.h"
+#include "storage.h"
+
+namespace graph {
+
+namespace {
+
+Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const Shape shape = cpu::broadcast_shapes("where", {cond.sizes(), a.sizes(), b.sizes()});
+  const DType dtype = promote_types(a.dtype(), b.dtype());
+  const Tensor ca = a.to(dtype), cb = b.to(dtype);
+  Tensor out = empty(shape, dtype);
+  const cpu::StridedLoop<4> loop(shape, {out.strides(), cpu::broadcast_strides(cond, shape),
+                                         cpu::broadcast_strides(ca, shape), cpu::broadcast_strides(cb, shape)});
+  dispatch_dtype(dtype, [&](auto v) {
+    using T = decltype(v);
+    T* o = out.data_ptr<T>();
+    const bool* c = cond.data_ptr<bool>();
+    const T* pa = ca.data_ptr<T>();
+    const T* pb = cb.data_ptr<T>();
+    loop.run([&](int64_t n, const auto& off, const auto& st) {
+      for (int64_t i = 0; i < n; ++i)
+        o[off[0] + i * st[0]] = c[off[1] + i * st[1]] ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  for (const Tensor* t : {&cond, &a, &b}) detail::check_defined("where", *t);
+  if (cond.dtype() != kBool)
+    throw Error("where: the condition must be bool, got " + std::string(dtype_name(cond.dtype())) + " (shape " +
+                shape_str(cond.sizes()) + ")");
+  Tensor out = where_impl(cond, a, b);
+  if (!autograd::needs_grad({&a, &b}) || !is_floating(out.dtype())) return out;
+  Tensor cs = cond.detach();
+  autograd::record("where", out, {cond, a, b}, [cs](const Tensor& g) {
+    const Tensor zero = zeros({}, g.dtype());
+    return std::vector<Tensor>{Tensor(), where_impl(cs, g, zero), where_impl(cs, zero, g)};
+  });
+  return out;
+}
+
+Tensor clamp(const Tensor& x, Scalar lo, Scalar hi) { return minimum(maximum(x, lo), hi); }
+
+}  // namespace graph

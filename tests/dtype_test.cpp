@@ -1,0 +1,81 @@
+// Dtypes: PyTorch's promotion table, 16-bit float conversions (rounding,
+// subnormals, inf/NaN), views and conversions across dtypes, devices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "graph/graph.h"
+
+namespace {
+
+using graph::DType;
+
+TEST(DType, PromotionTableMatchesPyTorch) {
+  // torch.promote_types for every pair of our dtypes (symmetric).
+  const DType f32 = graph::kFloat32, f64 = graph::kFloat64, f16 = graph::kFloat16, bf16 = graph::kBFloat16,
+              i32 = graph::kInt32, i64 = graph::kInt64, b = graph::kBool;
+  struct Row { DType a, b, want; };
+  const Row rows[] = {
+      {f32, f64, f64}, {f32, f16, f32}, {f32, bf16, f32}, {f16, bf16, f32}, {f16, f16, f16},
+      {f32, i64, f32}, {f16, i64, f16}, {bf16, i32, bf16}, {i32, i64, i64}, {b, i32, i32},
+      {b, f16, f16},   {b, b, b},       {f64, bf16, f64}, {i64, i64, i64},  {i32, f64, f64},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(graph::promote_types(r.a, r.b), r.want) << graph::dtype_name(r.a) << " + " << graph::dtype_name(r.b);
+    EXPECT_EQ(graph::promote_types(r.b, r.a), r.want);
+  }
+  // Wrapped numbers (Python/C++ scalars) only raise the category.
+  EXPECT_EQ(graph::promote_with_scalar(i32, f64), f32);
+  EXPECT_EQ(graph::promote_with_scalar(f16, f64), f16);
+  EXPECT_EQ(graph::promote_with_scalar(b, i64), i64);
+  EXPECT_EQ(graph::promote_with_scalar(i32, i64), i32);
+  EXPECT_EQ(graph::promote_with_scalar(f32, b), f32);
+}
+
+TEST(DType, HalfAndBFloat16Conversions) {
+  EXPECT_EQ(static_cast<float>(graph::Half(1.0f / 3)), 0.333251953125f);  // nearest binary16
+  EXPECT_EQ(static_cast<float>(graph::BFloat16(1.0f / 3)), 0.333984375f);
+  EXPECT_EQ(static_cast<float>(graph::Half(65504.0f)), 65504.0f);        // largest finite
+  EXPECT_TRUE(std::isinf(static_cast<float>(graph::Half(65520.0f))));   // rounds past it
+  EXPECT_EQ(static_cast<float>(graph::Half(5.9604644775390625e-08f)), 5.9604644775390625e-08f);  // smallest subnormal
+  EXPECT_EQ(static_cast<float>(graph::Half(2.0f * 5.9604644775390625e-08f)), 2.0f * 5.9604644775390625e-08f);
+  EXPECT_EQ(static_cast<float>(graph::Half(1e-9f)), 0.0f);
+  EXPECT_EQ(graph::Half(-0.0f).bits, 0x8000);
+  EXPECT_TRUE(std::isnan(static_cast<float>(graph::Half(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(graph::BFloat16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(static_cast<float>(graph::Half(1.0f + 1.0f / 2048)), 1.0f);  // tie rounds to even
+  EXPECT_EQ(static_cast<float>(graph::Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_EQ(static_cast<float>(graph::BFloat16(1.0f + 1.0f / 256)), 1.0f);  // tie to even
+  // Round trip of every finite half value.
+  for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
+    graph::Half h;
+    h.bits = static_cast<uint16_t>(bits);
+    ASSERT_EQ(graph::Half(static_cast<float>(h)).bits, bits);
+  }
+}
+
+TEST(DType, TensorsOfEveryDtype) {
+  for (DType d : graph::kAllDTypes) {
+    graph::Tensor t = graph::arange(0, 6).to(d).view({2, 3});
+    EXPECT_EQ(t.dtype(), d);
+    EXPECT_EQ(graph::element_size(d) * 6, static_cast<size_t>(t.numel()) * graph::element_size(d));
+    graph::Tensor back = t.t().contiguous().to(graph::kInt64);
+    EXPECT_EQ(back.data_ptr<int64_t>()[1], d == graph::kBool ? 1 : 3) << graph::dtype_name(d);
+  }
+  EXPECT_EQ(graph::ones({2}, graph::kFloat16).sum().item<float>(), 2.0f);
+}
+
+TEST(Device, CpuOnlyBuild) {
+  graph::Tensor t = graph::ones({2});
+  EXPECT_EQ(t.device(), graph::kCPU);
+  EXPECT_EQ(t.to(graph::kCPU).data_ptr<float>(), t.data_ptr<float>());
+  try {
+    t.to(graph::kCUDA);
+    FAIL() << "expected graph::Error";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos);
+  }
+}
+
+}  // namespace
