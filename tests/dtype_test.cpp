@@ -79,3 +79,16 @@ TEST(Device, CpuOnlyBuild) {
 }
 
 }  // namespace
+
+namespace {
+
+// As in PyTorch: relu keeps NaN (the comparison alone would give 0).
+TEST(SpecialValuesEager, ReluKeepsNaN) {
+  graph::Tensor x = graph::tensor({-1.0f, 0.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()});
+  graph::Tensor r = graph::relu(x);
+  EXPECT_EQ(r.data_ptr<float>()[0], 0.0f);
+  EXPECT_EQ(r.data_ptr<float>()[2], 2.0f);
+  EXPECT_TRUE(std::isnan(r.data_ptr<float>()[3]));
+}
+
+}  // namespace
