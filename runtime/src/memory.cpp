@@ -35,10 +35,18 @@ void* system_alloc(size_t bytes) {
   return p;
 }
 
+// Set when this thread's cache is destroyed. Thread-local objects die before
+// static ones, so a global Tensor freed at exit finds the cache gone and must
+// go straight to the system.
+thread_local bool t_cache_gone = false;
+
 struct Cache {
   std::vector<void*> free[kClasses];
   Stats stats;
-  ~Cache() { clear(); }
+  ~Cache() {
+    clear();
+    t_cache_gone = true;
+  }
   void clear() {
     for (auto& list : free) {
       for (void* p : list) std::free(p);
@@ -56,6 +64,7 @@ Cache& cache() {
 }  // namespace
 
 void* allocate(size_t nbytes) {
+  if (t_cache_gone) return system_alloc(nbytes);
   Cache& c = cache();
   ++c.stats.allocations;
   const int cls = size_class(nbytes == 0 ? 1 : nbytes);
@@ -78,6 +87,10 @@ void* allocate(size_t nbytes) {
 
 void release(void* p, size_t nbytes) {
   if (!p) return;
+  if (t_cache_gone) {
+    std::free(p);
+    return;
+  }
   Cache& c = cache();
   const int cls = size_class(nbytes == 0 ? 1 : nbytes);
   if (cls < 0) {
@@ -95,8 +108,10 @@ void release(void* p, size_t nbytes) {
   c.stats.bytes_cached += block;
 }
 
-Stats stats() { return cache().stats; }
-void empty_cache() { cache().clear(); }
+Stats stats() { return t_cache_gone ? Stats{} : cache().stats; }
+void empty_cache() {
+  if (!t_cache_gone) cache().clear();
+}
 void set_cache_limit(size_t bytes) { g_limit.store(bytes); }
 size_t cache_limit() { return g_limit.load(); }
 
