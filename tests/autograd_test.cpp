@@ -10,62 +10,16 @@
 
 #include "graph/autograd.h"
 #include "graph/graph.h"
+#include "support/gradcheck.h"
 
 namespace {
 
 using graph::Shape;
 using graph::Tensor;
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+using gradcheck_support::Fn;
 
-// Deterministic float64 values in [lo, hi).
-Tensor values(const Shape& shape, double lo, double hi, int seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  Tensor t = graph::empty(shape, graph::kFloat64);
-  double* p = t.data_ptr<double>();
-  uint64_t state = 0x9E3779B97F4A7C15ull * (seed + 1);
-  for (int64_t i = 0; i < n; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    p[i] = lo + (hi - lo) * static_cast<double>(state >> 11) / 9007199254740992.0;
-  }
-  return t;
-}
-
-// Weighted sum of f's output, so every output element matters differently.
-double objective(const Fn& f, const std::vector<Tensor>& in, const Tensor& weights) {
-  graph::NoGradGuard g;
-  return (f(in) * weights).sum().item<double>();
-}
-
-// Compares d objective / d inputs from backward() with central differences.
-void gradcheck(const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6) {
-  for (Tensor& t : inputs) t = t.clone().requires_grad_();
-  Tensor out = f(inputs);
-  const Tensor weights = values(out.sizes(), 0.5, 1.5, 99);
-  (out * weights).sum().backward();
-  const double eps = 1e-6;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    Tensor analytic = inputs[k].grad();
-    ASSERT_TRUE(analytic.defined()) << "input " << k << " got no gradient";
-    ASSERT_EQ(analytic.sizes(), inputs[k].sizes());
-    Tensor probe = inputs[k].detach().clone();
-    std::vector<Tensor> in = inputs;
-    in[k] = probe;
-    double* p = probe.data_ptr<double>();
-    const Tensor a = analytic.contiguous();
-    for (int64_t i = 0; i < probe.numel(); ++i) {
-      const double keep = p[i];
-      p[i] = keep + eps;
-      const double up = objective(f, in, weights);
-      p[i] = keep - eps;
-      const double down = objective(f, in, weights);
-      p[i] = keep;
-      const double numeric = (up - down) / (2 * eps);
-      EXPECT_NEAR(a.data_ptr<double>()[i], numeric, tol * (1 + std::fabs(numeric)))
-          << "input " << k << " element " << i;
-    }
-  }
-}
+using gradcheck_support::gradcheck;
+using gradcheck_support::values;
 
 // ---- elementwise ops -----------------------------------------------------------
 
