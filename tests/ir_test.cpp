@@ -989,7 +989,7 @@ TEST(IrVerify, ReduceWithNonIntDim) {
   auto g = parse("graph g(%x : f32[2, 3]) {\n  %y : f32[2] = sum{dim=1.0}(%x)\n  return (%y)\n}\n");
   auto errors = verify(*g);
   ASSERT_EQ(errors.size(), 1u) << join(errors);
-  EXPECT_EQ(errors[0], "[attrs] node 'sum': 'dim' must be an integer");
+  EXPECT_EQ(errors[0], "[attrs] node 'sum': 'dim' must be an integer or a list of integers");
 
   auto k = parse("graph g(%x : f32[2, 3]) {\n  %y : f32[2] = mean{keepdim=true}(%x)\n  return (%y)\n}\n");
   EXPECT_VERIFY_ERROR(*k, "[attrs]", "mean");
@@ -1032,6 +1032,40 @@ TEST(IrVerify, VerifyOrThrow) {
   }
   EXPECT_THROW(verify_or_throw(*g), graph::Error);
   EXPECT_NO_THROW(verify_or_throw(*parse(kLoop)));
+}
+
+
+TEST(IrText, IntListAttributesAndListTypeRoundTrip) {
+  const std::string text =
+      "graph g(%x : f32[2, 3]) {\n"
+      "  %y : f32[3, 2] = permute{dims=[1, 0]}(%x)\n"
+      "  %z : f32[6] = reshape{shape=[-1]}(%y)\n"
+      "  %l : list = list_new()\n"
+      "  %l.1 : list = list_append(%l, %z)\n"
+      "  %0 : int = constant{value=0}()\n"
+      "  %w : Tensor = list_get(%l.1, %0)\n"
+      "  %n : int = list_len(%l.1)\n"
+      "  %u : Tensor = undefined()\n"
+      "  %c : Tensor = call{callee=\"f\"}(%w, %u)\n"
+      "  return (%c, %n)\n"
+      "}\n";
+  auto g = parse(text);
+  EXPECT_EQ(print(*g), text);
+  EXPECT_EQ(g->top()->nodes().front()->ints("dims"), (std::vector<int64_t>{1, 0}));
+  EXPECT_TRUE(verify(*g).empty()) << join(verify(*g));
+}
+
+TEST(IrVerify, ListPrimitivesCheckTheirOperands) {
+  auto g = parse(
+      "graph g(%x : f32[2]) {\n  %l : list = list_new()\n  %l.1 : list = list_append(%x, %l)\n  return (%x)\n}\n");
+  EXPECT_VERIFY_ERROR(*g, "[types]", "list_append");
+  auto c = parse("graph g(%x : f32[2]) {\n  %y : Tensor = call(%x)\n  return (%y)\n}\n");
+  EXPECT_VERIFY_ERROR(*c, "[attrs]", "call");
+}
+
+TEST(IrText, MalformedIntListIsAnError) {
+  EXPECT_THROW(parse("graph g(%x : f32[2]) {\n  %y : f32[2] = permute{dims=[1, x]}(%x)\n  return (%y)\n}\n"), graph::Error);
+  EXPECT_THROW(parse("graph g(%x : f32[2]) {\n  %y : f32[2] = permute{dims=[1, 0}(%x)\n  return (%y)\n}\n"), graph::Error);
 }
 
 }  // namespace

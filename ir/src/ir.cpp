@@ -10,6 +10,7 @@ std::string Type::str() const {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::Bool: return "bool";
+    case Kind::List: return "list";
     case Kind::Tensor: break;
   }
   std::string s = dtype ? std::string(dtype_token(*dtype)) : "Tensor";

@@ -209,6 +209,7 @@ class Parser {
     if (t.text == "int") return Type::int_();
     if (t.text == "float") return Type::float_();
     if (t.text == "bool") return Type::bool_();
+    if (t.text == "list") return Type::list();
     Type ty = Type::tensor();
     DType d;
     if (dtype_from_token(t.text, d)) ty.dtype = d;
@@ -265,8 +266,22 @@ class Parser {
       Token k = take();
       if (k.kind != Token::Ident) Lexer::fail(k, "expected an attribute name, got " + describe(k));
       expect("=");
-      Token v = take();
       AttrValue a;
+      if (is("[")) {
+        take();
+        std::vector<int64_t> list;
+        while (!is("]")) {
+          if (!list.empty()) expect(",");
+          Token e = take();
+          if (e.kind != Token::Number) Lexer::fail(e, "expected an integer in the list, got " + describe(e));
+          if (list.size() >= 64) Lexer::fail(e, "an attribute list holds at most 64 integers");
+          list.push_back(integer(e));
+        }
+        take();
+        if (!n->attrs().emplace(k.text, std::move(list)).second) Lexer::fail(k, "attribute '" + k.text + "' given twice");
+        continue;
+      }
+      Token v = take();
       if (v.kind == Token::Number || (v.kind == Token::Ident && (v.text == "inf" || v.text == "nan"))) a = number(v);
       else if (v.kind == Token::String) a = v.text;
       else if (v.kind == Token::Ident && (v.text == "true" || v.text == "false")) a = v.text == "true";

@@ -96,7 +96,13 @@ class Printer {
     if (auto* i = std::get_if<int64_t>(&a)) out_ << *i;
     else if (auto* d = std::get_if<double>(&a)) out_ << format_double(*d);
     else if (auto* b = std::get_if<bool>(&a)) out_ << (*b ? "true" : "false");
-    else out_ << quote(std::get<std::string>(a));
+    else if (auto* s = std::get_if<std::string>(&a)) out_ << quote(*s);
+    else {
+      const auto& v = std::get<std::vector<int64_t>>(a);
+      out_ << '[';
+      for (size_t i = 0; i < v.size(); ++i) out_ << (i ? ", " : "") << v[i];
+      out_ << ']';
+    }
   }
 
   void node(const Node* n, int level) {

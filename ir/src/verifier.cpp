@@ -52,13 +52,18 @@ class Verifier {
     if (op == "If") return if_(n);
     if (op == "Loop") return loop(n);
     if (op == "FusionGroup") return fusion_group(n);
+    if (op == "call") return call(n);
+    if (op == "undefined" || op.rfind("list_", 0) == 0) return primitive(n);
     const OpInfo* info = find_op(op);
     if (!info) return error(n, "op", "unknown op");
     if (!n->blocks().empty()) error(n, "op", "only If, Loop and FusionGroup own blocks");
-    if (static_cast<int>(n->inputs().size()) != info->num_inputs)
+    if (info->num_inputs >= 0 && static_cast<int>(n->inputs().size()) != info->num_inputs)
       return error(n, "op", "expects " + std::to_string(info->num_inputs) + " inputs, has " +
                                 std::to_string(n->inputs().size()));
-    if (n->num_outputs() != 1) return error(n, "op", "expects 1 output");
+    if (info->num_inputs < 0 && n->inputs().empty()) return error(n, "op", "expects at least one input");
+    if (static_cast<int>(n->num_outputs()) != info->num_outputs)
+      return error(n, "op", "expects " + std::to_string(info->num_outputs) + " output" +
+                                (info->num_outputs == 1 ? "" : "s"));
     bool any_tensor = false;
     for (const Value* v : n->inputs()) any_tensor = any_tensor || v->type().is_tensor();
     const Type& out = n->output()->type();
@@ -74,10 +79,12 @@ class Verifier {
     }
     for (size_t i = 0; i < n->inputs().size(); ++i)
       if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
-    if (!out.is_tensor()) error(n, "types", "the output must be a tensor");
+    for (const Value* o : n->outputs())
+      if (!o->type().is_tensor()) error(n, "types", "the outputs must be tensors");
     if (info->kind == OpKind::Reduce) {
-      if (n->has_attr("dim") && !std::holds_alternative<int64_t>(n->attrs().at("dim")))
-        error(n, "attrs", "'dim' must be an integer");
+      if (n->has_attr("dim") && !std::holds_alternative<int64_t>(n->attrs().at("dim")) &&
+          !std::holds_alternative<std::vector<int64_t>>(n->attrs().at("dim")))
+        error(n, "attrs", "'dim' must be an integer or a list of integers");
       if (n->has_attr("keepdim") && !std::holds_alternative<bool>(n->attrs().at("keepdim")))
         error(n, "attrs", "'keepdim' must be a bool");
       if (n->has_attr("keepdim") && !n->has_attr("dim")) error(n, "attrs", "'keepdim' needs 'dim'");
@@ -98,6 +105,41 @@ class Verifier {
   }
 
   static bool same_kind(const Type& a, const Type& b) { return a.kind == b.kind; }
+
+  // call{callee="f"}: any inputs and outputs; the callee is resolved in the
+  // module by inline_calls, which checks the signature.
+  void call(const Node* n) {
+    if (!n->blocks().empty()) error(n, "op", "a call owns no blocks");
+    auto it = n->attrs().find("callee");
+    if (it == n->attrs().end() || !std::holds_alternative<std::string>(it->second) ||
+        std::get<std::string>(it->second).empty())
+      error(n, "attrs", "a call needs 'callee', the name of a graph");
+  }
+
+  // undefined() -> Tensor; list_new() -> list; list_append(list, Tensor) ->
+  // list; list_get(list, int) -> Tensor; list_len(list) -> int.
+  void primitive(const Node* n) {
+    struct Sig { const char* op; std::vector<Type::Kind> in; Type::Kind out; };
+    using K = Type::Kind;
+    static const Sig sigs[] = {{"undefined", {}, K::Tensor},
+                               {"list_new", {}, K::List},
+                               {"list_append", {K::List, K::Tensor}, K::List},
+                               {"list_get", {K::List, K::Int}, K::Tensor},
+                               {"list_len", {K::List}, K::Int}};
+    for (const Sig& s : sigs) {
+      if (n->op() != s.op) continue;
+      if (!n->blocks().empty() || n->inputs().size() != s.in.size() || n->num_outputs() != 1)
+        return error(n, "op", "expects " + std::to_string(s.in.size()) + " inputs, 1 output and no blocks");
+      for (size_t i = 0; i < s.in.size(); ++i)
+        if (n->input(i)->type().kind != s.in[i])
+          error(n, "types", "input " + std::to_string(i) + " is " + n->input(i)->type().str() + ", expected " +
+                                Type{s.in[i], {}, {}}.str());
+      if (n->output()->type().kind != s.out)
+        error(n, "types", "the output must be " + Type{s.out, {}, {}}.str());
+      return;
+    }
+    error(n, "op", "unknown op");
+  }
 
   void if_(const Node* n) {
     if (n->inputs().size() != 1) return error(n, "op", "If takes exactly one condition");

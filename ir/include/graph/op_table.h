@@ -28,6 +28,7 @@ enum class OpId : uint16_t {
 #define GRAPH_LIBRARY_OP(name, inputs) name,
 #define GRAPH_VIEW_OP(name, inputs) name,
 #define GRAPH_OTHER_OP(name, inputs, rule) name,
+#define GRAPH_BACKWARD_OP(name, inputs, outputs) name,
 #include "graph/ops.def"
 };
 
@@ -37,6 +38,7 @@ struct OpInfo {
   OpKind kind;
   int num_inputs;  // -1: a list of tensors
   DTypeRule rule;
+  int num_outputs = 1;
 };
 
 inline constexpr OpInfo kOpTable[] = {
@@ -46,6 +48,7 @@ inline constexpr OpInfo kOpTable[] = {
 #define GRAPH_LIBRARY_OP(name, inputs) {OpId::name, #name, OpKind::Library, inputs, DTypeRule::Same},
 #define GRAPH_VIEW_OP(name, inputs) {OpId::name, #name, OpKind::View, inputs, DTypeRule::Same},
 #define GRAPH_OTHER_OP(name, inputs, rule) {OpId::name, #name, OpKind::Other, inputs, DTypeRule::rule},
+#define GRAPH_BACKWARD_OP(name, inputs, outputs) {OpId::name, #name, OpKind::Other, inputs, DTypeRule::Same, outputs},
 #include "graph/ops.def"
 };
 

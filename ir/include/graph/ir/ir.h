@@ -15,6 +15,18 @@
 //   %i.2 : int, %h.2 : Tensor = Loop(%max_trips, %cond0, %i.1, %h.1)
 //     block(%iter : int, %i : int, %h : Tensor) { ...; -> (%cond, %i.n, %h.n) }
 //
+// Other primitives (not op-table entries):
+//   constant{value=V}()             a host int, float or bool
+//   call{callee="f"}(%a, ...)      calls graph `f` of the same module
+//                                  (removed by the inline_calls pass)
+//   undefined()                    an undefined tensor: a missing optional
+//                                  input (a linear without bias) or a zero
+//                                  gradient
+//   list_new()                     an empty list
+//   list_append(%l, %t)            %l with %t appended (a new list value)
+//   list_get(%l, %i)               element %i of %l (negative from the end)
+//   list_len(%l)                   the number of elements (an int)
+//
 // If: input 0 is the condition (a bool scalar or a one-element tensor); two
 // blocks without parameters, each returning one value per If output.
 // Loop: inputs are (max trip count : int, initial condition, carried...); the
@@ -53,7 +65,9 @@ struct Dim {
 // The type of a Value: a host scalar (int, float, bool) or a tensor whose
 // dtype and shape may be unknown.
 struct Type {
-  enum class Kind : uint8_t { Tensor, Int, Float, Bool };
+  // List: a list of tensors (printed `list`), built by the list_* primitives;
+  // the autodiff pass uses it to save per-iteration values of a Loop.
+  enum class Kind : uint8_t { Tensor, Int, Float, Bool, List };
   Kind kind = Kind::Tensor;
   std::optional<DType> dtype;           // tensors only; nullopt = unknown
   std::optional<std::vector<Dim>> dims;  // tensors only; nullopt = unknown rank
@@ -66,9 +80,11 @@ struct Type {
   static Type int_() { return {Kind::Int, {}, {}}; }
   static Type float_() { return {Kind::Float, {}, {}}; }
   static Type bool_() { return {Kind::Bool, {}, {}}; }
+  static Type list() { return {Kind::List, {}, {}}; }
 
   bool is_tensor() const { return kind == Kind::Tensor; }
-  bool is_scalar() const { return kind != Kind::Tensor; }
+  bool is_scalar() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
+  bool is_list() const { return kind == Kind::List; }
   bool operator==(const Type&) const = default;
   std::string str() const;  // as in the text format: "f32[N, 4]", "Tensor", "int"
 };
@@ -82,7 +98,8 @@ struct SourceLoc {
   bool operator==(const SourceLoc&) const = default;
 };
 
-using AttrValue = std::variant<int64_t, double, bool, std::string>;
+// Attribute values: printed as 3, 0.5, true, "text", [1, 2].
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
 using Attributes = std::map<std::string, AttrValue>;
 
 class Node;
@@ -129,6 +146,8 @@ class Node {
   int64_t i(const std::string& k) const { return std::get<int64_t>(attrs_.at(k)); }
   double f(const std::string& k) const { return std::get<double>(attrs_.at(k)); }
   bool b(const std::string& k) const { return std::get<bool>(attrs_.at(k)); }
+  const std::string& s(const std::string& k) const { return std::get<std::string>(attrs_.at(k)); }
+  const std::vector<int64_t>& ints(const std::string& k) const { return std::get<std::vector<int64_t>>(attrs_.at(k)); }
 
   const SourceLoc& loc() const { return loc_; }
   void set_loc(SourceLoc l) { loc_ = std::move(l); }

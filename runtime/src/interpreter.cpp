@@ -1,0 +1,2 @@
+// the interpreter (in progress)
+#include "graph/interpreter.h"

@@ -1,0 +1,1 @@
+// (filled in by the saved_graph work)
