@@ -9,6 +9,7 @@ packages=(
   libclang-rt-19-dev                     # libFuzzer and clang's sanitizers (tools/fuzz.sh)
   libgtest-dev                           # tests
   libopenblas-dev                        # CPU BLAS for matmul
+  libdw-dev                              # source lines in graph::trace's warnings
   graphviz                               # renders the generated .dot files
 )
 

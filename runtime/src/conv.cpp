@@ -17,6 +17,7 @@
 #include "graph/autograd.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -318,6 +319,11 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape stride, Shape padding, Shape dilation,
               int64_t groups) {
+  if (detail::tracing())
+    return detail::trace_op("conv2d", {x, weight, bias},
+                            {{"stride", detail::ints(stride)}, {"padding", detail::ints(padding)},
+                             {"dilation", detail::ints(dilation)}, {"groups", groups}},
+                            [&] { return conv2d(x, weight, bias, stride, padding, dilation, groups); });
   detail::check_defined("conv2d", x);
   detail::check_defined("conv2d", weight);
   if (x.dim() != 3 && x.dim() != 4)

@@ -10,6 +10,7 @@
 #include "graph/op_table.h"
 #include "graph/ops.h"
 #include "graph/scalar_ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -209,6 +210,7 @@ Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype(
 
 #define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                      \
   Tensor name(const Tensor& x) {                                                                      \
+    if (detail::tracing()) return detail::trace_op(#name, {x}, {}, [&] { return name(x); });          \
     return record_unary(OpId::name, unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }),  \
                         x, [](const Tensor& g, const Tensor& x, const Tensor& r) {                    \
                           return derivatives::name##_backward(g, x, r);                               \
@@ -216,16 +218,19 @@ Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype(
   }
 #define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                             \
   Tensor name(const Tensor& a, const Tensor& b) {                                                     \
+    if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
     return record_binary(OpId::name,                                                                  \
                          binary_tt(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
                          a, b, derivatives::name##_backward<Tensor>);                                 \
   }                                                                                                   \
   Tensor name(const Tensor& a, Scalar b) {                                                            \
+    if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
     return record_binary(OpId::name,                                                                  \
                          binary_ts(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
                          a, wrap(b), derivatives::name##_backward<Tensor>);                           \
   }                                                                                                   \
   Tensor name(Scalar a, const Tensor& b) {                                                            \
+    if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
     return record_binary(OpId::name,                                                                  \
                          binary_st(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
                          wrap(a), b, derivatives::name##_backward<Tensor>);                           \

@@ -13,6 +13,7 @@
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -198,6 +199,8 @@ void check_operands(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (detail::tracing())
+    return detail::trace_op("matmul", {a, b}, {}, [&] { return matmul(a, b); });
   check_operands(a, b);
   if (is_reduced_float(a.dtype()))  // 16-bit floats multiply in float32
     return matmul(a.to(kFloat32), b.to(kFloat32)).to(a.dtype());

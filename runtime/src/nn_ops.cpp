@@ -17,6 +17,7 @@
 #include "graph/cpu_loop.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -239,6 +240,8 @@ Tensor minus_inf(DType dtype) { return full({}, -std::numeric_limits<double>::in
 // ---- linear ------------------------------------------------------------------
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (detail::tracing())
+    return detail::trace_op("linear", {x, weight, bias}, {}, [&] { return linear(x, weight, bias); });
   detail::check_defined("linear", x);
   detail::check_defined("linear", weight);
   std::string shapes = "input shape " + shape_str(x.sizes()) + ", weight shape " + shape_str(weight.sizes());
@@ -268,6 +271,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 // ---- layer_norm --------------------------------------------------------------
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  if (detail::tracing())
+    return detail::trace_op("layer_norm", {x, weight, bias},
+                            {{"normalized_shape", detail::ints(normalized_shape)}, {"eps", eps}},
+                            [&] { return layer_norm(x, normalized_shape, weight, bias, eps); });
   detail::check_defined("layer_norm", x);
   std::string shapes = "input shape " + shape_str(x.sizes()) + ", normalized_shape " + shape_str(normalized_shape);
   if (weight.defined()) shapes += ", weight shape " + shape_str(weight.sizes());
@@ -299,6 +306,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // ---- embedding ---------------------------------------------------------------
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  if (detail::tracing())
+    return detail::trace_op("embedding", {weight, indices}, {}, [&] { return embedding(weight, indices); });
   detail::check_defined("embedding", weight);
   detail::check_defined("embedding", indices);
   const std::string shapes = "weight shape " + shape_str(weight.sizes()) + ", indices shape " + shape_str(indices.sizes());
@@ -311,6 +320,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 // ---- cat / stack -------------------------------------------------------------
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (detail::tracing())
+    return detail::trace_op("cat", {tensors.begin(), tensors.end()}, {{"dim", dim}},
+                            [&] { return cat(tensors, dim); });
   if (tensors.empty()) throw Error("cat: expected a non-empty list of tensors");
   std::string shapes;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -372,6 +384,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (detail::tracing())
+    return detail::trace_op("stack", {tensors.begin(), tensors.end()}, {{"dim", dim}},
+                            [&] { return stack(tensors, dim); });
   if (tensors.empty()) throw Error("stack: expected a non-empty list of tensors");
   for (const Tensor& t : tensors) detail::check_defined("stack", t);
   for (size_t i = 1; i < tensors.size(); ++i)
@@ -390,6 +405,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 // ---- dropout -----------------------------------------------------------------
 
 Tensor dropout(const Tensor& x, double p, bool training) {
+  if (detail::tracing())
+    return detail::trace_op("dropout", {x}, {{"p", p}, {"training", training}},
+                            [&] { return dropout(x, p, training); });
   detail::check_defined("dropout", x);
   if (!(p >= 0.0 && p <= 1.0))
     throw Error("dropout: probability has to be between 0 and 1, but got " + std::to_string(p) + " (input shape " +
@@ -405,6 +423,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 // ---- losses ------------------------------------------------------------------
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {
+  if (detail::tracing())
+    return detail::trace_op("mse_loss", {input, target}, {}, [&] { return mse_loss(input, target); });
   detail::check_defined("mse_loss", input);
   detail::check_defined("mse_loss", target);
   const std::string shapes = "input shape " + shape_str(input.sizes()) + ", target shape " + shape_str(target.sizes());
@@ -416,6 +436,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+  if (detail::tracing())
+    return detail::trace_op("cross_entropy", {logits, target}, {}, [&] { return cross_entropy(logits, target); });
   detail::check_defined("cross_entropy", logits);
   detail::check_defined("cross_entropy", target);
   const std::string shapes = "logits shape " + shape_str(logits.sizes()) + ", target shape " + shape_str(target.sizes());
@@ -466,6 +488,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal) {
+  if (detail::tracing())  // the op table has no dropout_p: with one, the trace fails naming it
+    return detail::trace_op(dropout_p == 0 ? "scaled_dot_product_attention" : "scaled_dot_product_attention(dropout_p)",
+                            {q, k, v, attn_mask}, {{"is_causal", is_causal}},
+                            [&] { return scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal); });
   const char* op = "scaled_dot_product_attention";
   for (const Tensor* t : {&q, &k, &v}) detail::check_defined(op, *t);
   std::string shapes = "query shape " + shape_str(q.sizes()) + ", key shape " + shape_str(k.sizes()) +

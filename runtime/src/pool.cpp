@@ -13,6 +13,7 @@
 #include "graph/autograd.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -213,12 +214,18 @@ Tensor avg_pool_impl(const Tensor& x_in, const PoolGeom& g) {
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, Shape kernel_size, Shape stride, Shape padding) {
+  if (detail::tracing())
+    return detail::trace_op("max_pool2d", {x}, detail::pool_attrs(kernel_size, stride, padding),
+                            [&] { return max_pool2d(x, kernel_size, stride, padding); });
   const PoolGeom g = check_pool("max_pool2d", x, kernel_size, stride, padding);
   if (is_reduced_float(x.dtype())) return max_pool_impl(x.to(kFloat32), g).to(x.dtype());
   return max_pool_impl(x, g);
 }
 
 Tensor avg_pool2d(const Tensor& x, Shape kernel_size, Shape stride, Shape padding) {
+  if (detail::tracing())
+    return detail::trace_op("avg_pool2d", {x}, detail::pool_attrs(kernel_size, stride, padding),
+                            [&] { return avg_pool2d(x, kernel_size, stride, padding); });
   const PoolGeom g = check_pool("avg_pool2d", x, kernel_size, stride, padding);
   if (is_reduced_float(x.dtype())) return avg_pool_impl(x.to(kFloat32), g).to(x.dtype());
   return avg_pool_impl(x, g);

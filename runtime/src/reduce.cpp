@@ -15,6 +15,7 @@
 #include "graph/cpu_loop.h"
 #include "graph/fast_math.h"
 #include "graph/ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -154,6 +155,9 @@ Tensor expand_back(const Tensor& grad, const Plan& p, const Shape& in_sizes) {
 }
 
 Tensor record_reduce(Kind kind, const char* op, const Tensor& x, const Shape& dims, bool keepdim) {
+  if (detail::tracing())
+    return detail::trace_op(op, {x}, detail::reduce_attrs(dims, keepdim, x.dim()),
+                            [&] { return record_reduce(kind, op, x, dims, keepdim); });
   Tensor out = reduce(kind, op, x, dims, keepdim);
   if (!autograd::needs_grad({&x})) return out;
   Plan p = make_plan(op, x, dims, keepdim);
@@ -280,9 +284,14 @@ Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
   return record_reduce(Kind::Min, "amin", x, dims, keepdim);
 }
 
-Tensor argmax(const Tensor& x) { return argmax(x.reshape({-1}), 0, false); }
+Tensor argmax(const Tensor& x) {
+  if (detail::tracing()) return detail::trace_op("argmax", {x}, {}, [&] { return argmax(x); });
+  return argmax(x.reshape({-1}), 0, false);
+}
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  if (detail::tracing())
+    return detail::trace_op("argmax", {x}, {{"dim", dim}, {"keepdim", keepdim}}, [&] { return argmax(x, dim, keepdim); });
   detail::check_defined("argmax", x);
   if (x.dim() == 0) return zeros({}, kInt64);
   const int64_t d = detail::wrap_dim("argmax", dim, x.sizes());
@@ -320,8 +329,15 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   }());
 }
 
-Tensor softmax(const Tensor& x, int64_t dim) { return record_softmax<false>("softmax", x, dim); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return record_softmax<true>("log_softmax", x, dim); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  if (detail::tracing()) return detail::trace_op("softmax", {x}, {{"dim", dim}}, [&] { return softmax(x, dim); });
+  return record_softmax<false>("softmax", x, dim);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  if (detail::tracing())
+    return detail::trace_op("log_softmax", {x}, {{"dim", dim}}, [&] { return log_softmax(x, dim); });
+  return record_softmax<true>("log_softmax", x, dim);
+}
 
 Tensor Tensor::sum() const { return graph::sum(*this); }
 Tensor Tensor::sum(int64_t dim, bool keepdim) const { return graph::sum(*this, dim, keepdim); }

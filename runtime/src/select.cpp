@@ -2,6 +2,7 @@
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -32,6 +33,8 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (detail::tracing())
+    return detail::trace_op("where", {cond, a, b}, {}, [&] { return where(cond, a, b); });
   for (const Tensor* t : {&cond, &a, &b}) detail::check_defined("where", *t);
   if (cond.dtype() != kBool)
     throw Error("where: the condition must be bool, got " + std::string(dtype_name(cond.dtype())) + " (shape " +

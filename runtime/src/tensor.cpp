@@ -11,6 +11,7 @@
 
 #include "graph/autograd.h"
 #include "graph/memory.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {
@@ -170,8 +171,10 @@ void* Tensor::raw_data() const {
   return static_cast<char*>(storage_->data) + offset_ * element_size(dtype_);
 }
 
+// noinline: the trace hook reads the caller's return address.
 template <class T>
-T Tensor::item() const {
+[[gnu::noinline]] T Tensor::item() const {
+  if (detail::tracing()) detail::trace_host_read(*this, "item", __builtin_return_address(0));
   detail::check_defined("item", *this);
   if (numel() != 1) {
     throw Error("item: a tensor with " + std::to_string(numel()) +
@@ -185,7 +188,8 @@ template int64_t Tensor::item<int64_t>() const;
 template int Tensor::item<int>() const;
 template bool Tensor::item<bool>() const;
 
-Tensor::operator bool() const {
+[[gnu::noinline]] Tensor::operator bool() const {
+  if (detail::tracing()) detail::trace_host_read(*this, "bool", __builtin_return_address(0));
   detail::check_defined("bool", *this);
   if (numel() != 1) {
     throw Error("bool value of a tensor with more than one value is ambiguous (shape " +
@@ -202,6 +206,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  if (detail::tracing()) return detail::trace_op("clone", {*this}, {}, [&] { return clone(); });
   detail::check_defined("clone", *this);
   Tensor out = empty(sizes_, dtype_);
   detail::copy_into(out, *this);
@@ -211,6 +216,8 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType t) const {
   detail::check_defined("to", *this);
   if (t == dtype_) return *this;
+  if (detail::tracing())  // no cast in the op table: recorded as untraceable
+    return detail::trace_op("to", {*this}, {}, [&] { return to(t); });
   Tensor out = empty(sizes_, t);
   detail::copy_into(out, *this);
   // The engine converts the gradient back to this tensor's dtype.
@@ -227,6 +234,7 @@ Tensor Tensor::to(Device d) const {
 // ---- views --------------------------------------------------------------
 
 Tensor Tensor::t() const {
+  if (detail::tracing()) return detail::trace_op("t", {*this}, {}, [&] { return t(); });
   detail::check_defined("t", *this);
   if (dim() < 2) return *this;
   if (dim() > 2) {
@@ -237,6 +245,8 @@ Tensor Tensor::t() const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  if (detail::tracing())
+    return detail::trace_op("transpose", {*this}, {{"dim0", d0}, {"dim1", d1}}, [&] { return transpose(d0, d1); });
   detail::check_defined("transpose", *this);
   d0 = detail::wrap_dim("transpose", d0, sizes_);
   d1 = detail::wrap_dim("transpose", d1, sizes_);
@@ -249,6 +259,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::permute(const Shape& dims) const {
+  if (detail::tracing())
+    return detail::trace_op("permute", {*this}, {{"dims", detail::ints(dims)}}, [&] { return permute(dims); });
   detail::check_defined("permute", *this);
   if (static_cast<int64_t>(dims.size()) != dim())
     throw Error("permute: " + shape_str(dims) + " does not list the " + std::to_string(dim()) +
@@ -266,6 +278,7 @@ Tensor Tensor::permute(const Shape& dims) const {
 }
 
 Tensor Tensor::squeeze() const {
+  if (detail::tracing()) return detail::trace_op("squeeze", {*this}, {}, [&] { return squeeze(); });
   detail::check_defined("squeeze", *this);
   Shape sizes;
   for (int64_t s : sizes_)
@@ -274,6 +287,8 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  if (detail::tracing())
+    return detail::trace_op("squeeze", {*this}, {{"dim", d}}, [&] { return squeeze(d); });
   detail::check_defined("squeeze", *this);
   if (dim() == 0) return *this;
   d = detail::wrap_dim("squeeze", d, sizes_);
@@ -284,6 +299,8 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  if (detail::tracing())
+    return detail::trace_op("unsqueeze", {*this}, {{"dim", d}}, [&] { return unsqueeze(d); });
   detail::check_defined("unsqueeze", *this);
   const int64_t n = dim() + 1;
   if (d < -n || d >= n)
@@ -298,6 +315,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (detail::tracing())
+    return detail::trace_op("flatten", {*this}, {{"start_dim", start}, {"end_dim", end}},
+                            [&] { return flatten(start, end); });
   detail::check_defined("flatten", *this);
   if (dim() == 0) return reshape({1});
   start = detail::wrap_dim("flatten", start, sizes_);
@@ -312,6 +332,9 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  if (detail::tracing())
+    return detail::trace_op("slice", {*this}, {{"dim", d}, {"start", start}, {"end", end}, {"step", step}},
+                            [&] { return slice(d, start, end, step); });
   detail::check_defined("slice", *this);
   if (dim() == 0) throw Error("slice: cannot slice a 0-d tensor");
   d = detail::wrap_dim("slice", d, sizes_);
@@ -339,6 +362,8 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::expand(const Shape& target) const {
+  if (detail::tracing())
+    return detail::trace_op("expand", {*this}, {{"shape", detail::ints(target)}}, [&] { return expand(target); });
   detail::check_defined("expand", *this);
   auto fail = [&] {
     return Error("expand: cannot expand shape " + shape_str(sizes_) + " to " + shape_str(target));
@@ -402,6 +427,8 @@ Shape infer_shape(std::string_view op, const Shape& sizes, int64_t numel) {
 }  // namespace
 
 Tensor Tensor::view(const Shape& sizes) const {
+  if (detail::tracing())
+    return detail::trace_op("reshape", {*this}, {{"shape", detail::ints(sizes)}}, [&] { return view(sizes); });
   detail::check_defined("view", *this);
   Shape shape = infer_shape("view", sizes, numel());
   if (!is_contiguous()) {
@@ -416,6 +443,8 @@ Tensor Tensor::view(const Shape& sizes) const {
 }
 
 Tensor Tensor::reshape(const Shape& sizes) const {
+  if (detail::tracing())
+    return detail::trace_op("reshape", {*this}, {{"shape", detail::ints(sizes)}}, [&] { return reshape(sizes); });
   detail::check_defined("reshape", *this);
   infer_shape("reshape", sizes, numel());  // report shape errors as reshape's
   return is_contiguous() ? view(sizes) : clone().view(sizes);

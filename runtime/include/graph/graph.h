@@ -25,3 +25,4 @@
 #include "graph/optim.h"
 #include "graph/static.h"
 #include "graph/tensor.h"
+#include "graph/trace.h"
