@@ -1,1 +1,7 @@
-# (filled in by the autodiff work)
+# The autodiff pass (ir/include/graph/ir/autodiff.h): backward graphs of every
+# differentiable op, If and Loop, run by the interpreter in float64, against
+# eager autograd and central finite differences.
+add_executable(autodiff_test ${CMAKE_CURRENT_LIST_DIR}/autodiff_test.cpp)
+target_link_libraries(autodiff_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(autodiff_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(autodiff_test PROPERTIES LABELS "autodiff")

@@ -45,6 +45,10 @@ bool grad_mode_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : prev_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = prev_; }
 
+// For the autodiff pass's gradient kernels (grad_kernels.cpp).
+GradModeGuard::GradModeGuard(bool on) : prev_(grad_mode) { grad_mode = on; }
+GradModeGuard::~GradModeGuard() { grad_mode = prev_; }
+
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_mode) return false;
   for (const Tensor* t : inputs)

@@ -59,6 +59,22 @@ class NoGradGuard {
   bool prev_;
 };
 
+// ---- for the autodiff pass's gradient kernels (runtime/src/grad_kernels.cpp) ----
+// Sets grad mode for its scope. A gradient op runs its op's eager backward,
+// which must record even when the backward graph itself runs with grad mode
+// off (as it does inside an eager backward()).
+class GradModeGuard {
+ public:
+  explicit GradModeGuard(bool on);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+// ---- end of the autodiff block ----
+
 // True when grad mode is on and some input requires grad: the op must record.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 

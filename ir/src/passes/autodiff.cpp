@@ -1,0 +1,387 @@
+// Reverse-mode autodiff (autodiff.h): the driver, the activity analysis, and
+// the Scopes that walk each block backwards, saving the forward values the
+// backward needs across If and Loop boundaries. The per-op rules are in
+// autodiff_rules.cpp.
+#include "graph/ir/autodiff.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "autodiff_scope.h"
+#include "graph/error.h"
+#include "graph/ir/verifier.h"
+
+namespace graph::ir {
+
+namespace autodiff_detail {
+
+// The state shared by the Scopes of one differentiation.
+class Differentiator {
+ public:
+  Differentiator(Graph& forward, Graph& backward) : forward_(forward), backward_(backward) {}
+
+  bool active(const Value* v) const { return active_.count(v) != 0; }
+  void mark(const Value* v) {
+    if (v->type().is_tensor()) active_.insert(v);
+  }
+
+  // Values that depend on an input requiring grad, through ops that carry
+  // gradients; Loop-carried values iterate to a fixed point.
+  void activity(const Block* b) {
+    for (const auto& n : b->nodes()) {
+      if (n->op() == "If") {
+        for (const auto& blk : n->blocks()) activity(blk.get());
+        for (size_t i = 0; i < n->num_outputs(); ++i)
+          if (active(n->block(0)->returns()[i]) || active(n->block(1)->returns()[i])) mark(n->output(i));
+      } else if (n->op() == "Loop") {
+        loop_activity(n.get());
+      } else if (has_differentiable_outputs(*n)) {
+        if (std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return active(v); }))
+          for (Value* o : n->outputs()) mark(o);
+      }
+    }
+  }
+
+  // A forward value of the top block, saved for the backward: a forward
+  // output and a backward parameter.
+  Value* save(Value* v) {
+    forward_.top()->add_return(v);
+    Value* p = backward_.top()->add_param(v->type(), v->name());
+    saved_.push_back(p);
+    return p;
+  }
+  const std::vector<Value*>& saved() const { return saved_; }
+
+ private:
+  void loop_activity(const Node* n) {
+    const Block* body = n->block(0);
+    const size_t carried = n->num_outputs();
+    for (size_t j = 0; j < carried; ++j)
+      if (active(n->input(j + 2))) mark(body->param(j + 1));
+    for (bool changed = true; changed;) {
+      activity(body);
+      changed = false;
+      for (size_t j = 0; j < carried; ++j)
+        if (active(body->returns()[j + 1]) && !active(body->param(j + 1))) {
+          mark(body->param(j + 1));
+          changed = true;
+        }
+    }
+    for (size_t j = 0; j < carried; ++j)
+      if (active(body->param(j + 1))) mark(n->output(j));
+  }
+
+  Graph& forward_;
+  Graph& backward_;
+  std::unordered_set<const Value*> active_;
+  std::vector<Value*> saved_;
+};
+
+namespace {
+
+std::string where(const Node* n) {
+  if (!n || !n->loc().valid()) return "";
+  return " at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" + std::to_string(n->loc().col);
+}
+
+// What a branch that did not compute a value returns for it.
+Value* placeholder(Block* b, const Type& t) {
+  switch (t.kind) {
+    case Type::Kind::Tensor: {
+      Node* n = b->append("undefined");
+      return n->add_output(Type::tensor());
+    }
+    case Type::Kind::List: return b->append("list_new")->add_output(Type::list());
+    case Type::Kind::Int: return add_constant(b, int64_t{0});
+    case Type::Kind::Float: return add_constant(b, 0.0);
+    case Type::Kind::Bool: return add_constant(b, false);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Scope::Scope(Differentiator& d, Scope* parent, Kind kind, Block* fwd, Block* bwd, Node* fwd_node, size_t branch)
+    : d_(d), parent_(parent), kind_(kind), fwd_(fwd), bwd_(bwd), fwd_node_(fwd_node), branch_(branch) {}
+
+Node* Scope::emit(const std::string& op, const std::vector<Value*>& inputs, size_t outputs) {
+  Node* n = anchor_ ? bwd_->insert_before(anchor_, op) : bwd_->append(op);
+  for (Value* v : inputs) n->add_input(v);
+  for (size_t i = 0; i < outputs; ++i) n->add_output(Type::tensor());
+  if (current_) n->set_loc(current_->loc());
+  return n;
+}
+
+Value* Scope::fwd(Value* v) {
+  if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+  Value* r = nullptr;
+  if (v->producer() && v->producer()->op() == "constant") {  // cheaper to repeat than to save
+    Node* c = emit("constant", {}, 0);
+    c->attrs() = v->producer()->attrs();
+    r = c->add_output(v->type());
+  } else if (v->owning_block() == fwd_) {
+    r = save(v);
+  } else {
+    r = parent_->fwd(v);
+  }
+  return memo_[v] = r;
+}
+
+Value* Scope::save(Value* v) {
+  switch (kind_) {
+    case Kind::Top: return d_.save(v);
+    case Kind::Branch: return save_in_branch(v);
+    case Kind::Body: return save_in_body(v);
+  }
+  return nullptr;
+}
+
+// The forward If returns `v` from this branch (and a placeholder from the
+// other); the backward reads that output.
+Value* Scope::save_in_branch(Value* v) {
+  for (size_t b = 0; b < 2; ++b) {
+    Block* blk = fwd_node_->block(b);
+    blk->add_return(b == branch_ ? v : placeholder(blk, v->type()));
+  }
+  return parent_->fwd(fwd_node_->add_output(v->type(), v->name()));
+}
+
+// The forward Loop appends `v` to a list it carries, once per iteration; the
+// backward iteration reads the element of the iteration it undoes.
+Value* Scope::save_in_body(Value* v) {
+  if (v == fwd_->param(0)) return iter_;
+  if (!v->type().is_tensor())
+    throw Error("autodiff: the backward of the Loop" + where(fwd_node_) + " needs each iteration's value of '%" +
+                v->name() + "' (" + v->type().str() +
+                "), which cannot be saved yet: only tensors are (a Loop inside a Loop, or a host scalar computed "
+                "in the body, is not supported)");
+  Node* init = fwd_node_->owner()->insert_before(fwd_node_, "list_new");
+  fwd_node_->add_input(init->add_output(Type::list()));
+  Value* list = fwd_->add_param(Type::list());
+  Node* append = fwd_->append("list_append");
+  append->add_input(list);
+  append->add_input(v);
+  fwd_->add_return(append->add_output(Type::list()));
+  Value* saved = parent_->fwd(fwd_node_->add_output(Type::list(), "saved_" + v->name()));
+  return emit("list_get", {saved, iter_})->output();
+}
+
+void Scope::accumulate(Value* v, Value* g) {
+  if (!g || !d_.active(v)) return;
+  auto [it, fresh] = grads_.emplace(v, g);
+  if (fresh) grad_order_.push_back(v);
+  else it->second = emit1("add", {it->second, g});
+}
+
+Value* Scope::grad(const Value* v) const {
+  auto it = grads_.find(v);
+  return it == grads_.end() ? nullptr : it->second;
+}
+
+std::vector<Value*> Scope::outer_grads() const {
+  std::vector<Value*> out;
+  for (const Value* v : grad_order_)
+    if (v->owning_block() != fwd_) out.push_back(const_cast<Value*>(v));
+  return out;
+}
+
+void Scope::run() {
+  std::vector<Node*> nodes;
+  for (const auto& n : fwd_->nodes()) nodes.push_back(n.get());
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) node(*it);
+  current_ = nullptr;
+}
+
+void Scope::node(Node* n) {
+  std::vector<Value*> out_grads;
+  bool any = false;
+  for (Value* o : n->outputs()) {
+    out_grads.push_back(grad(o));
+    any = any || out_grads.back();
+  }
+  if (!any) return;
+  current_ = n;
+  if (n->op() == "If") return if_(n, out_grads);
+  if (n->op() == "Loop") return loop(n, out_grads);
+  std::vector<bool> wanted;
+  for (Value* v : n->inputs()) wanted.push_back(d_.active(v));
+  const std::vector<Value*> in_grads = op_gradients(*this, *n, out_grads, wanted);
+  for (size_t i = 0; i < in_grads.size() && i < n->inputs().size(); ++i)
+    if (wanted[i]) accumulate(n->input(i), in_grads[i]);
+}
+
+// Backward of an If: an If on the same condition whose branches run each
+// branch's backward and return the gradients of the outer values they reach
+// (zeros from a branch that does not reach one).
+void Scope::if_(Node* n, const std::vector<Value*>& out_grads) {
+  Node* bif = emit("If", {fwd(n->input(0))}, 0);
+  anchor_ = bif;
+  std::vector<std::unique_ptr<Scope>> branches;
+  std::vector<Value*> outer;
+  for (size_t b = 0; b < 2; ++b) {
+    auto s = std::make_unique<Scope>(d_, this, Kind::Branch, n->block(b), bif->add_block(), n, b);
+    for (size_t i = 0; i < out_grads.size(); ++i) s->accumulate(n->block(b)->returns()[i], out_grads[i]);
+    s->run();
+    for (Value* v : s->outer_grads())
+      if (std::find(outer.begin(), outer.end(), v) == outer.end()) outer.push_back(v);
+    branches.push_back(std::move(s));
+  }
+  for (Value* v : outer) {
+    for (auto& s : branches) {
+      s->current_ = n;
+      Value* g = s->grad(v);
+      s->bwd_->add_return(g ? g : s->emit1("zeros_like", {s->fwd(v)}));
+    }
+    bif->add_output(Type::tensor(), v->name().empty() ? "" : "grad_" + v->name());
+  }
+  anchor_ = nullptr;
+  current_ = n;
+  for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], bif->output(i));
+}
+
+// Backward of a Loop: the forward counts its iterations; the backward runs
+// that many, undoing iteration count - 1 - it, carrying the gradients of the
+// carried values and one accumulator per outer value the body reaches.
+void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
+  Block* body = n->block(0);
+  const size_t carried = n->num_outputs();
+  // The iteration count, one more carried int of the forward Loop.
+  Node* zero = n->owner()->insert_before(n, "constant");
+  zero->attrs()["value"] = int64_t{0};
+  n->add_input(zero->add_output(Type::int_()));
+  Value* counter = body->add_param(Type::int_(), "count");
+  Value* one = add_constant(body, int64_t{1});
+  Node* inc = body->append("add");
+  inc->add_input(counter);
+  inc->add_input(one);
+  body->add_return(inc->add_output(Type::int_()));
+  Value* count = fwd(n->add_output(Type::int_(), "count"));
+
+  std::vector<size_t> act;  // the carried values that carry gradients
+  for (size_t j = 0; j < carried; ++j)
+    if (d_.active(body->param(j + 1))) act.push_back(j);
+  std::vector<Value*> inputs{count, add_constant(bwd_, true)};
+  for (size_t j : act) inputs.push_back(out_grads[j] ? out_grads[j] : emit1("zeros_like", {fwd(n->output(j))}));
+  Node* bl = emit("Loop", inputs, 0);
+  anchor_ = bl;
+  Block* bb = bl->add_block();
+  Value* it = bb->add_param(Type::int_(), "it");
+  std::vector<Value*> carried_grads;
+  for (size_t j : act) carried_grads.push_back(bb->add_param(Type::tensor(), "grad_" + body->param(j + 1)->name()));
+
+  Scope s(d_, this, Kind::Body, body, bb, n);
+  s.current_ = n;
+  Node* last = s.emit("sub", {count, add_constant(bb, int64_t{1})}, 0);
+  Value* last_v = last->add_output(Type::int_());
+  Node* k = s.emit("sub", {last_v, it}, 0);
+  s.iter_ = k->add_output(Type::int_(), "k");
+  for (size_t a = 0; a < act.size(); ++a) s.accumulate(body->returns()[act[a] + 1], carried_grads[a]);
+  s.run();
+
+  s.current_ = n;
+  std::vector<Value*> rets{add_constant(bb, true)};
+  for (size_t a = 0; a < act.size(); ++a) {
+    Value* g = s.grad(body->param(act[a] + 1));
+    rets.push_back(g ? g : s.emit1("zeros_like", {carried_grads[a]}));
+    bl->add_output(Type::tensor());
+  }
+  const std::vector<Value*> outer = s.outer_grads();
+  for (Value* v : outer) {
+    bl->add_input(emit1("zeros_like", {fwd(v)}));
+    Value* acc = bb->add_param(Type::tensor(), "acc_" + v->name());
+    rets.push_back(s.emit1("add", {acc, s.grad(v)}));
+    bl->add_output(Type::tensor(), v->name().empty() ? "" : "grad_" + v->name());
+  }
+  bb->set_returns(rets);
+  anchor_ = nullptr;
+  current_ = n;
+  for (size_t a = 0; a < act.size(); ++a) accumulate(n->input(act[a] + 2), bl->output(a));
+  for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], bl->output(act.size() + i));
+}
+
+}  // namespace autodiff_detail
+
+namespace {
+
+// `g` with its parameters in the order `order` (a permutation of them).
+std::unique_ptr<Graph> with_params(Graph& g, const std::vector<Value*>& order) {
+  auto out = std::make_unique<Graph>(g.name());
+  for (Value* old : order) replace_uses(g.top(), old, out->add_input(old->type(), old->name()));
+  while (!g.top()->nodes().empty()) out->top()->move_to_end(g.top()->nodes().front().get());
+  out->top()->set_returns(g.top()->returns());
+  return out;
+}
+
+void check_request(const Graph& g, const std::vector<bool>& requires_grad) {
+  if (requires_grad.size() != g.inputs().size())
+    throw Error("autodiff: graph '" + g.name() + "' has " + std::to_string(g.inputs().size()) +
+                " inputs but requires_grad has " + std::to_string(requires_grad.size()) + " entries");
+  for (size_t i = 0; i < requires_grad.size(); ++i)
+    if (requires_grad[i] && !g.inputs()[i]->type().is_tensor())
+      throw Error("autodiff: input " + std::to_string(i) + " ('%" + g.inputs()[i]->name() + "' : " +
+                  g.inputs()[i]->type().str() + ") of graph '" + g.name() + "' is not a tensor and cannot require grad");
+}
+
+}  // namespace
+
+GradGraphs differentiate(const Graph& g, const std::vector<bool>& requires_grad) {
+  using namespace autodiff_detail;
+  verify_or_throw(g);
+  check_request(g, requires_grad);
+  GradGraphs r;
+  r.forward = parse(print(g));  // a copy we may extend with saved values
+  r.forward->set_name(g.name() + "_forward");
+  Graph& fwd = *r.forward;
+  Graph bwd(g.name() + "_backward");
+  Differentiator d(fwd, bwd);
+  for (size_t i = 0; i < requires_grad.size(); ++i)
+    if (requires_grad[i]) d.mark(fwd.inputs()[i].get());
+  d.activity(fwd.top());
+
+  Scope top(d, nullptr, Scope::Kind::Top, fwd.top(), bwd.top());
+  r.num_outputs = fwd.outputs().size();
+  std::vector<Value*> grad_outputs;
+  for (size_t i = 0; i < r.num_outputs; ++i) {
+    Value* out = fwd.outputs()[i];
+    grad_outputs.push_back(bwd.add_input(Type::tensor(), out->name().empty() ? "" : "grad_" + out->name()));
+    top.accumulate(out, grad_outputs.back());
+  }
+  top.run();
+  std::vector<Value*> grads;
+  for (size_t i = 0; i < requires_grad.size(); ++i) {
+    if (!requires_grad[i]) continue;
+    r.grad_inputs.push_back(i);
+    Value* gi = top.grad(fwd.inputs()[i].get());
+    grads.push_back(gi ? gi : top.emit1("undefined", {}));
+  }
+  bwd.top()->set_returns(grads);
+
+  std::vector<Value*> order = d.saved();
+  r.num_saved = order.size();
+  order.insert(order.end(), grad_outputs.begin(), grad_outputs.end());
+  r.backward = with_params(bwd, order);
+  verify_or_throw(*r.forward);
+  verify_or_throw(*r.backward);
+  return r;
+}
+
+std::unique_ptr<Graph> differentiate_combined(const Graph& g, const std::vector<bool>& requires_grad) {
+  GradGraphs r = differentiate(g, requires_grad);
+  Graph& f = *r.forward;
+  Block* b = r.backward->top();
+  const std::vector<Value*> fwd_outputs = f.outputs();
+  for (size_t i = 0; i < b->params().size(); ++i) {
+    Value* p = b->param(i);
+    Value* to = i < r.num_saved ? fwd_outputs[r.num_outputs + i] : f.add_input(p->type(), p->name());
+    replace_uses(b, p, to);
+  }
+  while (!b->nodes().empty()) f.top()->move_to_end(b->nodes().front().get());
+  std::vector<Value*> rets(fwd_outputs.begin(), fwd_outputs.begin() + static_cast<long>(r.num_outputs));
+  rets.insert(rets.end(), b->returns().begin(), b->returns().end());
+  f.top()->set_returns(rets);
+  f.set_name(g.name() + "_grad");
+  verify_or_throw(f);
+  return std::move(r.forward);
+}
+
+}  // namespace graph::ir

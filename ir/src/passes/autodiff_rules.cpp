@@ -1,0 +1,325 @@
+// The autodiff pass's per-op rules: the gradients of one node's inputs from
+// the gradients of its outputs, built as IR nodes.
+//
+// Elementwise ops instantiate graph/derivatives.h (the formulas eager autograd
+// runs) with Sym, a value that emits a node for each operation, so there is
+// one copy of every formula. The other ops are rules below, keyed by op kind
+// and name: views and softmax in terms of existing ops, and the ops whose
+// backward is a kernel of its own through their OP_backward gradient op.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <variant>
+
+#include "autodiff_scope.h"
+#include "graph/derivatives.h"
+#include "graph/error.h"
+#include "graph/op_table.h"
+
+namespace graph::ir::autodiff_detail {
+
+namespace {
+
+// ---- Sym: an IR value for the generic gradient formulas -----------------------
+
+// A formula builds an expression first; only the gradients that are wanted
+// are emitted (get()), and a forward value is saved for the backward only
+// when an emitted gradient reads it: `neg` saves nothing, `mul` saves the
+// other operand, and an input that needs no gradient costs nothing.
+class Sym {
+ public:
+  Sym() = default;
+  static Sym backward(Scope* s, Value* v) { return Sym(std::make_shared<Expr>(Expr{s, nullptr, v})); }
+  static Sym forward(Scope* s, Value* v) { return Sym(std::make_shared<Expr>(Expr{s, v, nullptr})); }
+  template <class N>
+  static Sym number(Scope* s, N v) {
+    Expr e{s, nullptr, nullptr};
+    e.number = v;
+    return Sym(std::make_shared<Expr>(std::move(e)));
+  }
+  static Sym op(OpId id, std::vector<Sym> args) {
+    Expr e{args.at(0).scope(), nullptr, nullptr};
+    e.op = id;
+    e.args = std::move(args);
+    return Sym(std::make_shared<Expr>(std::move(e)));
+  }
+
+  bool defined() const { return e_ != nullptr; }
+  Scope* scope() const { return e_->s; }
+  Value* get() const;  // emits the expression (once)
+
+ private:
+  struct Expr {
+    Scope* s;
+    Value* fwd;          // a forward value, or
+    mutable Value* v;    // a backward value (also the memo of get()), or
+    std::variant<std::monostate, int64_t, double> number{};  // a C++ number, or
+    std::optional<OpId> op{};                                 // an op of args
+    std::vector<Sym> args{};
+  };
+  explicit Sym(std::shared_ptr<const Expr> e) : e_(std::move(e)) {}
+  std::shared_ptr<const Expr> e_;
+};
+
+bool is_tensor(const Value* v) { return v->type().is_tensor(); }
+
+// The result type of an elementwise node: a tensor when an input is one, else
+// the host scalar C++ arithmetic gives.
+Type elementwise_type(const OpInfo& op, const std::vector<Value*>& in) {
+  bool any_float = false;
+  for (const Value* v : in) {
+    if (is_tensor(v)) return Type::tensor();
+    any_float = any_float || v->type().kind == Type::Kind::Float;
+  }
+  if (op.rule == DTypeRule::ToBool) return Type::bool_();
+  if (op.rule == DTypeRule::ToFloat || any_float) return Type::float_();
+  return Type::int_();
+}
+
+Value* Sym::get() const {
+  const Expr& e = *e_;
+  if (e.v) return e.v;
+  if (e.fwd) return e.v = e.s->fwd(e.fwd);
+  if (e.op) {
+    std::vector<Value*> in;
+    for (const Sym& a : e.args) in.push_back(a.get());
+    const OpInfo& info = op_info(*e.op);
+    Node* n = e.s->emit(std::string(info.name), in);
+    n->output()->set_type(elementwise_type(info, in));
+    return e.v = n->output();
+  }
+  Node* n = e.s->emit("constant", {});
+  if (auto* d = std::get_if<double>(&e.number)) {
+    n->attrs()["value"] = *d;
+    n->output()->set_type(Type::float_());
+  } else {
+    n->attrs()["value"] = std::get<int64_t>(e.number);
+    n->output()->set_type(Type::int_());
+  }
+  return e.v = n->output();
+}
+
+// A C++ number in a formula (`1 - result`, `grad * 0.5`) becomes a constant
+// of its kind, as the eager formulas pass it as a Scalar of its kind.
+template <class N>
+  requires std::is_arithmetic_v<N>
+Sym lift(const Sym& like, N v) {
+  if constexpr (std::is_floating_point_v<N>) return Sym::number(like.scope(), double(v));
+  else return Sym::number(like.scope(), int64_t(v));
+}
+
+// One function per elementwise op, found by argument-dependent lookup from
+// the formulas (exp(x), sign(x), pow(a, b), ...).
+#define GRAPH_UNARY_OP(name, rule, body, grad_x) \
+  [[maybe_unused]] Sym name(const Sym& x) { return Sym::op(OpId::name, {x}); }
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) \
+  [[maybe_unused]] Sym name(const Sym& a, const Sym& b) { return Sym::op(OpId::name, {a, b}); }
+#include "graph/ops.def"
+
+Sym operator-(const Sym& x) { return neg(x); }
+
+#define GRAPH_SYM_OPERATOR(sym, name)                                                 \
+  [[maybe_unused]] Sym operator sym(const Sym& a, const Sym& b) { return name(a, b); } \
+  template <class N>                                                                  \
+    requires std::is_arithmetic_v<N>                                                  \
+  Sym operator sym(const Sym& a, N b) { return name(a, lift(a, b)); }                  \
+  template <class N>                                                                  \
+    requires std::is_arithmetic_v<N>                                                  \
+  Sym operator sym(N a, const Sym& b) { return name(lift(b, a), b); }
+GRAPH_SYM_OPERATOR(+, add)
+GRAPH_SYM_OPERATOR(-, sub)
+GRAPH_SYM_OPERATOR(*, mul)
+GRAPH_SYM_OPERATOR(/, div)
+GRAPH_SYM_OPERATOR(<, lt)
+GRAPH_SYM_OPERATOR(>, gt)
+GRAPH_SYM_OPERATOR(==, eq)
+#undef GRAPH_SYM_OPERATOR
+
+// ---- elementwise ---------------------------------------------------------------
+
+// Whether shape inference proved `a` and `b` of one dtype and shape, so no
+// broadcast happened between them.
+bool same_known_type(const Type& a, const Type& b) {
+  if (!a.dtype || !a.dims || a != b) return false;
+  return std::all_of(a.dims->begin(), a.dims->end(), [](const Dim& d) { return d.is_static() || !d.symbol.empty(); });
+}
+
+// The gradient of a broadcast operand is summed back to its shape (which
+// needs the operand at run time, unless types show there was no broadcast).
+Value* reduce_to_input(Scope& s, const Sym& g, Value* input, const Value* result, bool wanted) {
+  if (!wanted || !g.defined() || !is_tensor(input)) return nullptr;
+  if (same_known_type(input->type(), result->type())) return g.get();
+  return s.emit1("sum_to", {g.get(), s.fwd(input)});
+}
+
+std::vector<Value*> elementwise(Scope& s, const Node& n, OpId id, Value* grad, const std::vector<bool>& wanted) {
+  const Sym g = Sym::backward(&s, grad), result = Sym::forward(&s, n.output());
+  switch (id) {
+#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                            \
+  case OpId::name: {                                                                        \
+    const Sym gx = derivatives::name##_backward(g, Sym::forward(&s, n.input(0)), result);  \
+    return {gx.defined() && wanted[0] ? gx.get() : nullptr};                                \
+  }
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                    \
+  case OpId::name: {                                                                        \
+    const auto gs = derivatives::name##_backward(g, Sym::forward(&s, n.input(0)),            \
+                                                 Sym::forward(&s, n.input(1)), result);     \
+    return {reduce_to_input(s, gs[0], n.input(0), n.output(), wanted[0]),                   \
+            reduce_to_input(s, gs[1], n.input(1), n.output(), wanted[1])};                  \
+  }
+#include "graph/ops.def"
+    default: break;
+  }
+  return {};
+}
+
+// ---- ops with their own gradient ops -------------------------------------------
+
+// OP_backward(grad, inputs...) with OP's attributes and the mask of wanted
+// gradients: one output per input.
+std::vector<Value*> through_backward_op(Scope& s, const Node& n, Value* grad, const std::vector<bool>& wanted) {
+  std::vector<Value*> in{grad};
+  std::vector<int64_t> mask;
+  for (size_t i = 0; i < n.inputs().size(); ++i) {
+    in.push_back(s.fwd(n.input(i)));
+    mask.push_back(wanted[i] ? 1 : 0);
+  }
+  Node* b = s.emit(n.op() + "_backward", in, n.inputs().size());
+  b->attrs() = n.attrs();
+  b->attrs()["grad_mask"] = mask;
+  std::vector<Value*> out;
+  for (size_t i = 0; i < n.inputs().size(); ++i) out.push_back(wanted[i] ? b->output(i) : nullptr);
+  return out;
+}
+
+Node* with_attrs(Node* b, const Attributes& attrs) {
+  b->attrs() = attrs;
+  return b;
+}
+
+// permute's gradient permutes back; negative dims count from the end of a
+// rank-dims.size() tensor.
+std::vector<int64_t> inverse_permutation(const Node& n) {
+  std::vector<int64_t> dims = n.ints("dims"), inv(dims.size());
+  const auto rank = static_cast<int64_t>(dims.size());
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = dims[i] < 0 ? dims[i] + rank : dims[i];
+    if (d < 0 || d >= rank) throw Error("autodiff: 'permute' has an invalid dims attribute");
+    inv[d] = i;
+  }
+  return inv;
+}
+
+Value* softmax_grad(Scope& s, const Node& n, Value* g) {
+  Value* y = s.fwd(n.output());
+  Attributes along{{"dim", n.attrs().at("dim")}, {"keepdim", true}};
+  if (n.op() == "softmax") {  // y * (g - sum(g * y, dim, keepdim))
+    Value* gy = s.emit1("mul", {g, y});
+    Value* sum = with_attrs(s.emit("sum", {gy}), along)->output();
+    return s.emit1("mul", {y, s.emit1("sub", {g, sum})});
+  }
+  // log_softmax: g - exp(y) * sum(g, dim, keepdim)
+  Value* sum = with_attrs(s.emit("sum", {g}), along)->output();
+  return s.emit1("sub", {g, s.emit1("mul", {s.emit1("exp", {y}), sum})});
+}
+
+std::vector<Value*> where_grad(Scope& s, const Node& n, Value* g) {
+  Value* cond = s.fwd(n.input(0));
+  Value* zero = s.emit1("zeros_like", {g});
+  return {nullptr, s.emit1("sum_to", {s.emit1("where", {cond, g, zero}), s.fwd(n.input(1))}),
+          s.emit1("sum_to", {s.emit1("where", {cond, zero, g}), s.fwd(n.input(2))})};
+}
+
+// stack's gradient of input i: slice i of grad along dim, without that dim.
+std::vector<Value*> stack_grad(Scope& s, const Node& n, Value* g) {
+  const int64_t dim = n.has_attr("dim") ? n.i("dim") : 0;
+  std::vector<Value*> out;
+  for (size_t i = 0; i < n.inputs().size(); ++i) {
+    const auto k = static_cast<int64_t>(i);
+    Node* slice = with_attrs(s.emit("slice", {g}), {{"dim", dim}, {"start", k}, {"end", k + 1}, {"step", int64_t{1}}});
+    out.push_back(with_attrs(s.emit("squeeze", {slice->output()}), {{"dim", dim}})->output());
+  }
+  return out;
+}
+
+std::vector<Value*> cat_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
+  std::vector<Value*> in{g};
+  for (Value* x : n.inputs()) in.push_back(s.fwd(x));
+  std::vector<Value*> out;
+  for (size_t i = 0; i < n.inputs().size(); ++i) {
+    if (!wanted[i]) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const int64_t dim = n.has_attr("dim") ? n.i("dim") : 0;
+    out.push_back(with_attrs(s.emit("cat_backward", in), {{"dim", dim}, {"index", static_cast<int64_t>(i)}})->output());
+  }
+  return out;
+}
+
+[[noreturn]] void no_gradient(const Node& n, const std::string& why) {
+  std::string where;
+  if (n.loc().valid())
+    where = " at " + n.loc().file + ":" + std::to_string(n.loc().line) + ":" + std::to_string(n.loc().col);
+  throw Error("autodiff: '" + n.op() + "'" + where + " " + why);
+}
+
+std::vector<Value*> view_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
+  const std::string& op = n.op();
+  if (op == "t") return {s.emit1("t", {g})};
+  if (op == "transpose") return {with_attrs(s.emit("transpose", {g}), n.attrs())->output()};
+  if (op == "permute") return {with_attrs(s.emit("permute", {g}), {{"dims", inverse_permutation(n)}})->output()};
+  if (op == "expand") return {s.emit1("sum_to", {g, s.fwd(n.input(0))})};
+  if (op == "slice") return through_backward_op(s, n, g, wanted);
+  // reshape, flatten, squeeze, unsqueeze: the same elements in another shape
+  return {s.emit1("reshape_as", {g, s.fwd(n.input(0))})};
+}
+
+std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
+  const std::string& op = n.op();
+  if (op == "softmax" || op == "log_softmax") return {softmax_grad(s, n, g)};
+  if (op == "where") return where_grad(s, n, g);
+  if (op == "stack") return stack_grad(s, n, g);
+  if (op == "cat") return cat_grad(s, n, g, wanted);
+  if (op == "dropout") {
+    const bool training = !n.has_attr("training") || n.b("training");
+    const double p = n.has_attr("p") ? n.f("p") : 0.5;
+    if (training && p > 0)
+      no_gradient(n, "has no gradient while training: the backward would need the forward's random mask "
+                     "(set training=false, or differentiate eagerly)");
+    return {g};
+  }
+  if (find_op(op + "_backward")) return through_backward_op(s, n, g, wanted);
+  no_gradient(n, "has no gradient");
+}
+
+}  // namespace
+
+bool has_differentiable_outputs(const Node& n) {
+  const OpInfo* info = find_op(n.op());
+  if (!info) return n.op() == "If" || n.op() == "Loop" || n.op() == "call" || n.op() == "FusionGroup";
+  return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex;
+}
+
+std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,
+                                 const std::vector<bool>& wanted) {
+  const OpInfo* info = find_op(n.op());
+  if (!info) {
+    if (n.op() == "call") no_gradient(n, "cannot be differentiated: run inline_calls first");
+    if (n.op() == "FusionGroup") no_gradient(n, "cannot be differentiated: differentiate before fusion");
+    no_gradient(n, "has no gradient");
+  }
+  if (info->id > OpId::scaled_dot_product_attention) no_gradient(n, "is a gradient op and has no gradient itself");
+  Value* g = out_grads.at(0);
+  switch (info->kind) {
+    case OpKind::Elementwise: return elementwise(s, n, info->id, g, wanted);
+    case OpKind::Reduce:
+    case OpKind::Library: return through_backward_op(s, n, g, wanted);
+    case OpKind::View: return view_grad(s, n, g, wanted);
+    case OpKind::Other: return other_grad(s, n, g, wanted);
+  }
+  no_gradient(n, "has no gradient");
+}
+
+}  // namespace graph::ir::autodiff_detail

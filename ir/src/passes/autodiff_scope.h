@@ -1,0 +1,75 @@
+#pragma once
+// Internal to the autodiff pass (autodiff.cpp, autodiff_rules.cpp).
+//
+// A Scope builds the backward of one forward block: the graph's top block, an
+// If branch or a Loop body. It maps forward values to values usable in its
+// backward block (fwd()), saving them across the forward/backward boundary as
+// needed, and accumulates the gradients of the forward values its block uses.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/ir/ir.h"
+
+namespace graph::ir::autodiff_detail {
+
+class Differentiator;
+
+class Scope {
+ public:
+  enum class Kind { Top, Branch, Body };
+
+  Scope(Differentiator& d, Scope* parent, Kind kind, Block* fwd, Block* bwd, Node* fwd_node = nullptr,
+        size_t branch = 0);
+
+  // Forward value `v` as a value of this scope's backward block.
+  Value* fwd(Value* v);
+  // A new node in the backward block (before the nested node being built, if
+  // any), with the current forward node's source location and one tensor output
+  // per `outputs`.
+  Node* emit(const std::string& op, const std::vector<Value*>& inputs, size_t outputs = 1);
+  Value* emit1(const std::string& op, const std::vector<Value*>& inputs) { return emit(op, inputs)->output(); }
+
+  // Adds `g` to the gradient of forward value `v` (nothing when `v` carries
+  // no gradient); the gradient so far, or null.
+  void accumulate(Value* v, Value* g);
+  Value* grad(const Value* v) const;
+  void run();  // the backward of every node of the forward block, in reverse
+
+ private:
+
+  Value* save(Value* v);           // `v` is defined in this scope's forward block
+  Value* save_in_branch(Value* v);
+  Value* save_in_body(Value* v);
+  void node(Node* n);
+  void if_(Node* n, const std::vector<Value*>& out_grads);
+  void loop(Node* n, const std::vector<Value*>& out_grads);
+  // Forward values from enclosing blocks that got a gradient here, in order.
+  std::vector<Value*> outer_grads() const;
+
+  Differentiator& d_;
+  Scope* parent_;
+  Kind kind_;
+  Block* fwd_;
+  Block* bwd_;
+  Node* fwd_node_;  // the forward If or Loop owning fwd_ (Branch, Body)
+  size_t branch_;   // which If branch (Branch)
+  Value* iter_ = nullptr;    // Body: the forward iteration this backward iteration undoes
+  Node* anchor_ = nullptr;   // the nested backward node being built: new nodes go before it
+  const Node* current_ = nullptr;
+  std::unordered_map<const Value*, Value*> memo_;
+  std::unordered_map<const Value*, Value*> grads_;
+  std::vector<const Value*> grad_order_;  // keys of grads_ in first-seen order (deterministic output)
+};
+
+// The gradients of `n`'s inputs (null: none) from those of its outputs (null:
+// zero), built in `s`. `wanted[i]` says whether input i needs one. Throws
+// graph::Error when `n` has no gradient.
+std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,
+                                 const std::vector<bool>& wanted);
+
+// Whether an op's outputs can carry gradients at all (false for comparisons,
+// argmax and the primitives).
+bool has_differentiable_outputs(const Node& n);
+
+}  // namespace graph::ir::autodiff_detail
