@@ -8,3 +8,8 @@ gtest_discover_tests(e2e_test TEST_FILTER "-EagerEnv.*" PROPERTIES LABELS e2e)
 add_test(NAME e2e_graph_mode_eager COMMAND e2e_test --gtest_filter=EagerEnv.*)
 set_tests_properties(e2e_graph_mode_eager PROPERTIES ENVIRONMENT GRAPH_MODE=eager LABELS e2e
   PASS_REGULAR_EXPRESSION "\\[  PASSED  \\] 1 test" FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+# Every graph the plugin emitted for these functions, run by the interpreter
+# instead of the generated code, against the eager bodies.
+add_test(NAME e2e_graph_mode_interpret COMMAND e2e_test --gtest_filter=StaticGraph.*)
+set_tests_properties(e2e_graph_mode_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
+  FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")

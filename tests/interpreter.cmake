@@ -1,1 +1,6 @@
-# (filled in by the interpreter work)
+# The graph interpreter (runtime/include/graph/interpreter.h): every op
+# against its eager function, control flow, lists, errors, the scheduler.
+add_executable(interpreter_test ${CMAKE_CURRENT_LIST_DIR}/interpreter_test.cpp)
+target_link_libraries(interpreter_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(interpreter_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(interpreter_test PROPERTIES LABELS "interpreter;concurrency")

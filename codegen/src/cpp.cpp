@@ -218,12 +218,32 @@ void Emitter::block(const ir::Block* b) {
   for (const auto& n : b->nodes()) node(n.get());
 }
 
+namespace {
+
+// A FusionGroup of kind "reduce" or "matmul_epilogue" (fuse_groups). Until
+// codegen has fused kernels for those, its members are written as they
+// would be unfused (the library call or reduction, the elementwise ops as
+// eager calls), in the same C++ scope, so the generated code stays correct.
+void unfused_group(Emitter& e, const ir::Node* n) {
+  const ir::Block* body = n->block(0);
+  for (size_t i = 0; i < n->inputs().size(); ++i) e.alias(body->param(i), e.name(n->input(i)));
+  e.block(body);
+  for (size_t i = 0; i < n->num_outputs(); ++i) e.alias(n->output(i), e.name(body->returns()[i]));
+}
+
+bool elementwise_group(const ir::Node* n) {
+  auto it = n->attrs().find("kind");
+  return it == n->attrs().end() || it->second == ir::AttrValue(std::string("elementwise"));
+}
+
+}  // namespace
+
 void Emitter::node(const ir::Node* n) {
   const std::string& op = n->op();
   if (op == "constant") return constant(n);
   if (op == "If") return if_(n);
   if (op == "Loop") return loop(n);
-  if (op == "FusionGroup") return fusion_group(n);
+  if (op == "FusionGroup") return elementwise_group(n) ? fusion_group(n) : unfused_group(*this, n);
   const OpInfo* info = find_op(op);
   if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
@@ -430,7 +450,8 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     const std::string& fn = fns[i];
     e.line("::graph::detail::CompiledGraph compiled_" + fn + "{" + ir::quote(u.mangled_name) + ", " +
            ir::quote(u.body_hash) + ", " + ir::quote(u.source) + ", &" + fn + ", " +
-           std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", {}};");
+           std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
+           ir::quote(ir::print(*u.graph)) + ", {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
   }
   e.line("");

@@ -1,2 +1,427 @@
-// the interpreter (in progress)
+// The graph interpreter (interpreter.h).
+//
+// Before running, every value gets a slot in one vector (a node writes only
+// its own outputs' slots, so threads never write the same element) and every
+// block gets its dependency lists: node j waits for node i of the same block
+// when j, or anything nested in j, reads one of i's outputs. A block then runs
+// as a ready queue: nodes whose waits reach zero are pushed in order, workers
+// and the calling thread pop them FIFO. A thread waiting for a block to
+// finish runs queued tasks meanwhile (of any block), so nested blocks on
+// workers never deadlock the pool.
+//
+// Errors are deterministic: after a node fails, every node that does not
+// depend on a failed one still runs, and the error reported is the failed
+// node that comes first in block order.
 #include "graph/interpreter.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/autograd.h"
+#include "graph/error.h"
+#include "graph/ir/verifier.h"
+
+namespace graph {
+
+namespace {
+
+// ---- the thread pool -----------------------------------------------------------
+
+class ThreadPool {
+ public:
+  static ThreadPool& get() {
+    // Leaked on purpose: workers may still be parked at exit.
+    static ThreadPool* pool = new ThreadPool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+    return *pool;
+  }
+
+  size_t workers() const { return threads_.size(); }
+
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+  // Runs one queued task if there is one.
+  bool run_one() {
+    std::function<void()> task;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) return false;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+    return true;
+  }
+
+ private:
+  explicit ThreadPool(unsigned n) {
+    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { work(); });
+    for (auto& t : threads_) t.detach();
+  }
+
+  void work() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty(); });
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> threads_;
+};
+
+int default_threads() {
+  if (const char* env = std::getenv("GRAPH_NUM_THREADS")) {
+    char* end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 1 && v <= 1024) return static_cast<int>(v);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// ---- the program: slots and dependencies -----------------------------------------
+
+struct BlockInfo {
+  std::vector<const ir::Node*> nodes;
+  std::vector<int> waits;                  // per node: producers in this block it waits for
+  std::vector<std::vector<int>> wakes;     // per node: the nodes that wait for it
+};
+
+class Program {
+ public:
+  explicit Program(const ir::Graph& g) : graph_(g) { index(g.top()); }
+
+  size_t slot(const ir::Value* v) const { return slots_.at(v); }
+  size_t num_slots() const { return slots_.size(); }
+  const BlockInfo& block(const ir::Block* b) const { return blocks_.at(b); }
+  const ir::Graph& graph() const { return graph_; }
+
+ private:
+  void index(const ir::Block* b) {
+    for (const auto& p : b->params()) slots_.emplace(p.get(), slots_.size());
+    BlockInfo& info = blocks_[b];
+    std::unordered_map<const ir::Value*, int> produced_by;
+    for (const auto& n : b->nodes()) {
+      for (const auto& inner : n->blocks()) index(inner.get());
+      for (const ir::Value* o : n->outputs()) slots_.emplace(o, slots_.size());
+      const int j = static_cast<int>(info.nodes.size());
+      info.nodes.push_back(n.get());
+      info.wakes.emplace_back();
+      std::unordered_set<int> deps;
+      for_each_read(n.get(), [&](const ir::Value* v) {
+        auto it = produced_by.find(v);
+        if (it != produced_by.end()) deps.insert(it->second);
+      });
+      std::vector<int> sorted(deps.begin(), deps.end());
+      std::sort(sorted.begin(), sorted.end());
+      for (int i : sorted) info.wakes[i].push_back(j);
+      info.waits.push_back(static_cast<int>(sorted.size()));
+      for (const ir::Value* o : n->outputs()) produced_by[o] = j;
+    }
+  }
+
+  // Every value `n` reads: its inputs and whatever its nested blocks read
+  // (values of enclosing blocks included; the caller filters by producer).
+  template <class F>
+  static void for_each_read(const ir::Node* n, F&& f) {
+    for (const ir::Value* v : n->inputs()) f(v);
+    for (const auto& b : n->blocks()) {
+      for (const auto& inner : b->nodes()) for_each_read(inner.get(), f);
+      for (const ir::Value* r : b->returns()) f(r);
+    }
+  }
+
+  const ir::Graph& graph_;
+  std::unordered_map<const ir::Value*, size_t> slots_;
+  std::unordered_map<const ir::Block*, BlockInfo> blocks_;
+};
+
+// ---- running -----------------------------------------------------------------------
+
+std::string where(const ir::Node* n, const std::string& graph_name) {
+  std::string s = " (";
+  if (n->loc().valid())
+    s += "at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" + std::to_string(n->loc().col) + ", ";
+  return s + n->op() + " in graph '" + graph_name + "')";
+}
+
+bool truth(const ir::Node* n, const IValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b;
+  if (auto* i = std::get_if<int64_t>(&v)) return *i != 0;
+  if (auto* d = std::get_if<double>(&v)) return *d != 0.0;
+  if (auto* t = std::get_if<Tensor>(&v)) return static_cast<bool>(*t);
+  throw Error(n->op() + ": a condition must be a bool, a number or a one-element tensor, got " +
+              detail::describe(v));
+}
+
+int64_t as_int(const ir::Node* n, const IValue& v, const char* what) {
+  if (auto* i = std::get_if<int64_t>(&v)) return *i;
+  throw Error(n->op() + ": " + what + " must be an int, got " + detail::describe(v));
+}
+
+class Run {
+ public:
+  Run(const Program& p, int threads, bool grad_mode)
+      : prog_(p), env_(p.num_slots()), threads_(threads), grad_mode_(grad_mode) {}
+
+  IValue& at(const ir::Value* v) { return env_[prog_.slot(v)]; }
+
+  void block(const ir::Block* b) {
+    const BlockInfo& info = prog_.block(b);
+    if (threads_ <= 1 || info.nodes.size() <= 1) return block_in_order(info);
+    block_parallel(info);
+  }
+
+ private:
+  void block_in_order(const BlockInfo& info) {
+    for (const ir::Node* n : info.nodes) node(n);
+  }
+
+  // One block's ready queue. Tasks are submitted to the pool; this thread
+  // helps until every node has run or been skipped.
+  struct State {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    std::vector<int> waits;
+    std::vector<char> poisoned;              // depends on a failed node
+    std::vector<std::exception_ptr> errors;  // per node
+    int remaining = 0;
+  };
+
+  void block_parallel(const BlockInfo& info) {
+    State st;
+    st.waits = info.waits;
+    st.poisoned.assign(info.nodes.size(), 0);
+    st.errors.resize(info.nodes.size());
+    st.remaining = static_cast<int>(info.nodes.size());
+    ThreadPool& pool = ThreadPool::get();
+
+    std::function<void(int)> launch;
+    auto finish = [&](int j, bool failed) {
+      std::vector<int> ready;
+      {
+        std::lock_guard<std::mutex> lock(st.mu);
+        for (int k : info.wakes[j]) {
+          if (failed || st.poisoned[j]) st.poisoned[k] = 1;
+          if (--st.waits[k] == 0) ready.push_back(k);
+        }
+        --st.remaining;
+      }
+      st.done_cv.notify_all();
+      for (int k : ready) launch(k);
+    };
+    launch = [&](int j) {
+      pool.submit([&, j] {
+        bool failed = false;
+        bool skip;
+        {
+          std::lock_guard<std::mutex> lock(st.mu);
+          skip = st.poisoned[j];
+        }
+        if (!skip) {
+          try {
+            std::optional<NoGradGuard> no_grad;  // workers run in the caller's grad mode
+            if (!grad_mode_) no_grad.emplace();
+            node(info.nodes[j]);
+          } catch (...) {
+            st.errors[j] = std::current_exception();
+            failed = true;
+          }
+        }
+        finish(j, failed);
+      });
+    };
+    for (size_t j = 0; j < info.nodes.size(); ++j)
+      if (info.waits[j] == 0) launch(static_cast<int>(j));
+
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(st.mu);
+        if (st.remaining == 0) break;
+      }
+      if (pool.run_one()) continue;
+      std::unique_lock<std::mutex> lock(st.mu);
+      st.done_cv.wait_for(lock, std::chrono::microseconds(200), [&] { return st.remaining == 0; });
+    }
+    for (const auto& e : st.errors)
+      if (e) std::rethrow_exception(e);
+  }
+
+  void node(const ir::Node* n) {
+    const std::string& op = n->op();
+    try {
+      if (op == "constant") return constant(n);
+      if (op == "If") return if_(n);
+      if (op == "Loop") return loop(n);
+      if (op == "FusionGroup") return fusion_group(n);
+      if (op == "undefined") {
+        at(n->output()) = Tensor();
+        return;
+      }
+      if (op.rfind("list_", 0) == 0) return list(n);
+      if (op == "call")
+        throw Error("call of '" + n->s("callee") + "': inline calls first (the inline_calls pass)");
+      const Kernel* k = detail::find_kernel(op);
+      if (!k) throw Error("no interpreter kernel for op '" + op + "'");
+      std::vector<IValue> in;
+      in.reserve(n->inputs().size());
+      for (const ir::Value* v : n->inputs()) in.push_back(at(v));
+      std::vector<IValue> out = (*k)(*n, in);
+      if (out.size() != n->num_outputs())
+        throw Error(op + ": the kernel gave " + std::to_string(out.size()) + " values for " +
+                    std::to_string(n->num_outputs()) + " outputs");
+      for (size_t i = 0; i < out.size(); ++i) at(n->output(i)) = std::move(out[i]);
+    } catch (const NodeError&) {
+      throw;  // already names its node (from a nested block)
+    } catch (const std::exception& e) {
+      throw NodeError(e.what() + where(n, prog_.graph().name()));
+    }
+  }
+
+  // An error that already names the node it came from.
+  struct NodeError : Error {
+    using Error::Error;
+  };
+
+  void constant(const ir::Node* n) {
+    const ir::AttrValue& v = n->attrs().at("value");
+    if (auto* i = std::get_if<int64_t>(&v)) at(n->output()) = *i;
+    else if (auto* d = std::get_if<double>(&v)) at(n->output()) = *d;
+    else if (auto* b = std::get_if<bool>(&v)) at(n->output()) = *b;
+    else throw Error("constant: 'value' must be a number or bool");
+  }
+
+  void if_(const ir::Node* n) {
+    const ir::Block* taken = n->block(truth(n, at(n->input(0))) ? 0 : 1);
+    block(taken);
+    for (size_t i = 0; i < n->num_outputs(); ++i) at(n->output(i)) = at(taken->returns()[i]);
+  }
+
+  void loop(const ir::Node* n) {
+    const int64_t max_trips = as_int(n, at(n->input(0)), "the max trip count");
+    bool cond = truth(n, at(n->input(1)));
+    const ir::Block* body = n->block(0);
+    const size_t carried = n->num_outputs();
+    std::vector<IValue> state(carried);
+    for (size_t i = 0; i < carried; ++i) state[i] = at(n->input(i + 2));
+    for (int64_t iter = 0; cond && iter < max_trips; ++iter) {
+      at(body->param(0)) = iter;
+      for (size_t i = 0; i < carried; ++i) at(body->param(i + 1)) = std::move(state[i]);
+      block(body);
+      cond = truth(n, at(body->returns()[0]));
+      // Read every return before the next iteration rebinds the parameters.
+      for (size_t i = 0; i < carried; ++i) state[i] = at(body->returns()[i + 1]);
+    }
+    for (size_t i = 0; i < carried; ++i) at(n->output(i)) = std::move(state[i]);
+  }
+
+  void fusion_group(const ir::Node* n) {
+    const ir::Block* body = n->block(0);
+    for (size_t i = 0; i < n->inputs().size(); ++i) at(body->param(i)) = at(n->input(i));
+    block(body);
+    for (size_t i = 0; i < n->num_outputs(); ++i) at(n->output(i)) = at(body->returns()[i]);
+  }
+
+  void list(const ir::Node* n) {
+    const std::string& op = n->op();
+    auto list_in = [&]() -> const TensorList& {
+      if (auto* l = std::get_if<TensorList>(&at(n->input(0)))) return *l;
+      throw Error(op + ": input 0 must be a list");
+    };
+    if (op == "list_new") {
+      at(n->output()) = TensorList{};
+    } else if (op == "list_append") {
+      TensorList l = list_in();
+      const IValue& t = at(n->input(1));
+      if (!std::holds_alternative<Tensor>(t)) throw Error("list_append: input 1 must be a tensor");
+      l.push_back(std::get<Tensor>(t));
+      at(n->output()) = std::move(l);
+    } else if (op == "list_get") {
+      const TensorList& l = list_in();
+      int64_t i = as_int(n, at(n->input(1)), "the index");
+      const int64_t size = static_cast<int64_t>(l.size());
+      if (i < -size || i >= size)
+        throw Error("list_get: index " + std::to_string(i) + " out of range for a list of " + std::to_string(size));
+      at(n->output()) = l[static_cast<size_t>(i < 0 ? i + size : i)];
+    } else if (op == "list_len") {
+      at(n->output()) = static_cast<int64_t>(list_in().size());
+    } else {
+      throw Error("unknown list primitive '" + op + "'");
+    }
+  }
+
+  const Program& prog_;
+  std::vector<IValue> env_;
+  int threads_;
+  bool grad_mode_;
+};
+
+const char* kind_name(ir::Type::Kind k) {
+  switch (k) {
+    case ir::Type::Kind::Tensor: return "a tensor";
+    case ir::Type::Kind::Int: return "an int";
+    case ir::Type::Kind::Float: return "a float";
+    case ir::Type::Kind::Bool: return "a bool";
+    case ir::Type::Kind::List: return "a list";
+  }
+  return "?";
+}
+
+bool matches(ir::Type::Kind k, const IValue& v) {
+  switch (k) {
+    case ir::Type::Kind::Tensor: return std::holds_alternative<Tensor>(v);
+    case ir::Type::Kind::Int: return std::holds_alternative<int64_t>(v);
+    case ir::Type::Kind::Float: return std::holds_alternative<double>(v);
+    case ir::Type::Kind::Bool: return std::holds_alternative<bool>(v);
+    case ir::Type::Kind::List: return std::holds_alternative<TensorList>(v);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<IValue> run(const ir::Graph& g, std::vector<IValue> inputs, const RunOptions& options) {
+  ir::verify_or_throw(g);
+  if (inputs.size() != g.inputs().size())
+    throw Error("graph '" + g.name() + "' takes " + std::to_string(g.inputs().size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value* p = g.inputs()[i].get();
+    if (!matches(p->type().kind, inputs[i]))
+      throw Error("graph '" + g.name() + "': input " + std::to_string(i) + " (%" + p->name() + ") must be " +
+                  kind_name(p->type().kind) + ", got " + detail::describe(inputs[i]));
+  }
+  Program prog(g);
+  const int threads = options.threads > 0 ? options.threads : default_threads();
+  Run run(prog, std::min<int>(threads, static_cast<int>(ThreadPool::get().workers()) + 1),
+          autograd::grad_mode_enabled());
+  for (size_t i = 0; i < inputs.size(); ++i) run.at(g.inputs()[i].get()) = std::move(inputs[i]);
+  run.block(g.top());
+  std::vector<IValue> out;
+  for (const ir::Value* v : g.outputs()) out.push_back(run.at(v));
+  return out;
+}
+
+}  // namespace graph

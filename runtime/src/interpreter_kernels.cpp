@@ -1,2 +1,294 @@
-// the interpreter (in progress)
+// The interpreter's kernels: one per op-table entry, each calling the eager
+// op with the node's attributes (conventions at the top of ops.def). The
+// elementwise entries come from ops.def itself, so a new elementwise op needs
+// no line here.
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+#include "graph/error.h"
 #include "graph/interpreter.h"
+#include "graph/nn_ops.h"
+#include "graph/op_table.h"
+#include "graph/ops.h"
+#include "graph/scalar_ops.h"
+
+namespace graph::detail {
+
+std::string describe(const IValue& v) {
+  if (auto* t = std::get_if<Tensor>(&v)) {
+    if (!t->defined()) return "undefined tensor";
+    return std::string(dtype_token(t->dtype())) + shape_str(t->sizes());
+  }
+  if (auto* i = std::get_if<int64_t>(&v)) return "int " + std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) return "float " + std::to_string(*d);
+  if (auto* b = std::get_if<bool>(&v)) return std::string("bool ") + (*b ? "true" : "false");
+  return "list of " + std::to_string(std::get<TensorList>(v).size());
+}
+
+const Tensor& tensor_arg(const ir::Node& n, std::span<const IValue> in, size_t i) {
+  if (i >= in.size()) throw Error(n.op() + ": missing input " + std::to_string(i));
+  if (auto* t = std::get_if<Tensor>(&in[i])) return *t;
+  throw Error(n.op() + ": input " + std::to_string(i) + " must be a tensor, got " + describe(in[i]));
+}
+
+namespace {
+
+using Out = std::vector<IValue>;
+using In = std::span<const IValue>;
+
+// ---- attributes --------------------------------------------------------------
+
+int64_t attr_int(const ir::Node& n, const char* key) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) throw Error(n.op() + ": missing attribute '" + key + "'");
+  if (auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be an integer");
+}
+int64_t attr_int(const ir::Node& n, const char* key, int64_t dflt) {
+  return n.has_attr(key) ? attr_int(n, key) : dflt;
+}
+double attr_float(const ir::Node& n, const char* key, double dflt) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) return dflt;
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a number");
+}
+bool attr_bool(const ir::Node& n, const char* key, bool dflt) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) return dflt;
+  if (auto* b = std::get_if<bool>(&it->second)) return *b;
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a bool");
+}
+// An int list attribute; a single integer counts as a list of one.
+Shape attr_shape(const ir::Node& n, const char* key) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) throw Error(n.op() + ": missing attribute '" + key + "'");
+  if (auto* i = std::get_if<int64_t>(&it->second)) return Shape{*i};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return Shape(v->begin(), v->end());
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a list of integers");
+}
+Shape attr_shape(const ir::Node& n, const char* key, Shape dflt) { return n.has_attr(key) ? attr_shape(n, key) : dflt; }
+
+const Tensor& T(const ir::Node& n, In in, size_t i) { return tensor_arg(n, in, i); }
+
+// ---- elementwise -------------------------------------------------------------
+
+Scalar scalar_of(const ir::Node& n, const IValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return Scalar(*i);
+  if (auto* d = std::get_if<double>(&v)) return Scalar(*d);
+  if (auto* b = std::get_if<bool>(&v)) return Scalar(*b);
+  throw Error(n.op() + ": expected a number, got " + describe(v));
+}
+
+template <class C>
+C host_as(const IValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<C>(*i);
+  if (auto* d = std::get_if<double>(&v)) return static_cast<C>(*d);
+  return static_cast<C>(std::get<bool>(v));
+}
+
+// All-scalar nodes compute in C++ arithmetic, as generated code does
+// (codegen's scalar_elementwise): in the output's type, or for comparisons in
+// the widest input kind.
+enum class HostKind { Bool, Int, Float };
+HostKind host_kind(const IValue& v) {
+  return std::holds_alternative<double>(v) ? HostKind::Float
+         : std::holds_alternative<int64_t>(v) ? HostKind::Int
+                                              : HostKind::Bool;
+}
+HostKind compute_kind(const ir::Node& n, const OpInfo& op, In in) {
+  HostKind k = HostKind::Bool;
+  if (op.rule != DTypeRule::ToBool) {
+    switch (n.output()->type().kind) {
+      case ir::Type::Kind::Float: return HostKind::Float;
+      case ir::Type::Kind::Int: return HostKind::Int;
+      case ir::Type::Kind::Bool: return HostKind::Bool;
+      default: break;  // unknown: from the inputs
+    }
+  }
+  for (const IValue& v : in) k = std::max(k, host_kind(v));
+  if (op.rule == DTypeRule::ToFloat) k = HostKind::Float;
+  return k;
+}
+
+IValue host_value(double v, HostKind k) {
+  switch (k) {
+    case HostKind::Float: return v;
+    case HostKind::Int: return static_cast<int64_t>(v);
+    case HostKind::Bool: return v != 0;
+  }
+  return v;
+}
+
+bool all_host(In in) {
+  for (const IValue& v : in)
+    if (std::holds_alternative<Tensor>(v) || std::holds_alternative<TensorList>(v)) return false;
+  return true;
+}
+
+#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                        \
+  Out name##_kernel(const ir::Node& n, In in) {                                                         \
+    if (!all_host(in)) return {::graph::name(T(n, in, 0))};                                             \
+    switch (compute_kind(n, op_info(OpId::name), in)) {                                                 \
+      case HostKind::Float: return {host_value(static_cast<double>(scalar::name<double>(host_as<double>(in[0]))), \
+                                               n.output()->type().kind == ir::Type::Kind::Bool ? HostKind::Bool : HostKind::Float)}; \
+      case HostKind::Int: {                                                                             \
+        auto r = scalar::name<int64_t>(host_as<int64_t>(in[0]));                                        \
+        if constexpr (std::is_same_v<decltype(r), bool>) return {IValue(r)};                            \
+        else return {IValue(static_cast<int64_t>(r))};                                                   \
+      }                                                                                                 \
+      case HostKind::Bool: return {IValue(static_cast<bool>(scalar::name<bool>(host_as<bool>(in[0]))))}; \
+    }                                                                                                   \
+    return {};                                                                                          \
+  }
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                               \
+  Out name##_kernel(const ir::Node& n, In in) {                                                         \
+    if (in.size() != 2) throw Error(#name ": expects 2 inputs");                                        \
+    const bool ta = std::holds_alternative<Tensor>(in[0]), tb = std::holds_alternative<Tensor>(in[1]);  \
+    if (ta && tb) return {::graph::name(T(n, in, 0), T(n, in, 1))};                                     \
+    if (ta) return {::graph::name(T(n, in, 0), scalar_of(n, in[1]))};                                   \
+    if (tb) return {::graph::name(scalar_of(n, in[0]), T(n, in, 1))};                                   \
+    switch (compute_kind(n, op_info(OpId::name), in)) {                                                 \
+      case HostKind::Float: {                                                                           \
+        auto r = scalar::name<double>(host_as<double>(in[0]), host_as<double>(in[1]));                  \
+        if constexpr (std::is_same_v<decltype(r), bool>) return {IValue(r)};                            \
+        else return {host_value(r, n.output()->type().kind == ir::Type::Kind::Int ? HostKind::Int : HostKind::Float)}; \
+      }                                                                                                 \
+      case HostKind::Int: {                                                                             \
+        const int64_t a = host_as<int64_t>(in[0]), b = host_as<int64_t>(in[1]);                         \
+        if (OpId::name == OpId::div && b == 0) throw Error("div: integer division by zero");             \
+        auto r = scalar::name<int64_t>(a, b);                                                           \
+        if constexpr (std::is_same_v<decltype(r), bool>) return {IValue(r)};                            \
+        else return {IValue(static_cast<int64_t>(r))};                                                   \
+      }                                                                                                 \
+      case HostKind::Bool: {                                                                            \
+        auto r = scalar::name<bool>(host_as<bool>(in[0]), host_as<bool>(in[1]));                        \
+        return {IValue(static_cast<bool>(r))};                                                          \
+      }                                                                                                 \
+    }                                                                                                   \
+    return {};                                                                                          \
+  }
+#include "graph/ops.def"
+
+// ---- reductions --------------------------------------------------------------
+
+template <class Whole, class Dims>
+Out reduce(const ir::Node& n, In in, Whole whole, Dims dims) {
+  const Tensor& x = T(n, in, 0);
+  if (!n.has_attr("dim")) return {whole(x)};
+  return {dims(x, attr_shape(n, "dim"), attr_bool(n, "keepdim", false))};
+}
+
+Out sum_kernel(const ir::Node& n, In in) {
+  return reduce(n, in, [](const Tensor& x) { return graph::sum(x); },
+                [](const Tensor& x, const Shape& d, bool k) { return graph::sum(x, d, k); });
+}
+Out mean_kernel(const ir::Node& n, In in) {
+  return reduce(n, in, [](const Tensor& x) { return graph::mean(x); },
+                [](const Tensor& x, const Shape& d, bool k) { return graph::mean(x, d, k); });
+}
+Out amax_kernel(const ir::Node& n, In in) {
+  return reduce(n, in, [](const Tensor& x) { return graph::amax(x); },
+                [](const Tensor& x, const Shape& d, bool k) { return graph::amax(x, d, k); });
+}
+Out amin_kernel(const ir::Node& n, In in) {
+  return reduce(n, in, [](const Tensor& x) { return graph::amin(x); },
+                [](const Tensor& x, const Shape& d, bool k) { return graph::amin(x, d, k); });
+}
+Out argmax_kernel(const ir::Node& n, In in) {
+  const Tensor& x = T(n, in, 0);
+  if (!n.has_attr("dim")) return {graph::argmax(x)};
+  return {graph::argmax(x, attr_int(n, "dim"), attr_bool(n, "keepdim", false))};
+}
+
+// ---- library, views ----------------------------------------------------------
+
+Out matmul_kernel(const ir::Node& n, In in) { return {graph::matmul(T(n, in, 0), T(n, in, 1))}; }
+Out conv2d_kernel(const ir::Node& n, In in) {
+  return {graph::conv2d(T(n, in, 0), T(n, in, 1), T(n, in, 2), attr_shape(n, "stride", {1, 1}),
+                        attr_shape(n, "padding", {0, 0}), attr_shape(n, "dilation", {1, 1}),
+                        attr_int(n, "groups", 1))};
+}
+
+Out t_kernel(const ir::Node& n, In in) { return {T(n, in, 0).t()}; }
+Out transpose_kernel(const ir::Node& n, In in) {
+  return {T(n, in, 0).transpose(attr_int(n, "dim0"), attr_int(n, "dim1"))};
+}
+Out permute_kernel(const ir::Node& n, In in) { return {T(n, in, 0).permute(attr_shape(n, "dims"))}; }
+Out reshape_kernel(const ir::Node& n, In in) { return {T(n, in, 0).reshape(attr_shape(n, "shape"))}; }
+Out expand_kernel(const ir::Node& n, In in) { return {T(n, in, 0).expand(attr_shape(n, "shape"))}; }
+Out slice_kernel(const ir::Node& n, In in) {
+  return {T(n, in, 0).slice(attr_int(n, "dim"), attr_int(n, "start"), attr_int(n, "end"), attr_int(n, "step", 1))};
+}
+Out squeeze_kernel(const ir::Node& n, In in) {
+  const Tensor& x = T(n, in, 0);
+  return {n.has_attr("dim") ? x.squeeze(attr_int(n, "dim")) : x.squeeze()};
+}
+Out unsqueeze_kernel(const ir::Node& n, In in) { return {T(n, in, 0).unsqueeze(attr_int(n, "dim"))}; }
+Out flatten_kernel(const ir::Node& n, In in) {
+  return {T(n, in, 0).flatten(attr_int(n, "start_dim", 0), attr_int(n, "end_dim", -1))};
+}
+
+// ---- other kernels -----------------------------------------------------------
+
+Out where_kernel(const ir::Node& n, In in) { return {graph::where(T(n, in, 0), T(n, in, 1), T(n, in, 2))}; }
+Out softmax_kernel(const ir::Node& n, In in) { return {graph::softmax(T(n, in, 0), attr_int(n, "dim"))}; }
+Out log_softmax_kernel(const ir::Node& n, In in) { return {graph::log_softmax(T(n, in, 0), attr_int(n, "dim"))}; }
+Out linear_kernel(const ir::Node& n, In in) { return {graph::linear(T(n, in, 0), T(n, in, 1), T(n, in, 2))}; }
+Out layer_norm_kernel(const ir::Node& n, In in) {
+  return {graph::layer_norm(T(n, in, 0), attr_shape(n, "normalized_shape"), T(n, in, 1), T(n, in, 2),
+                            attr_float(n, "eps", 1e-5))};
+}
+Out max_pool2d_kernel(const ir::Node& n, In in) {
+  return {graph::max_pool2d(T(n, in, 0), attr_shape(n, "kernel"), attr_shape(n, "stride", {}),
+                            attr_shape(n, "padding", {0, 0}))};
+}
+Out avg_pool2d_kernel(const ir::Node& n, In in) {
+  return {graph::avg_pool2d(T(n, in, 0), attr_shape(n, "kernel"), attr_shape(n, "stride", {}),
+                            attr_shape(n, "padding", {0, 0}))};
+}
+Out embedding_kernel(const ir::Node& n, In in) { return {graph::embedding(T(n, in, 0), T(n, in, 1))}; }
+std::vector<Tensor> tensors(const ir::Node& n, In in) {
+  std::vector<Tensor> ts;
+  for (size_t i = 0; i < in.size(); ++i) ts.push_back(T(n, in, i));
+  return ts;
+}
+Out cat_kernel(const ir::Node& n, In in) { return {graph::cat(tensors(n, in), attr_int(n, "dim", 0))}; }
+Out stack_kernel(const ir::Node& n, In in) { return {graph::stack(tensors(n, in), attr_int(n, "dim", 0))}; }
+Out dropout_kernel(const ir::Node& n, In in) {
+  return {graph::dropout(T(n, in, 0), attr_float(n, "p", 0.5), attr_bool(n, "training", true))};
+}
+Out mse_loss_kernel(const ir::Node& n, In in) { return {graph::mse_loss(T(n, in, 0), T(n, in, 1))}; }
+Out cross_entropy_kernel(const ir::Node& n, In in) { return {graph::cross_entropy(T(n, in, 0), T(n, in, 1))}; }
+Out scaled_dot_product_attention_kernel(const ir::Node& n, In in) {
+  return {graph::scaled_dot_product_attention(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), 0.0,
+                                              attr_bool(n, "is_causal", false))};
+}
+
+const std::unordered_map<std::string_view, Kernel>& kernels() {
+  static const std::unordered_map<std::string_view, Kernel> table = [] {
+    std::unordered_map<std::string_view, Kernel> t;
+#define GRAPH_UNARY_OP(name, rule, body, grad_x) t.emplace(#name, name##_kernel);
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) t.emplace(#name, name##_kernel);
+#define GRAPH_REDUCE_OP(name, rule) t.emplace(#name, name##_kernel);
+#define GRAPH_LIBRARY_OP(name, inputs) t.emplace(#name, name##_kernel);
+#define GRAPH_VIEW_OP(name, inputs) t.emplace(#name, name##_kernel);
+#define GRAPH_OTHER_OP(name, inputs, rule) t.emplace(#name, name##_kernel);
+#include "graph/ops.def"
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const Kernel* find_kernel(std::string_view op) {
+  const auto& t = kernels();
+  auto it = t.find(op);
+  if (it != t.end()) return &it->second;
+  return find_backward_kernel(op);
+}
+
+}  // namespace graph::detail

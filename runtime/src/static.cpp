@@ -5,8 +5,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+
+#include "graph/error.h"
+#include "graph/generated_support.h"
+#include "graph/interpreter.h"
+#include "graph/ir/ir.h"
+#include "graph/trace.h"
 
 namespace graph {
 
@@ -14,7 +22,9 @@ namespace {
 
 Mode mode_from_env() {
   const char* m = std::getenv("GRAPH_MODE");
-  return m && std::strcmp(m, "eager") == 0 ? Mode::Eager : Mode::Static;
+  if (m && std::strcmp(m, "eager") == 0) return Mode::Eager;
+  if (m && std::strcmp(m, "interpret") == 0) return Mode::Interpret;
+  return Mode::Static;
 }
 
 std::atomic<Mode>& mode_ref() {
@@ -95,6 +105,62 @@ void explain(std::string_view function, std::string_view why) {
                function.data(), static_cast<int>(why.size()), why.data());
 }
 
+namespace {
+
+// The parsed IR of each registered graph, made on its first interpreted call.
+const ir::Graph& parsed(const CompiledGraph& g) {
+  static std::mutex mu;
+  static std::map<const CompiledGraph*, std::unique_ptr<ir::Graph>> graphs;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = graphs[&g];
+  if (!slot) slot = ir::parse(g.ir_text);
+  return *slot;
+}
+
+// The generated code's guards, read from the graph's input types: false (and
+// why) when an input's kind, dtype, rank or a static size differs.
+bool guards_hold(const ir::Graph& g, const Arg* in, size_t n_in, std::string* why) {
+  for (size_t i = 0; i < n_in && i < g.inputs().size(); ++i) {
+    const ir::Type& t = g.inputs()[i]->type();
+    const std::string label = input_label(i, g.inputs()[i]->name());
+    if (!t.is_tensor()) continue;  // scalars: the caller's C++ types fixed them
+    const Tensor* x = std::get_if<Tensor>(&in[i]);
+    if (!x) return guard_fail(why, label + " is not a tensor");
+    if (t.dtype && x->dtype() != *t.dtype)
+      return guard_fail(why, label + " is " + std::string(dtype_token(x->dtype())) + ", the graph was compiled for " +
+                                 std::string(dtype_token(*t.dtype)));
+    if (!t.dims) continue;
+    if (x->dim() != static_cast<int64_t>(t.dims->size()))
+      return guard_fail(why, label + " has rank " + std::to_string(x->dim()) + ", the graph was compiled for rank " +
+                                 std::to_string(t.dims->size()));
+    for (size_t d = 0; d < t.dims->size(); ++d)
+      if ((*t.dims)[d].is_static() && x->size(static_cast<int64_t>(d)) != (*t.dims)[d].size)
+        return guard_fail(why, label + " has size " + std::to_string(x->size(static_cast<int64_t>(d))) + " in dim " +
+                                   std::to_string(d) + ", the graph was compiled for " +
+                                   std::to_string((*t.dims)[d].size));
+  }
+  return true;
+}
+
+bool interpret(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, std::string* why) {
+  const ir::Graph& graph = parsed(g);
+  if (!guards_hold(graph, in, n_in, why)) return false;
+  std::vector<IValue> inputs;
+  for (size_t i = 0; i < n_in; ++i) std::visit([&](const auto& v) { inputs.emplace_back(v); }, in[i]);
+  std::vector<IValue> results = graph::run(graph, std::move(inputs));
+  for (size_t i = 0; i < results.size(); ++i)
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, TensorList>) throw Error(std::string(g.source) + ": a graph output is a list");
+          else out[i] = v;
+        },
+        results[i]);
+  return true;
+}
+
+}  // namespace
+
 StaticFunction::StaticFunction(const char* mangled_name, const char* body_hash)
     : name_(mangled_name), hash_(body_hash), graph_(find_graph(mangled_name, body_hash)) {}
 
@@ -114,6 +180,10 @@ bool StaticFunction::ready() {
     explain(g->source, "the mode is eager (GRAPH_MODE=eager or graph::set_mode)");
     return false;
   }
+  if (tracing()) {  // the tracer sees eager ops only
+    explain(g->source, "graph::trace is recording this thread's eager ops");
+    return false;
+  }
   return true;
 }
 
@@ -124,7 +194,7 @@ bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) 
     return false;
   }
   std::string why;
-  if (!g->fn(in, n_in, out, &why)) {
+  if (mode() == Mode::Interpret ? !interpret(*g, in, n_in, out, &why) : !g->fn(in, n_in, out, &why)) {
     explain(g->source, "a guard failed: " + why);
     return false;
   }

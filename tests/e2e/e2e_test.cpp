@@ -38,18 +38,25 @@ void expect_close(const Tensor& eager, const Tensor& fused, float tol = 1e-5f) {
 
 uint64_t calls(const char* mangled) { return graph::detail::graph_calls(mangled); }
 
+// Static, or Interpret when CTest runs the suite with GRAPH_MODE=interpret:
+// then every "compiled graph" below runs on the interpreter.
+graph::Mode compiled_mode() {
+  const char* m = std::getenv("GRAPH_MODE");
+  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
+}
+
 // Runs `f` as the compiled graph (asserting the graph ran once) and eagerly
 // (asserting it did not), and compares the results.
 template <class F>
 Tensor static_vs_eager(const char* mangled, F&& f, float tol = 1e-5f) {
-  graph::set_mode(graph::Mode::Static);
+  graph::set_mode(compiled_mode());
   uint64_t before = calls(mangled);
   Tensor fused = f();
   EXPECT_EQ(calls(mangled), before + 1) << mangled << ": the compiled graph did not run";
   graph::set_mode(graph::Mode::Eager);
   Tensor eager = f();
   EXPECT_EQ(calls(mangled), before + 1) << mangled << ": eager mode ran the graph";
-  graph::set_mode(graph::Mode::Static);
+  graph::set_mode(compiled_mode());
   expect_close(eager, fused, tol);
   return fused;
 }

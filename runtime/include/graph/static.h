@@ -23,8 +23,13 @@
 
 namespace graph {
 
-enum class Mode { Static, Eager };
-// Process-wide mode; starts from GRAPH_MODE (unset or "static": Static).
+// Static: the generated code; Eager: the function's own body; Interpret: the
+// graph the generated code was made from, run by the interpreter
+// (interpreter.h) — for checking the generator and the interpreter against
+// each other and against eager.
+enum class Mode { Static, Eager, Interpret };
+// Process-wide mode; starts from GRAPH_MODE (unset or "static": Static;
+// "eager"; "interpret").
 void set_mode(Mode m);
 Mode mode();
 
@@ -44,6 +49,7 @@ struct CompiledGraph {
   GraphFn fn;
   size_t num_inputs;
   size_t num_outputs;
+  const char* ir_text;             // the graph as IR text (GRAPH_MODE=interpret)
   std::atomic<uint64_t> calls{0};  // completed graph runs
 };
 
