@@ -2,8 +2,9 @@
 //
 //   graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir]
 //
-// Parses every graph of the file, runs the optimizing passes (infer_types,
-// fuse_elementwise), verifies the result and writes the CPU source that
+// Parses every graph of the file, runs the default pass pipeline (pipeline.h;
+// GRAPH_DUMP_AFTER shows the IR after each pass), verified after every pass,
+// and writes the CPU source that
 // registers each graph. The plugin's generator does the same in process; this
 // tool makes codegen testable and inspectable without Clang. --mangled names
 // the first graph's registry key (default: the graph's name); --hash is the
@@ -17,8 +18,7 @@
 #include "graph/codegen/cpp.h"
 #include "graph/error.h"
 #include "graph/ir/ir.h"
-#include "graph/ir/passes.h"
-#include "graph/ir/verifier.h"
+#include "graph/ir/pipeline.h"
 
 namespace {
 
@@ -65,13 +65,12 @@ int main(int argc, char** argv) {
 
   try {
     auto graphs = graph::ir::parse_all(text.str());
+    graph::ir::PipelineOptions pipeline;
+    pipeline.verify = true;  // a tool for inspection: name the pass that broke a graph
+    graph::ir::run_pipeline(graphs, graph::ir::default_pipeline(), pipeline);
     std::vector<graph::codegen::GraphUnit> units;
     for (size_t i = 0; i < graphs.size(); ++i) {
       graph::ir::Graph& g = *graphs[i];
-      graph::ir::verify_or_throw(g);
-      graph::ir::infer_types(g);
-      graph::ir::fuse_elementwise(g);
-      graph::ir::verify_or_throw(g);
       if (print_ir) std::cout << graph::ir::print(g);
       units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path)});
     }

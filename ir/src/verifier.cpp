@@ -191,7 +191,10 @@ class Verifier {
   // A FusionGroup (made by fuse_elementwise) is one loop: its block mirrors
   // the node's inputs as parameters, returns one value per output, and holds
   // only elementwise ops and constants that read nothing from outside, so
-  // codegen can turn it into a single kernel.
+  // codegen can turn it into a single kernel. fuse_groups adds two kinds
+  // (attribute `kind`): "reduce" also holds one reduction, its last node, and
+  // "matmul_epilogue" one matmul or linear, its first node, reading only the
+  // group's parameters.
   void fusion_group(const Node* n) {
     if (n->blocks().size() != 1) return error(n, "op", "FusionGroup needs exactly one block");
     const Block* body = n->block(0);
@@ -209,17 +212,43 @@ class Verifier {
       if (!same_kind(body->returns()[i]->type(), n->output(i)->type()))
         error(n, "types", "the block's value " + std::to_string(i) + " is " + body->returns()[i]->type().str() +
                               ", the output is " + n->output(i)->type().str());
-    std::unordered_set<const Value*> inside;
-    for (const auto& p : body->params()) inside.insert(p.get());
+    std::string kind = "elementwise";
+    if (n->has_attr("kind")) {
+      const auto* k = std::get_if<std::string>(&n->attrs().at("kind"));
+      kind = k ? *k : "";
+      if (kind != "elementwise" && kind != "reduce" && kind != "matmul_epilogue")
+        return error(n, "attrs", "unknown FusionGroup kind '" + kind + "'");
+    }
+    std::unordered_set<const Value*> inside, params;
+    for (const auto& p : body->params()) inside.insert(p.get()), params.insert(p.get());
+    int heavy = 0;  // the reduction or matmul the kind allows
     for (const auto& m : body->nodes()) {
       const OpInfo* info = find_op(m->op());
-      const bool allowed = m->op() == "constant" || (info && info->kind == OpKind::Elementwise);
+      const bool reduction = info && info->kind == OpKind::Reduce;
+      const bool product = info && (info->id == OpId::matmul || info->id == OpId::linear);
+      bool allowed = m->op() == "constant" || (info && info->kind == OpKind::Elementwise);
+      if (kind == "reduce" && reduction) {
+        ++heavy;
+        allowed = true;
+        if (heavy > 1 || m.get() != body->nodes().back().get())
+          error(n, "op", "a reduce FusionGroup holds one reduction, as its last node");
+      } else if (kind == "matmul_epilogue" && product) {
+        ++heavy;
+        allowed = true;
+        bool reads_params = true;
+        for (const Value* v : m->inputs()) reads_params = reads_params && params.count(v);
+        if (heavy > 1 || m.get() != body->nodes().front().get() || !reads_params)
+          error(n, "op", "the matmul or linear of a matmul_epilogue FusionGroup comes first and reads only parameters");
+      }
       if (!allowed || !m->blocks().empty())
-        error(n, "op", "'" + m->op() + "' cannot be fused: a FusionGroup holds only elementwise ops and constants");
+        error(n, "op", "'" + m->op() + "' cannot be fused: a FusionGroup holds only elementwise ops and constants" +
+                           (kind == "elementwise" ? "" : " besides its " + kind + " node"));
       for (const Value* v : m->inputs())
         if (!inside.count(v)) error(n, "scoping", "'" + m->op() + "' inside reads a value from outside the group");
       for (const Value* v : m->outputs()) inside.insert(v);
     }
+    if (kind != "elementwise" && heavy == 0)
+      error(n, "op", "a " + kind + " FusionGroup needs its " + (kind == "reduce" ? "reduction" : "matmul or linear"));
   }
 
   std::vector<std::string> errors_;

@@ -31,7 +31,7 @@
 #include "clang/Sema/ParsedAttr.h"
 #include "clang/Sema/Sema.h"
 #include "graph/codegen/cpp.h"
-#include "graph/ir/passes.h"
+#include "graph/ir/pipeline.h"
 #include "graph/ir/verifier.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -317,8 +317,9 @@ class Consumer : public ASTConsumer {
     std::string text = graph::ir::print(*lowered.graph);
     graph::ir::verify_or_throw(*lowered.graph);
     c.optimized = graph::ir::parse(text);
-    graph::ir::infer_types(*c.optimized);
-    graph::ir::fuse_elementwise(*c.optimized);
+    // Verified once at the end: after every pass it costs more than all the
+    // passes together on long functions (the pass tests verify each step).
+    graph::ir::run_pipeline(*c.optimized, graph::ir::default_pipeline());
     graph::ir::verify_or_throw(*c.optimized);
 
     // The whole definition as written (a name from a macro argument included).

@@ -2,6 +2,7 @@
 // Graph-to-graph passes run between lowering and code generation. Each pass
 // is one entry function here and one file under ir/src/passes/; the doc
 // comment states what the pass expects and what it guarantees.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,19 @@ namespace graph::ir {
 //    operand -> float, comparisons -> bool);
 //  - sum keeps the dtype (bool -> i64), mean keeps it; whole-tensor
 //    reductions give rank 0, along `dim` drop it (or keep it as 1);
-//  - matmul gives f32, [a, k] x [k, b] -> [a, b]; t reverses a 2-D shape;
+//  - reductions take `dim` as an int or a list, with keepdim; matmul
+//    (batched, broadcast, 1-D operands), linear, conv2d and the pools
+//    (output size formula), softmax, layer_norm, embedding, cat/stack,
+//    where (broadcast of 3), the losses (0-d), attention, and every view
+//    (t, transpose, permute, reshape with -1, expand, slice, squeeze,
+//    unsqueeze, flatten) follow the attribute conventions of ops.def;
+//  - symbolic dims propagate: N with N or with 1 gives N, N with M gives "?";
 //  - If outputs take what both branches agree on; Loop-carried values are
 //    iterated to a fixed point starting from the initial values.
-// Anything not derivable stays unknown. Postcondition: `g` still verifies.
+// Anything not derivable stays unknown. A shape that is wrong whatever the
+// values (matmul [2, 3] x [4, 5], broadcasting 3 with 4, a reshape that
+// changes the element count) throws graph::Error naming the node's op and
+// source location. Postcondition: `g` still verifies.
 void infer_types(Graph& g, DType tensor_default = DType::Float32);
 
 // Elementwise fusion.
@@ -47,5 +57,79 @@ void fuse_elementwise(Graph& g);
 // One line per FusionGroup of `g` (pre-order), listing its member ops in
 // order, e.g. "add,mul,relu". For tests and graph-inspect.
 std::vector<std::string> fusion_summary(const Graph& g);
+
+// Group fusion, after fuse_elementwise.
+//
+// Precondition: `g` verifies and has run infer_types and fuse_elementwise.
+// Two kinds of FusionGroup (attribute `kind`) are formed, flattening the
+// elementwise group they absorb:
+//  - kind="reduce": a reduction (sum, mean, amax, amin) together with the
+//    elementwise group that produces its input, when nothing else reads that
+//    group's values: the reduction runs over the fused expression;
+//  - kind="matmul_epilogue": a matmul or linear followed by the elementwise
+//    group that is its only user, when the group's result has the matmul's
+//    shape (its other operands, like a bias, only broadcast into it).
+// Postcondition: `g` verifies; the group's outputs are the absorbed values
+// used outside, exactly as before.
+void fuse_groups(Graph& g);
+
+// Inlining of calls between the graphs of a module.
+//
+// Precondition: `g` verifies. Every call{callee="f"} node, in any block, is
+// replaced by a copy of graph f's body (f taken from `module`, its own calls
+// inlined first), its parameters bound to the call's inputs and the call's
+// outputs to f's returns. Copied nodes keep their source locations. Throws
+// graph::Error for an unknown callee, a call whose number or kinds of inputs
+// and outputs differ from f's, and recursion ("f -> g -> f").
+// Postcondition: `g` verifies and has no call nodes.
+void inline_calls(Graph& g, const std::vector<std::unique_ptr<Graph>>& module);
+
+// Constant folding.
+//
+// Precondition: `g` verifies. Elementwise op-table nodes whose inputs are all
+// constants (host scalars) become constants, computed by graph::scalar::<op>
+// in the C++ type codegen would use (so folded and generated values agree);
+// a fold that would raise or overflow (integer division by zero, INT64_MIN /
+// -1, signed overflow) is left to run time. An If on a constant condition is
+// replaced by the taken block's nodes; a Loop with constant max trip count 0
+// or a constant false initial condition by its initial carried values.
+// Postcondition: `g` verifies; dead constants are left to dce.
+void const_fold(Graph& g);
+
+// Common subexpression elimination.
+//
+// Precondition: `g` verifies. A pure node (an op-table op other than dropout,
+// a constant, undefined()) with the same op, attributes, inputs and output
+// types as an earlier one in scope (its own block or an enclosing one) is
+// replaced by that earlier node. Inside a FusionGroup only the group's own
+// nodes are candidates, since a group reads nothing from outside.
+// Postcondition: `g` verifies.
+void cse(Graph& g);
+
+// Dead code elimination.
+//
+// Precondition: `g` verifies. Removes, in every block, nodes whose outputs
+// are unused and that have no effect besides their outputs (op-table ops,
+// constants, undefined, list_*: nothing in the op table writes memory;
+// dropout only draws random numbers), and If/Loop outputs nobody reads, with
+// the block returns (and for a Loop the carried value) that fed them when the
+// loop body does not read it either. call nodes are kept.
+// Postcondition: `g` verifies.
+void dce(Graph& g);
+
+// Algebraic simplification.
+//
+// Precondition: `g` verifies (run infer_types first: rewrites that depend on
+// dtypes only fire where they are known). Rewrites, each only when the result
+// provably keeps the value, dtype and shape of what it replaces:
+//   x + 0, 0 + x (not floats: -0.0 + 0 is +0.0), x - 0, x * 1, 1 * x, x / 1,
+//   x * 0 -> 0 for host ints only (a float may be NaN or inf, and a tensor
+//   would need a zeros op), neg(neg(x)), t(t(x)), transpose twice on the same
+//   pair, permute of permute (composed, or dropped when the identity),
+//   reshape of reshape, squeeze(unsqueeze(x, d), d).
+// "0" and "1" are host-scalar constants; a rewrite happens only when the
+// op table's promotion of x's dtype with the constant gives x's dtype again
+// (a bool tensor + 0 is i64, so it is not x). Postcondition: `g` verifies.
+void simplify(Graph& g);
 
 }  // namespace graph::ir
