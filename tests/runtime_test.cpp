@@ -62,6 +62,12 @@ TEST(Factories, ZerosOnesFull) {
   EXPECT_EQ(graph::empty({4, 0}).numel(), 0);
 }
 
+TEST(Factories, EmptyShapesWhoseStridesWouldOverflowAreErrors) {
+  // No elements, but contiguous strides of 2^107: found by the saved-graph fuzzer.
+  EXPECT_THROW(graph::empty({0, int64_t{1} << 51, int64_t{1} << 56}), Error);
+  EXPECT_EQ(graph::empty({0, 1 << 20, 1 << 20}).numel(), 0);
+}
+
 TEST(Factories, StorageIsAligned) {
   Tensor t = graph::empty({3});
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);

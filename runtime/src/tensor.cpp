@@ -66,14 +66,16 @@ int64_t wrap_dim(std::string_view op, int64_t dim, const Shape& shape) {
 namespace {
 
 // Product of sizes; throws naming `op` on negative sizes or int64 overflow.
+// The element count. The product with zeros counted as ones must fit too:
+// contiguous strides are made of it, even for a shape with no elements.
 int64_t checked_numel(std::string_view op, const Shape& sizes) {
-  int64_t n = 1;
+  int64_t n = 1, strided = 1;
   for (int64_t s : sizes) {
     if (s < 0) {
       throw Error(std::string(op) + ": negative dimension " + std::to_string(s) + " in shape " +
                   shape_str(sizes));
     }
-    if (__builtin_mul_overflow(n, s, &n)) {
+    if (__builtin_mul_overflow(n, s, &n) || __builtin_mul_overflow(strided, std::max<int64_t>(s, 1), &strided)) {
       throw Error(std::string(op) + ": shape " + shape_str(sizes) + " has too many elements");
     }
   }
