@@ -127,7 +127,7 @@ Type reduce(const OpInfo& op, const Node* n) {
     out.dims = Dims{};  // a whole-tensor reduction is 0-d
     return out;
   }
-  if (!in.dims) return out;
+  if (!in.dims || !std::holds_alternative<int64_t>(n->attrs().at("dim"))) return out;  // a dim list: unknown
   const int64_t rank = static_cast<int64_t>(in.dims->size());
   int64_t d = n->i("dim");
   if (d < 0) d += rank;
@@ -167,6 +167,15 @@ Type transpose(const Node* n) {
   return out;
 }
 
+// where(cond, a, b): a and b promote; cond only selects.
+Type where(const Node* n) {
+  Type out = Type::tensor();
+  const Type& a = n->input(1)->type();
+  const Type& b = n->input(2)->type();
+  if (a.dtype && b.dtype) out.dtype = promote_types(*a.dtype, *b.dtype);
+  return out;
+}
+
 // ---- the walk ----------------------------------------------------------------
 
 class TypeInference {
@@ -193,7 +202,9 @@ class TypeInference {
       case OpKind::View:
         n->output()->set_type(info->id == OpId::t ? transpose(n) : same_dtype(*info, n));
         break;
-      case OpKind::Other: n->output()->set_type(same_dtype(*info, n)); break;
+      case OpKind::Other:
+        n->output()->set_type(info->id == OpId::where ? where(n) : same_dtype(*info, n));
+        break;
     }
   }
 
