@@ -9,6 +9,8 @@
 //     marker is met: `// expect@COL: text` (a warning at that line and
 //     column whose message contains text), `// expect@COL: error: text`,
 //     `// expect@COL: fatal error: text`; a line may hold several markers;
+//     `// expect@COL: note: text` checks a note (other notes are not
+//     checked); a line `// flags: ...` gives the generator extra flags;
 //   - each -Wgraph-fallback warning is followed by its "will run eagerly" note;
 //   - every function marked `// lowers` (or `// lowers: <file stem>` where the
 //     stem is not the name on that line) has <stem>.graph and <stem>.opt.graph
@@ -73,10 +75,10 @@ std::string read(const fs::path& p) {
 
 const std::string kCompile = std::string(CXXGRAPH_CLANG) + " -fsyntax-only -std=c++20 " + CXXGRAPH_INCLUDES;
 
-Result generate(const fs::path& source, const fs::path& out) {
+Result generate(const fs::path& source, const fs::path& out, const std::string& flags = "") {
   fs::remove_all(out);
   fs::create_directories(out);
-  return run(kCompile + " -Wno-unknown-warning-option -fplugin=" + CXXGRAPH_PLUGIN +
+  return run(kCompile + flags + " -Wno-unknown-warning-option -fplugin=" + CXXGRAPH_PLUGIN +
              " -fplugin-arg-cxxgraph-copy=" + (out / "copy.cpp").string() +
              " -fplugin-arg-cxxgraph-kernels=" + (out / "kernels.cpp").string() +
              " -fplugin-arg-cxxgraph-graph-dir=" + out.string() + " " + source.string());
@@ -95,17 +97,20 @@ struct Diagnostic {
 };
 
 struct Expectations {
-  std::vector<Diagnostic> diagnostics;
+  std::vector<Diagnostic> diagnostics;  // warnings and errors: all of them; notes: those checked
+  std::string flags;                    // `// flags: ...`: extra generator flags
   std::vector<std::string> lowers;  // .graph file stems
   bool errors() const {
-    return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) { return d.severity != "warning"; });
+    return std::any_of(diagnostics.begin(), diagnostics.end(),
+                       [](const Diagnostic& d) { return d.severity != "warning" && d.severity != "note"; });
   }
 };
 
 void add_markers(const fs::path& file, Expectations& e) {
   // Several markers may share a line; `// lowers` ends it.
   static const std::regex expect(
-      R"(// expect@(\d+): (?:(warning|error|fatal error): )?(.*?)\s*(?=// expect@|// lowers|$))");
+      R"(// expect@(\d+): (?:(warning|error|fatal error|note): )?(.*?)\s*(?=// expect@|// lowers|$))");
+  static const std::regex flags(R"(^// flags: (.*)$)");
   static const std::regex lowers(R"(// lowers(?::\s*(\S+))?\s*$)");
   static const std::regex function_name(R"((\w+)\s*\()");
   std::istringstream in(read(file));
@@ -117,6 +122,7 @@ void add_markers(const fs::path& file, Expectations& e) {
                                m[2].matched ? m[2].str() : "warning", m[3].str()});
     }
     std::smatch m;
+    if (std::regex_match(line, m, flags)) e.flags += " " + m[1].str();
     if (std::regex_search(line, m, lowers)) {
       if (m[1].matched) {
         e.lowers.push_back(m[1]);
@@ -144,7 +150,7 @@ Expectations expectations(const fs::path& source) {
 }
 
 std::vector<Diagnostic> reported(const std::string& output) {
-  static const std::regex diag(R"(^(.*):(\d+):(\d+): (warning|error|fatal error): (.*)$)");
+  static const std::regex diag(R"(^(.*):(\d+):(\d+): (warning|error|fatal error|note): (.*)$)");
   std::vector<Diagnostic> out;
   std::istringstream in(output);
   std::string line;
@@ -171,7 +177,7 @@ struct Options {
 void check(const fs::path& source, const std::string& name, Options opts = {}) {
   fs::path out = fs::path(CXXGRAPH_TEST_TMP) / "corpus" / name;
   Expectations expected = expectations(source);
-  Result r = generate(source, out);
+  Result r = generate(source, out, expected.flags);
   SCOPED_TRACE(source.string());
 
   // Clang finished in time and exited normally.
@@ -198,7 +204,8 @@ void check(const fs::path& source, const std::string& name, Options opts = {}) {
       if (d.file == want.file && d.line == want.line) there += "\n  reported: " + d.str();
     ADD_FAILURE() << "missing: " << want.str() << there;
   }
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(used[i]) << "unexpected: " << got[i].str();
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(used[i] || got[i].severity == "note") << "unexpected: " << got[i].str();
   EXPECT_EQ(count(r.output, "[-Wgraph-fallback]"), count(r.output, "will run eagerly")) << r.output;
 
   if (expected.errors()) {

@@ -28,6 +28,7 @@ std::string cpp_type(const ir::Type& t) {
     case ir::Type::Kind::Int: return "int64_t";
     case ir::Type::Kind::Float: return "double";
     case ir::Type::Kind::Bool: return "bool";
+    case ir::Type::Kind::List: return "std::vector<::graph::Tensor>";
     case ir::Type::Kind::Tensor: break;
   }
   return "::graph::Tensor";
@@ -202,6 +203,8 @@ void Emitter::guards(const ir::Graph& g) {
             line("if (!::graph::detail::guard_size(" + at + ", " + std::to_string(d) + ", " +
                  std::to_string((*t.dims)[d].size) + ", why)) return false;");
       }
+    } else if (t.is_list()) {
+      line("if (!::graph::detail::guard_list(" + at + ", why)) return false;");
     } else {
       line("if (!::graph::detail::guard_scalar<" + cpp_type(t) + ">(" + at + ", why)) return false;");
     }
@@ -209,7 +212,7 @@ void Emitter::guards(const ir::Graph& g) {
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs()[k].get();
     const std::string type = cpp_type(v->type());
-    line("[[maybe_unused]] const " + type + (v->type().is_tensor() ? "& " : " ") + name(v) + " = std::get<" + type + ">(in[" +
+    line("[[maybe_unused]] const " + type + (v->type().is_tensor() || v->type().is_list() ? "& " : " ") + name(v) + " = std::get<" + type + ">(in[" +
          std::to_string(k) + "]);");
   }
 }
@@ -244,6 +247,7 @@ void Emitter::node(const ir::Node* n) {
   if (op == "If") return if_(n);
   if (op == "Loop") return loop(n);
   if (op == "FusionGroup") return elementwise_group(n) ? fusion_group(n) : unfused_group(*this, n);
+  if (primitive(n)) return;
   const OpInfo* info = find_op(op);
   if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
@@ -255,8 +259,8 @@ void Emitter::node(const ir::Node* n) {
     }
     case OpKind::Reduce: return reduce(n, *info);
     case OpKind::Library:
-    case OpKind::View: return library_or_view(n, *info);
-    case OpKind::Other: break;
+    case OpKind::View:
+    case OpKind::Other: return eager_op(n, *info);
   }
   throw Error("codegen: no CPU lowering for op '" + op + "'");
 }
@@ -292,23 +296,7 @@ void Emitter::eager_elementwise(const ir::Node* n, const OpInfo& op) {
        at_source(n, std::string(op.name), "::graph::" + std::string(op.name) + "(" + args + ")") + ";");
 }
 
-void Emitter::reduce(const ir::Node* n, const OpInfo& op) {
-  std::string args = name(n->input(0));
-  if (n->has_attr("dim")) {
-    const bool keepdim = n->has_attr("keepdim") && n->b("keepdim");
-    args += ", " + int_literal(n->i("dim")) + ", " + (keepdim ? "true" : "false");
-  }
-  line("const ::graph::Tensor " + name(n->output()) + " = " +
-       at_source(n, std::string(op.name), "::graph::" + std::string(op.name) + "(" + args + ")") + ";");
-}
-
-void Emitter::library_or_view(const ir::Node* n, const OpInfo& op) {
-  std::string expr;
-  if (op.id == OpId::matmul) expr = "::graph::matmul(" + name(n->input(0)) + ", " + name(n->input(1)) + ")";
-  else if (op.id == OpId::t) expr = name(n->input(0)) + ".t()";
-  else throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
-  line("const ::graph::Tensor " + name(n->output()) + " = " + at_source(n, std::string(op.name), expr) + ";");
-}
+void Emitter::reduce(const ir::Node* n, const OpInfo& op) { eager_op(n, op); }
 
 // ---- control flow ----------------------------------------------------------------
 

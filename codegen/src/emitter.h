@@ -68,7 +68,10 @@ class Emitter {
   void if_(const ir::Node* n);
   std::string condition(const ir::Node* n, const ir::Value* c, const std::string& what);
   void loop(const ir::Node* n);
-  void library_or_view(const ir::Node* n, const OpInfo& op);
+  // eager_call.cpp: views, reductions, library and other ops as eager calls.
+  std::string eager_call(const ir::Node* n, const OpInfo& op);
+  void eager_op(const ir::Node* n, const OpInfo& op);
+  bool primitive(const ir::Node* n);  // undefined(), list_*: false for others
   void reduce(const ir::Node* n, const OpInfo& op);
 
   // fusion_kernel.cpp

@@ -77,7 +77,10 @@ class Verifier {
         error(n, "types", "a comparison gives an i1 tensor");
       return;
     }
-    for (size_t i = 0; i < n->inputs().size(); ++i)
+    // A list op (cat, stack) takes its tensors one per input, or as one list
+    // whose length is known only at run time.
+    const bool one_list = info->num_inputs < 0 && n->inputs().size() == 1 && n->input(0)->type().is_list();
+    for (size_t i = 0; i < n->inputs().size() && !one_list; ++i)
       if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
     for (const Value* o : n->outputs())
       if (!o->type().is_tensor()) error(n, "types", "the outputs must be tensors");

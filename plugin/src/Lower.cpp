@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclCXX.h"
@@ -49,6 +52,29 @@ bool is_tensor_record(QualType t) {
   return rd && rd->getName() == "Tensor" && in_graph_namespace(rd->getDeclContext());
 }
 
+// std::vector<graph::Tensor>: a `list` value in the graph.
+bool is_tensor_vector(QualType t) {
+  t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  const auto* rd = dyn_cast_or_null<ClassTemplateSpecializationDecl>(t->getAsCXXRecordDecl());
+  if (!rd || rd->getName() != "vector" || !rd->isInStdNamespace()) return false;
+  const TemplateArgumentList& args = rd->getTemplateArgs();
+  return args.size() >= 1 && args[0].getKind() == TemplateArgument::Type && is_tensor_record(args[0].getAsType());
+}
+
+// std::tuple<...> or std::pair<...>: its element types, else nullopt.
+std::optional<std::vector<QualType>> tuple_elements(QualType t) {
+  t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  const auto* rd = dyn_cast_or_null<ClassTemplateSpecializationDecl>(t->getAsCXXRecordDecl());
+  if (!rd || !rd->isInStdNamespace() || (rd->getName() != "tuple" && rd->getName() != "pair")) return std::nullopt;
+  std::vector<QualType> out;
+  for (const TemplateArgument& a : rd->getTemplateArgs().asArray()) {
+    if (a.getKind() == TemplateArgument::Type) out.push_back(a.getAsType());
+    else if (a.getKind() == TemplateArgument::Pack)
+      for (const TemplateArgument& p : a.pack_elements()) out.push_back(p.getAsType());
+  }
+  return out;
+}
+
 bool is_scalar_record(QualType t) {
   t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
   const auto* rd = t->getAsCXXRecordDecl();
@@ -61,6 +87,7 @@ bool is_scalar_record(QualType t) {
 // types are not numbers. Likewise host floats are doubles: float and double.
 std::optional<ir::Type> ir_type(QualType t) {
   if (is_tensor_record(t)) return ir::Type::tensor();
+  if (is_tensor_vector(t)) return ir::Type::list();
   t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
   const auto* bt = dyn_cast<BuiltinType>(t.getTypePtr());
   if (!bt) return std::nullopt;
@@ -81,7 +108,8 @@ std::optional<ir::Type> ir_type(QualType t) {
 // block); real code stays far below either.
 constexpr int kMaxBlockDepth = 64;
 
-const char* kAcceptedTypes = "accepted are 'graph::Tensor', bool, signed integers, float and double";
+const char* kAcceptedTypes =
+    "accepted are 'graph::Tensor', 'std::vector<graph::Tensor>', bool, signed integers, float and double";
 
 // The op-table entry a declaration is annotated with (GRAPH_OP), or null.
 const graph::OpInfo* annotated_op(const FunctionDecl* fd) {
@@ -101,11 +129,8 @@ bool is_lambda_call(const FunctionDecl* fd) {
 
 const char* statement_name(const Stmt* s) {
   switch (s->getStmtClass()) {
-    case Stmt::BreakStmtClass: return "'break' cannot be lowered yet";
-    case Stmt::ContinueStmtClass: return "'continue' cannot be lowered yet";
     case Stmt::SwitchStmtClass: return "'switch' cannot be lowered yet";
     case Stmt::DoStmtClass: return "'do'-'while' loops cannot be lowered yet";
-    case Stmt::CXXForRangeStmtClass: return "range-based 'for' loops cannot be lowered yet";
     case Stmt::GotoStmtClass:
     case Stmt::IndirectGotoStmtClass:
     case Stmt::LabelStmtClass: return "'goto' and labels cannot be lowered";
@@ -135,6 +160,20 @@ const char* expression_name(const Expr* e) {
   }
 }
 
+// The lowering keeps, per C++ variable, its current SSA value. Early exits
+// (`return`, `break`, `continue`) are lowered structurally: three bool flags
+// per function being lowered, ordinary variables of the environment:
+//   returned  the function has returned (its result values are bound);
+//   skip      the rest of the current body is skipped (return, break or
+//             continue happened);
+//   stop      the innermost loop stops after this iteration (return, break).
+// After a statement that may have set `skip`, the statements that follow run
+// in the else-block of an If on it; a loop that may stop tests `stop` before
+// its increment and its condition; `returned` and the results are carried
+// out of loops and Ifs like any variable. While a flag is a constant the
+// lowering folds it (no If is emitted), so code without early exits lowers to
+// the same graph as before; the constants it leaves unused are removed at
+// the end.
 class FunctionLowering {
  public:
   FunctionLowering(ASTContext& ctx, const FunctionDecl* fd) : ctx_(ctx), sm_(ctx.getSourceManager()), fd_(fd) {}
@@ -145,6 +184,9 @@ class FunctionLowering {
     out.graph = std::make_unique<ir::Graph>(identifier(fd_->getNameAsString()));
     graph_ = out.graph.get();
     block_ = graph_->top();
+    Frame frame(fd_, isa<CXXMethodDecl>(fd_) && cast<CXXMethodDecl>(fd_)->isInstance() ? "this" : "");
+    frame.results = result_types(fd_->getReturnType(), fd_->getReturnTypeSourceRange().getBegin(),
+                                 &out.result_type);
     for (const ParmVarDecl* p : fd_->parameters()) {
       auto t = ir_type(p->getType());
       if (!t)
@@ -158,32 +200,36 @@ class FunctionLowering {
       out.call_args.push_back(p->getNameAsString());
     }
 
-    const auto* body = cast<CompoundStmt>(fd_->getBody());  // check_kind made sure
-    const ReturnStmt* ret = nullptr;
-    for (const Stmt* s : body->body()) {
-      if (ret) unsupported(s->getBeginLoc(), "code after the final 'return' cannot be lowered");
-      if ((ret = dyn_cast<ReturnStmt>(s))) continue;
-      stmt(s);
-    }
-    if (!ret || !ret->getRetValue())
-      unsupported(body->getRBracLoc(), "the function must end with 'return <tensor>;'");
-    ir::Value* result = expr(ret->getRetValue());
-    if (!result->type().is_tensor()) unsupported(ret->getRetValue()->getExprLoc(), "the result must be a tensor");
-    graph_->top()->add_return(result);
+    for (ir::Value* r : function_body(frame)) graph_->top()->add_return(r);
     for (const auto& name : captures_) out.call_args.push_back(name);
+    remove_unused_flags();
     return out;
   }
 
  private:
+  // One function being lowered: the annotated one, or a callee inlined into it.
+  struct Frame {
+    Frame(const FunctionDecl* f, std::string self) : fd(f), this_ptr(std::move(self)) {}
+    const FunctionDecl* fd;
+    std::string this_ptr;  // `this` as the prologue spells it; empty without one
+    std::vector<ir::Type> results;
+    // Their addresses are the keys of the flags and results in the environment.
+    char returned = 0, skip = 0, stop = 0;
+    std::deque<char> slots;
+  };
+
   // What kind of function this is, before anything looks at the body: the
   // body of a template is dependent and must not be evaluated.
   void check_kind() {
     SourceLocation at = fd_->getLocation();
     if (is_lambda_call(fd_)) unsupported(at, "'graph::static' on a lambda is not supported yet");
-    if (isa<CXXMethodDecl>(fd_)) unsupported(at, "member functions are not supported yet");
+    if (isa<CXXConstructorDecl, CXXDestructorDecl, CXXConversionDecl>(fd_))
+      unsupported(at, "constructors, destructors and conversion functions cannot be lowered");
     if (fd_->getDescribedFunctionTemplate() || fd_->isTemplateInstantiation())
       unsupported(at, "function templates are not supported yet");
     if (fd_->isTemplated()) unsupported(at, "functions inside templates are not supported yet");
+    if (const auto* m = dyn_cast<CXXMethodDecl>(fd_); m && m->getParent()->isLocalClass())
+      unsupported(at, "member functions of local classes are not supported yet");
     if (fd_->isConsteval() || fd_->isConstexpr())
       unsupported(at, std::string(fd_->isConsteval() ? "'consteval'" : "'constexpr'") +
                           " functions cannot be lowered: the dispatch prologue is not a constant expression");
@@ -193,38 +239,81 @@ class FunctionLowering {
       unsupported(body->getBeginLoc(), "function-try-blocks cannot be lowered");
     if (!isa_and_nonnull<CompoundStmt>(body)) unsupported(at, "the function has no body to lower");
     if (fd_->isVariadic()) unsupported(at, "variadic functions cannot be lowered");
-    // The prologue returns a graph::Tensor local: a reference result would
-    // dangle, and decltype(auto) could deduce two different types.
-    QualType r = fd_->getReturnType();
-    SourceLocation rloc = fd_->getReturnTypeSourceRange().getBegin();
-    if (!is_tensor_record(r))
-      unsupported(rloc, "the result must be a 'graph::Tensor', not " + type_name(r));
+  }
+
+  // The graph outputs a result of type `r` becomes, and (when `spelling` is
+  // given) how the prologue names that type. A Tensor, a host scalar, a
+  // std::vector<Tensor> (one list), or a std::tuple/std::pair of tensors and
+  // scalars (one output each), returned by value.
+  std::vector<ir::Type> result_types(QualType r, SourceLocation at, std::string* spelling) {
+    const char* accepted = "; accepted are 'graph::Tensor', host scalars, 'std::vector<graph::Tensor>' and "
+                           "'std::tuple'/'std::pair' of tensors and scalars, returned by value";
     if (r->isReferenceType())
-      unsupported(rloc, "the result must be a 'graph::Tensor' returned by value, not " + type_name(r));
+      unsupported(at, "the result must be a 'graph::Tensor' returned by value, not " + type_name(r));
+    auto one = [&](QualType t) -> std::pair<ir::Type, std::string> {
+      auto it = ir_type(t);
+      if (!it || t->isReferenceType())
+        unsupported(at, "the result must be a 'graph::Tensor', not " + type_name(r) + accepted);
+      if (it->is_tensor()) return {*it, "::graph::Tensor"};
+      if (it->is_list()) return {*it, "::std::vector<::graph::Tensor>"};
+      return {*it, t.getCanonicalType().getUnqualifiedType().getAsString()};
+    };
+    if (auto elems = tuple_elements(r)) {
+      std::vector<ir::Type> out;
+      std::string s;
+      for (QualType e : *elems) {
+        auto [t, name] = one(e);
+        out.push_back(t);
+        s += (s.empty() ? "" : ", ") + name;
+      }
+      if (out.empty()) unsupported(at, "an empty tuple cannot be a result");
+      const bool pair = r.getCanonicalType()->getAsCXXRecordDecl()->getName() == "pair";
+      if (spelling) *spelling = std::string(pair ? "::std::pair<" : "::std::tuple<") + s + ">";
+      return out;
+    }
+    if (r->isVoidType()) unsupported(at, "the result must be a 'graph::Tensor', not 'void'");
+    auto [t, name] = one(r);
+    if (spelling) *spelling = name;
+    return {t};
   }
 
   // ---- environment -----------------------------------------------------
-  // Variables are bound to their current value; nullptr means declared but
-  // not yet assigned (`Tensor y;` before an if/else assigns it). Globals are
-  // not variables of the graph: they are graph inputs, read-only.
-  using Env = std::unordered_map<const VarDecl*, ir::Value*>;
+  // Keys are VarDecls, or the addresses of a Frame's flags and result slots.
+  // A variable is bound to its current value; nullptr means declared but
+  // not yet assigned (`Tensor y;` before an if/else assigns it). Globals and
+  // members are not variables of the graph: they are graph inputs, read-only.
+  using Key = const void*;
+  using Env = std::unordered_map<Key, ir::Value*>;
 
-  void define(const VarDecl* v, ir::Value* value) {
-    if (value) {
+  bool synthetic(Key k) const { return synthetic_.count(k) != 0; }
+  std::string key_name(Key k) const {
+    auto it = synthetic_.find(k);
+    return it != synthetic_.end() ? it->second : static_cast<const VarDecl*>(k)->getName().str();
+  }
+
+  void define(Key k, ir::Value* value) {
+    if (value && !synthetic(k)) {
+      const auto* v = static_cast<const VarDecl*>(k);
       auto t = ir_type(v->getType());
       if (!t || t->kind != value->type().kind)
         unsupported(v->getLocation(), "the value assigned to " + quote(v->getName()) + " is a " +
                                           value->type().str() + ", not the variable's " + type_name(v->getType()));
     }
-    if (!env_.count(v)) order_.push_back(v);
-    env_[v] = value;
-    if (value && value->name().empty()) value->set_name(identifier(v->getName()));
+    if (!env_.count(k)) order_.push_back(k);
+    env_[k] = value;
+    if (value) partial_.erase(k);
+    if (value && value->name().empty()) value->set_name(identifier(key_name(k)));
   }
 
   ir::Value* read(const VarDecl* v, SourceLocation at) {
     auto it = env_.find(v);
     if (it != env_.end()) {
-      if (!it->second) unsupported(at, quote(v->getName()) + " may be used before it is assigned on every path");
+      if (!it->second) {
+        if (auto p = partial_.find(v); p != partial_.end())
+          throw Unsupported{at, quote(v->getName()) + " is used here but is not assigned on every path through the " +
+                                    p->second.what + " before it", p->second.notes};
+        unsupported(at, quote(v->getName()) + " may be used before it is assigned on every path");
+      }
       return it->second;
     }
     if (auto g = globals_.find(v); g != globals_.end()) return g->second;
@@ -233,23 +322,27 @@ class FunctionLowering {
         unsupported(at, "variable templates cannot be read in a static graph yet");
       // A global tensor: a graph input bound at each call. The prologue names
       // it from the global scope; anonymous and inline namespaces are implied.
-      if (const DeclContext* named = hidden_by(v))
-        unsupported(at, "the global " + quote(v->getName()) + " in an anonymous namespace cannot be passed to the "
-                        "graph: another " + quote(v->getName()) + " in " +
-                        (isa<TranslationUnitDecl>(named) ? std::string("the global namespace")
-                                                         : quote(cast<NamedDecl>(named)->getQualifiedNameAsString())) +
-                        " hides it");
       ir::Value* in = graph_->add_input(ir::Type::tensor(), identifier(v->getName()));
-      PrintingPolicy policy(ctx_.getLangOpts());
-      policy.SuppressUnwrittenScope = true;
-      std::string name;
-      llvm::raw_string_ostream os(name);
-      v->printQualifiedName(os, policy);
-      captures_.push_back("::" + os.str());
+      captures_.push_back(global_name(v, at));
       globals_[v] = in;
       return in;
     }
     unsupported(at, quote(v->getName()) + " is not a local, a parameter or a global tensor");
+  }
+
+  std::string global_name(const VarDecl* v, SourceLocation at) {
+    if (const DeclContext* named = hidden_by(v))
+      unsupported(at, "the global " + quote(v->getName()) + " in an anonymous namespace cannot be passed to the "
+                      "graph: another " + quote(v->getName()) + " in " +
+                      (isa<TranslationUnitDecl>(named) ? std::string("the global namespace")
+                                                       : quote(cast<NamedDecl>(named)->getQualifiedNameAsString())) +
+                      " hides it");
+    PrintingPolicy policy(ctx_.getLangOpts());
+    policy.SuppressUnwrittenScope = true;
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    v->printQualifiedName(os, policy);
+    return "::" + os.str();
   }
 
   // For a global in an anonymous namespace: the enclosing named scope, if a
@@ -269,6 +362,90 @@ class FunctionLowering {
     return nullptr;
   }
 
+  // ---- members read through `this` -------------------------------------
+  // A member the graph reads becomes a graph input that the prologue passes
+  // at each call, spelled from `this` ("this->fc1.operator->()->weight"), so
+  // a parameter updated by training is seen by the next call. The spelling
+  // only uses members and getters the annotated function can access.
+  bool accessible(const NamedDecl* d) const {
+    if (d->getAccess() == AS_public || d->getAccess() == AS_none) return true;
+    const auto* top = dyn_cast<CXXMethodDecl>(fd_);
+    return top && d->getDeclContext()->getPrimaryContext() == top->getParent()->getPrimaryContext();
+  }
+
+  void check_access(const NamedDecl* d, SourceLocation at) const {
+    if (!accessible(d))
+      unsupported(at, "the member " + quote(d->getQualifiedNameAsString()) + " is not accessible from " +
+                          quote(fd_->getQualifiedNameAsString()) + ", which must pass it to the graph");
+  }
+
+  // A pointer-typed expression as the prologue spells it.
+  std::string pointer(const Expr* e) {
+    e = e->IgnoreParenImpCasts();
+    SourceLocation at = e->getExprLoc();
+    if (isa<CXXThisExpr>(e)) {
+      if (frame_->this_ptr.empty()) unsupported(at, "'this' cannot be lowered here");
+      return frame_->this_ptr;
+    }
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(e); oc && oc->getOperator() == OO_Arrow) {
+      if (const auto* m = dyn_cast_or_null<CXXMethodDecl>(oc->getDirectCallee())) check_access(m, at);
+      return "(" + lvalue(oc->getArg(0)) + ").operator->()";
+    }
+    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(e)) {
+      // A getter: a const member function without arguments returning a pointer.
+      const CXXMethodDecl* m = mc->getMethodDecl();
+      if (m && mc->getNumArgs() == 0 && m->isConst() && m->getReturnType()->isPointerType()) {
+        check_access(m, at);
+        return object_pointer(mc) + "->" + m->getNameAsString() + "()";
+      }
+    }
+    if (const auto* m = dyn_cast<MemberExpr>(e); m && isa<FieldDecl>(m->getMemberDecl())) return field(m);
+    if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_AddrOf)
+      return "(&" + lvalue(u->getSubExpr()) + ")";
+    unsupported(at, "this object cannot be reached from 'this' or a global, so the graph cannot read it");
+  }
+
+  // A class-typed lvalue as the prologue spells it.
+  std::string lvalue(const Expr* e) {
+    e = e->IgnoreParenImpCasts();
+    if (const auto* m = dyn_cast<MemberExpr>(e); m && isa<FieldDecl>(m->getMemberDecl())) return field(m);
+    if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Deref)
+      return "(*" + pointer(u->getSubExpr()) + ")";
+    if (const auto* d = dyn_cast<DeclRefExpr>(e))
+      if (const auto* v = dyn_cast<VarDecl>(d->getDecl()); v && v->hasGlobalStorage() && !v->isStaticLocal())
+        return global_name(v, e->getExprLoc());
+    return "(*" + pointer(e) + ")";
+  }
+
+  std::string field(const MemberExpr* m) {
+    check_access(m->getMemberDecl(), m->getMemberLoc());
+    std::string name = m->getMemberDecl()->getNameAsString();
+    return m->isArrow() ? pointer(m->getBase()) + "->" + name : lvalue(m->getBase()) + "." + name;
+  }
+
+  // `this` of a member call, as a pointer.
+  std::string object_pointer(const CXXMemberCallExpr* mc) {
+    const auto* callee = dyn_cast<MemberExpr>(mc->getCallee()->IgnoreParens());
+    if (!callee) unsupported(mc->getExprLoc(), "this member call cannot be lowered");
+    return callee->isArrow() ? pointer(callee->getBase()) : "(&" + lvalue(callee->getBase()) + ")";
+  }
+
+  ir::Value* member(const MemberExpr* m) {
+    SourceLocation at = m->getMemberLoc();
+    if (const auto* v = dyn_cast<VarDecl>(m->getMemberDecl())) return read(v, at);  // a static data member
+    const auto* f = dyn_cast<FieldDecl>(m->getMemberDecl());
+    if (!f) unsupported(at, "the member " + quote(m->getMemberDecl()->getNameAsString()) + " cannot be read here");
+    auto t = ir_type(f->getType());
+    if (!t || f->getType()->isReferenceType())
+      unsupported(at, "the member " + quote(f->getName()) + " has type " + type_name(f->getType()) +
+                          ", which a static graph cannot read; " + kAcceptedTypes);
+    std::string path = field(m);
+    if (auto it = members_.find(path); it != members_.end()) return it->second;
+    ir::Value* in = graph_->add_input(*t, identifier(f->getName()));
+    captures_.push_back(path);
+    members_[path] = in;
+    return in;
+  }
   // ---- nodes -----------------------------------------------------------
   graph::ir::SourceLoc loc(SourceLocation l) const {
     PresumedLoc p = sm_.getPresumedLoc(sm_.getFileLoc(l));
@@ -305,10 +482,12 @@ class FunctionLowering {
       if (const auto* f = dyn_cast<FullExpr>(e)) { e = f->getSubExpr(); continue; }
       if (const auto* m = dyn_cast<MaterializeTemporaryExpr>(e)) { e = m->getSubExpr(); continue; }
       if (const auto* b = dyn_cast<CXXBindTemporaryExpr>(e)) { e = b->getSubExpr(); continue; }
+      if (const auto* d = dyn_cast<CXXDefaultArgExpr>(e)) { e = d->getExpr(); continue; }
       if (const auto* ce = dyn_cast<CXXConstructExpr>(e)) {
         const CXXConstructorDecl* ctor = ce->getConstructor();
         bool through = ce->getNumArgs() >= 1 &&
-                       ((is_tensor_record(ce->getType()) && ctor->isCopyOrMoveConstructor()) ||
+                       (((is_tensor_record(ce->getType()) || is_tensor_vector(ce->getType())) &&
+                         ctor->isCopyOrMoveConstructor()) ||
                         (is_scalar_record(ce->getType()) && ce->getNumArgs() == 1));
         if (through) { e = ce->getArg(0); continue; }
         return e;
@@ -382,9 +561,8 @@ class FunctionLowering {
     }
     if (const auto* c = dyn_cast<ConditionalOperator>(e)) return conditional(c);
     if (const auto* c = dyn_cast<CallExpr>(e)) return call(c);
-    if (const auto* m = dyn_cast<MemberExpr>(e))
-      unsupported(m->getMemberLoc(), "the member " + quote(m->getMemberDecl()->getNameAsString()) +
-                                         " cannot be read in a static graph yet");
+    if (const auto* m = dyn_cast<MemberExpr>(e)) return member(m);
+    if (const auto* ce = dyn_cast<CXXConstructExpr>(e); ce && is_tensor_vector(ce->getType())) return new_list(ce);
     if (const char* what = expression_name(e)) unsupported(l, what);
     unsupported(l, std::string("this expression (") + e->getStmtClassName() + ") cannot be lowered");
   }
@@ -400,6 +578,9 @@ class FunctionLowering {
         return node("ne", {v, zero}, ir::Type::bool_(), l)->output();
       }
       case CK_IntegralCast:
+        if (const auto* m = dyn_cast<CXXMemberCallExpr>(strip(c->getSubExpr()));
+            m && is_vector_method(m, "size") && ir_type(c->getType()) && !c->getType()->isBooleanType())
+          return node("list_len", {expr(m->getImplicitObjectArgument())}, ir::Type::int_(), l)->output();
         if (from->isBooleanType() && ir_type(c->getType())) return bool_to_int(expr(c->getSubExpr()), l);
         if (ir_type(from) && ir_type(c->getType()))
           unsupported(l, "the conversion from " + type_name(from) + " to " + type_name(c->getType()) +
@@ -460,6 +641,7 @@ class FunctionLowering {
   // Host scalar arithmetic and comparisons (tensor operators are calls).
   ir::Value* binary(const BinaryOperator* b) {
     SourceLocation l = b->getOperatorLoc();
+    if (b->getOpcode() == BO_LAnd || b->getOpcode() == BO_LOr) return logical(b);
     const char* op = nullptr;
     switch (b->getOpcode()) {
       case BO_Add: op = "add"; break;
@@ -486,6 +668,25 @@ class FunctionLowering {
     return node(op, {lhs, rhs}, *out, l)->output();
   }
 
+  // `a && b`, `a || b` on host scalars or one-element tensors: an If, so `b`
+  // is evaluated only when C++ would evaluate it.
+  ir::Value* logical(const BinaryOperator* b) {
+    SourceLocation l = b->getOperatorLoc();
+    const bool is_and = b->getOpcode() == BO_LAnd;
+    ir::Value* lhs = to_bool(condition(b->getLHS()), l);
+    ir::Node* n = block_->append("If");
+    n->add_input(lhs);
+    n->set_loc(loc(l));
+    for (int branch = 0; branch < 2; ++branch) {
+      ir::Block* blk = add_block(n, l);
+      in_block(blk, [&] {
+        const bool short_circuit = is_and ? branch == 1 : branch == 0;
+        blk->add_return(short_circuit ? constant(!is_and, l) : to_bool(condition(b->getRHS()), l));
+      });
+    }
+    return n->add_output(ir::Type::bool_());
+  }
+
   ir::Value* operand(const Expr* e) {
     if (ir::Value* c = fold(e)) return c;
     const Expr* s = strip(e);
@@ -494,56 +695,261 @@ class FunctionLowering {
     return expr(e);
   }
 
+  // ---- calls -----------------------------------------------------------
+  static bool is_std(const FunctionDecl* f, llvm::StringRef name) {
+    return f && f->isInStdNamespace() && f->getIdentifier() && f->getName() == name;
+  }
+
+  bool is_vector_method(const CXXMemberCallExpr* m, llvm::StringRef name) const {
+    const CXXMethodDecl* md = m->getMethodDecl();
+    return md && md->getIdentifier() && md->getName() == name && is_tensor_vector(m->getObjectType());
+  }
+
   ir::Value* call(const CallExpr* c) {
     SourceLocation l = c->getExprLoc();
     const FunctionDecl* callee = c->getDirectCallee();
-    const graph::OpInfo* op = annotated_op(callee);
-    if (!op) {
-      if (is_lambda_call(callee)) unsupported(l, "calls to lambdas cannot be lowered yet");
-      if (const auto* m = dyn_cast_or_null<CXXMethodDecl>(callee);
-          m && (m->isCopyAssignmentOperator() || m->isMoveAssignmentOperator()))
-        unsupported(l, "an assignment inside an expression cannot be lowered; assign in its own statement");
-      if (callee && callee->getCanonicalDecl() == fd_->getCanonicalDecl())
-        unsupported(l, "the recursive call to " + quote(callee->getNameAsString()) + " cannot be lowered");
-      std::string name = callee ? quote(callee->getQualifiedNameAsString()) : "an indirect callee";
-      unsupported(l, "the call to " + name + " cannot be lowered: it is not a graph op");
+    if (const graph::OpInfo* op = annotated_op(callee)) return op_call(*op, c, callee);
+    // std::move and std::forward change nothing the graph sees.
+    if ((is_std(callee, "move") || is_std(callee, "forward")) && c->getNumArgs() == 1) return expr(c->getArg(0));
+    if ((is_std(callee, "min") || is_std(callee, "max")) && c->getNumArgs() == 2) {
+      ir::Value* a = expr(c->getArg(0));
+      ir::Value* b = expr(c->getArg(1));
+      if (!a->type().is_scalar() || a->type().kind != b->type().kind)
+        unsupported(l, quote(callee->getQualifiedNameAsString()) + " is lowered for two host scalars of one type");
+      return node(callee->getName() == "min" ? "minimum" : "maximum", {a, b}, a->type(), l)->output();
     }
-    std::vector<const Expr*> args;
-    if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) args.push_back(m->getImplicitObjectArgument());
-    for (unsigned i = 0; i < c->getNumArgs(); ++i) {
-      if (isa<CXXDefaultArgExpr>(c->getArg(i)) && op->kind != graph::OpKind::Reduce) continue;
-      args.push_back(c->getArg(i));
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) {
+      if (is_vector_method(m, "size")) unsupported(l, "'size()' of a vector is lowered only when converted to 'int'");
+      if (is_vector_method(m, "at") || is_vector_method(m, "operator[]")) return list_get(m->getImplicitObjectArgument(), c->getArg(0), l);
     }
-    if (op->kind == graph::OpKind::Reduce) return reduce(*op, args, l);
-    if (static_cast<int>(args.size()) != op->num_inputs)
-      unsupported(l, quote(op->name) + " takes " + std::to_string(op->num_inputs) + " operands here");
-    std::vector<ir::Value*> in;
-    bool any_tensor = false;
-    for (const Expr* a : args) {
-      in.push_back(expr(a));
-      any_tensor = any_tensor || in.back()->type().is_tensor();
-    }
-    if (!any_tensor) unsupported(l, quote(op->name) + " needs a tensor operand");
-    return node(std::string(op->name), in, ir::Type::tensor(), l)->output();
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(c);
+        oc && oc->getOperator() == OO_Subscript && is_tensor_vector(oc->getArg(0)->getType()))
+      return list_get(oc->getArg(0), oc->getArg(1), l);
+    if (is_lambda_call(callee)) unsupported(l, "calls to lambdas cannot be lowered yet");
+    if (const auto* m = dyn_cast_or_null<CXXMethodDecl>(callee);
+        m && (m->isCopyAssignmentOperator() || m->isMoveAssignmentOperator()))
+      unsupported(l, "an assignment inside an expression cannot be lowered; assign in its own statement");
+    return inline_call(c, callee);
   }
 
-  ir::Value* reduce(const graph::OpInfo& op, const std::vector<const Expr*>& args, SourceLocation l) {
-    if (args.empty()) unsupported(l, quote(op.name) + " needs a tensor");
-    ir::Value* x = expr(args[0]);
-    if (!x->type().is_tensor()) unsupported(l, quote(op.name) + " needs a tensor");
-    ir::Node* n = node(std::string(op.name), {x}, ir::Type::tensor(), l);
-    if (args.size() >= 2) {
-      auto dim = args[1]->getIntegerConstantExpr(ctx_);
-      if (!dim) unsupported(args[1]->getExprLoc(), "the dim of " + quote(op.name) + " must be a constant");
-      n->attrs()["dim"] = static_cast<int64_t>(dim->getSExtValue());
-      bool keepdim = false;
-      if (args.size() >= 3 && !args[2]->EvaluateAsBooleanCondition(keepdim, ctx_))
-        unsupported(args[2]->getExprLoc(), "keepdim of " + quote(op.name) + " must be a constant");
-      n->attrs()["keepdim"] = keepdim;
+  ir::Value* list_get(const Expr* list, const Expr* index, SourceLocation l) {
+    ir::Value* lv = expr(list);
+    ir::Value* i = nullptr;
+    if (auto k = index->getIntegerConstantExpr(ctx_)) i = constant(static_cast<int64_t>(k->getExtValue()), l);
+    else if (const auto* c = dyn_cast<ImplicitCastExpr>(index->IgnoreParens());
+             c && c->getCastKind() == CK_IntegralCast && ir_type(c->getSubExpr()->getType()) &&
+             c->getSubExpr()->getType()->isSignedIntegerType())
+      i = expr(c->getSubExpr());  // a signed index made size_t: list_get checks the range
+    else
+      i = expr(index);
+    if (i->type().kind != ir::Type::Kind::Int) unsupported(index->getExprLoc(), "a list index must be an integer");
+    return node("list_get", {lv, i}, ir::Type::tensor(), l)->output();
+  }
+
+  // `std::vector<Tensor> v;`, `{a, b}`: list_new and one list_append each.
+  ir::Value* new_list(const CXXConstructExpr* ce) {
+    SourceLocation l = ce->getExprLoc();
+    ir::Value* list = node("list_new", {}, ir::Type::list(), l)->output();
+    if (ce->getNumArgs() == 0 || isa<CXXDefaultArgExpr>(ce->getArg(0))) return list;
+    const auto* il = dyn_cast<CXXStdInitializerListExpr>(strip(ce->getArg(0)));
+    const auto* inits = il ? dyn_cast<InitListExpr>(strip(il->getSubExpr())) : nullptr;
+    for (unsigned i = 1; i < ce->getNumArgs(); ++i)
+      if (!isa<CXXDefaultArgExpr>(ce->getArg(i))) inits = nullptr;  // an allocator
+    if (!inits)
+      unsupported(l, "this 'std::vector<graph::Tensor>' cannot be lowered; build it from '{a, b}' or 'push_back'");
+    for (const Expr* e : inits->inits()) {
+      ir::Value* t = expr(e);
+      if (!t->type().is_tensor()) unsupported(e->getExprLoc(), "a list element must be a tensor");
+      list = node("list_append", {list, t}, ir::Type::list(), e->getExprLoc())->output();
     }
+    return list;
+  }
+
+  // A call of an op-table op. Elementwise ops take every argument as an
+  // input (host scalars too). Other ops follow their declaration: parameters
+  // of type Tensor are inputs (a defaulted `Tensor()` is undefined()), a
+  // std::vector<Tensor> is a list input, and every other parameter is the
+  // attribute of the same name (ops.def's conventions), whose argument must
+  // be a compile-time constant.
+  ir::Value* op_call(const graph::OpInfo& op, const CallExpr* c, const FunctionDecl* callee) {
+    SourceLocation l = c->getExprLoc();
+    std::vector<const Expr*> args;
+    unsigned first = 0;
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) args.push_back(m->getImplicitObjectArgument());
+    else if (isa<CXXOperatorCallExpr>(c) && isa<CXXMethodDecl>(callee)) args.push_back(c->getArg(first++));
+    if (op.kind == graph::OpKind::Elementwise) {
+      for (unsigned i = first; i < c->getNumArgs(); ++i)
+        if (!isa<CXXDefaultArgExpr>(c->getArg(i))) args.push_back(c->getArg(i));
+      if (static_cast<int>(args.size()) != op.num_inputs)
+        unsupported(l, quote(op.name) + " takes " + std::to_string(op.num_inputs) + " operands here");
+      std::vector<ir::Value*> in;
+      bool any_tensor = false;
+      for (const Expr* a : args) {
+        in.push_back(expr(a));
+        any_tensor = any_tensor || in.back()->type().is_tensor();
+      }
+      if (!any_tensor) unsupported(l, quote(op.name) + " needs a tensor operand");
+      return node(std::string(op.name), in, ir::Type::tensor(), l)->output();
+    }
+    std::vector<ir::Value*> in;
+    for (const Expr* a : args) in.push_back(expr(a));  // the object of a method
+    ir::Attributes attrs;
+    for (unsigned i = 0; i < callee->getNumParams() && first + i < c->getNumArgs(); ++i) {
+      const ParmVarDecl* p = callee->getParamDecl(i);
+      const Expr* a = c->getArg(first + i);
+      if (is_tensor_record(p->getType())) {
+        const auto* ce = dyn_cast<CXXConstructExpr>(strip(a));
+        if (ce && ce->getNumArgs() == 0) in.push_back(node("undefined", {}, ir::Type::tensor(), l)->output());
+        else in.push_back(expr(a));
+        if (!in.back()->type().is_tensor()) unsupported(a->getExprLoc(), "this operand of " + quote(op.name) + " must be a tensor");
+      } else if (is_tensor_vector(p->getType())) {
+        in.push_back(expr(a));
+      } else {
+        attrs[p->getName().str()] = attribute(a, op, p);
+      }
+    }
+    for (ir::Value* v : in)
+      if (!v) unsupported(l, quote(op.name) + " cannot be lowered here");
+    ir::Node* n = node(std::string(op.name), in, ir::Type::tensor(), l);
+    n->attrs() = std::move(attrs);
     return n->output();
   }
 
+  // The value of an attribute argument, evaluated at build time.
+  ir::AttrValue attribute(const Expr* a, const graph::OpInfo& op, const ParmVarDecl* p) {
+    SourceLocation at = isa<CXXDefaultArgExpr>(a) ? a->getExprLoc() : a->getBeginLoc();
+    const Expr* e = a;
+    if (const auto* d = dyn_cast<CXXDefaultArgExpr>(e)) e = d->getExpr();
+    auto fail = [&]() -> ir::AttrValue {
+      unsupported(at, "the argument " + quote(p->getName()) + " of " + quote(op.name) +
+                          " must be a compile-time constant (a literal or a constexpr value)");
+    };
+    QualType t = p->getType().getNonReferenceType();
+    if (e->isValueDependent() || e->containsErrors()) return fail();
+    if (t->isBooleanType()) {
+      bool b = false;
+      if (!e->EvaluateAsBooleanCondition(b, ctx_, /*InConstantContext=*/true) || e->HasSideEffects(ctx_)) return fail();
+      return b;
+    }
+    if (t->isIntegerType()) {
+      Expr::EvalResult r;
+      if (!e->EvaluateAsInt(r, ctx_) || r.HasSideEffects) return fail();
+      return static_cast<int64_t>(r.Val.getInt().getExtValue());
+    }
+    if (t->isRealFloatingType()) {
+      llvm::APFloat f(0.0);
+      if (!e->EvaluateAsFloat(f, ctx_) || e->HasSideEffects(ctx_)) return fail();
+      return f.convertToDouble();
+    }
+    if (auto list = int_list(e)) return *list;
+    return fail();
+  }
+
+  // A braced list of integer constants (`{1, 0}`, `Shape{2, -1}`, `{}`).
+  std::optional<std::vector<int64_t>> int_list(const Expr* e) {
+    while (true) {
+      e = e->IgnoreParenImpCasts();
+      if (const auto* f = dyn_cast<FullExpr>(e)) { e = f->getSubExpr(); continue; }
+      if (const auto* m = dyn_cast<MaterializeTemporaryExpr>(e)) { e = m->getSubExpr(); continue; }
+      if (const auto* b = dyn_cast<CXXBindTemporaryExpr>(e)) { e = b->getSubExpr(); continue; }
+      if (const auto* il = dyn_cast<CXXStdInitializerListExpr>(e)) { e = il->getSubExpr(); continue; }
+      if (const auto* ce = dyn_cast<CXXConstructExpr>(e)) {
+        if (ce->getNumArgs() == 0) return std::vector<int64_t>{};
+        if (ce->getNumArgs() == 1 && (ce->getConstructor()->isCopyOrMoveConstructor() ||
+                                      isa<CXXStdInitializerListExpr>(ce->getArg(0)->IgnoreImplicit()) ||
+                                      isa<InitListExpr>(ce->getArg(0)->IgnoreImplicit()))) {
+          e = ce->getArg(0);
+          continue;
+        }
+        return std::nullopt;
+      }
+      break;
+    }
+    const auto* il = dyn_cast<InitListExpr>(e);
+    if (!il) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const Expr* i : il->inits()) {
+      Expr::EvalResult r;
+      if (i->isValueDependent() || !i->EvaluateAsInt(r, ctx_) || r.HasSideEffects) return std::nullopt;
+      out.push_back(r.Val.getInt().getExtValue());
+    }
+    return out;
+  }
+
+  // ---- inlining --------------------------------------------------------
+  // A call to a function whose body is visible is lowered in place: its
+  // parameters are bound to the arguments' values, `this` to the object's
+  // spelling, and its own early exits use its own flags.
+  static constexpr int kMaxInlineDepth = 32;
+
+  ir::Value* inline_call(const CallExpr* c, const FunctionDecl* callee) {
+    SourceLocation l = c->getExprLoc();
+    std::string name = callee ? quote(callee->getQualifiedNameAsString()) : "an indirect callee";
+    const FunctionDecl* def = nullptr;
+    if (!callee || !callee->hasBody(def) || !def || callee->isInStdNamespace())
+      unsupported(l, "the call to " + name + " cannot be lowered: it is not a graph op");
+    for (const Frame* f : frames_)
+      if (f->fd->getCanonicalDecl() == def->getCanonicalDecl())
+        unsupported(l, "the recursive call to " + quote(callee->getNameAsString()) + " cannot be lowered");
+    if (frames_.size() > kMaxInlineDepth) unsupported(l, "calls nested too deeply to inline");
+    if (def->isVariadic()) unsupported(l, "the call to the variadic " + name + " cannot be lowered");
+    if (isa_and_nonnull<CoroutineBodyStmt>(def->getBody()) || !isa_and_nonnull<CompoundStmt>(def->getBody()))
+      unsupported(l, "the body of " + name + " cannot be lowered");
+    if (isa<CXXConstructorDecl, CXXDestructorDecl>(def)) unsupported(l, "the call to " + name + " cannot be lowered");
+
+    // The object, for member functions.
+    std::string self;
+    unsigned first = 0;
+    if (const auto* m = dyn_cast<CXXMethodDecl>(def); m && m->isInstance()) {
+      if (const auto* mc = dyn_cast<CXXMemberCallExpr>(c)) {
+        if (m->isVirtual() && !cast<CXXMethodDecl>(callee)->getDevirtualizedMethod(
+                                  mc->getImplicitObjectArgument(), /*IsAppleKext=*/false))
+          unsupported(l, "the virtual call to " + name + " cannot be lowered: the graph cannot know which "
+                         "override runs (call it qualified, or make the class or the function 'final')");
+        self = object_pointer(mc);
+      } else if (isa<CXXOperatorCallExpr>(c)) {
+        if (m->isVirtual()) unsupported(l, "the virtual call to " + name + " cannot be lowered");
+        self = "(&" + lvalue(c->getArg(0)) + ")";
+        first = 1;
+      } else {
+        unsupported(l, "the call to " + name + " cannot be lowered");
+      }
+    }
+    Frame frame(def, self);
+    frame.results = result_types(def->getReturnType(), l, nullptr);
+    if (frame.results.size() != 1)
+      unsupported(l, "calls returning " + type_name(def->getReturnType()) + " cannot be lowered yet");
+
+    // Arguments are evaluated in the caller's environment.
+    std::vector<std::pair<const ParmVarDecl*, ir::Value*>> params;
+    for (unsigned i = 0; i < def->getNumParams(); ++i) {
+      const ParmVarDecl* p = def->getParamDecl(i);
+      if (first + i >= c->getNumArgs()) unsupported(l, "the call to " + name + " cannot be lowered");
+      const Expr* a = c->getArg(first + i);
+      auto t = ir_type(p->getType());
+      if (!t)
+        unsupported(a->getExprLoc(), "the parameter " + quote(p->getName()) + " of " + name + " has type " +
+                                         type_name(p->getType()) + "; " + kAcceptedTypes);
+      ir::Value* v = expr(a);
+      if (v->type().kind != t->kind)
+        unsupported(a->getExprLoc(), "this argument is a " + v->type().str() + ", not the parameter's " +
+                                         type_name(p->getType()));
+      params.push_back({p, v});
+    }
+
+    Env saved_env = std::move(env_);
+    auto saved_partial = std::move(partial_);
+    env_.clear();
+    partial_.clear();
+    for (auto& [p, v] : params) {
+      if (p->getName().empty()) continue;
+      define(p, v);
+    }
+    std::vector<ir::Value*> results = function_body(frame);
+    env_ = std::move(saved_env);
+    partial_ = std::move(saved_partial);
+    return results.at(0);
+  }
   // `c ? a : b` -> If with one output.
   ir::Value* conditional(const ConditionalOperator* c) {
     ir::Value* cond = condition(c->getCond());
@@ -589,20 +995,182 @@ class FunctionLowering {
     return v;
   }
 
+  // ---- function bodies and early exits ---------------------------------
+  // Lowers `frame`'s body; returns its result values.
+  std::vector<ir::Value*> function_body(Frame& frame) {
+    Frame* saved = frame_;
+    frame_ = &frame;
+    frames_.push_back(&frame);
+    synthetic_[&frame.returned] = "returned";
+    synthetic_[&frame.skip] = "skip";
+    synthetic_[&frame.stop] = "stop";
+    for (size_t i = 0; i < frame.results.size(); ++i) {
+      frame.slots.push_back(0);
+      synthetic_[&frame.slots.back()] = frame.results.size() == 1 ? "result" : "result" + std::to_string(i);
+      define(&frame.slots.back(), nullptr);
+    }
+    const auto* body = cast<CompoundStmt>(frame.fd->getBody());
+    set_flag(&frame.returned, false, body->getLBracLoc());
+    set_flag(&frame.skip, false, body->getLBracLoc());
+    seq(body->body_begin(), body->body_end());
+    if (!is_const(env_.at(&frame.returned), true))
+      unsupported(body->getRBracLoc(), "the function must end with 'return <tensor>;' on every path");
+    std::vector<ir::Value*> out;
+    for (char& slot : frame.slots) out.push_back(env_.at(&slot));
+    frames_.pop_back();
+    frame_ = saved;
+    return out;
+  }
+
+  bool is_const(const ir::Value* v, bool b) const {
+    if (!v || !v->producer() || v->producer()->op() != "constant") return false;
+    const auto* x = std::get_if<bool>(&v->producer()->attrs().at("value"));
+    return x && *x == b;
+  }
+  // Unbound flags are false: `stop` outside loops.
+  bool flag_true(Key k) const {
+    auto it = env_.find(k);
+    return it != env_.end() && is_const(it->second, true);
+  }
+  bool flag_true_in(const Env& env, Key k) const {
+    auto it = env.find(k);
+    return it != env.end() && is_const(it->second, true);
+  }
+  bool flag_false(Key k) const {
+    auto it = env_.find(k);
+    return it == env_.end() || is_const(it->second, false);
+  }
+  void set_flag(Key k, bool b, SourceLocation at) {
+    ir::Value* c = constant(b, at);
+    flag_constants_.insert(c->producer());
+    define(k, c);
+  }
+
+  // Statements in order; once `skip` may be set, the rest runs in the else
+  // block of an If on it.
+  void seq(CompoundStmt::const_body_iterator it, CompoundStmt::const_body_iterator end) {
+    for (; it != end; ++it) {
+      if (flag_true(&frame_->skip)) return;  // unreachable, as in the eager body
+      if (!flag_false(&frame_->skip)) return guarded(it, end);
+      stmt(*it);
+    }
+  }
+
+  void guarded(CompoundStmt::const_body_iterator it, CompoundStmt::const_body_iterator end) {
+    SourceLocation at = (*it)->getBeginLoc();
+    ir::Node* n = block_->append("If");
+    n->add_input(env_.at(&frame_->skip));
+    n->set_loc(loc(at));
+    ir::Block* then_b = add_block(n, at);
+    ir::Block* else_b = add_block(n, at);
+    Env then_env = in_block(then_b, [&] {
+      // Outside loops only a `return` sets skip: the function has returned.
+      if (!env_.count(&frame_->stop)) set_flag(&frame_->returned, true, at);
+    });
+    Env else_env = in_block(else_b, [&] {
+      for (Key k : {Key(&frame_->skip), Key(&frame_->stop), Key(&frame_->returned)})
+        if (env_.count(k)) set_flag(k, false, at);
+      seq(it, end);
+    });
+    merge(n, then_env, else_env, {"early exit", at, at, "the rest of the body may be skipped here"});
+  }
+
+  void return_(const ReturnStmt* r) {
+    if (!r->getRetValue()) unsupported(r->getBeginLoc(), "a 'return' without a value cannot be lowered");
+    std::vector<ir::Value*> values = result_values(r->getRetValue());
+    for (size_t i = 0; i < values.size(); ++i) define(&frame_->slots[i], values[i]);
+    set_flag(&frame_->returned, true, r->getBeginLoc());
+    set_flag(&frame_->skip, true, r->getBeginLoc());
+    if (env_.count(&frame_->stop)) set_flag(&frame_->stop, true, r->getBeginLoc());
+  }
+
+  void break_or_continue(const Stmt* s) {
+    if (!env_.count(&frame_->stop))
+      unsupported(s->getBeginLoc(), "this 'break' or 'continue' is not inside a loop the graph lowers");
+    set_flag(&frame_->skip, true, s->getBeginLoc());
+    if (isa<BreakStmt>(s)) set_flag(&frame_->stop, true, s->getBeginLoc());
+  }
+
+  // The values a `return` gives: one per result (a tuple's elements).
+  std::vector<ir::Value*> result_values(const Expr* e) {
+    const std::vector<ir::Type>& want = frame_->results;
+    std::vector<const Expr*> parts;
+    if (want.size() == 1) {
+      parts.push_back(e);
+    } else {
+      const Expr* s = strip(e);
+      if (const auto* ce = dyn_cast<CXXConstructExpr>(s); ce && ce->getNumArgs() == want.size())
+        for (const Expr* a : ce->arguments()) parts.push_back(a);
+      else if (const auto* il = dyn_cast<InitListExpr>(s); il && il->getNumInits() == want.size())
+        for (const Expr* a : il->inits()) parts.push_back(a);
+      else if (const auto* c = dyn_cast<CallExpr>(s);
+               c && (is_std(c->getDirectCallee(), "make_tuple") || is_std(c->getDirectCallee(), "make_pair") ||
+                     is_std(c->getDirectCallee(), "tuple") || is_std(c->getDirectCallee(), "pair")) &&
+               c->getNumArgs() == want.size())
+        for (const Expr* a : c->arguments()) parts.push_back(a);
+      else
+        unsupported(e->getExprLoc(), "this result cannot be lowered; return its elements directly, as '{a, b}' or "
+                                     "'std::make_tuple(a, b)'");
+    }
+    std::vector<ir::Value*> out;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      ir::Value* v = expr(parts[i]);
+      if (v->type().kind != want[i].kind)
+        unsupported(parts[i]->getExprLoc(), "this result is a " + v->type().str() + ", not a " + want[i].str());
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  // A value of type `t` for a result slot on a path that has not returned
+  // (never read: `returned` is false there).
+  ir::Value* placeholder(const ir::Type& t, ir::Block* b, SourceLocation at) {
+    ir::Block* saved = block_;
+    block_ = b;
+    ir::Value* v = nullptr;
+    switch (t.kind) {
+      case ir::Type::Kind::Tensor: v = node("undefined", {}, ir::Type::tensor(), at)->output(); break;
+      case ir::Type::Kind::List: v = node("list_new", {}, ir::Type::list(), at)->output(); break;
+      case ir::Type::Kind::Int: v = constant(int64_t{0}, at); break;
+      case ir::Type::Kind::Float: v = constant(0.0, at); break;
+      case ir::Type::Kind::Bool: v = constant(false, at); break;
+    }
+    block_ = saved;
+    return v;
+  }
+
+  const ir::Type* slot_type(Key k) const {
+    for (const Frame* f : frames_)
+      for (size_t i = 0; i < f->slots.size(); ++i)
+        if (k == &f->slots[i]) return &f->results[i];
+    return nullptr;
+  }
+
+  // Flag constants nothing reads (the usual case: no early exit) go away.
+  void remove_unused_flags() {
+    std::unordered_set<const ir::Value*> returned;
+    std::function<void(const ir::Block*)> collect = [&](const ir::Block* b) {
+      for (const ir::Value* v : b->returns()) returned.insert(v);
+      for (const auto& n : b->nodes())
+        for (const auto& inner : n->blocks()) collect(inner.get());
+    };
+    collect(graph_->top());
+    for (ir::Node* n : flag_constants_)
+      if (n->output()->users().empty() && !returned.count(n->output())) n->owner()->erase(n);
+  }
   // ---- statements ------------------------------------------------------
   void stmt(const Stmt* s) {
     check_stack(s->getBeginLoc());
-    if (const auto* c = dyn_cast<CompoundStmt>(s)) {
-      for (const Stmt* inner : c->body()) stmt(inner);
-      return;
-    }
+    if (const auto* c = dyn_cast<CompoundStmt>(s)) return seq(c->body_begin(), c->body_end());
     if (isa<NullStmt>(s)) return;
     if (const auto* a = dyn_cast<AttributedStmt>(s)) return stmt(a->getSubStmt());  // [[likely]]
     if (const auto* d = dyn_cast<DeclStmt>(s)) return decl(d);
     if (const auto* i = dyn_cast<IfStmt>(s)) return if_(i);
     if (const auto* w = dyn_cast<WhileStmt>(s)) return while_(w);
     if (const auto* f = dyn_cast<ForStmt>(s)) return for_(f);
-    if (isa<ReturnStmt>(s)) unsupported(s->getBeginLoc(), "an early 'return' cannot be lowered yet");
+    if (const auto* f = dyn_cast<CXXForRangeStmt>(s)) return range_for(f);
+    if (const auto* r = dyn_cast<ReturnStmt>(s)) return return_(r);
+    if (isa<BreakStmt, ContinueStmt>(s)) return break_or_continue(s);
     if (const auto* e = dyn_cast<Expr>(s)) return expr_stmt(e);
     if (const char* what = statement_name(s)) unsupported(s->getBeginLoc(), what);
     unsupported(s->getBeginLoc(), std::string("this statement (") + s->getStmtClassName() + ") cannot be lowered");
@@ -629,7 +1197,8 @@ class FunctionLowering {
       if (!ir_type(v->getType()))
         unsupported(v->getLocation(), quote(v->getName()) + " has type " + type_name(v->getType()) +
                                           ", which a static graph cannot hold");
-      if (const auto* ce = init ? dyn_cast<CXXConstructExpr>(strip(init)) : nullptr; ce && ce->getNumArgs() == 0)
+      if (const auto* ce = init ? dyn_cast<CXXConstructExpr>(strip(init)) : nullptr;
+          ce && ce->getNumArgs() == 0 && !is_tensor_vector(v->getType()))
         init = nullptr;  // `Tensor y;`: assigned later
       if (!init && !is_tensor_record(v->getType()))
         unsupported(v->getLocation(), quote(v->getName()) + " must be initialized");
@@ -644,6 +1213,9 @@ class FunctionLowering {
       unsupported(lhs->getExprLoc(), "the global " + quote(v->getName()) +
                                          " cannot be assigned in a static graph: the graph only reads globals");
     if (!v || !env_.count(v)) unsupported(lhs->getExprLoc(), "only local variables and parameters can be assigned");
+    if (isa<ParmVarDecl>(v) && v->getType()->isReferenceType())
+      unsupported(lhs->getExprLoc(), "the assignment to the reference parameter " + quote(v->getName()) +
+                                         " would write to the caller's variable, which the graph cannot do");
     return v;
   }
 
@@ -654,8 +1226,11 @@ class FunctionLowering {
       if (b->getOpcode() == BO_Assign) return assign(b->getLHS(), b->getRHS());
       if (const auto* ca = dyn_cast<CompoundAssignOperator>(b)) return compound(ca);
     }
-    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(e); oc && oc->getOperator() == OO_Equal)
-      return assign(oc->getArg(0), oc->getArg(1));
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(e)) {
+      if (oc->getOperator() == OO_Equal) return assign(oc->getArg(0), oc->getArg(1));
+      if (const char* op = compound_op(oc->getOperator()))
+        return compound(op, oc->getArg(0), oc->getArg(1), oc->getOperatorLoc(), getOperatorSpelling(oc->getOperator()));
+    }
     return nullptr;
   }
 
@@ -684,11 +1259,29 @@ class FunctionLowering {
       return define(v, node(u->isIncrementOp() ? "add" : "sub", {cur, constant(int64_t{1}, l)}, ir::Type::int_(), l)
                            ->output());
     }
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(e);
+        m && (is_vector_method(m, "push_back") || is_vector_method(m, "emplace_back")) && m->getNumArgs() == 1) {
+      const VarDecl* v = assigned_var(m->getImplicitObjectArgument());
+      ir::Value* list = read(v, m->getExprLoc());
+      ir::Value* t = expr(m->getArg(0));
+      if (!t->type().is_tensor()) unsupported(m->getArg(0)->getExprLoc(), "a list element must be a tensor");
+      return define(v, node("list_append", {list, t}, ir::Type::list(), m->getExprLoc())->output());
+    }
     if (const auto* c = dyn_cast<CastExpr>(e); c && c->getCastKind() == CK_ToVoid) e = c->getSubExpr();
     // Anything else is evaluated for nothing: a graph op or a read has no
     // effect to keep, and expr() diagnoses whatever has one (a call that is
     // not an op, throw, new, an assignment it cannot place).
     expr(e);
+  }
+
+  static const char* compound_op(OverloadedOperatorKind k) {
+    switch (k) {
+      case OO_PlusEqual: return "add";
+      case OO_MinusEqual: return "sub";
+      case OO_StarEqual: return "mul";
+      case OO_SlashEqual: return "div";
+      default: return nullptr;
+    }
   }
 
   ir::Value* compound(const CompoundAssignOperator* ca) {
@@ -702,16 +1295,24 @@ class FunctionLowering {
         unsupported(ca->getOperatorLoc(), "the operator " + quote(BinaryOperator::getOpcodeStr(ca->getOpcode())) +
                                               " cannot be lowered yet");
     }
-    const VarDecl* v = assigned_var(ca->getLHS());
-    ir::Value* cur = read(v, ca->getExprLoc());
-    ir::Value* rhs = operand(ca->getRHS());
+    return compound(op, ca->getLHS(), ca->getRHS(), ca->getOperatorLoc(), BinaryOperator::getOpcodeStr(ca->getOpcode()));
+  }
+
+  // `v op= rhs` on a host scalar or a tensor (Tensor's `+=` rebinds v).
+  ir::Value* compound(const char* op, const Expr* lhs, const Expr* rhs_expr, SourceLocation l, llvm::StringRef spelling) {
+    const VarDecl* v = assigned_var(lhs);
+    ir::Value* cur = read(v, l);
+    ir::Value* rhs = operand(rhs_expr);
     if (cur->type().kind == ir::Type::Kind::Bool)
-      unsupported(ca->getOperatorLoc(), "compound assignment to the bool " + quote(v->getName()) + " cannot be lowered");
-    if (ca->getOpcode() == BO_DivAssign && cur->type().kind == ir::Type::Kind::Int)
-      unsupported(ca->getOperatorLoc(), "integer division of host scalars cannot be lowered yet");
+      unsupported(l, "compound assignment to the bool " + quote(v->getName()) + " cannot be lowered");
+    if (cur->type().is_list()) unsupported(l, "the operator " + quote(spelling) + " cannot be lowered for a list");
+    if (std::string(op) == "div" && cur->type().kind == ir::Type::Kind::Int)
+      unsupported(l, "integer division of host scalars cannot be lowered yet");
     if (cur->type().kind == ir::Type::Kind::Int && rhs->type().kind == ir::Type::Kind::Float)
-      unsupported(ca->getOperatorLoc(), "this assignment truncates a floating-point value to an integer");
-    ir::Value* value = node(op, {cur, rhs}, cur->type(), ca->getOperatorLoc())->output();
+      unsupported(l, "this assignment truncates a floating-point value to an integer");
+    if (!cur->type().is_tensor() && rhs->type().is_tensor())
+      unsupported(l, "a tensor cannot be assigned to the host scalar " + quote(v->getName()));
+    ir::Value* value = node(op, {cur, rhs}, cur->type(), l)->output();
     define(v, value);
     return value;
   }
@@ -740,6 +1341,7 @@ class FunctionLowering {
     return n->add_block();
   }
 
+
   void if_(const IfStmt* s) {
     if (s->getInit()) stmt(s->getInit());
     if (s->isConsteval()) {
@@ -763,33 +1365,83 @@ class FunctionLowering {
     ir::Block* else_b = add_block(n, s->getIfLoc());
     Env then_env = in_block(then_b, [&] { stmt(s->getThen()); });
     Env else_env = in_block(else_b, [&] { if (s->getElse()) stmt(s->getElse()); });
-    // Outputs: the outer variables either branch rebinds.
-    for (const VarDecl* v : std::vector<const VarDecl*>(order_)) {
-      auto outer = env_.find(v);
+    SourceLocation else_at = s->getElse() ? s->getElse()->getBeginLoc() : s->getIfLoc();
+    merge(n, then_env, else_env,
+          {"'if'", s->getThen()->getBeginLoc(), else_at,
+           s->getElse() ? "but not in this branch" : "but not when the condition is false"});
+  }
+
+  // Where a variable assigned on one path only was left unassigned: the
+  // notes of the diagnostic at its next use.
+  struct Site {
+    std::string what;  // "'if'"
+    SourceLocation then_at, else_at;
+    std::string else_note;
+  };
+  struct Partial {
+    std::string what;
+    std::vector<std::pair<SourceLocation, std::string>> notes;
+  };
+
+  // After an If's two blocks: every outer variable that either block rebound
+  // becomes an output of the If (equal constants fold); one assigned on one
+  // path only is unusable afterwards, and its next use is diagnosed.
+  void merge(ir::Node* n, Env& then_env, Env& else_env, const Site& site) {
+    ir::Block* blocks[2] = {n->block(0), n->block(1)};
+    for (Key k : std::vector<Key>(order_)) {
+      auto outer = env_.find(k);
       if (outer == env_.end()) continue;
-      ir::Value* t = then_env.at(v);
-      ir::Value* e = else_env.at(v);
+      ir::Value* t = then_env.at(k);
+      ir::Value* e = else_env.at(k);
       if (t == outer->second && e == outer->second) continue;
-      if (!t || !e) {  // assigned on one path only: unusable afterwards
-        env_[v] = nullptr;
+      if ((!t || !e) && (t || e)) {
+        const ir::Type* st = slot_type(k);
+        const bool gone = flag_true_in(t ? else_env : then_env, &frame_->skip);
+        if (st || gone) {  // a result not returned on this path, or a path that left: never read
+          (t ? e : t) = placeholder(st ? *st : (t ? t : e)->type(), t ? blocks[1] : blocks[0], site.then_at);
+        } else {
+          env_[k] = nullptr;
+          std::string name = quote(key_name(k));
+          partial_[k] = {site.what, {{t ? site.then_at : site.else_at, name + " is assigned in this branch"},
+                                     {t ? site.else_at : site.then_at, site.else_note}}};
+          continue;
+        }
+      }
+      if (!t || !e) {
+        env_[k] = nullptr;
         continue;
       }
-      then_b->add_return(t);
-      else_b->add_return(e);
+      if (t->producer() && e->producer() && t->producer()->op() == "constant" && e->producer()->op() == "constant" &&
+          t->type() == e->type() && t->producer()->attrs() == e->producer()->attrs()) {
+        ir::Node* c = block_->append("constant");
+        c->attrs() = t->producer()->attrs();
+        c->add_output(t->type());
+        c->set_loc(n->loc());
+        if (synthetic(k)) flag_constants_.insert(c);
+        define(k, c->output());
+        continue;
+      }
+      blocks[0]->add_return(t);
+      blocks[1]->add_return(e);
       ir::Value* out = n->add_output(t->type());
-      define(v, out);
-      out->set_name(identifier(v->getName()));
+      define(k, out);
+      out->set_name(identifier(key_name(k)));
     }
   }
 
   // Outer variables a statement assigns (the values a Loop must carry).
-  void assigned_in(const Stmt* s, std::vector<const VarDecl*>& out) {
+  void assigned_in(const Stmt* s, std::vector<Key>& out) {
     if (!s) return;
     check_stack(s->getBeginLoc());
+    if (isa<LambdaExpr>(s)) return;
     const Expr* lhs = nullptr;
     if (const auto* b = dyn_cast<BinaryOperator>(s); b && b->isAssignmentOp()) lhs = b->getLHS();
-    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(s); oc && oc->isAssignmentOp()) lhs = oc->getArg(0);
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(s); oc && (oc->isAssignmentOp() || compound_op(oc->getOperator())))
+      lhs = oc->getArg(0);
     if (const auto* u = dyn_cast<UnaryOperator>(s); u && u->isIncrementDecrementOp()) lhs = u->getSubExpr();
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(s);
+        m && (is_vector_method(m, "push_back") || is_vector_method(m, "emplace_back")))
+      lhs = m->getImplicitObjectArgument();
     if (lhs)
       if (const auto* d = dyn_cast<DeclRefExpr>(lhs->IgnoreParenImpCasts()))
         if (const auto* v = dyn_cast<VarDecl>(d->getDecl()); v && env_.count(v) &&
@@ -798,53 +1450,146 @@ class FunctionLowering {
     for (const Stmt* c : s->children()) assigned_in(c, out);
   }
 
-  // The Loop for `while (cond) body` (and `for`, with `inc` after the body).
-  void loop(const Expr* cond_expr, const Stmt* body, const Expr* inc, SourceLocation at) {
-    std::vector<const VarDecl*> carried;
-    assigned_in(body, carried);
-    assigned_in(inc, carried);
-    assigned_in(cond_expr, carried);
-    // Keep declaration order so the IR is stable.
-    std::vector<const VarDecl*> ordered;
-    for (const VarDecl* v : order_)
-      if (std::find(carried.begin(), carried.end(), v) != carried.end()) ordered.push_back(v);
-    for (const VarDecl* v : ordered)
-      if (!env_.at(v))
-        unsupported(at, quote(v->getName()) + " must be assigned before the loop that updates it");
+  // Whether `s` may leave the current iteration early: a `break` or
+  // `continue` of this loop, or a `return` anywhere.
+  static bool exits(const Stmt* s, bool loop_level, bool returns_only = false) {
+    if (!s || isa<LambdaExpr>(s)) return false;
+    if (isa<ReturnStmt>(s)) return true;
+    if (loop_level && !returns_only && isa<BreakStmt, ContinueStmt>(s)) return true;
+    if (isa<SwitchStmt>(s) && !returns_only) loop_level = false;  // its `break`s are its own (not lowered anyway)
+    bool inner_loop = isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(s);
+    for (const Stmt* c : s->children())
+      if (c && exits(c, loop_level && !inner_loop, returns_only)) return true;
+    return false;
+  }
 
-    ir::Value* max_trips = constant(std::numeric_limits<int64_t>::max(), at);
-    ir::Value* cond0 = condition(cond_expr);
+  // A value that is true or false as `v` is (for a Loop's next condition).
+  ir::Value* to_bool(ir::Value* v, SourceLocation at) {
+    switch (v->type().kind) {
+      case ir::Type::Kind::Bool: return v;
+      case ir::Type::Kind::Int: return node("ne", {v, constant(int64_t{0}, at)}, ir::Type::bool_(), at)->output();
+      default: break;
+    }
+    ir::Node* n = block_->append("If");
+    n->add_input(v);
+    n->set_loc(loc(at));
+    for (bool b : {true, false}) {
+      ir::Block* blk = add_block(n, at);
+      in_block(blk, [&] { blk->add_return(constant(b, at)); });
+    }
+    return n->add_output(ir::Type::bool_());
+  }
+
+  // A Loop: `while (cond) body`, `for (; cond; inc) body`, or a range-for
+  // (max_trips given, no condition, `prelude` binding the element).
+  struct LoopSpec {
+    const Expr* cond = nullptr;
+    const Stmt* body = nullptr;
+    const Expr* inc = nullptr;
+    SourceLocation at;
+    ir::Value* max_trips = nullptr;
+    std::function<void(ir::Value* iteration)> prelude;
+  };
+
+  void loop(const LoopSpec& spec) {
+    SourceLocation at = spec.at;
+    std::vector<Key> carried;
+    assigned_in(spec.body, carried);
+    assigned_in(spec.inc, carried);
+    assigned_in(spec.cond, carried);
+    // Keep declaration order so the IR is stable.
+    std::vector<Key> ordered;
+    for (Key k : order_)
+      if (std::find(carried.begin(), carried.end(), k) != carried.end()) ordered.push_back(k);
+    for (Key k : ordered)
+      if (!env_.at(k))
+        unsupported(at, quote(key_name(k)) + " must be assigned before the loop that updates it");
+    const bool may_exit = exits(spec.body, true);
+    const bool may_return = exits(spec.body, true, /*returns_only=*/true);
+    if (may_return) {
+      ordered.push_back(&frame_->returned);
+      for (size_t i = 0; i < frame_->slots.size(); ++i) {
+        Key k = &frame_->slots[i];
+        if (!env_.at(k)) define(k, placeholder(frame_->results[i], block_, at));
+        ordered.push_back(k);
+      }
+    }
+
+    ir::Value* max_trips = spec.max_trips ? spec.max_trips : constant(std::numeric_limits<int64_t>::max(), at);
+    ir::Value* cond0 = spec.cond ? condition(spec.cond) : constant(true, at);
     ir::Node* n = block_->append("Loop");
     n->set_loc(loc(at));
     n->add_input(max_trips);
     n->add_input(cond0);
-    for (const VarDecl* v : ordered) n->add_input(env_.at(v));
+    for (Key k : ordered) n->add_input(env_.at(k));
     ir::Block* b = add_block(n, at);
-    b->add_param(ir::Type::int_(), "iter");
+    ir::Value* iter = b->add_param(ir::Type::int_(), "iter");
     std::vector<ir::Value*> params;
-    for (const VarDecl* v : ordered) params.push_back(b->add_param(env_.at(v)->type(), identifier(v->getName())));
+    for (Key k : ordered) params.push_back(b->add_param(env_.at(k)->type(), identifier(key_name(k))));
     in_block(b, [&] {
       for (size_t i = 0; i < ordered.size(); ++i) env_[ordered[i]] = params[i];
-      stmt(body);
-      if (inc) expr_stmt(inc);
-      b->add_return(condition(cond_expr));
-      for (const VarDecl* v : ordered) {
-        ir::Value* r = env_.at(v);
-        if (!r) unsupported(at, quote(v->getName()) + " is not assigned on every path through the loop");
+      if (spec.prelude) spec.prelude(iter);
+      if (may_exit) {
+        set_flag(&frame_->skip, false, at);
+        set_flag(&frame_->stop, false, at);
+      }
+      stmt(spec.body);
+      Key stop = &frame_->stop;
+      if (spec.inc && !flag_true(stop)) {
+        if (flag_false(stop)) expr_stmt(spec.inc);
+        else unless(stop, spec.inc->getBeginLoc(), [&] { expr_stmt(spec.inc); });
+      }
+      ir::Value* next = nullptr;
+      if (flag_true(stop)) {
+        next = constant(false, at);
+      } else if (flag_false(stop)) {
+        next = spec.cond ? condition(spec.cond) : constant(true, at);
+      } else {
+        // stop ? false : cond, the condition evaluated only when not stopping.
+        ir::Node* c = block_->append("If");
+        c->add_input(env_.at(stop));
+        c->set_loc(loc(at));
+        ir::Block* t = add_block(c, at);
+        in_block(t, [&] { t->add_return(constant(false, at)); });
+        ir::Block* e = add_block(c, at);
+        in_block(e, [&] { e->add_return(to_bool(spec.cond ? condition(spec.cond) : constant(true, at), at)); });
+        next = c->add_output(ir::Type::bool_());
+      }
+      b->add_return(next);
+      for (Key k : ordered) {
+        ir::Value* r = env_.at(k);
+        if (!r) unsupported(at, quote(key_name(k)) + " is not assigned on every path through the loop");
         b->add_return(r);
       }
     });
-    for (const VarDecl* v : ordered) {
-      ir::Value* out = n->add_output(env_.at(v)->type());
-      define(v, out);
-      out->set_name(identifier(v->getName()));
+    for (Key k : ordered) {
+      ir::Value* out = n->add_output(env_.at(k)->type());
+      define(k, out);
+      out->set_name(identifier(key_name(k)));
     }
+    if (may_return) {  // a return inside the loop skips what follows it, and stops enclosing loops
+      define(&frame_->skip, env_.at(&frame_->returned));
+      if (env_.count(&frame_->stop)) define(&frame_->stop, env_.at(&frame_->returned));
+    }
+  }
+
+  // `if (!flag) f();` as an If whose then-block is empty.
+  template <class F>
+  void unless(Key flag, SourceLocation at, F&& f) {
+    ir::Node* n = block_->append("If");
+    n->add_input(env_.at(flag));
+    n->set_loc(loc(at));
+    ir::Block* then_b = add_block(n, at);
+    ir::Block* else_b = add_block(n, at);
+    Env then_env = in_block(then_b, [] {});
+    Env else_env = in_block(else_b, [&] { f(); });
+    merge(n, then_env, else_env, {"loop", at, at, "but not when the loop stops"});
   }
 
   void while_(const WhileStmt* s) {
     if (s->getConditionVariable())
       unsupported(s->getBeginLoc(), "a 'while' with a declaration in its condition cannot be lowered yet");
-    loop(s->getCond(), s->getBody(), nullptr, s->getWhileLoc());
+    loop({s->getCond(), s->getBody(), nullptr, s->getWhileLoc(), nullptr, {}});
   }
 
   void for_(const ForStmt* s) {
@@ -852,7 +1597,29 @@ class FunctionLowering {
     if (s->getConditionVariable())
       unsupported(s->getBeginLoc(), "a 'for' with a declaration in its condition cannot be lowered yet");
     if (s->getInit()) stmt(s->getInit());
-    loop(s->getCond(), s->getBody(), s->getInc(), s->getForLoc());
+    loop({s->getCond(), s->getBody(), s->getInc(), s->getForLoc(), nullptr, {}});
+  }
+
+  // `for (const Tensor& t : xs)` over a std::vector<Tensor>: a Loop of
+  // list_len(xs) trips whose body starts with t = list_get(xs, iteration).
+  void range_for(const CXXForRangeStmt* s) {
+    SourceLocation at = s->getForLoc();
+    if (s->getInit()) unsupported(s->getInit()->getBeginLoc(), "a range-based 'for' with an initializer cannot be lowered yet");
+    const Expr* range = s->getRangeInit();
+    if (!is_tensor_vector(range->getType()))
+      unsupported(at, "range-based 'for' loops over " + type_name(range->getType()) +
+                          " cannot be lowered; only over a 'std::vector<graph::Tensor>'");
+    const VarDecl* v = s->getLoopVariable();
+    if (!is_tensor_record(v->getType()))
+      unsupported(v->getLocation(), "the loop variable " + quote(v->getName()) + " must be a 'graph::Tensor'");
+    if (v->getType()->isReferenceType() && !v->getType().getNonReferenceType().isConstQualified())
+      unsupported(v->getLocation(), "the loop variable " + quote(v->getName()) +
+                                        " is a non-const reference; the graph cannot write to the vector");
+    ir::Value* list = expr(range);
+    ir::Value* len = node("list_len", {list}, ir::Type::int_(), at)->output();
+    loop({nullptr, s->getBody(), nullptr, at, len, [&, list](ir::Value* iter) {
+            define(v, node("list_get", {list, iter}, ir::Type::tensor(), v->getLocation())->output());
+          }});
   }
 
   ASTContext& ctx_;
@@ -861,12 +1628,17 @@ class FunctionLowering {
   ir::Graph* graph_ = nullptr;
   ir::Block* block_ = nullptr;
   Env env_;
-  std::vector<const VarDecl*> order_;
+  std::vector<Key> order_;
+  std::unordered_map<Key, std::string> synthetic_;  // flags and result slots: their names
+  std::unordered_map<Key, Partial> partial_;        // unassigned after a branch: why
   std::unordered_map<const VarDecl*, ir::Value*> globals_;
-  std::vector<std::string> captures_;
+  std::unordered_map<std::string, ir::Value*> members_;  // by the prologue's spelling
+  std::vector<std::string> captures_;                    // globals and members, in input order
+  std::unordered_set<ir::Node*> flag_constants_;
+  Frame* frame_ = nullptr;
+  std::vector<Frame*> frames_;  // the annotated function, then the callees being inlined
   int depth_ = 0;  // of block_: 0 for the graph's own block
 };
-
 }  // namespace
 
 Lowered lower_function(ASTContext& ctx, const FunctionDecl* fd) { return FunctionLowering(ctx, fd).run(); }

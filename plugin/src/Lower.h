@@ -12,6 +12,7 @@
 // refuses templates before looking at their bodies).
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clang/AST/ASTContext.h"
@@ -26,6 +27,9 @@ namespace cxxgraph {
 struct Unsupported {
   clang::SourceLocation loc;
   std::string message;
+  // Notes reported after the warning (e.g. at each branch of an `if` that
+  // leaves a variable unassigned on one path).
+  std::vector<std::pair<clang::SourceLocation, std::string>> notes = {};
 };
 
 // 'name', the quoting every diagnostic uses for names and types.
@@ -37,12 +41,18 @@ std::string identifier(llvm::StringRef name);
 
 struct Lowered {
   std::unique_ptr<graph::ir::Graph> graph;
-  // What the prologue passes, in graph-input order: parameter names, then the
-  // qualified names of captured globals ("::W1").
+  // What the prologue passes, in graph-input order: parameter names, then
+  // the qualified names of captured globals ("::W1") and the members read
+  // through `this` ("this->fc1.operator->()->weight").
   std::vector<std::string> call_args;
+  // The C++ type the prologue's result variable has: the function's result
+  // ("::graph::Tensor", "::std::tuple<::graph::Tensor, int>", ...).
+  std::string result_type;
 };
 
-// Lowers `fd`; throws Unsupported. `fd` must be a definition.
+// Lowers `fd`; throws Unsupported. `fd` must be a definition. Calls to
+// functions and member functions whose bodies are visible are inlined;
+// members read through `this` become graph inputs.
 Lowered lower_function(clang::ASTContext& ctx, const clang::FunctionDecl* fd);
 
 }  // namespace cxxgraph

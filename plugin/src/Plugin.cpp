@@ -31,6 +31,7 @@
 #include "clang/Sema/ParsedAttr.h"
 #include "clang/Sema/Sema.h"
 #include "graph/codegen/cpp.h"
+#include "graph/ir/passes.h"
 #include "graph/ir/pipeline.h"
 #include "graph/ir/verifier.h"
 #include "llvm/Support/raw_ostream.h"
@@ -139,14 +140,18 @@ class Diagnostics {
     }
     fallback_ = engine_.getCustomDiagID(level, "%0 [-Wgraph-fallback]");
     eager_note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "%0 will run eagerly");
+    note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "%0");
     error_ = engine_.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: %0");
     internal_ = engine_.getCustomDiagID(DiagnosticsEngine::Warning,
                                         "cxxgraph internal error compiling %0 (it will run eagerly): %1");
   }
 
-  void fallback(SourceLocation at, const std::string& why, const FunctionDecl* fd) {
+  void fallback(SourceLocation at, const std::string& why, const FunctionDecl* fd,
+                const std::vector<std::pair<SourceLocation, std::string>>& notes = {}) {
     if (!seen_.insert({at.getRawEncoding(), why}).second) return;
     engine_.Report(at, fallback_) << styled(why);
+    for (const auto& [where, what] : notes)
+      if (where.isValid()) engine_.Report(where, note_) << styled(what);
     engine_.Report(fd->getLocation(), eager_note_) << display(fd);
   }
   void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << styled(what); }
@@ -161,7 +166,7 @@ class Diagnostics {
   }
 
   DiagnosticsEngine& engine_;
-  unsigned fallback_, eager_note_, error_, internal_;
+  unsigned fallback_, eager_note_, note_, error_, internal_;
   std::set<std::pair<unsigned, std::string>> seen_;
 };
 
@@ -222,10 +227,6 @@ bool write_file(const std::string& path, const std::string& text, std::string& e
   return true;
 }
 
-// An output that cannot be written: an error for the whole file.
-struct WriteError {
-  std::string message;
-};
 
 class Consumer : public ASTConsumer {
  public:
@@ -251,6 +252,7 @@ class Consumer : public ASTConsumer {
     graph::codegen::GraphUnit unit;
     SourceLocation lbrace;
     std::string prologue;
+    std::string stem, lowered_text;  // <stem>.graph holds lowered_text
   };
 
   void generate(ASTContext& ctx) {
@@ -261,6 +263,7 @@ class Consumer : public ASTConsumer {
 
     std::vector<std::unique_ptr<graph::ir::Graph>> optimized;
     std::vector<graph::codegen::GraphUnit> units;
+    std::vector<std::pair<std::string, std::string>> graph_files;  // path, text
     std::map<std::string, int> file_names;
     for (FunctionDecl* fd : collector.found) {
       // Whatever goes wrong for one function leaves it eager, never the file.
@@ -268,9 +271,7 @@ class Consumer : public ASTConsumer {
       try {
         c = compile(ctx, fd, file_names);
       } catch (const Unsupported& u) {
-        diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd);
-      } catch (const WriteError& w) {
-        return diags_.error({}, w.message);  // the build's problem, not the function's
+        diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd, u.notes);
       } catch (const std::exception& e) {
         diags_.internal(fd, e.what());
       } catch (...) {
@@ -278,10 +279,17 @@ class Consumer : public ASTConsumer {
       }
       if (!c) continue;
       rewriter.InsertTextAfterToken(c->lbrace, c->prologue);
+      if (!opts_.graph_dir.empty()) {
+        graph_files.push_back({opts_.graph_dir + "/" + c->stem + ".graph", c->lowered_text});
+        graph_files.push_back({opts_.graph_dir + "/" + c->stem + ".opt.graph", graph::ir::print(*c->optimized)});
+      }
       units.push_back(c->unit);
       optimized.push_back(std::move(c->optimized));
     }
 
+    // -Werror=graph-fallback made a fallback an error: like any error, it
+    // leaves no outputs that could look current.
+    if (ci_.getDiagnostics().hasErrorOccurred()) return;
     std::string origin = main_file_path(sm);
     std::string err;
     if (!opts_.copy.empty()) {
@@ -297,10 +305,21 @@ class Consumer : public ASTConsumer {
     if (!opts_.kernels.empty() &&
         !write_file(opts_.kernels, graph::codegen::generate_cpu_source(units, origin), err))
       return diags_.error({}, err);
+    for (const auto& [path, text] : graph_files)
+      if (!write_file(path, text, err)) return diags_.error({}, err);
+  }
+
+  // The clang location of an IR node's SourceLoc, or `fallback`.
+  static SourceLocation location(SourceManager& sm, const graph::ir::SourceLoc& at, SourceLocation fallback) {
+    if (!at.valid()) return fallback;
+    auto file = sm.getFileManager().getOptionalFileRef(at.file);
+    if (!file) return fallback;
+    SourceLocation loc = sm.translateFileLineCol(*file, static_cast<unsigned>(at.line), static_cast<unsigned>(at.col));
+    return loc.isValid() ? loc : fallback;
   }
 
   // Lowers, checks, optimizes and test-generates one function; throws
-  // Unsupported (user-facing), WriteError, or anything else (our bug).
+  // Unsupported (user-facing), or anything else (our bug).
   Compiled compile(ASTContext& ctx, FunctionDecl* fd, std::map<std::string, int>& file_names) {
     SourceManager& sm = ctx.getSourceManager();
     if (!sm.isInMainFile(sm.getExpansionLoc(fd->getLocation())))
@@ -319,7 +338,12 @@ class Consumer : public ASTConsumer {
     c.optimized = graph::ir::parse(text);
     // Verified once at the end: after every pass it costs more than all the
     // passes together on long functions (the pass tests verify each step).
-    graph::ir::run_pipeline(*c.optimized, graph::ir::default_pipeline());
+    try {
+      graph::ir::run_pipeline(*c.optimized, graph::ir::default_pipeline());
+    } catch (const graph::ir::GraphError& e) {
+      // A shape or dtype that can never work: the user's error, at its line.
+      throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message};
+    }
     graph::ir::verify_or_throw(*c.optimized);
 
     // The whole definition as written (a name from a macro argument included).
@@ -333,19 +357,15 @@ class Consumer : public ASTConsumer {
     c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
 
-    // Only now, when nothing can fail any more, the .graph files.
-    std::string stem = identifier(fd->getNameAsString());
-    if (int n = file_names[stem]++) stem += "." + std::to_string(n);
-    if (!opts_.graph_dir.empty()) {
-      std::string err;
-      if (!write_file(opts_.graph_dir + "/" + stem + ".graph", text, err) ||
-          !write_file(opts_.graph_dir + "/" + stem + ".opt.graph", graph::ir::print(*c.optimized), err))
-        throw WriteError{err};
-    }
+    // Only now, when nothing can fail any more, the name of its .graph files
+    // (written with the other outputs, unless the file has errors).
+    c.stem = identifier(fd->getNameAsString());
+    if (int n = file_names[c.stem]++) c.stem += "." + std::to_string(n);
+    c.lowered_text = text;
 
     c.lbrace = body->getLBracLoc();
     c.prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
-                 "\"); if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r";
+                 "\"); if (" + lowered.result_type + " _graph_r{}; _graph_sf.run(_graph_r";
     for (const std::string& a : lowered.call_args) c.prologue += ", " + a;
     c.prologue += ")) return _graph_r;";
     return c;

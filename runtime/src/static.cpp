@@ -148,14 +148,7 @@ bool interpret(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, std
   std::vector<IValue> inputs;
   for (size_t i = 0; i < n_in; ++i) std::visit([&](const auto& v) { inputs.emplace_back(v); }, in[i]);
   std::vector<IValue> results = graph::run(graph, std::move(inputs));
-  for (size_t i = 0; i < results.size(); ++i)
-    std::visit(
-        [&](const auto& v) {
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, TensorList>) throw Error(std::string(g.source) + ": a graph output is a list");
-          else out[i] = v;
-        },
-        results[i]);
+  for (size_t i = 0; i < results.size(); ++i) std::visit([&](auto& v) { out[i] = std::move(v); }, results[i]);
   return true;
 }
 

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "graph/ir/ir.h"
 #include "static_functions.h"
@@ -250,6 +253,83 @@ TEST_F(StaticGraph, ErrorsInsideGraphThrow) {
   Tensor W1 = pattern({4, 3}, 0.37f, -0.5f), b = pattern({4, 1}, 0.9f, -1.2f);
   Tensor X = pattern({2, 5}, 0.11f, -0.7f);  // inner dims disagree
   EXPECT_THROW(e2e::seed_model(X, 1, W1, W1, b), graph::Error);
+}
+
+// ---- issue 5 -----------------------------------------------------------------
+
+// Runs `f` as the compiled graph and eagerly; returns both results.
+template <class F>
+auto both(const char* mangled, F&& f) {
+  graph::set_mode(graph::Mode::Static);
+  uint64_t before = calls(mangled);
+  auto fused = f();
+  EXPECT_EQ(calls(mangled), before + 1) << mangled << ": the compiled graph did not run";
+  graph::set_mode(graph::Mode::Eager);
+  auto eager = f();
+  graph::set_mode(graph::Mode::Static);
+  return std::make_pair(eager, fused);
+}
+
+TEST_F(StaticGraph, ViewsAndAttributeOps) {
+  Tensor x = pattern({3, 4}, 0.3f, -0.5f);
+  static_vs_eager("_ZN3e2e15views_and_attrsEN5graph6TensorE", [&] { return e2e::views_and_attrs(x); });
+  Tensor w = pattern({4, 5}, 0.2f, 0.1f), b = pattern({4}, 0.7f, -0.3f), in = pattern({2, 5}, 0.9f, 0.4f);
+  static_vs_eager("_ZN3e2e13nn_functionalEN5graph6TensorES1_S1_", [&] { return e2e::nn_functional(in, w, b); });
+  auto g = generated_graph("views_and_attrs");
+  const graph::ir::Node* t = find_node(*g, "transpose");
+  ASSERT_NE(t, nullptr) << graph::ir::print(*g);
+  EXPECT_EQ(t->i("dim0"), 0);
+  EXPECT_EQ(t->i("dim1"), 1);
+  EXPECT_EQ(find_node(*g, "reshape")->ints("shape"), (std::vector<int64_t>{-1, 2}));
+}
+
+TEST_F(StaticGraph, EarlyReturnBreakContinue) {
+  Tensor x = pattern({2, 3}, 0.4f, 0.3f);
+  for (int n : {-1, 0, 1, 3, 8, 40})
+    static_vs_eager("_ZN3e2e11early_exitsEN5graph6TensorEi", [&] { return e2e::early_exits(x, n); });
+  for (float shift : {-2.0f, 0.5f})
+    for (int n : {0, 1, 2, 5, 9}) {
+      Tensor y = pattern({3}, 0.2f, shift);
+      static_vs_eager("_ZN3e2e14break_continueEN5graph6TensorEi", [&] { return e2e::break_continue(y, n); });
+    }
+  // Lowered structurally: no unrolling, one Loop each.
+  size_t loops = 0;
+  graph::ir::walk(generated_graph("early_exits")->top(), [&](const graph::ir::Node* n) { loops += n->op() == "Loop"; });
+  EXPECT_EQ(loops, 1u);
+}
+
+TEST_F(StaticGraph, ListsAndTuples) {
+  std::vector<Tensor> xs = {pattern({2, 2}, 0.1f, 0.0f), pattern({2, 2}, 0.3f, 0.2f), pattern({2, 2}, 0.5f, -0.4f)};
+  Tensor init = pattern({2, 2}, 0.7f, 0.1f);
+  static_vs_eager("_ZN3e2e8sum_listERKSt6vectorIN5graph6TensorESaIS2_EES2_", [&] { return e2e::sum_list(xs, init); });
+  static_vs_eager("_ZN3e2e8sum_listERKSt6vectorIN5graph6TensorESaIS2_EES2_", [&] { return e2e::sum_list({}, init); });
+  auto [eager, fused] = both("_ZN3e2e12running_sumsERKSt6vectorIN5graph6TensorESaIS2_EE",
+                             [&] { return e2e::running_sums(xs); });
+  ASSERT_EQ(eager.size(), 4u);
+  ASSERT_EQ(fused.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) expect_close(eager[i], fused[i]);
+  for (int n : {1, 5}) {
+    auto [e, f] = both("_ZN3e2e12tuple_resultEN5graph6TensorEi", [&] { return e2e::tuple_result(init, n); });
+    expect_close(std::get<0>(e), std::get<0>(f));
+    expect_close(std::get<1>(e), std::get<1>(f));
+    EXPECT_EQ(std::get<2>(e), std::get<2>(f));
+  }
+}
+
+TEST_F(StaticGraph, ModuleForwardReadsParametersAtEachCall) {
+  graph::manual_seed(3);
+  auto net = std::make_shared<e2e::MLPImpl>();
+  Tensor x = pattern({5, 4}, 0.3f, -0.2f);
+  const char* name = "_ZN3e2e7MLPImpl7forwardEN5graph6TensorE";
+  static_vs_eager(name, [&] { return net->forward(x); });
+  // A training step updates the weights in place of the handles: the next
+  // call sees them (they are graph inputs, not constants).
+  net->fc2->weight = net->fc2->weight * 0.5f + 0.25f;
+  net->scale = -2.0;
+  Tensor r = static_vs_eager(name, [&] { return net->forward(x); });
+  Tensor want = graph::linear(graph::relu(graph::linear(x, net->fc1->weight, net->fc1->bias)), net->fc2->weight,
+                              net->fc2->bias) * -2.0f;
+  expect_close(want, r);
 }
 
 // Run by CTest with GRAPH_MODE=eager: annotated functions run their bodies.

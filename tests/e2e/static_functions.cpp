@@ -114,4 +114,70 @@ Tensor G_W1, G_W2, G_b;
   return x + 1;
 }
 
+// ---- issue 5 ---------------------------------------------------------------
+
+[[graph::static]] Tensor views_and_attrs(Tensor x) {
+  Tensor y = x.transpose(0, 1).reshape({-1, 2});
+  Tensor z = y.unsqueeze(0).expand({2, -1, -1}).flatten(0, 1);
+  Tensor s = softmax(z, 1) + log_softmax(z, -1) + z.slice(0, 1, 5, 2).sum(0, true);
+  return s + x.amax({0, 1}) + x.permute({1, 0}).flatten().squeeze().sum();
+}
+
+[[graph::static]] Tensor nn_functional(Tensor x, Tensor w, Tensor b) {
+  Tensor y = linear(x, w, b);
+  Tensor n = layer_norm(y, {4}, Tensor(), Tensor(), 1e-5);
+  return where(n > 0, n, y * 0.5);
+}
+
+[[graph::static]] Tensor early_exits(Tensor x, int n) {
+  if (n < 0) return -x;
+  Tensor h = x;
+  for (int i = 0; i < n; ++i) {
+    h += x * 0.5;
+    if (h.sum() > 20) return h * 2;
+  }
+  return h;
+}
+
+[[graph::static]] Tensor break_continue(Tensor x, int n) {
+  Tensor h = x;
+  int i = 0;
+  for (i = 0; i < n; ++i) {
+    if (i == 1) continue;
+    h = h + i;
+    if (i > 3 && h.sum() > 0) break;
+  }
+  return h * i;
+}
+
+[[graph::static]] Tensor sum_list(const std::vector<Tensor>& xs, Tensor init) {
+  Tensor acc = init;
+  for (const Tensor& t : xs) acc += t;
+  return acc;
+}
+
+[[graph::static]] std::vector<Tensor> running_sums(const std::vector<Tensor>& xs) {
+  std::vector<Tensor> out;
+  Tensor acc = xs[0] * 0;
+  for (const Tensor& t : xs) {
+    acc = acc + t;
+    out.push_back(acc);
+  }
+  out.push_back(cat(out, 0));
+  return out;
+}
+
+[[graph::static]] std::tuple<Tensor, Tensor, int> tuple_result(Tensor x, int n) {
+  if (n > 2) return {x, -x, n};
+  return std::make_tuple(relu(x), x * n, n + 1);
+}
+
+MLPImpl::MLPImpl()
+    : fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 3))) {}
+
+[[graph::static]] Tensor MLPImpl::forward(Tensor x) {
+  Tensor h = relu(fc1->forward(x));
+  return fc2(h) * scale;
+}
+
 }  // namespace e2e

@@ -3,6 +3,9 @@
 // is also called eagerly (graph::set_mode(Mode::Eager)) and compared.
 #include <graph/graph.h>
 
+#include <tuple>
+#include <vector>
+
 namespace e2e {
 using graph::Tensor;
 
@@ -20,4 +23,20 @@ Tensor reductions(Tensor x);
 Tensor above_row_mean(Tensor x);
 Tensor nested_control(Tensor x, int n);
 Tensor falls_back(Tensor x);
+
+// Issue 5: views and attribute ops, early exits, lists, tuples, modules.
+Tensor views_and_attrs(Tensor x);
+Tensor nn_functional(Tensor x, Tensor w, Tensor b);
+Tensor early_exits(Tensor x, int n);
+Tensor break_continue(Tensor x, int n);
+Tensor sum_list(const std::vector<Tensor>& xs, Tensor init);
+std::vector<Tensor> running_sums(const std::vector<Tensor>& xs);
+std::tuple<Tensor, Tensor, int> tuple_result(Tensor x, int n);
+
+struct MLPImpl : graph::nn::Module {
+  MLPImpl();
+  Tensor forward(Tensor x);
+  graph::nn::Linear fc1, fc2;
+  double scale = 1.5;
+};
 }  // namespace e2e

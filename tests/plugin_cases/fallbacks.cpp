@@ -14,24 +14,23 @@ int counter;
   return x;
 }
 
-[[graph::static]] Tensor loop_break(Tensor x, int n) {
-  for (int i = 0; i < n; ++i) {
-    break;  // expect@5: 'break' cannot be lowered yet
-  }
+[[graph::static]] Tensor loop_do_while(Tensor x, int n) {
+  do {  // expect@3: 'do'-'while' loops cannot be lowered yet
+    x = x + 1;
+  } while (x.sum() < n);
   return x;
 }
 
-[[graph::static]] Tensor early_return(Tensor x, bool flag) {
-  if (flag) return x;  // expect@13: an early 'return' cannot be lowered yet
-  return -x;
+[[graph::static]] Tensor runtime_dim(Tensor x, int d) {
+  return softmax(x, d);  // expect@21: the argument 'dim' of 'softmax' must be a compile-time constant
 }
 
 [[graph::static]] Tensor pointer_param(Tensor x, const float* p) {  // expect@63: parameter 'p' has type 'const float *'
   return x;
 }
 
-[[graph::static]] int scalar_result(Tensor x) {  // expect@19: the result must be a 'graph::Tensor', not 'int'
-  return 1;
+[[graph::static]] Tensor* pointer_result(Tensor x) {  // expect@19: the result must be a 'graph::Tensor', not 'Tensor *'
+  return nullptr;
 }
 
 [[graph::static]] Tensor global_int(Tensor x) {
@@ -48,11 +47,11 @@ int counter;
   if (flag) {
     y = x;
   }
-  return y;  // expect@10: 'y' may be used before it is assigned on every path
+  return y;  // expect@10: 'y' is used here but is not assigned on every path
 }
 
 [[graph::static]] Tensor dynamic_dim(Tensor x, int d) {
-  return x.sum(d);  // expect@16: the dim of 'sum' must be a constant
+  return x.sum(d);  // expect@16: the argument 'dim' of 'sum' must be a compile-time constant
 }
 
 // Lowerable: no warning.

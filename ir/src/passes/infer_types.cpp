@@ -107,7 +107,7 @@ std::string dims_str(const Dims& d) {
   std::string where;
   if (n->loc().valid())
     where = " at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" + std::to_string(n->loc().col);
-  throw Error("infer_types: '" + n->op() + "'" + where + ": " + msg);
+  throw GraphError("infer_types: '" + n->op() + "'" + where + ": " + msg, n->loc(), n->op() + ": " + msg);
 }
 
 const Dims* dims_of(const Value* v) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "graph/static.h"
 #include "graph/tensor.h"
@@ -35,7 +36,8 @@ inline std::string_view arg_kind_name(const Arg& a) {
     case 0: return "a tensor";
     case 1: return "an int";
     case 2: return "a float";
-    default: return "a bool";
+    case 3: return "a bool";
+    default: return "a list of tensors";
   }
 }
 
@@ -92,6 +94,25 @@ bool guard_scalar(const Arg& a, size_t index, std::string_view name, std::string
   std::string_view want = std::is_same_v<T, bool> ? "a bool" : std::is_same_v<T, double> ? "a float" : "an int";
   return guard_fail(why, input_label(index, name) + ": expected " + std::string(want) + ", got " +
                        std::string(arg_kind_name(a)));
+}
+
+// A list input (a std::vector<Tensor>); its elements are not specialized on.
+inline bool guard_list(const Arg& a, size_t index, std::string_view name, std::string* why) {
+  if (std::holds_alternative<std::vector<Tensor>>(a)) return true;
+  return guard_fail(why, input_label(index, name) + ": expected a list of tensors, got " + std::string(arg_kind_name(a)));
+}
+
+// list_get: element `i` of `l`, negative from the end, range-checked.
+inline const Tensor& list_get(const std::vector<Tensor>& l, int64_t i) {
+  const int64_t n = static_cast<int64_t>(l.size());
+  if (i < -n || i >= n)
+    throw Error("list_get: index " + std::to_string(i) + " is out of range for a list of " + std::to_string(n));
+  return l[static_cast<size_t>(i < 0 ? i + n : i)];
+}
+
+inline std::vector<Tensor> list_append(std::vector<Tensor> l, const Tensor& t) {
+  l.push_back(t);
+  return l;
 }
 
 }  // namespace graph::detail

@@ -156,10 +156,11 @@ class ModuleHolder {
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
 
-  // m(args...) is m->forward(args...).
+  // m(args...) is m->forward(args...). Through the public get(), so that a
+  // static graph can name the module from its caller (the plugin inlines this).
   template <class... Args>
   decltype(auto) operator()(Args&&... args) const {
-    return checked()->forward(std::forward<Args>(args)...);
+    return get()->forward(std::forward<Args>(args)...);
   }
 
  private:

@@ -15,31 +15,31 @@ Tensor randn(const Shape& sizes, DType dtype = kFloat32);  // standard normal
 
 // ---- layers as functions -------------------------------------------------------
 // x [..., in] @ weight[out, in]^T + bias[out]
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+GRAPH_OP("linear") Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 // Over the trailing dims given by normalized_shape; weight/bias optional.
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+GRAPH_OP("layer_norm") Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 // x [N, C_in, H, W], weight [C_out, C_in / groups, kH, kW], bias [C_out] or undefined.
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Shape stride = {1, 1},
+GRAPH_OP("conv2d") Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Shape stride = {1, 1},
               Shape padding = {0, 0}, Shape dilation = {1, 1}, int64_t groups = 1);
-Tensor max_pool2d(const Tensor& x, Shape kernel_size, Shape stride = {}, Shape padding = {0, 0});
-Tensor avg_pool2d(const Tensor& x, Shape kernel_size, Shape stride = {}, Shape padding = {0, 0});
+GRAPH_OP("max_pool2d") Tensor max_pool2d(const Tensor& x, Shape kernel, Shape stride = {}, Shape padding = {0, 0});
+GRAPH_OP("avg_pool2d") Tensor avg_pool2d(const Tensor& x, Shape kernel, Shape stride = {}, Shape padding = {0, 0});
 // weight [num, dim]; indices int64 of any shape -> [..., dim]
-Tensor embedding(const Tensor& weight, const Tensor& indices);
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+GRAPH_OP("embedding") Tensor embedding(const Tensor& weight, const Tensor& indices);
+GRAPH_OP("cat") Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+GRAPH_OP("stack") Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p) when
 // training; the identity otherwise.
-Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+GRAPH_OP("dropout") Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
 // ---- losses (mean reduction, as PyTorch's default) ---------------------------
-Tensor mse_loss(const Tensor& input, const Tensor& target);
+GRAPH_OP("mse_loss") Tensor mse_loss(const Tensor& input, const Tensor& target);
 // logits [N, C], target int64 class indices [N]
-Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+GRAPH_OP("cross_entropy") Tensor cross_entropy(const Tensor& logits, const Tensor& target);
 
 // softmax(q k^T / sqrt(d) + mask) v over the last two dims; a bool mask keeps
 // true positions, a floating mask is added; is_causal masks the future.
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+GRAPH_OP("scaled_dot_product_attention") Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
                                     bool is_causal = false);
 

@@ -24,22 +24,22 @@ namespace graph {
 // mean needs a floating dtype; amax/amin propagate NaN.
 GRAPH_OP("sum") Tensor sum(const Tensor& x);
 GRAPH_OP("sum") Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
+GRAPH_OP("sum") Tensor sum(const Tensor& x, const Shape& dim, bool keepdim = false);
 GRAPH_OP("mean") Tensor mean(const Tensor& x);
 GRAPH_OP("mean") Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
-Tensor amax(const Tensor& x);
-Tensor amax(const Tensor& x, const Shape& dims, bool keepdim = false);
-Tensor amin(const Tensor& x);
-Tensor amin(const Tensor& x, const Shape& dims, bool keepdim = false);
-Tensor argmax(const Tensor& x);  // index into the flattened tensor
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
+GRAPH_OP("mean") Tensor mean(const Tensor& x, const Shape& dim, bool keepdim = false);
+GRAPH_OP("amax") Tensor amax(const Tensor& x);
+GRAPH_OP("amax") Tensor amax(const Tensor& x, const Shape& dim, bool keepdim = false);
+GRAPH_OP("amin") Tensor amin(const Tensor& x);
+GRAPH_OP("amin") Tensor amin(const Tensor& x, const Shape& dim, bool keepdim = false);
+GRAPH_OP("argmax") Tensor argmax(const Tensor& x);  // index into the flattened tensor
+GRAPH_OP("argmax") Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+GRAPH_OP("softmax") Tensor softmax(const Tensor& x, int64_t dim);
+GRAPH_OP("log_softmax") Tensor log_softmax(const Tensor& x, int64_t dim);
 
 // ---- selection ----------------------------------------------------------
 // where(cond, a, b): a where cond is true, else b (broadcasting all three).
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+GRAPH_OP("where") Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& x, Scalar lo, Scalar hi);
 
 // ---- library ------------------------------------------------------------
@@ -65,5 +65,16 @@ GRAPH_DEFINE_BINARY_OPERATOR(!=, ne)
 #undef GRAPH_DEFINE_BINARY_OPERATOR
 GRAPH_OP("neg") inline Tensor operator-(const Tensor& x) { return neg(x); }
 GRAPH_OP("logical_not") inline Tensor operator!(const Tensor& x) { return logical_not(x); }
+
+// `h += x` rebinds h to h + x: a new tensor, as `h = h + x` (views of the old
+// value keep it; nothing is written in place). Static graphs lower it so.
+#define GRAPH_DEFINE_COMPOUND_OPERATOR(sym, name)                                           \
+  inline Tensor& operator sym##=(Tensor& a, const Tensor& b) { return a = name(a, b); } \
+  inline Tensor& operator sym##=(Tensor& a, Scalar b) { return a = name(a, b); }
+GRAPH_DEFINE_COMPOUND_OPERATOR(+, add)
+GRAPH_DEFINE_COMPOUND_OPERATOR(-, sub)
+GRAPH_DEFINE_COMPOUND_OPERATOR(*, mul)
+GRAPH_DEFINE_COMPOUND_OPERATOR(/, div)
+#undef GRAPH_DEFINE_COMPOUND_OPERATOR
 
 }  // namespace graph

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -35,8 +37,9 @@ Mode mode();
 
 namespace detail {
 
-// What crosses between user code and a compiled graph: tensors and scalars.
-using Arg = std::variant<Tensor, int64_t, double, bool>;
+// What crosses between user code and a compiled graph: tensors, scalars and
+// lists of tensors (the IR's `list`, a std::vector<Tensor> in C++).
+using Arg = std::variant<Tensor, int64_t, double, bool, std::vector<Tensor>>;
 
 // The signature every generated graph function has. Returns false (and sets
 // *why) when a guard fails; throws graph::Error on errors inside the graph.
@@ -70,26 +73,62 @@ void explain(std::string_view function, std::string_view why);
 
 template <class T>
 Arg to_arg(const T& v) {
-  if constexpr (std::is_same_v<T, Tensor>) return v;
+  if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return v;
   else if constexpr (std::is_same_v<T, bool>) return v;
   else if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(v);
   else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
   else static_assert(!sizeof(T), "static graph inputs are tensors and scalars");
 }
 
+// A graph output as the C++ type T the function returns (or one element of it).
+template <class T>
+T from_arg(Arg&& a) {
+  if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return std::get<T>(std::move(a));
+  else if constexpr (std::is_same_v<T, bool>) return std::get<bool>(a);
+  else if constexpr (std::is_integral_v<T>) return static_cast<T>(std::get<int64_t>(a));
+  else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(std::get<double>(a));
+  else static_assert(!sizeof(T), "static graph results are tensors, scalars and lists of tensors");
+}
+
+// How many graph outputs a result of type R is: one, or one per element of a
+// std::tuple / std::pair; and R made from them.
+template <class R>
+struct Results {
+  static constexpr size_t size = 1;
+  static void assign(R& r, Arg* out) { r = from_arg<R>(std::move(out[0])); }
+};
+template <class... T>
+struct Results<std::tuple<T...>> {
+  static constexpr size_t size = sizeof...(T);
+  static void assign(std::tuple<T...>& r, Arg* out) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      ((std::get<I>(r) = from_arg<T>(std::move(out[I]))), ...);
+    }(std::index_sequence_for<T...>{});
+  }
+};
+template <class A, class B>
+struct Results<std::pair<A, B>> {
+  static constexpr size_t size = 2;
+  static void assign(std::pair<A, B>& r, Arg* out) {
+    r.first = from_arg<A>(std::move(out[0]));
+    r.second = from_arg<B>(std::move(out[1]));
+  }
+};
+
 class StaticFunction {
  public:
   StaticFunction(const char* mangled_name, const char* body_hash);
 
-  // Runs the compiled graph on `args`, storing its single result in `result`.
-  // False means "run the eager body".
+  // Runs the compiled graph on `args`, storing its outputs in `result` (a
+  // tuple or pair gets one output per element). False means "run the eager
+  // body".
   template <class R, class... A>
   bool run(R& result, const A&... args) {
     if (!ready()) return false;
     Arg in[sizeof...(A) + 1] = {to_arg(args)...};
-    Arg out[1];
-    if (!invoke(in, sizeof...(A), out, 1)) return false;
-    result = std::get<R>(std::move(out[0]));
+    Arg out[Results<R>::size];
+    if (!invoke(in, sizeof...(A), out, Results<R>::size)) return false;
+    Results<R>::assign(result, out);
     return true;
   }
 

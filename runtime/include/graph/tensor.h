@@ -104,28 +104,28 @@ class Tensor {
 
   // Views (no copy).
   GRAPH_OP("t") Tensor t() const;  // 2-D transpose (0-D and 1-D: itself)
-  Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
-  Tensor expand(const Shape& sizes) const;  // broadcast view, stride 0
-  Tensor view(const Shape& sizes) const;    // contiguous input only; -1 infers
-  Tensor reshape(const Shape& sizes) const;  // view if possible, else copy
+  GRAPH_OP("transpose") Tensor transpose(int64_t dim0, int64_t dim1) const;
+  GRAPH_OP("slice") Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  GRAPH_OP("expand") Tensor expand(const Shape& shape) const;  // broadcast view, stride 0
+  GRAPH_OP("reshape") Tensor view(const Shape& shape) const;    // contiguous input only; -1 infers
+  GRAPH_OP("reshape") Tensor reshape(const Shape& shape) const;  // view if possible, else copy
 
-  Tensor permute(const Shape& dims) const;
-  Tensor squeeze() const;                 // drops every size-1 dim
-  Tensor squeeze(int64_t dim) const;      // drops `dim` if it has size 1
-  Tensor unsqueeze(int64_t dim) const;
-  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  GRAPH_OP("permute") Tensor permute(const Shape& dims) const;
+  GRAPH_OP("squeeze") Tensor squeeze() const;                 // drops every size-1 dim
+  GRAPH_OP("squeeze") Tensor squeeze(int64_t dim) const;      // drops `dim` if it has size 1
+  GRAPH_OP("unsqueeze") Tensor unsqueeze(int64_t dim) const;
+  GRAPH_OP("flatten") Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
 
   // Reductions: whole tensor (0-d result), along one dim, or over dims.
   GRAPH_OP("sum") Tensor sum() const;
   GRAPH_OP("sum") Tensor sum(int64_t dim, bool keepdim = false) const;
-  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  GRAPH_OP("sum") Tensor sum(const Shape& dim, bool keepdim = false) const;
   GRAPH_OP("mean") Tensor mean() const;
   GRAPH_OP("mean") Tensor mean(int64_t dim, bool keepdim = false) const;
-  Tensor mean(const Shape& dims, bool keepdim = false) const;
-  Tensor amax(const Shape& dims, bool keepdim = false) const;
-  Tensor amin(const Shape& dims, bool keepdim = false) const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  GRAPH_OP("mean") Tensor mean(const Shape& dim, bool keepdim = false) const;
+  GRAPH_OP("amax") Tensor amax(const Shape& dim, bool keepdim = false) const;
+  GRAPH_OP("amin") Tensor amin(const Shape& dim, bool keepdim = false) const;
+  GRAPH_OP("argmax") Tensor argmax(int64_t dim, bool keepdim = false) const;
 
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;

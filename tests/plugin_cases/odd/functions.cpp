@@ -10,27 +10,27 @@ using namespace graph;
 
 struct Layer {
   Tensor w;
-  [[graph::static]] Tensor forward(Tensor x) { return matmul(w, x); }  // expect@28: member functions are not supported yet
-  [[graph::static]] static Tensor static_member(Tensor x) { return relu(x); }  // expect@35: member functions are not supported yet
-  [[graph::static]] virtual Tensor virtual_member(Tensor x) { return x; }  // expect@36: member functions are not supported yet
+  [[graph::static]] Tensor forward(Tensor x) { return matmul(w, x); }  // lowers
+  [[graph::static]] static Tensor static_member(Tensor x) { return relu(x); }  // lowers
+  [[graph::static]] virtual Tensor virtual_member(Tensor x) { return x; }  // lowers
   [[graph::static]] Tensor out_of_line(Tensor x);
-  [[graph::static]] Tensor operator()(Tensor x) { return x * 2; }  // expect@28: member functions are not supported yet
+  [[graph::static]] Tensor operator()(Tensor x) { return x * 2; }  // lowers: operator__
   virtual ~Layer() = default;
 };
 
-Tensor Layer::out_of_line(Tensor x) { return tanh(x); }  // expect@15: member functions are not supported yet
+Tensor Layer::out_of_line(Tensor x) { return tanh(x); }  // lowers
 
 struct Derived : Layer {
-  [[graph::static]] Tensor virtual_member(Tensor x) override { return -x; }  // expect@28: member functions are not supported yet
+  [[graph::static]] Tensor virtual_member(Tensor x) override { return -x; }  // lowers: virtual_member.1
 };
 
-[[graph::static]] Tensor calls_virtual(Tensor x, Layer& layer) {  // expect@57: parameter 'layer' has type 'Layer &'; accepted are 'graph::Tensor', bool, signed integers, float and d
+[[graph::static]] Tensor calls_virtual(Tensor x, Layer& layer) {  // expect@57: parameter 'layer' has type 'Layer &'; accepted are 'graph::Tensor', 'std::vector<graph::Tensor>', bool, signed integers, float and d
   return layer.virtual_member(x);
 }
 
 [[graph::static]] Tensor factorial(Tensor x, int n) {
-  if (n <= 1) return x;  // expect@15: an early 'return' cannot be lowered yet
-  return x * factorial(x, n - 1);
+  if (n <= 1) return x;
+  return x * factorial(x, n - 1);  // expect@14: the recursive call to 'factorial' cannot be lowered
 }
 
 [[graph::static]] Tensor recurse(Tensor x, int n) {
@@ -40,11 +40,11 @@ struct Derived : Layer {
 
 Tensor odd(Tensor x, int n);
 [[graph::static]] Tensor even(Tensor x, int n) {
-  Tensor y = n > 0 ? odd(x, n - 1) : x;  // expect@22: the call to 'odd' cannot be lowered: it is not a graph op
+  Tensor y = n > 0 ? odd(x, n - 1) : x;  // expect@22: the recursive call to 'odd' cannot be lowered
   return y;
 }
 [[graph::static]] Tensor odd(Tensor x, int n) {
-  Tensor y = n > 0 ? even(x, n - 1) : -x;  // expect@22: the call to 'even' cannot be lowered: it is not a graph op
+  Tensor y = n > 0 ? even(x, n - 1) : -x;  // expect@22: the recursive call to 'even' cannot be lowered
   return y;
 }
 
@@ -52,8 +52,8 @@ Tensor odd(Tensor x, int n);
   return relu(x);
 }
 
-[[graph::static]] Tensor calls_leaf(Tensor x) {
-  return leaf(x) + 1;  // expect@10: the call to 'leaf' cannot be lowered: it is not a graph op
+[[graph::static]] Tensor calls_leaf(Tensor x) {  // lowers
+  return leaf(x) + 1;  // inlined: its body is visible
 }
 
 [[graph::static]] Tensor indirect_call(Tensor x, Tensor (*f)(const Tensor&)) {  // expect@59: parameter 'f' has type 'Tensor (*)(const Tensor &)'
@@ -89,7 +89,7 @@ struct Vec {
   return Vec{a.t + b.t};
 }
 
-[[graph::static]] Tensor operator*(Vec a, Tensor b) {  // expect@40: parameter 'a' has type 'Vec'; accepted are 'graph::Tensor', bool, signed integers, float and double
+[[graph::static]] Tensor operator*(Vec a, Tensor b) {  // expect@40: parameter 'a' has type 'Vec'; accepted are 'graph::Tensor', 'std::vector<graph::Tensor>', bool, signed integers, float and double
   return a.t * b;
 }
 
@@ -123,8 +123,8 @@ constexpr int square(int n) { return n * n; }
   return x * twice(3) + square(2);
 }
 
-[[graph::static]] Tensor calls_constexpr_runtime(Tensor x, int n) {
-  return x * square(n);  // expect@14: the call to 'square' cannot be lowered: it is not a graph op
+[[graph::static]] Tensor calls_constexpr_runtime(Tensor x, int n) {  // lowers
+  return x * square(n);  // inlined
 }
 
 [[graph::static]] Tensor if_consteval(Tensor x) {  // lowers
@@ -166,7 +166,7 @@ struct Task {
   return x;
 }
 
-[[graph::static]] Tensor enum_param(Tensor x, std::byte b) {  // expect@57: parameter 'b' has type 'std::byte'; accepted are 'graph::Tensor', bool, signed integers, float and dou
+[[graph::static]] Tensor enum_param(Tensor x, std::byte b) {  // expect@57: parameter 'b' has type 'std::byte'; accepted are 'graph::Tensor', 'std::vector<graph::Tensor>', bool, signed integers, float and dou
   return x;
 }
 
@@ -188,7 +188,7 @@ Tensor plain_friend(Tensor x);
 // member gets its own diagnostic.
 [[graph::static]] Tensor with_local_class(Tensor x) {  // lowers
   struct Local {
-    [[graph::static]] Tensor inner(Tensor y) { return y; }  // expect@30: member functions are not supported yet
+    [[graph::static]] Tensor inner(Tensor y) { return y; }  // expect@30: member functions of local classes are not supported yet
   };
   return x + 1;
 }

@@ -45,18 +45,18 @@ template <class... Ts>
 
 struct Holder {
   template <class T>
-  [[graph::static]] Tensor member_template(Tensor x, T k) {  // expect@28: member functions are not supported yet
+  [[graph::static]] Tensor member_template(Tensor x, T k) {  // expect@28: function templates are not supported yet
     return x * k;
   }
 };
 
 template <class T>
 struct Box {
-  [[graph::static]] Tensor in_class_template(Tensor x) {  // expect@28: member functions are not supported yet
+  [[graph::static]] Tensor in_class_template(Tensor x) {  // expect@28: functions inside templates are not supported yet
     return x;
   }
   template <class U>
-  [[graph::static]] static Tensor static_member_template(Tensor x, U u) {  // expect@35: member functions are not supported yet
+  [[graph::static]] static Tensor static_member_template(Tensor x, U u) {  // expect@35: function templates are not supported yet
     return x * u;
   }
 };

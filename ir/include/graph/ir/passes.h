@@ -6,9 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "graph/error.h"
 #include "graph/ir/ir.h"
 
 namespace graph::ir {
+
+// A graph that can never run, found by a pass (a shape or dtype mismatch
+// that holds whatever the inputs' values): the message, and where the node
+// came from, so a front end can report it at the C++ line.
+class GraphError : public Error {
+ public:
+  GraphError(const std::string& what, SourceLoc at, std::string reason)
+      : Error(what), loc(std::move(at)), message(std::move(reason)) {}
+  SourceLoc loc;
+  std::string message;  // without the location
+};
 
 // Dtype and shape inference.
 //

@@ -1,0 +1,135 @@
+// Nodes that run one eager op with its attributes: views, reductions along
+// dims, and the ops with their own kernels (softmax, linear, layer_norm, ...).
+// The attributes follow the conventions at the top of ops.def; the C++ call
+// is the public eager function the plugin lowered the node from, so eager and
+// static results agree by construction. Also the list primitives.
+#include <string>
+
+#include "emitter.h"
+#include "graph/error.h"
+
+namespace graph::codegen::detail {
+
+namespace {
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "::graph::Shape{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
+// Attribute `k` of `n` as a C++ argument, or `fallback` when absent.
+std::string attr(const ir::Node* n, const std::string& k, const std::string& fallback = "") {
+  if (!n->has_attr(k)) {
+    if (fallback.empty()) throw Error("codegen: '" + n->op() + "' needs the attribute '" + k + "'");
+    return fallback;
+  }
+  const ir::AttrValue& a = n->attrs().at(k);
+  if (auto* i = std::get_if<int64_t>(&a)) return "int64_t{" + std::to_string(*i) + "}";
+  if (auto* d = std::get_if<double>(&a)) {
+    std::string s = std::to_string(*d);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.17g", *d);
+    s = buf;
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return s;
+  }
+  if (auto* b = std::get_if<bool>(&a)) return *b ? "true" : "false";
+  if (auto* l = std::get_if<std::vector<int64_t>>(&a)) return ints(*l);
+  throw Error("codegen: the attribute '" + k + "' of '" + n->op() + "' has an unexpected kind");
+}
+
+// `dim` as a dim list (amax, amin and lists for sum/mean).
+std::string dims(const ir::Node* n) {
+  const ir::AttrValue& a = n->attrs().at("dim");
+  if (auto* i = std::get_if<int64_t>(&a)) return ints({*i});
+  return attr(n, "dim");
+}
+
+}  // namespace
+
+// The eager call computing `n` (whose inputs are named by name()).
+std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
+  auto in = [&](size_t i) { return name(n->input(i)); };
+  const std::string f = "::graph::" + std::string(op.name);
+  switch (op.id) {
+    case OpId::matmul: return f + "(" + in(0) + ", " + in(1) + ")";
+    case OpId::t: return in(0) + ".t()";
+    case OpId::transpose: return in(0) + ".transpose(" + attr(n, "dim0") + ", " + attr(n, "dim1") + ")";
+    case OpId::permute: return in(0) + ".permute(" + attr(n, "dims") + ")";
+    case OpId::reshape: return in(0) + ".reshape(" + attr(n, "shape") + ")";
+    case OpId::expand: return in(0) + ".expand(" + attr(n, "shape") + ")";
+    case OpId::slice:
+      return in(0) + ".slice(" + attr(n, "dim") + ", " + attr(n, "start") + ", " + attr(n, "end") + ", " +
+             attr(n, "step", "1") + ")";
+    case OpId::squeeze: return in(0) + ".squeeze(" + (n->has_attr("dim") ? attr(n, "dim") : "") + ")";
+    case OpId::unsqueeze: return in(0) + ".unsqueeze(" + attr(n, "dim") + ")";
+    case OpId::flatten: return in(0) + ".flatten(" + attr(n, "start_dim", "0") + ", " + attr(n, "end_dim", "-1") + ")";
+    case OpId::sum:
+    case OpId::mean:
+    case OpId::argmax:
+      if (!n->has_attr("dim")) return f + "(" + in(0) + ")";
+      return f + "(" + in(0) + ", " + attr(n, "dim") + ", " + attr(n, "keepdim", "false") + ")";
+    case OpId::amax:
+    case OpId::amin:
+      if (!n->has_attr("dim")) return f + "(" + in(0) + ")";
+      return f + "(" + in(0) + ", " + dims(n) + ", " + attr(n, "keepdim", "false") + ")";
+    case OpId::softmax:
+    case OpId::log_softmax: return f + "(" + in(0) + ", " + attr(n, "dim") + ")";
+    case OpId::where: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
+    case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
+    case OpId::layer_norm:
+      return f + "(" + in(0) + ", " + attr(n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +
+             attr(n, "eps", "1e-5") + ")";
+    case OpId::conv2d:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(n, "stride", "{1, 1}") + ", " +
+             attr(n, "padding", "{0, 0}") + ", " + attr(n, "dilation", "{1, 1}") + ", " + attr(n, "groups", "1") + ")";
+    case OpId::max_pool2d:
+    case OpId::avg_pool2d:
+      return f + "(" + in(0) + ", " + attr(n, "kernel") + ", " + attr(n, "stride", "{}") + ", " +
+             attr(n, "padding", "{0, 0}") + ")";
+    case OpId::embedding:
+    case OpId::mse_loss:
+    case OpId::cross_entropy: return f + "(" + in(0) + ", " + in(1) + ")";
+    case OpId::cat:
+    case OpId::stack: {
+      std::string list = in(0);
+      if (!n->input(0)->type().is_list()) {
+        list = "std::vector<::graph::Tensor>{";
+        for (size_t i = 0; i < n->inputs().size(); ++i) list += (i ? ", " : "") + in(i);
+        list += "}";
+      }
+      return f + "(" + list + ", " + attr(n, "dim", "0") + ")";
+    }
+    case OpId::dropout: return f + "(" + in(0) + ", " + attr(n, "p", "0.5") + ", " + attr(n, "training", "true") + ")";
+    case OpId::scaled_dot_product_attention:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(n, "dropout_p", "0.0") + ", " +
+             attr(n, "is_causal", "false") + ")";
+    default: break;
+  }
+  throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
+}
+
+void Emitter::eager_op(const ir::Node* n, const OpInfo& op) {
+  line("const ::graph::Tensor " + name(n->output()) + " = " +
+       at_source(n, std::string(op.name), eager_call(n, op)) + ";");
+}
+
+// undefined() and the list primitives (ir.h).
+bool Emitter::primitive(const ir::Node* n) {
+  const std::string& op = n->op();
+  const std::string out = n->num_outputs() == 1 ? name(n->output()) : "";
+  auto in = [&](size_t i) { return name(n->input(i)); };
+  if (op == "undefined") line("const ::graph::Tensor " + out + "{};");
+  else if (op == "list_new") line("const std::vector<::graph::Tensor> " + out + "{};");
+  else if (op == "list_append")
+    line("const std::vector<::graph::Tensor> " + out + " = ::graph::detail::list_append(" + in(0) + ", " + in(1) + ");");
+  else if (op == "list_get")
+    line("const ::graph::Tensor " + out + " = " +
+         at_source(n, "list_get", "::graph::detail::list_get(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == "list_len") line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
+  else return false;
+  return true;
+}
+
+}  // namespace graph::codegen::detail
