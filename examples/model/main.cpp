@@ -21,10 +21,14 @@ int main() {
   for (int flag : {1, -1}) {
     graph::set_mode(graph::Mode::Static);
     Tensor fused = model(X, flag);
+    graph::set_mode(graph::Mode::Interpret);  // the same graph, run by the interpreter
+    Tensor interpreted = model(X, flag);
     graph::set_mode(graph::Mode::Eager);
     Tensor eager = model(X, flag);
-    std::printf("\nflag = %d\n  eager:  %s\n  static: %s\n  max |eager - static| = %g\n", flag,
-                eager.to_string().c_str(), fused.to_string().c_str(), max_abs_diff(eager, fused));
+    std::printf("\nflag = %d\n  eager:  %s\n  static: %s\n  max |eager - static| = %g\n"
+                "  max |eager - interpreted graph| = %g\n",
+                flag, eager.to_string().c_str(), fused.to_string().c_str(), max_abs_diff(eager, fused),
+                max_abs_diff(eager, interpreted));
   }
   std::printf("\n");
   for (const auto* g : graph::detail::registered_graphs())

@@ -22,10 +22,14 @@ int main() {
     Tensor w_x = pattern({H, I}, 0.05f, c.shift);
     graph::set_mode(graph::Mode::Static);
     Tensor fused = rnn_step(x, prev_h, W_h, w_x);
+    graph::set_mode(graph::Mode::Interpret);  // the same graph, run by the interpreter
+    Tensor interpreted = rnn_step(x, prev_h, W_h, w_x);
     graph::set_mode(graph::Mode::Eager);
     Tensor eager = rnn_step(x, prev_h, W_h, w_x);
-    std::printf("\n%s\n  eager:  %s\n  static: %s\n  max |eager - static| = %g\n", c.name,
-                eager.t().to_string().c_str(), fused.t().to_string().c_str(), max_abs_diff(eager, fused));
+    std::printf("\n%s\n  eager:  %s\n  static: %s\n  max |eager - static| = %g\n"
+                "  max |eager - interpreted graph| = %g\n",
+                c.name, eager.t().to_string().c_str(), fused.t().to_string().c_str(), max_abs_diff(eager, fused),
+                max_abs_diff(eager, interpreted));
   }
   std::printf("\n");
   for (const auto* g : graph::detail::registered_graphs())
