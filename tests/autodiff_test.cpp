@@ -457,7 +457,9 @@ TEST(Autodiff, IfOnAHostScalarWithAnOuterValueInOneBranch) {
     expect_close(ours.grads[0], eager[0], 1e-10, "x vs eager");
     expect_close(ours.grads[0], numeric[0], 1e-6, "x vs differences");
     expect_close(ours.grads[1], numeric[1], 1e-6, "w vs differences");
-    if (flag) EXPECT_TRUE(all_zero(ours.grads[1]));
+    if (flag) {
+      EXPECT_TRUE(all_zero(ours.grads[1]));
+    }
   }
 }
 

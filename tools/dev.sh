@@ -30,12 +30,16 @@ sanitize() {
   cmake --build "$build" --target cxxgraph_plugin
   configure "$build-tsan" -DCXXGRAPH_SANITIZE=thread -DCXXGRAPH_BUILD_EXAMPLES=OFF \
     -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
-  cmake --build "$build-tsan" --target concurrency_test
+  cmake --build "$build-tsan" --target concurrency_test interpreter_test
   ctest --test-dir "$build-tsan" -L concurrency --output-on-failure -j2
 
   # Examples are not tests: not built here.
-  echo "== sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test ($build-asan)"
-  configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF
+  # The generator steps run the normal build's plugin, as above; the plugin's
+  # own tests and the install test (clang and the plugin, unsanitized) ran in
+  # the normal build and are not built here.
+  echo "== sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test but the plugin's ($build-asan)"
+  configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF \
+    -DCXXGRAPH_BUILD_BENCH=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
   cmake --build "$build-asan"
   ctest --test-dir "$build-asan" --output-on-failure -j2
 }

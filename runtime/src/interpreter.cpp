@@ -29,6 +29,7 @@
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/ir/verifier.h"
+#include "graph/op_table.h"
 
 namespace graph {
 
@@ -107,7 +108,18 @@ struct BlockInfo {
   std::vector<const ir::Node*> nodes;
   std::vector<int> waits;                  // per node: producers in this block it waits for
   std::vector<std::vector<int>> wakes;     // per node: the nodes that wait for it
+  int heavy = 0;                           // nodes worth a thread hand-off
 };
+
+// A node whose work dwarfs a hand-off to another thread (a few microseconds):
+// a library call, a kernel of its own, or control flow that may hold them.
+// Blocks with fewer than two such nodes run in order on the calling thread;
+// elementwise and view nodes on their own are too cheap to schedule.
+bool heavy(const ir::Node* n) {
+  if (!n->blocks().empty()) return n->op() != "FusionGroup";
+  const OpInfo* info = find_op(n->op());
+  return info && (info->kind == OpKind::Library || info->kind == OpKind::Other);
+}
 
 class Program {
  public:
@@ -138,6 +150,7 @@ class Program {
       std::sort(sorted.begin(), sorted.end());
       for (int i : sorted) info.wakes[i].push_back(j);
       info.waits.push_back(static_cast<int>(sorted.size()));
+      info.heavy += heavy(n.get());
       for (const ir::Value* o : n->outputs()) produced_by[o] = j;
     }
   }
@@ -190,7 +203,7 @@ class Run {
 
   void block(const ir::Block* b) {
     const BlockInfo& info = prog_.block(b);
-    if (threads_ <= 1 || info.nodes.size() <= 1) return block_in_order(info);
+    if (threads_ <= 1 || info.heavy < 2) return block_in_order(info);
     block_parallel(info);
   }
 
