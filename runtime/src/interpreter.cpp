@@ -240,10 +240,11 @@ class Run {
           if (failed || st.poisoned[j]) st.poisoned[k] = 1;
           if (--st.waits[k] == 0) ready.push_back(k);
         }
-        --st.remaining;
+        // Notified under the lock: once it is released after the last node,
+        // the waiting thread may return and destroy `st`.
+        if (--st.remaining == 0) st.done_cv.notify_all();
       }
-      st.done_cv.notify_all();
-      for (int k : ready) launch(k);
+      for (int k : ready) launch(k);  // not the last node: `st` is still alive
     };
     launch = [&](int j) {
       pool.submit([&, j] {
