@@ -1,0 +1,125 @@
+#include "report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/ir/memory_plan.h"
+#include "graph/ir/passes.h"
+#include "graph/ir/verifier.h"
+
+namespace graph::inspect {
+
+namespace {
+
+std::string names(const std::vector<ir::Value*>& values) {
+  std::string s;
+  for (const auto* v : values) s += (s.empty() ? "%" : ", %") + v->name();
+  return s;
+}
+
+// Where a nested node sits: "If@rnn.cpp:11:3 then", "FusionGroup %y", ...
+std::string context(const ir::Node& n) {
+  std::string where;
+  for (const ir::Block* b = n.owner(); b && b->owner(); b = b->owner()->owner()) {
+    const ir::Node& owner = *b->owner();
+    std::string part = owner.op();
+    if (owner.op() == "If") part += b == owner.block(0) ? " (then)" : " (else)";
+    if (owner.op() == "FusionGroup") part += " " + names(owner.outputs());
+    else part += " at " + short_loc(owner.loc());
+    where = where.empty() ? part : part + " > " + where;
+  }
+  return where;
+}
+
+// Line `line` (1-based) of `file`, trimmed; "" when unreadable.
+std::string source_line(const std::string& file, int line) {
+  std::ifstream in(file);
+  std::string text;
+  for (int i = 0; i < line && std::getline(in, text); ++i) {
+  }
+  if (!in) return "";
+  const size_t first = text.find_first_not_of(" \t");
+  return first == std::string::npos ? "" : text.substr(first);
+}
+
+}  // namespace
+
+std::string node_signature(const ir::Node& n) {
+  std::string s = n.num_outputs() ? names(n.outputs()) + " = " : "";
+  return s + n.op() + "(" + names(n.inputs()) + ")";
+}
+
+std::string short_loc(const ir::SourceLoc& loc) {
+  if (!loc.valid()) return "";
+  return std::filesystem::path(loc.file).filename().string() + ":" + std::to_string(loc.line) + ":" +
+         std::to_string(loc.col);
+}
+
+std::string fusion_report(const ir::Graph& g) {
+  std::ostringstream out;
+  int count = 0;
+  ir::walk(g.top(), [&](const ir::Node* n) {
+    if (n->op() != "FusionGroup") return;
+    const std::string kind = n->has_attr("kind") ? n->s("kind") : "elementwise";
+    out << "group " << ++count << ": " << names(n->outputs()) << " (" << kind << ", "
+        << n->block(0)->nodes().size() << " ops)";
+    if (const std::string where = context(*n); !where.empty()) out << " in " << where;
+    out << "\n";
+    for (const auto& m : n->block(0)->nodes())
+      out << "  " << short_loc(m->loc()) << (m->loc().valid() ? "  " : "") << node_signature(*m) << "\n";
+  });
+  if (count == 0) out << "no fusion groups\n";
+  return out.str();
+}
+
+std::string source_map(const ir::Graph& g) {
+  // (file, line) -> nodes, in line order; nodes without a location last.
+  std::map<std::pair<std::string, int>, std::vector<const ir::Node*>> by_line;
+  ir::walk(g.top(), [&](const ir::Node* n) {
+    if (n->op() == "FusionGroup") return;  // its members carry the lines
+    by_line[{n->loc().file, n->loc().line}].push_back(n);
+  });
+  std::ostringstream out;
+  for (const auto& [key, nodes] : by_line) {
+    const auto& [file, line] = key;
+    if (line > 0) {
+      out << std::filesystem::path(file).filename().string() << ":" << line;
+      if (const std::string text = source_line(file, line); !text.empty()) out << "  " << text;
+    } else {
+      out << "(no source location)";
+    }
+    out << "\n";
+    for (const auto* n : nodes) {
+      out << "    " << node_signature(*n);
+      if (n->loc().valid()) out << "  col " << n->loc().col;
+      if (const std::string where = context(*n); !where.empty()) out << "  [in " << where << "]";
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+void specialize_inputs(ir::Graph& g, const std::map<std::string, std::string>& types) {
+  for (const auto& [name, text] : types) {
+    ir::Value* input = nullptr;
+    for (const auto& v : g.inputs())
+      if (v->name() == name) input = v.get();
+    if (!input) throw Error("graph-inspect: graph '" + g.name() + "' has no input named '" + name + "'");
+    std::unique_ptr<ir::Graph> probe;
+    try {
+      probe = ir::parse("graph probe(%x : " + text + ") {\n  return (%x)\n}\n");
+    } catch (const Error& e) {
+      throw Error("graph-inspect: '" + text + "' is not an IR type (e.g. f32[3, 5]): " + e.what());
+    }
+    input->set_type(probe->inputs().front()->type());
+  }
+  ir::infer_types(g);
+  ir::verify_or_throw(g);
+}
+
+std::string memory_report(const ir::Graph& g) { return ir::describe(ir::plan_memory(g), g); }
+
+}  // namespace graph::inspect
