@@ -106,18 +106,26 @@ std::unique_ptr<ir::Graph> load(const std::filesystem::path& path) {
 // The optimized graph when the build wrote one, else the lowered graph.
 std::filesystem::path best(const GraphFiles& g) { return g.optimized.empty() ? g.lowered : g.optimized; }
 
-// "rnn.cpp:10-15": the lines a graph's nodes came from.
+// "rnn.cpp:10-15": the lines a graph's nodes came from, in the file most of
+// them came from; other files (inlined callees) are named after a '+'.
 std::string line_range(const ir::Graph& g) {
-  std::string file;
-  int lo = 0, hi = 0;
+  std::map<std::string, std::pair<int, int>> lines;  // file -> (first, last)
+  std::map<std::string, int> count;
   ir::walk(g.top(), [&](const ir::Node* n) {
     if (!n->loc().valid()) return;
-    if (file.empty()) file = std::filesystem::path(n->loc().file).filename().string();
-    lo = lo ? std::min(lo, n->loc().line) : n->loc().line;
-    hi = std::max(hi, n->loc().line);
+    const std::string file = std::filesystem::path(n->loc().file).filename().string();
+    auto [it, fresh] = lines.try_emplace(file, n->loc().line, n->loc().line);
+    it->second = {std::min(it->second.first, n->loc().line), std::max(it->second.second, n->loc().line)};
+    ++count[file];
   });
-  if (file.empty()) return "?";
-  return file + ":" + std::to_string(lo) + (hi > lo ? "-" + std::to_string(hi) : "");
+  if (lines.empty()) return "?";
+  const auto main = std::max_element(count.begin(), count.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto [lo, hi] = lines[main->first];
+  std::string text = main->first + ":" + std::to_string(lo) + (hi > lo ? "-" + std::to_string(hi) : "");
+  for (const auto& [file, n] : count)
+    if (file != main->first) text += " + " + file;
+  return text;
 }
 
 void list(const std::vector<GraphFiles>& graphs) {
@@ -141,8 +149,6 @@ void list(const std::vector<GraphFiles>& graphs) {
     fused.resize(15, ' ');
     std::cout << name << count << fused << line_range(*graph) << "\n";
   }
-  std::cout << "\ngenerated sources: " << graphs.front().generated_dir.parent_path().string()
-            << "/<target>/<source>.graph.cpp\n";
 }
 
 void section(const std::string& title, const std::string& body) {
@@ -153,6 +159,8 @@ void show(const GraphFiles& files, const Args& a) {
   auto wants = [&](const std::string& s) {
     return a.sections.empty() || std::find(a.sections.begin(), a.sections.end(), s) != a.sections.end();
   };
+  if (!files.generated_dir.empty())
+    std::cout << "generated C++: " << (files.generated_dir / (files.stem + ".graph.cpp")).string() << "\n\n";
   if (!files.lowered.empty() && wants("lowered"))
     section("IR as lowered from C++ (" + files.lowered.string() + ")", read_text(files.lowered));
   auto graph = load(best(files));
