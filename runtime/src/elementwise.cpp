@@ -57,6 +57,10 @@ template <class R, class C, class F>
 void unary_kernel(const Tensor& out, const Tensor& x, F f) {
   R* o = out.data_ptr<R>();
   const C* px = x.data_ptr<C>();
+  if (detail::dense_at(x, out.sizes())) {  // out is fresh, hence dense
+    unary_run(out.numel(), o, px, {1, 1}, f);
+    return;
+  }
   const StridedLoop<2> loop(out.sizes(), {out.strides(), cpu::broadcast_strides(x, out.sizes())});
   loop.run([&](int64_t n, const auto& off, const auto& st) {
     unary_run(n, o + off[0], px + off[1], st, f);
@@ -70,6 +74,17 @@ void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   const C* pa = a.data_ptr<C>();
   const C* pb = b.data_ptr<C>();
   const Shape& shape = out.sizes();
+  // out is fresh, hence dense; a one-element operand is a broadcast value.
+  const int64_t n = out.numel();
+  const bool a_dense = detail::dense_at(a, shape), b_dense = detail::dense_at(b, shape);
+  if (a_dense && (b_dense || b.numel() == 1)) {
+    binary_run(n, o, pa, pb, {1, 1, b_dense ? 1 : 0}, f);
+    return;
+  }
+  if (b_dense && a.numel() == 1) {
+    binary_run(n, o, pa, pb, {1, 0, 1}, f);
+    return;
+  }
   const StridedLoop<3> loop(
       shape, {out.strides(), cpu::broadcast_strides(a, shape), cpu::broadcast_strides(b, shape)});
   loop.run([&](int64_t n, const auto& off, const auto& st) {
@@ -105,15 +120,16 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
   const Tensor converted = x.dtype() == compute ? Tensor() : x.to(compute);
   const Tensor& in = converted.defined() ? converted : x;
   // The kernel writes its natural result type; 16-bit results round after.
-  Tensor out;
-  dispatch_opmath(compute, [&](auto c) {
+  Tensor out = dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
     using R = decltype(f(C{}));
-    out = empty(x.sizes(), dtype_of<R>::value);
-    unary_kernel<R, C>(out, in, f);
+    Tensor r = empty(x.sizes(), dtype_of<R>::value);
+    unary_kernel<R, C>(r, in, f);
+    return r;
   });
   const DType want = result_dtype(op, x.dtype());
-  return out.dtype() == want ? out : out.to(want);
+  if (out.dtype() != want) out = out.to(want);
+  return out;  // one named result throughout: NRVO, no move
 }
 
 // a and b are defined; `promoted` is their promoted dtype (for a Scalar
@@ -126,15 +142,16 @@ Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promo
   const Tensor cb_owned = b.dtype() == compute ? Tensor() : b.to(compute);
   const Tensor& ca = ca_owned.defined() ? ca_owned : a;
   const Tensor& cb = cb_owned.defined() ? cb_owned : b;
-  Tensor out;
-  dispatch_opmath(compute, [&](auto c) {
+  Tensor out = dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
     using R = decltype(f(C{}, C{}));
-    out = empty(shape, dtype_of<R>::value);
-    binary_kernel<R, C>(out, ca, cb, f);
+    Tensor r = empty(shape, dtype_of<R>::value);
+    binary_kernel<R, C>(r, ca, cb, f);
+    return r;
   });
   const DType want = result_dtype(op, promoted);
-  return out.dtype() == want ? out : out.to(want);
+  if (out.dtype() != want) out = out.to(want);
+  return out;
 }
 
 // PyTorch's promotion of two tensors: a 0-d tensor takes part only if it is
@@ -178,31 +195,48 @@ Tensor binary_st(OpId id, Scalar a, const Tensor& b, F f) {
 }
 
 // ---- autograd: the table's gradient formulas (derivatives.h) ---------------
+// `out` is recorded in place, so that the entry points return it by NRVO.
 
 template <class Backward>
-Tensor record_unary(OpId id, Tensor out, const Tensor& x, Backward backward) {
-  if (!autograd::needs_grad({&x}) || !is_floating(out.dtype())) return out;
+void record_unary(OpId id, Tensor& out, const Tensor& x, Backward backward) {
+  if (!autograd::needs_grad({&x}) || !is_floating(out.dtype())) return;
   Tensor xs = x.detach(), rs = out.detach();
   autograd::record(std::string(op_info(id).name), out, {x}, [xs, rs, backward](const Tensor& grad) {
     return std::vector<Tensor>{backward(grad, xs, rs)};
   });
-  return out;
 }
 
-// `a` and `b` as the formulas see them (a Scalar operand as a 0-d tensor);
-// `inputs` are what gets edges (a Scalar operand gets none).
-template <class Backward>
-Tensor record_binary(OpId id, Tensor out, const Tensor& a, const Tensor& b, Backward backward) {
-  if (!autograd::needs_grad({&a, &b}) || !is_floating(out.dtype())) return out;
+Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype()); }
+
+// A binary op's operand as autograd sees it: a Scalar has no gradient and
+// becomes a 0-d tensor for the formulas only once a gradient is recorded.
+bool tracks_grad(const Tensor& t) { return autograd::needs_grad({&t}); }
+bool tracks_grad(Scalar) { return false; }
+const Tensor& as_tensor(const Tensor& t) { return t; }
+Tensor as_tensor(Scalar s) { return wrap(s); }
+
+// `inputs` that are tensors get edges; a Scalar operand gets none.
+template <class A, class B, class Backward>
+void record_binary(OpId id, Tensor& out, const A& a_in, const B& b_in, Backward backward) {
+  if (!(tracks_grad(a_in) || tracks_grad(b_in)) || !is_floating(out.dtype())) return;
+  const Tensor& a = as_tensor(a_in);
+  const Tensor& b = as_tensor(b_in);
   Tensor as = a.detach(), bs = b.detach(), rs = out.detach();
   autograd::record(std::string(op_info(id).name), out, {a, b}, [as, bs, rs, backward](const Tensor& grad) {
     auto g = backward(grad, as, bs, rs);
     return std::vector<Tensor>{g[0], g[1]};
   });
-  return out;
 }
 
-Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype()); }
+// The eager body of a public op: compute, then record for autograd. Apart
+// from the entry points' tracing branch so that `out` is returned by NRVO
+// (GCC elides the copy only when every return names the same object).
+template <class Op, class Record>
+Tensor compute_and_record(Op op, Record record) {
+  Tensor out = op();
+  record(out);
+  return out;
+}
 
 }  // namespace
 
@@ -211,46 +245,48 @@ Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype(
 #define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                      \
   Tensor name(const Tensor& x) {                                                                      \
     if (detail::tracing()) return detail::trace_op(#name, {x}, {}, [&] { return name(x); });          \
-    return record_unary(OpId::name, unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }),  \
-                        x, [](const Tensor& g, const Tensor& x, const Tensor& r) {                    \
-                          return derivatives::name##_backward(g, x, r);                               \
-                        });                                                                           \
+    return compute_and_record(                                                                        \
+        [&] { return unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }); },              \
+        [&](Tensor& out) {                                                                            \
+          record_unary(OpId::name, out, x, [](const Tensor& g, const Tensor& x, const Tensor& r) {    \
+            return derivatives::name##_backward(g, x, r);                                             \
+          });                                                                                         \
+        });                                                                                           \
   }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                             \
-  Tensor name(const Tensor& a, const Tensor& b) {                                                     \
+#define GRAPH_BINARY_ENTRY(name, compute, A, B)                                                       \
+  Tensor name(A a, B b) {                                                                             \
     if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
-    return record_binary(OpId::name,                                                                  \
-                         binary_tt(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
-                         a, b, derivatives::name##_backward<Tensor>);                                 \
-  }                                                                                                   \
-  Tensor name(const Tensor& a, Scalar b) {                                                            \
-    if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
-    return record_binary(OpId::name,                                                                  \
-                         binary_ts(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
-                         a, wrap(b), derivatives::name##_backward<Tensor>);                           \
-  }                                                                                                   \
-  Tensor name(Scalar a, const Tensor& b) {                                                            \
-    if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
-    return record_binary(OpId::name,                                                                  \
-                         binary_st(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }), \
-                         wrap(a), b, derivatives::name##_backward<Tensor>);                           \
+    return compute_and_record(                                                                        \
+        [&] { return compute(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); }, \
+        [&](Tensor& out) { record_binary(OpId::name, out, a, b, derivatives::name##_backward<Tensor>); }); \
   }
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)  \
+  GRAPH_BINARY_ENTRY(name, binary_tt, const Tensor&, const Tensor&) \
+  GRAPH_BINARY_ENTRY(name, binary_ts, const Tensor&, Scalar)        \
+  GRAPH_BINARY_ENTRY(name, binary_st, Scalar, const Tensor&)
 #include "graph/ops.def"
+#undef GRAPH_BINARY_ENTRY
 
 // ---- dtype-converting copy (used by to(), clone(), contiguous()) --------
 
 void detail::copy_into(const Tensor& dst, const Tensor& src) {
   check_defined("copy", dst);
   check_defined("copy", src);
-  const StridedLoop<2> loop(dst.sizes(), {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
+  const bool dense = dst.is_contiguous() && dense_at(src, dst.sizes());
   dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
     dispatch_dtype(src.dtype(), [&](auto s) {
       using S = decltype(s);
       D* o = dst.data_ptr<D>();
       const S* x = src.data_ptr<S>();
+      const auto convert_one = [](S v) { return convert<D>(v); };
+      if (dense) {
+        unary_run(dst.numel(), o, x, {1, 1}, convert_one);
+        return;
+      }
+      const StridedLoop<2> loop(dst.sizes(), {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
       loop.run([&](int64_t n, const auto& off, const auto& st) {
-        unary_run(n, o + off[0], x + off[1], st, [](S v) { return convert<D>(v); });
+        unary_run(n, o + off[0], x + off[1], st, convert_one);
       });
     });
   });

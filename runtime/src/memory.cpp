@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
+#include <new>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "graph/error.h"
 
@@ -24,9 +26,8 @@ std::atomic<size_t> g_limit{size_t{256} << 20};
 // or -1 when it is too large to cache.
 int size_class(size_t n) {
   if (n > (size_t{1} << kMaxShift)) return -1;
-  int c = 0;
-  while ((size_t{1} << (c + kMinShift)) < n) ++c;
-  return c;
+  if (n <= (size_t{1} << kMinShift)) return 0;
+  return std::bit_width(n - 1) - kMinShift;
 }
 
 void* system_alloc(size_t bytes) {
@@ -40,17 +41,22 @@ void* system_alloc(size_t bytes) {
 // go straight to the system.
 thread_local bool t_cache_gone = false;
 
+// A cached block links to the next one of its class through its first bytes
+// (every block is at least 64 bytes): pushing and popping never allocates.
+struct FreeBlock {
+  FreeBlock* next;
+};
+
 struct Cache {
-  std::vector<void*> free[kClasses];
+  FreeBlock* free[kClasses] = {};
   Stats stats;
   ~Cache() {
     clear();
     t_cache_gone = true;
   }
   void clear() {
-    for (auto& list : free) {
-      for (void* p : list) std::free(p);
-      list.clear();
+    for (FreeBlock*& head : free) {
+      while (head) std::free(std::exchange(head, head->next));
     }
     stats.bytes_cached = 0;
   }
@@ -74,10 +80,8 @@ void* allocate(size_t nbytes) {
   }
   const size_t block = size_t{1} << (cls + kMinShift);
   c.stats.bytes_in_use += block;
-  auto& list = c.free[cls];
-  if (!list.empty()) {
-    void* p = list.back();
-    list.pop_back();
+  if (FreeBlock* p = c.free[cls]) {
+    c.free[cls] = p->next;
     ++c.stats.cache_hits;
     c.stats.bytes_cached -= block;
     return p;
@@ -104,7 +108,7 @@ void release(void* p, size_t nbytes) {
     std::free(p);
     return;
   }
-  c.free[cls].push_back(p);
+  c.free[cls] = new (p) FreeBlock{c.free[cls]};
   c.stats.bytes_cached += block;
 }
 

@@ -6,7 +6,9 @@
 // StridedLoop covers every layout and every set of dims. Floats accumulate in
 // double; integers and bools sum in uint64_t, which wraps on overflow like
 // PyTorch's int64 instead of being undefined.
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -26,7 +28,7 @@ struct Plan {
   Shape out_shape;    // result shape (keepdim applied)
   Shape keep_shape;   // result shape with reduced dims kept as 1
   Shape acc_strides;  // accumulator strides over x's shape, 0 along reduced dims
-  std::vector<int64_t> dims;  // sorted, wrapped
+  Shape dims;         // sorted, wrapped
   int64_t out_numel = 1;
   int64_t count = 1;  // elements reduced into each output
 };
@@ -35,7 +37,7 @@ struct Plan {
 Plan make_plan(std::string_view op, const Tensor& x, const Shape& dims, bool keepdim) {
   Plan p;
   const Shape& sizes = x.sizes();
-  std::vector<bool> reduced(sizes.size(), dims.empty());
+  SmallVector<bool, 6> reduced(sizes.size(), dims.empty());
   for (int64_t d : dims) {
     const int64_t w = detail::wrap_dim(op, d, sizes);
     if (x.dim() == 0) continue;
@@ -61,21 +63,34 @@ Plan make_plan(std::string_view op, const Tensor& x, const Shape& dims, bool kee
   return p;
 }
 
-// acc[...] = combine(acc[...], x) over `loop` (operand 0 the accumulator).
+// acc[i * st[0]] = combine(acc[i * st[0]], x[i * st[1]]) for i < n.
 template <class Acc, class In, class Combine>
-void accumulate(const cpu::StridedLoop<2>& loop, Acc* acc, const In* x, Combine combine) {
+void accumulate_run(int64_t n, Acc* a, const In* p, const std::array<int64_t, 2>& st, Combine combine) {
+  if (st[0] == 0 && st[1] == 1) {  // a dense run into one slot
+    Acc s = *a;
+    for (int64_t i = 0; i < n; ++i) s = combine(s, static_cast<Acc>(p[i]));
+    *a = s;
+  } else {
+    for (int64_t i = 0; i < n; ++i) a[i * st[0]] = combine(a[i * st[0]], static_cast<Acc>(p[i * st[1]]));
+  }
+}
+
+// acc = combine(acc, x) over the reduction `p` of `x` (acc laid out as p.keep_shape).
+template <class Acc, class In, class Combine>
+void accumulate(const Plan& p, const Tensor& x, Acc* acc, const In* px, Combine combine) {
+  if (p.out_numel == 1 && x.is_contiguous()) {  // one dense run into one slot: no loop to plan
+    accumulate_run(x.numel(), acc, px, {0, 1}, combine);
+    return;
+  }
+  const cpu::StridedLoop<2> loop(x.sizes(), {p.acc_strides, x.strides()});
   loop.run([&](int64_t n, const auto& off, const auto& st) {
-    Acc* a = acc + off[0];
-    const In* p = x + off[1];
-    if (st[0] == 0 && st[1] == 1) {  // a dense run into one slot
-      Acc s = *a;
-      for (int64_t i = 0; i < n; ++i) s = combine(s, static_cast<Acc>(p[i]));
-      *a = s;
-    } else {
-      for (int64_t i = 0; i < n; ++i) a[i * st[0]] = combine(a[i * st[0]], static_cast<Acc>(p[i * st[1]]));
-    }
+    accumulate_run(n, acc + off[0], px + off[1], st, combine);
   });
 }
+
+// The accumulator: inline for the common whole-tensor reduction.
+template <class Acc>
+using AccBuffer = SmallVector<Acc, 8>;
 
 enum class Kind { Sum, Mean, Max, Min };
 
@@ -105,7 +120,6 @@ Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims
   if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0 && x.numel() == 0 && p.out_numel > 0) {
     throw Error(std::string(op) + ": cannot reduce over a zero-size dimension of shape " + shape_str(x.sizes()));
   }
-  const cpu::StridedLoop<2> loop(x.sizes(), {p.acc_strides, x.strides()});
   const bool sum_like = kind == Kind::Sum || kind == Kind::Mean;
   const DType out_dtype = sum_like && !is_floating(x.dtype()) ? kInt64 : x.dtype();
   Tensor out = empty(p.out_shape, out_dtype);
@@ -116,10 +130,10 @@ Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims
       double init = kind == Kind::Max ? -std::numeric_limits<double>::infinity()
                     : kind == Kind::Min ? std::numeric_limits<double>::infinity()
                                         : 0.0;
-      std::vector<double> acc(static_cast<size_t>(p.out_numel), init);
-      if (sum_like) accumulate(loop, acc.data(), px, [](double a, double b) { return a + b; });
-      else if (kind == Kind::Max) accumulate(loop, acc.data(), px, combine_max<double>);
-      else accumulate(loop, acc.data(), px, combine_min<double>);
+      AccBuffer<double> acc(static_cast<size_t>(p.out_numel), init);
+      if (sum_like) accumulate(p, x, acc.data(), px, [](double a, double b) { return a + b; });
+      else if (kind == Kind::Max) accumulate(p, x, acc.data(), px, combine_max<double>);
+      else accumulate(p, x, acc.data(), px, combine_min<double>);
       // Mean over zero elements is 0.0 / 0 = NaN, as in PyTorch.
       const double count = static_cast<double>(p.count);
       dispatch_dtype(out_dtype, [&](auto o) {
@@ -129,16 +143,16 @@ Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims
           po[i] = detail::convert<Out>(kind == Kind::Mean ? acc[i] / count : acc[i]);
       });
     } else if (sum_like) {
-      std::vector<uint64_t> acc(static_cast<size_t>(p.out_numel), 0);
-      accumulate(loop, acc.data(), px, [](uint64_t a, uint64_t b) { return a + b; });
+      AccBuffer<uint64_t> acc(static_cast<size_t>(p.out_numel), 0);
+      accumulate(p, x, acc.data(), px, [](uint64_t a, uint64_t b) { return a + b; });
       int64_t* po = out.data_ptr<int64_t>();
       for (int64_t i = 0; i < p.out_numel; ++i) po[i] = static_cast<int64_t>(acc[i]);
     } else {
       using Acc = std::conditional_t<std::is_same_v<In, bool>, uint8_t, int64_t>;
       Acc init = kind == Kind::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
-      std::vector<Acc> acc(static_cast<size_t>(p.out_numel), init);
-      if (kind == Kind::Max) accumulate(loop, acc.data(), px, combine_max<Acc>);
-      else accumulate(loop, acc.data(), px, combine_min<Acc>);
+      AccBuffer<Acc> acc(static_cast<size_t>(p.out_numel), init);
+      if (kind == Kind::Max) accumulate(p, x, acc.data(), px, combine_max<Acc>);
+      else accumulate(p, x, acc.data(), px, combine_min<Acc>);
       In* po = out.data_ptr<In>();
       for (int64_t i = 0; i < p.out_numel; ++i) po[i] = static_cast<In>(acc[i]);
     }
@@ -155,9 +169,6 @@ Tensor expand_back(const Tensor& grad, const Plan& p, const Shape& in_sizes) {
 }
 
 Tensor record_reduce(Kind kind, const char* op, const Tensor& x, const Shape& dims, bool keepdim) {
-  if (detail::tracing())
-    return detail::trace_op(op, {x}, detail::reduce_attrs(dims, keepdim, x.dim()),
-                            [&] { return record_reduce(kind, op, x, dims, keepdim); });
   Tensor out = reduce(kind, op, x, dims, keepdim);
   if (!autograd::needs_grad({&x})) return out;
   Plan p = make_plan(op, x, dims, keepdim);
@@ -180,32 +191,58 @@ Tensor record_reduce(Kind kind, const char* op, const Tensor& x, const Shape& di
   return out;
 }
 
+// A public reduction: traced as one node, else computed and recorded.
+Tensor reduce_op(Kind kind, const char* op, const Tensor& x, const Shape& dims, bool keepdim) {
+  if (detail::tracing())
+    return detail::trace_op(op, {x}, detail::reduce_attrs(dims, keepdim, x.dim()),
+                            [&] { return record_reduce(kind, op, x, dims, keepdim); });
+  return record_reduce(kind, op, x, dims, keepdim);
+}
+
 // `x` with `dim` moved last and made contiguous, as [rows, n].
 Tensor rows_along(const Tensor& x, int64_t dim) {
   return x.transpose(dim, x.dim() - 1).contiguous();
 }
 
+// The largest of n values, NaNs skipped, over 16-byte vectors (the GCC/Clang
+// vector extension; x86 maxps has exactly these semantics). The compilers
+// keep a scalar loop for a float max without -ffast-math, even one spread
+// over independent lanes, and on a 64-float row that loop was a sixth of softmax.
+template <class C>
+C row_max(const C* x, int64_t n) {
+  typedef C V __attribute__((vector_size(16)));
+  constexpr int kWidth = 16 / sizeof(C);
+  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  V m0 = V{} + kNegInf, m1 = m0;
+  int64_t j = 0;
+  for (; j + 2 * kWidth <= n; j += 2 * kWidth) {
+    V a, b;
+    std::memcpy(&a, x + j, sizeof a);
+    std::memcpy(&b, x + j + kWidth, sizeof b);
+    m0 = a > m0 ? a : m0;
+    m1 = b > m1 ? b : m1;
+  }
+  m0 = m1 > m0 ? m1 : m0;
+  C m = kNegInf;
+  for (int l = 0; l < kWidth; ++l) m = m0[l] > m ? m0[l] : m;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
 // One softmax (or log_softmax) row of n contiguous values, x and o distinct.
-// Three passes that vectorize: a max over kLanes independent partial maxima
-// (a plain `m = max(m, x)` is a reduction GCC keeps scalar without
-// -ffast-math), exp(x - m) with graph::math::exp into o and into kLanes
-// partial sums, then the scaling by 1 / sum (as ATen does). NaNs are skipped
-// by the max but poison the sum, so a row with a NaN is all NaN, as in PyTorch.
+// Three passes that vectorize: the max (row_max), exp(x - m) with
+// graph::math::exp into o and into kLanes partial sums, then the scaling by
+// 1 / sum (as ATen does). NaNs are skipped by the max but poison the sum, so
+// a row with a NaN is all NaN, as in PyTorch.
 template <bool Log, class C>
 void softmax_row(const C* __restrict x, C* __restrict o, int64_t n) {
   constexpr int kLanes = 16 / sizeof(C) * 2;
-  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  C m = row_max(x, n);
+  if (m == -std::numeric_limits<C>::infinity()) m = 0;  // all -inf: keep exp(-inf - 0) = 0
   C lane[kLanes];
-  for (int l = 0; l < kLanes; ++l) lane[l] = kNegInf;
+  for (int l = 0; l < kLanes; ++l) lane[l] = 0;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
-  C m = kNegInf;
-  for (int l = 0; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
-  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
-  if (m == kNegInf) m = 0;  // all -inf: keep exp(-inf - 0) = 0
-  for (int l = 0; l < kLanes; ++l) lane[l] = 0;
-  for (j = 0; j + kLanes <= n; j += kLanes)
     for (int l = 0; l < kLanes; ++l) lane[l] += (o[j + l] = math::exp(x[j + l] - m));
   C s = 0;
   for (int l = 0; l < kLanes; ++l) s += lane[l];
@@ -228,9 +265,11 @@ Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim) {
   if (x.dim() == 0) return Log ? zeros({}, x.dtype()) : ones({}, x.dtype());
   const int64_t d = detail::wrap_dim(op, dim, x.sizes());
   const bool last = d == x.dim() - 1;
-  const Tensor rows = last ? x.contiguous() : rows_along(x, d);
+  // Rows in place when they already are (no handle copy either).
+  const Tensor moved = last && x.is_contiguous() ? Tensor() : rows_along(x, d);
+  const Tensor& rows = moved.defined() ? moved : x;
   Tensor out = empty(rows.sizes(), x.dtype());
-  const int64_t n = rows.size(-1), r = n ? rows.numel() / n : 0;
+  const int64_t n = rows.sizes().back(), r = n ? rows.numel() / n : 0;
   dispatch_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
     const T* in = rows.data_ptr<T>();
@@ -246,7 +285,8 @@ Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim) {
       }
     }
   });
-  return last ? out : out.transpose(d, x.dim() - 1).contiguous();
+  if (!last) out = out.transpose(d, x.dim() - 1).contiguous();
+  return out;
 }
 
 template <bool Log>
@@ -263,25 +303,25 @@ Tensor record_softmax(const char* op, const Tensor& x, int64_t dim) {
 
 }  // namespace
 
-Tensor sum(const Tensor& x) { return record_reduce(Kind::Sum, "sum", x, {}, false); }
-Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return record_reduce(Kind::Sum, "sum", x, {dim}, keepdim); }
+Tensor sum(const Tensor& x) { return reduce_op(Kind::Sum, "sum", x, {}, false); }
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim) { return reduce_op(Kind::Sum, "sum", x, {dim}, keepdim); }
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
-  return record_reduce(Kind::Sum, "sum", x, dims, keepdim);
+  return reduce_op(Kind::Sum, "sum", x, dims, keepdim);
 }
-Tensor mean(const Tensor& x) { return record_reduce(Kind::Mean, "mean", x, {}, false); }
+Tensor mean(const Tensor& x) { return reduce_op(Kind::Mean, "mean", x, {}, false); }
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
-  return record_reduce(Kind::Mean, "mean", x, {dim}, keepdim);
+  return reduce_op(Kind::Mean, "mean", x, {dim}, keepdim);
 }
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
-  return record_reduce(Kind::Mean, "mean", x, dims, keepdim);
+  return reduce_op(Kind::Mean, "mean", x, dims, keepdim);
 }
-Tensor amax(const Tensor& x) { return record_reduce(Kind::Max, "amax", x, {}, false); }
+Tensor amax(const Tensor& x) { return reduce_op(Kind::Max, "amax", x, {}, false); }
 Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
-  return record_reduce(Kind::Max, "amax", x, dims, keepdim);
+  return reduce_op(Kind::Max, "amax", x, dims, keepdim);
 }
-Tensor amin(const Tensor& x) { return record_reduce(Kind::Min, "amin", x, {}, false); }
+Tensor amin(const Tensor& x) { return reduce_op(Kind::Min, "amin", x, {}, false); }
 Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
-  return record_reduce(Kind::Min, "amin", x, dims, keepdim);
+  return reduce_op(Kind::Min, "amin", x, dims, keepdim);
 }
 
 Tensor argmax(const Tensor& x) {

@@ -36,6 +36,11 @@ void check_defined(std::string_view op, const Tensor& t);
 // A 0-d tensor accepts dim 0 and -1, as in PyTorch.
 int64_t wrap_dim(std::string_view op, int64_t dim, const Shape& shape);
 
+// True when `t` has exactly `shape` and is contiguous, so a kernel can index
+// it as a flat array with no cpu::StridedLoop to plan: what most eager ops
+// see, and on small tensors planning the loop costs more than running it.
+inline bool dense_at(const Tensor& t, const Shape& shape) { return t.sizes() == shape && t.is_contiguous(); }
+
 // Copies `src` (broadcast to dst's shape) into `dst`, converting the dtype.
 void copy_into(const Tensor& dst, const Tensor& src);
 

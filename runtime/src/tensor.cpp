@@ -24,6 +24,24 @@ Storage::Storage(size_t bytes) : data(memory::allocate(bytes)), nbytes(bytes) {}
 
 Storage::~Storage() { memory::release(data, nbytes); }
 
+namespace {
+
+// Hands the shared_ptr control block (reference counts plus the Storage,
+// one block through allocate_shared) to the caching allocator as well: the
+// system allocator's malloc and free were a fifth of a small eager op.
+template <class T>
+struct CachedAllocator {
+  using value_type = T;
+  CachedAllocator() = default;
+  template <class U>
+  CachedAllocator(const CachedAllocator<U>&) {}  // NOLINT: rebinding, as std::allocator
+  T* allocate(size_t n) { return static_cast<T*>(memory::allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { memory::release(p, n * sizeof(T)); }
+  friend bool operator==(CachedAllocator, CachedAllocator) { return true; }
+};
+
+}  // namespace
+
 // ---- shared helpers -----------------------------------------------------
 
 std::string shape_str(const Shape& s) {
@@ -513,7 +531,8 @@ Tensor empty(const Shape& sizes, DType dtype) {
   if (__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes)) {
     throw Error("empty: shape " + shape_str(sizes) + " is too large");
   }
-  return Tensor(std::make_shared<Storage>(bytes), 0, sizes, contiguous_strides(sizes), dtype);
+  return Tensor(std::allocate_shared<Storage>(CachedAllocator<Storage>(), bytes), 0, sizes,
+                contiguous_strides(sizes), dtype);
 }
 
 Tensor zeros(const Shape& sizes, DType dtype) {
