@@ -8,7 +8,7 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
 
-set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed)
+set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused)
 set(_cxxgraph_codegen_generated)
 foreach(_case IN LISTS _cxxgraph_codegen_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
@@ -29,3 +29,24 @@ target_compile_definitions(codegen_test PRIVATE
 target_link_libraries(codegen_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTest::gtest_main)
 target_compile_options(codegen_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(codegen_test)
+
+# The second call of a generated graph allocates nothing (its own binary: it
+# replaces malloc and operator new to count them).
+add_executable(codegen_alloc_test ${CMAKE_CURRENT_LIST_DIR}/codegen_alloc_test.cpp
+  ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/chain8.graph.cpp
+  ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/matmul_epilogue.graph.cpp)
+target_link_libraries(codegen_alloc_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+gtest_discover_tests(codegen_alloc_test)
+
+# The dense path of a generated fused loop must stay vectorized (GCC's
+# remarks name the loop's line; see codegen_vectorize.cmake).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  foreach(_case chain8 matmul_epilogue)
+    add_test(NAME codegen_vectorized_${_case}
+      COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER}
+        -DSOURCE=${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/${_case}.graph.cpp
+        "-DINCLUDES=${PROJECT_SOURCE_DIR}/runtime/include,${PROJECT_SOURCE_DIR}/ir/include"
+        -P ${CMAKE_CURRENT_LIST_DIR}/codegen_vectorize.cmake)
+    set_tests_properties(codegen_vectorized_${_case} PROPERTIES LABELS codegen)
+  endforeach()
+endif()

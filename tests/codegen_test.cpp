@@ -547,4 +547,74 @@ TEST(Generated, SourceIsReadable) {
             std::string::npos);
 }
 
+TEST(Generated, MatmulEpiloguesMatchEager) {
+  const Tensor w1 = values({16, 8}, 20), b1 = values({16}, 21), w2 = values({16, 4}, 22), b2 = values({4}, 23);
+  for (int64_t batch : {1, 3, 40}) {
+    const Tensor x = values({batch, 8}, 24);
+    const Tensor want = graph::tanh(graph::add(graph::matmul(graph::relu(graph::linear(x, w1, b1)), w2), b2));
+    expect_close(tensor_out(call("cg_matmul_epilogue", {x, w1, b1, w2, b2}, 1), 0), want);
+  }
+  // A transposed weight is handed to BLAS as such; a strided input goes eager.
+  const Tensor x = values({5, 8}, 25);
+  const Tensor w1t = values({8, 16}, 26).t();
+  expect_close(tensor_out(call("cg_matmul_epilogue", {x, w1t, b1, w2, b2}, 1), 0),
+               graph::tanh(graph::add(graph::matmul(graph::relu(graph::linear(x, w1t, b1)), w2), b2)));
+  const Tensor xs = values({8, 5}, 27).t();
+  expect_close(tensor_out(call("cg_matmul_epilogue", {xs, w1, b1, w2, b2}, 1), 0),
+               graph::tanh(graph::add(graph::matmul(graph::relu(graph::linear(xs, w1, b1)), w2), b2)));
+}
+
+TEST(Generated, GemmShapeErrorNamesTheLine) {
+  // cg_seed's matmul has no static sizes, so the guards pass and the GEMM
+  // (through the eager op's checks) reports the mismatch with its line.
+  auto* g = graph::detail::find_graph("cg_seed", "test-hash");
+  ASSERT_NE(g, nullptr);
+  std::vector<Arg> in = {values({3, 5}, 1), values({4, 2}, 2), values({2}, 3), false};
+  Arg out[1];
+  std::string why;
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be multiplied"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at model.cpp:5:14, matmul in static graph 'seed'"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The LSTM-style cell written with the eager API.
+std::pair<Tensor, Tensor> lstm_eager(const Tensor& x, Tensor h, Tensor c, const std::vector<Tensor>& w, const Tensor& b,
+                                     int64_t steps) {
+  using namespace graph;
+  for (int64_t t = 0; t < steps; ++t) {
+    const Tensor xh = add(x, h);
+    const Tensor i = sigmoid(linear(xh, w[0], b)), f = sigmoid(linear(xh, w[1], b));
+    const Tensor g = tanh(linear(xh, w[2], b)), o = sigmoid(linear(xh, w[3], b));
+    c = add(mul(f, c), mul(i, g));
+    h = mul(o, tanh(c));
+  }
+  return {h, c};
+}
+
+TEST(Generated, LstmLoopMatchesEager) {
+  const Tensor x = values({1, 8}, 30), h0 = values({1, 8}, 31), c0 = values({1, 8}, 32), b = values({8}, 33);
+  std::vector<Tensor> w;
+  for (int k = 0; k < 4; ++k) w.push_back(graph::mul(values({8, 8}, 34 + k), 0.3));
+  for (int64_t steps : {0, 1, 7}) {
+    auto out = call("lstm", {x, h0, c0, w[0], w[1], w[2], w[3], b, steps}, 2);
+    const auto [h, c] = lstm_eager(x, h0, c0, w, b, steps);
+    expect_close(tensor_out(out, 0), h);
+    expect_close(tensor_out(out, 1), c);
+  }
+}
+
+TEST(Generated, ReductionsOfFusedLoops) {
+  const Tensor x = values({5, 6}, 40), y = values({5, 6}, 41);
+  auto out = call("cg_reduce_fused", {x, y}, 3);
+  const Tensor d = graph::sub(x, y);
+  expect_close(tensor_out(out, 0), graph::sum(graph::mul(d, d), {1}));
+  expect_close(tensor_out(out, 1), graph::amax(graph::exp(x), {-1}, true));
+  expect_close(tensor_out(out, 2), graph::mean(graph::tanh(y)));
+}
+
 }  // namespace

@@ -168,10 +168,12 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   reset_names();
   graph_name_ = g.name();
   // The function's own parameter names are taken so no local shadows them.
-  for (const char* reserved : {"in", "n_in", "out", "why"}) used_.insert(reserved);
+  for (const char* reserved : {"in", "n_in", "out", "why", "buffers"}) used_.insert(reserved);
+  slots_ = 0;
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
   open("bool " + fn_name + "(const ::graph::detail::Arg* in, size_t n_in, ::graph::detail::Arg* out, std::string* why)");
   guards(g);
+  line("::graph::detail::GraphBuffers::Lease buffers(" + buffers_name(fn_name) + ");");
   line("");
   block(g.top());
   line("");
@@ -185,6 +187,12 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
 
 // Each input's kind, dtype, rank and static sizes, in order; the first
 // mismatch explains itself in *why and the eager body runs instead.
+std::string Emitter::buffers_name(const std::string& fn_name) { return "buffers_" + fn_name; }
+
+std::string Emitter::take_buffer(const std::string& shape, DType dtype) {
+  return "buffers.take(" + std::to_string(slots_++) + ", " + shape + ", " + dtype_expr(dtype) + ")";
+}
+
 void Emitter::guards(const ir::Graph& g) {
   const size_t n = g.inputs().size();
   line("if (!::graph::detail::guard_num_inputs(n_in, " + std::to_string(n) + ", why)) return false;");
@@ -223,20 +231,12 @@ void Emitter::block(const ir::Block* b) {
 
 namespace {
 
-// A FusionGroup of kind "reduce" or "matmul_epilogue" (fuse_groups). Until
-// codegen has fused kernels for those, its members are written as they
-// would be unfused (the library call or reduction, the elementwise ops as
-// eager calls), in the same C++ scope, so the generated code stays correct.
-void unfused_group(Emitter& e, const ir::Node* n) {
-  const ir::Block* body = n->block(0);
-  for (size_t i = 0; i < n->inputs().size(); ++i) e.alias(body->param(i), e.name(n->input(i)));
-  e.block(body);
-  for (size_t i = 0; i < n->num_outputs(); ++i) e.alias(n->output(i), e.name(body->returns()[i]));
-}
-
-bool elementwise_group(const ir::Node* n) {
+// A FusionGroup's kind attribute (fuse_elementwise sets none).
+std::string group_kind(const ir::Node* n) {
   auto it = n->attrs().find("kind");
-  return it == n->attrs().end() || it->second == ir::AttrValue(std::string("elementwise"));
+  if (it == n->attrs().end()) return "elementwise";
+  const std::string* k = std::get_if<std::string>(&it->second);
+  return k ? *k : "";
 }
 
 }  // namespace
@@ -246,11 +246,18 @@ void Emitter::node(const ir::Node* n) {
   if (op == "constant") return constant(n);
   if (op == "If") return if_(n);
   if (op == "Loop") return loop(n);
-  if (op == "FusionGroup") return elementwise_group(n) ? fusion_group(n) : unfused_group(*this, n);
+  if (op == "FusionGroup") {
+    const std::string kind = group_kind(n);
+    if (kind == "elementwise") return fusion_group(n);
+    if (kind == "matmul_epilogue") return matmul_epilogue(n);
+    if (kind == "reduce") return reduce_group(n);
+    throw Error("codegen: unknown FusionGroup kind '" + kind + "'");
+  }
   if (primitive(n)) return;
   const OpInfo* info = find_op(op);
   if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
+  if (op == "matmul" || op == "linear") return gemm_call(n);
   switch (info->kind) {
     case OpKind::Elementwise: {
       bool any_tensor = false;
@@ -376,7 +383,7 @@ decltype(auto) at_source(const char* where, F&& f) {
 // together, locate() replays the group's shapes op by op so that the error
 // names the failing op and its line.
 template <class F>
-::graph::Shape loop_shape(const char* first_op, const std::vector<::graph::Shape>& shapes, F&& locate) {
+::graph::Shape loop_shape(const char* first_op, std::initializer_list<::graph::Shape> shapes, F&& locate) {
   try {
     return ::graph::cpu::broadcast_shapes(first_op, shapes);
   } catch (const ::graph::Error&) {
@@ -387,7 +394,7 @@ template <class F>
 
 // The same, when a group whose outputs may be smaller than the loop can run
 // op by op instead: nullopt when the operands do not broadcast together.
-[[maybe_unused]] inline std::optional<::graph::Shape> try_loop_shape(const std::vector<::graph::Shape>& shapes) {
+[[maybe_unused]] inline std::optional<::graph::Shape> try_loop_shape(std::initializer_list<::graph::Shape> shapes) {
   try {
     return ::graph::cpu::broadcast_shapes("", shapes);
   } catch (const ::graph::Error&) {
@@ -406,6 +413,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <array>");
   e.line("#include <cstddef>");
   e.line("#include <cstdint>");
+  e.line("#include <initializer_list>");
   e.line("#include <limits>");
   e.line("#include <optional>");
   e.line("#include <string>");
@@ -414,8 +422,15 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("");
   e.line("#include <graph/graph.h>");
   e.line("#include <graph/cpu_loop.h>");
+  e.line("#include <graph/parallel.h>");
   e.line("#include <graph/scalar_ops.h>");
   e.line("#include <graph/generated_support.h>");
+  e.line("");
+  e.line("// GCC's default -O2 cost model leaves loops with an unknown trip count");
+  e.line("// scalar; the fused loops below are written to be vectorized.");
+  e.line("#if defined(__GNUC__) && !defined(__clang__)");
+  e.line("#pragma GCC optimize(\"vect-cost-model=dynamic\")");
+  e.line("#endif");
   e.line("");
   e.line("namespace {");
   e.raw(kErrorHelpers);
@@ -429,6 +444,8 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     e.line("");
     detail::Emitter body;
     body.graph_function(*u.graph, fn, u.source);
+    e.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
+    e.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" + std::to_string(body.slots()) + "};");
     e.raw(body.take());
   }
   e.line("");

@@ -25,6 +25,22 @@ std::string loc_str(const ir::SourceLoc& loc);  // "model.cpp:12" or ""
 // Precondition: every tensor input has a known dtype.
 DType promoted_dtype(const ir::Node* n);
 
+std::vector<const ir::Node*> node_list(const ir::Block* b);  // b's nodes, in order
+
+// One fused elementwise loop: member nodes (in order; constants and
+// scalar-only math among them run once, before the loop) over values
+// defined outside it, storing `results` into the C++ locals of `outputs`.
+struct LoopSpec {
+  // Body nodes [begin, end) of FusionGroup `group`, storing the body's
+  // returns into the group's outputs (callers may change both).
+  LoopSpec(const ir::Node* group, size_t begin, size_t end);
+
+  std::vector<const ir::Value*> reads;    // tensors are the loop's operands
+  std::vector<const ir::Node*> members;
+  std::vector<const ir::Value*> results;
+  std::vector<const ir::Value*> outputs;
+};
+
 class Emitter {
  public:
   // ---- text ----
@@ -46,13 +62,21 @@ class Emitter {
 
   // ---- graphs, blocks, nodes (cpp.cpp) ----
   void graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source);
+  // The GraphBuffers object of graph function `fn_name`, and how many slots
+  // the last graph_function took from it.
+  static std::string buffers_name(const std::string& fn_name);
+  size_t slots() const { return slots_; }
+  // An expression for a dense tensor of `shape` (a C++ Shape expression) and
+  // `dtype` from the next slot of the function's buffers.
+  std::string take_buffer(const std::string& shape, DType dtype);
+  size_t next_slot() { return slots_++; }
   void block(const ir::Block* b);
   void node(const ir::Node* n);
   void eager_elementwise(const ir::Node* n, const OpInfo& op);
   void scalar_elementwise(const ir::Node* n, const OpInfo& op);
 
   // ---- fused loops (fusion_kernel.cpp) ----
-  void fusion_group(const ir::Node* n);
+  void fusion_group(const ir::Node* n);  // kind elementwise (or none)
 
   // ---- errors that point at the source ----
   // A C++ string literal appended to a graph::Error escaping node `n`:
@@ -75,14 +99,22 @@ class Emitter {
   void reduce(const ir::Node* n, const OpInfo& op);
 
   // fusion_kernel.cpp
-  void fused_loop(const ir::Node* n, const std::string& shape);
-  void locate_broadcast_error(const ir::Node* n);
-  std::string element_body(const ir::Block* body, const std::vector<std::string>& loads,
+  std::string describe(const std::vector<const ir::Node*>& nodes) const;
+  void declare_outputs(const LoopSpec& spec);
+  void fused_elementwise(const LoopSpec& spec);
+  void fused_loop(const LoopSpec& spec, const std::string& shape);
+  void locate_broadcast_error(const LoopSpec& spec);
+  std::string element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
                            const std::vector<std::string>& stores, const std::string& indent);
+  // fused_groups.cpp: FusionGroups of kind matmul_epilogue and reduce.
+  void matmul_epilogue(const ir::Node* n);
+  void gemm_call(const ir::Node* n);  // a matmul or linear through detail::gemm
+  void reduce_group(const ir::Node* n);
 
   std::ostringstream out_;
   int indent_ = 0;
   std::string graph_name_;  // the graph being written, for messages
+  size_t slots_ = 0;        // GraphBuffers slots taken so far
   std::unordered_map<const ir::Value*, std::string> names_;
   std::set<std::string> used_;
 };

@@ -7,13 +7,17 @@
 // (op_table.h: compute_dtype) and chained through graph::scalar::<op>, the
 // same bodies the eager kernels run, so fused and eager results agree.
 //
-// Two paths: when the StridedLoop collapses to one run with every operand at
-// stride 1 (the common dense case), a plain indexed loop over __restrict
-// pointers that the compiler vectorizes; otherwise loop.run() with
-// per-operand inner strides (broadcast and non-contiguous inputs).
+// Two paths, both split across cores by graph::cpu::parallel_for (inline on
+// the caller for small tensors): when the StridedLoop collapses to one run
+// with every operand at stride 1 (the common dense case), a plain indexed
+// loop over __restrict pointers that the compiler vectorizes; otherwise
+// loop.run_range() with per-operand inner strides (broadcast and
+// non-contiguous inputs), whose unit-stride runs take the same dense loop.
+// No element index is ever divided.
 //
 // Errors: operands that do not broadcast are reported as the eager op would
 // report them, by the member op whose shapes disagree, plus its source line.
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -41,14 +45,46 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 
 }  // namespace
 
+std::vector<const ir::Node*> node_list(const ir::Block* b) {
+  std::vector<const ir::Node*> out;
+  for (const auto& n : b->nodes()) out.push_back(n.get());
+  return out;
+}
+
+LoopSpec::LoopSpec(const ir::Node* group, size_t begin, size_t end) {
+  const ir::Block* body = group->block(0);
+  const std::vector<const ir::Node*> nodes = node_list(body);
+  std::set<const ir::Value*> defined;
+  for (size_t i = begin; i < end; ++i) {
+    const ir::Node* m = nodes[i];
+    for (const ir::Value* v : m->inputs())
+      if (!defined.count(v) && std::find(reads.begin(), reads.end(), v) == reads.end()) reads.push_back(v);
+    members.push_back(m);
+    defined.insert(m->output());
+  }
+  results.assign(body->returns().begin(), body->returns().end());
+  const auto outs = group->outputs();
+  outputs.assign(outs.begin(), outs.end());
+}
+
 void Emitter::fusion_group(const ir::Node* n) {
   const ir::Block* body = n->block(0);
+  for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
+  const LoopSpec spec(n, 0, body->nodes().size());
+  line("// fused loop: " + describe(spec.members));
+  declare_outputs(spec);
+  open("");
+  fused_elementwise(spec);
+  close();
+}
+
+std::string Emitter::describe(const std::vector<const ir::Node*>& nodes) const {
   // "add, mul, relu (model.cpp:5, 6, 9)": the ops and the lines they came from.
   std::vector<std::string> ops, where;
   std::string last_file;
   std::set<std::pair<std::string, int>> seen;
-  for (const auto& m : body->nodes()) {
-    if (hoisted(m.get())) continue;
+  for (const ir::Node* m : nodes) {
+    if (hoisted(m)) continue;
     ops.push_back(m->op());
     const ir::SourceLoc& l = m->loc();
     if (!l.valid() || !seen.insert({l.file, l.line}).second) continue;
@@ -56,54 +92,58 @@ void Emitter::fusion_group(const ir::Node* n) {
     last_file = l.file;
   }
   if (ops.empty()) throw Error("codegen: a FusionGroup without tensor ops");
-  line("// fused loop: " + join(ops, ", ") + (where.empty() ? "" : " (" + join(where, ", ") + ")"));
+  return join(ops, ", ") + (where.empty() ? "" : " (" + join(where, ", ") + ")");
+}
 
-  for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
-  for (const ir::Value* v : n->outputs()) {
+void Emitter::declare_outputs(const LoopSpec& spec) {
+  for (const ir::Value* v : spec.outputs) {
     if (!v->type().is_tensor() || !v->type().dtype)
       throw Error("codegen: a FusionGroup output must be a tensor of known dtype");
     line("::graph::Tensor " + name(v) + ";");
   }
-  open("");
-  for (const auto& m : body->nodes())
-    if (hoisted(m.get())) node(m.get());
+}
 
-  // Which tensor inputs each value reads, transitively: an output that does
-  // not read them all may have a smaller shape than the loop.
-  std::vector<size_t> tensor_params;
+void Emitter::fused_elementwise(const LoopSpec& spec) {
+  for (const ir::Node* m : spec.members)
+    if (hoisted(m)) node(m);
+
+  // Which tensor operands each value reads, transitively: an output that
+  // does not read them all may have a smaller shape than the loop.
+  std::vector<size_t> tensor_reads;
   std::unordered_map<const ir::Value*, std::set<size_t>> reads;
-  for (size_t i = 0; i < body->params().size(); ++i)
-    if (body->param(i)->type().is_tensor()) {
-      tensor_params.push_back(i);
-      reads[body->param(i)] = {i};
+  for (size_t i = 0; i < spec.reads.size(); ++i)
+    if (spec.reads[i]->type().is_tensor()) {
+      tensor_reads.push_back(i);
+      reads[spec.reads[i]] = {i};
     }
-  for (const auto& m : body->nodes())
+  for (const ir::Node* m : spec.members)
     for (const ir::Value* in : m->inputs()) reads[m->output()].insert(reads[in].begin(), reads[in].end());
 
-  auto sizes_of = [&](const std::set<size_t>& params) {
+  auto sizes_of = [&](const std::set<size_t>& operands) {
     std::vector<std::string> s;
-    for (size_t i : params) s.push_back(name(body->param(i)) + ".sizes()");
+    for (size_t i : operands) s.push_back(name(spec.reads[i]) + ".sizes()");
     return "{" + join(s, ", ") + "}";
   };
-  const std::string first_op = ir::quote(ops.front());
-  const std::set<size_t> all(tensor_params.begin(), tensor_params.end());
+  const ir::Node* first = *std::find_if(spec.members.begin(), spec.members.end(), [](const ir::Node* m) { return !hoisted(m); });
+  const std::string first_op = ir::quote(first->op());
+  const std::set<size_t> all(tensor_reads.begin(), tensor_reads.end());
   const std::string shape = fresh("shape");
 
   std::vector<std::string> smaller;
-  for (const ir::Value* r : body->returns())
+  for (const ir::Value* r : spec.results)
     if (reads[r] != all)
       smaller.push_back("::graph::cpu::broadcast_shapes(" + first_op + ", " + sizes_of(reads[r]) + ") != *" + shape);
-  if (tensor_params.size() == 1) {
+  if (tensor_reads.size() == 1) {
     // One tensor operand: nothing to broadcast, nothing can fail.
-    line("const ::graph::Shape " + shape + " = " + name(body->param(tensor_params[0])) + ".sizes();");
-    fused_loop(n, shape);
+    line("const ::graph::Shape " + shape + " = " + name(spec.reads[tensor_reads[0]]) + ".sizes();");
+    fused_loop(spec, shape);
   } else if (smaller.empty()) {
     // Every output reads every input, so the operands broadcast together
     // exactly when each op's do; if they do not, some op fails in the replay.
     open("const ::graph::Shape " + shape + " = loop_shape(" + first_op + ", " + sizes_of(all) + ", [&]");
-    locate_broadcast_error(n);
+    locate_broadcast_error(spec);
     close(");");
-    fused_loop(n, shape);
+    fused_loop(spec, shape);
   } else {
     // Outputs that read different inputs may have shapes that do not
     // broadcast with each other: then, or when an output is smaller than the
@@ -111,28 +151,26 @@ void Emitter::fusion_group(const ir::Node* n) {
     line("const std::optional<::graph::Shape> " + shape + " = try_loop_shape(" + sizes_of(all) + ");");
     open("if (!" + shape + " || " + join(smaller, " || ") + ")");
     line("// The outputs' shapes differ from the loop's, or do not broadcast together: op by op.");
-    for (const auto& m : body->nodes())
-      if (!hoisted(m.get())) eager_elementwise(m.get(), *find_op(m->op()));
-    for (size_t j = 0; j < n->num_outputs(); ++j) line(name(n->output(j)) + " = " + name(body->returns()[j]) + ";");
+    for (const ir::Node* m : spec.members)
+      if (!hoisted(m)) eager_elementwise(m, *find_op(m->op()));
+    for (size_t j = 0; j < spec.outputs.size(); ++j) line(name(spec.outputs[j]) + " = " + name(spec.results[j]) + ";");
     --indent_;
     open("} else");
-    fused_loop(n, "*" + shape);
+    fused_loop(spec, "*" + shape);
     close();
   }
-  close();
 }
 
 // The body of loop_shape's locate(): each member op's broadcast, in order,
 // on its operands' shapes, under the op's own name and source line, so the
 // first op whose shapes disagree throws the eager op's message plus its line.
-void Emitter::locate_broadcast_error(const ir::Node* n) {
-  const ir::Block* body = n->block(0);
+void Emitter::locate_broadcast_error(const LoopSpec& spec) {
   line("// The operands do not broadcast together: find the op whose shapes disagree.");
   std::unordered_map<const ir::Value*, std::string> shape_of;
-  for (const auto& p : body->params())
-    if (p->type().is_tensor()) shape_of[p.get()] = name(p.get()) + ".sizes()";
-  for (const auto& m : body->nodes()) {
-    if (hoisted(m.get())) continue;
+  for (const ir::Value* p : spec.reads)
+    if (p->type().is_tensor()) shape_of[p] = name(p) + ".sizes()";
+  for (const ir::Node* m : spec.members) {
+    if (hoisted(m)) continue;
     std::vector<std::string> operands;
     for (const ir::Value* v : m->inputs())
       if (v->type().is_tensor()) operands.push_back(shape_of.at(v));
@@ -143,7 +181,7 @@ void Emitter::locate_broadcast_error(const ir::Node* n) {
     const std::string& v = m->output()->name();
     const std::string s = fresh("s_" + (v.empty() ? std::string("t") : sanitize_identifier(v)));
     line("const ::graph::Shape " + s + " = " +
-         at_source(m.get(), m->op(),
+         at_source(m, m->op(),
                    "::graph::cpu::broadcast_shapes(" + ir::quote(m->op()) + ", {" + join(operands, ", ") + "})") +
          ";");
     shape_of[m->output()] = s;
@@ -152,25 +190,23 @@ void Emitter::locate_broadcast_error(const ir::Node* n) {
 
 // Allocates the outputs and writes both loop paths. Operand order in the
 // StridedLoop: outputs first, then the tensor inputs.
-void Emitter::fused_loop(const ir::Node* n, const std::string& shape) {
-  const ir::Block* body = n->block(0);
-  std::vector<size_t> tensor_params;
-  for (size_t i = 0; i < body->params().size(); ++i)
-    if (body->param(i)->type().is_tensor()) tensor_params.push_back(i);
-  const size_t n_out = n->num_outputs();
+void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
+  std::vector<const ir::Value*> tensor_params;
+  for (const ir::Value* v : spec.reads)
+    if (v->type().is_tensor()) tensor_params.push_back(v);
+  const size_t n_out = spec.outputs.size();
   const std::string N = std::to_string(n_out + tensor_params.size());
 
   std::vector<std::string> out_ptr, in_ptr, strides, out_t, in_t;
   for (size_t j = 0; j < n_out; ++j) {
-    const ir::Value* v = n->output(j);
+    const ir::Value* v = spec.outputs[j];
     out_t.push_back(element_type(*v->type().dtype));
-    line(name(v) + " = ::graph::empty(" + shape + ", " + dtype_expr(*v->type().dtype) + ");");
+    line(name(v) + " = " + take_buffer(shape, *v->type().dtype) + ";");
     out_ptr.push_back(fresh("out_" + name(v)));
     line(out_t.back() + "* const " + out_ptr.back() + " = " + name(v) + ".data_ptr<" + out_t.back() + ">();");
     strides.push_back(name(v) + ".strides()");
   }
-  for (size_t i : tensor_params) {
-    const ir::Value* p = body->param(i);
+  for (const ir::Value* p : tensor_params) {
     in_t.push_back(element_type(*p->type().dtype));
     in_ptr.push_back(fresh("in_" + name(p)));
     line("const " + in_t.back() + "* const " + in_ptr.back() + " = " + name(p) + ".data_ptr<" + in_t.back() + ">();");
@@ -179,31 +215,50 @@ void Emitter::fused_loop(const ir::Node* n, const std::string& shape) {
   const std::string loop = fresh("loop");
   line("const ::graph::cpu::StridedLoop<" + N + "> " + loop + "(" + shape + ", {" + join(strides, ", ") + "});");
 
-  // Fast path: one dense run; outputs are fresh allocations and inputs are
-  // only read, so no pointer writes memory another one reads.
-  open("if (" + loop + ".unit_stride())");
-  line("const int64_t n = " + loop + ".numel();");
-  std::vector<std::string> loads, stores;
-  for (size_t j = 0; j < n_out; ++j) {
-    line(out_t[j] + "* __restrict o" + std::to_string(j) + " = " + out_ptr[j] + ";");
-    stores.push_back("o" + std::to_string(j) + "[i]");
-  }
-  for (size_t k = 0; k < tensor_params.size(); ++k) {
-    line("const " + in_t[k] + "* __restrict i" + std::to_string(k) + " = " + in_ptr[k] + ";");
-    loads.push_back("i" + std::to_string(k) + "[i]");
-  }
-  open("for (int64_t i = 0; i < n; ++i)");
-  raw(element_body(body, loads, stores, std::string(2 * indent_, ' ')));
-  close();
+  // Dense runs index every operand with the same i through __restrict
+  // pointers, the form the compiler vectorizes: outputs are buffers nobody
+  // else holds (GraphBuffers hands out no others) and inputs are only read,
+  // so no pointer writes memory another one reads.
+  auto dense_loop = [&](const std::string& begin, const std::string& end, auto offset) {
+    std::vector<std::string> loads, stores;
+    for (size_t j = 0; j < n_out; ++j) {
+      const std::string o = "o" + std::to_string(j);
+      line(out_t[j] + "* __restrict " + o + " = " + out_ptr[j] + offset(j) + ";");
+      stores.push_back(o + "[i]");
+    }
+    for (size_t k = 0; k < tensor_params.size(); ++k) {
+      const std::string p = "i" + std::to_string(k);
+      line("const " + in_t[k] + "* __restrict " + p + " = " + in_ptr[k] + offset(n_out + k) + ";");
+      loads.push_back(p + "[i]");
+    }
+    open("for (int64_t i = " + begin + "; i < " + end + "; ++i)");
+    raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
+    close();
+  };
+  const std::string grain = "::graph::cpu::kElementwiseGrain";
+  const std::string range = "[&](int64_t begin, int64_t end)";
 
-  // General path: innermost runs with per-operand strides (0 along
-  // broadcast dims, anything for transposed or sliced views).
+  // One dense run over the whole output (the common case), split across cores.
+  open("if (" + loop + ".unit_stride())");
+  open("::graph::cpu::parallel_for(" + loop + ".numel(), " + grain + ", " + range);
+  dense_loop("begin", "end", [](size_t) { return std::string(); });
+  close(");");
+
+  // Otherwise innermost runs with per-operand strides (0 along broadcast
+  // dims, anything for transposed or sliced views); runs whose strides are
+  // all 1 (a row broadcast, say) still take the dense loop.
   --indent_;
   open("} else");
-  open(loop + ".run([&](int64_t n, const std::array<int64_t, " + N + ">& off, const std::array<int64_t, " + N +
-       ">& st)");
-  loads.clear();
-  stores.clear();
+  open("::graph::cpu::parallel_for(" + loop + ".numel(), " + grain + ", " + range);
+  open(loop + ".run_range(begin, end, [&](int64_t n, const std::array<int64_t, " + N +
+       ">& off, const std::array<int64_t, " + N + ">& st)");
+  std::vector<std::string> unit;
+  for (size_t k = 0; k < n_out + tensor_params.size(); ++k) unit.push_back("st[" + std::to_string(k) + "] == 1");
+  open("if (" + join(unit, " && ") + ")");
+  dense_loop("0", "n", [](size_t k) { return " + off[" + std::to_string(k) + "]"; });
+  --indent_;
+  open("} else");
+  std::vector<std::string> loads, stores;
   for (size_t j = 0; j < n_out; ++j) {
     const std::string o = "o" + std::to_string(j), op = std::to_string(j);
     line(out_t[j] + "* " + o + " = " + out_ptr[j] + " + off[" + op + "];");
@@ -215,15 +270,17 @@ void Emitter::fused_loop(const ir::Node* n, const std::string& shape) {
     loads.push_back(p + "[i * st[" + op + "]]");
   }
   open("for (int64_t i = 0; i < n; ++i)");
-  raw(element_body(body, loads, stores, std::string(2 * indent_, ' ')));
+  raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
   close();
+  close();
+  close(");");
   close(");");
   close();
 }
 
 // The statements for one element: loads, one graph::scalar call per member
 // (arguments converted to its compute type), stores.
-std::string Emitter::element_body(const ir::Block* body, const std::vector<std::string>& loads,
+std::string Emitter::element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
                                   const std::vector<std::string>& stores, const std::string& indent) {
   std::unordered_map<const ir::Value*, std::string> el;
   std::set<std::string> used;
@@ -236,14 +293,14 @@ std::string Emitter::element_body(const ir::Block* body, const std::vector<std::
   };
   std::string out;
   size_t k = 0;
-  for (const auto& p : body->params()) {
+  for (const ir::Value* p : spec.reads) {
     if (!p->type().is_tensor()) continue;
-    out += indent + "const " + element_type(*p->type().dtype) + " " + local(p.get()) + " = " + loads[k++] + ";\n";
+    out += indent + "const " + element_type(*p->type().dtype) + " " + local(p) + " = " + loads[k++] + ";\n";
   }
-  for (const auto& m : body->nodes()) {
-    if (hoisted(m.get())) continue;
+  for (const ir::Node* m : spec.members) {
+    if (hoisted(m)) continue;
     const OpInfo& op = *find_op(m->op());
-    const DType compute = compute_dtype(op, promoted_dtype(m.get()));
+    const DType compute = compute_dtype(op, promoted_dtype(m));
     const std::string ct = element_type(compute);
     std::string args;
     for (const ir::Value* v : m->inputs()) {
@@ -257,7 +314,7 @@ std::string Emitter::element_body(const ir::Block* body, const std::vector<std::
     out += indent + "const " + element_type(*r->type().dtype) + " " + local(r) + " = ::graph::scalar::" +
            std::string(op.name) + "<" + ct + ">(" + args + ");\n";
   }
-  for (size_t j = 0; j < stores.size(); ++j) out += indent + stores[j] + " = " + el.at(body->returns()[j]) + ";\n";
+  for (size_t j = 0; j < stores.size(); ++j) out += indent + stores[j] + " = " + el.at(spec.results[j]) + ";\n";
   return out;
 }
 

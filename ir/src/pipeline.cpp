@@ -79,10 +79,8 @@ std::vector<Pass> parse_pipeline(const std::string& names) {
 }
 
 std::vector<Pass> default_pipeline() {
-  // fuse_groups is not in the list yet: codegen writes its groups' members
-  // op by op, which would lose the fused elementwise loop the group absorbed.
-  // It joins when codegen has fused reduce and epilogue kernels.
-  return parse_pipeline("inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise");
+  return parse_pipeline(
+      "inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise, fuse_groups");
 }
 
 void run_pipeline(Graph& g, const std::vector<Pass>& steps, const PipelineOptions& options, const Module* module) {

@@ -4,6 +4,7 @@
 // walked as innermost runs with per-operand offsets kept by increments, so no
 // element index is ever divided. Adjacent dims that are contiguous for every
 // operand are merged first; a fully contiguous loop is one run.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -94,6 +95,44 @@ class StridedLoop {
     for (int64_t done = 0; done < numel_; done += inner) {
       f(inner, off, inner_strides);
       // Advance the outer counter (dims nd-2 .. 0) with carries.
+      for (size_t d = nd - 1; d-- > 0;) {
+        for (size_t k = 0; k < N; ++k) off[k] += strides_[d][k];
+        if (++counter[d] < sizes_[d]) break;
+        for (size_t k = 0; k < N; ++k) off[k] -= strides_[d][k] * sizes_[d];
+        counter[d] = 0;
+      }
+    }
+  }
+
+  // run() restricted to the flat elements [begin, end) in loop order, so
+  // disjoint ranges can run on different threads. The start position is
+  // found with one division per dim, once per range; the first and last runs
+  // may be partial.
+  template <class F>
+  void run_range(int64_t begin, int64_t end, F&& f) const {
+    if (begin >= end || numel_ == 0) return;
+    Offsets off{};
+    if (sizes_.empty()) {
+      f(int64_t{1}, off, off);
+      return;
+    }
+    const size_t nd = sizes_.size();
+    SmallVector<int64_t, 8> counter(nd, 0);
+    int64_t rest = begin;
+    for (size_t d = nd; d-- > 0;) {
+      counter[d] = rest % sizes_[d];
+      rest /= sizes_[d];
+      for (size_t k = 0; k < N; ++k) off[k] += counter[d] * strides_[d][k];
+    }
+    const int64_t inner = sizes_[nd - 1];
+    const Offsets& inner_strides = strides_[nd - 1];
+    for (int64_t pos = begin; pos < end;) {
+      const int64_t len = std::min(inner - counter[nd - 1], end - pos);
+      f(len, off, inner_strides);
+      pos += len;
+      // Step to the start of the next run: rewind the inner dim, carry outward.
+      for (size_t k = 0; k < N; ++k) off[k] -= counter[nd - 1] * inner_strides[k];
+      counter[nd - 1] = 0;
       for (size_t d = nd - 1; d-- > 0;) {
         for (size_t k = 0; k < N; ++k) off[k] += strides_[d][k];
         if (++counter[d] < sizes_[d]) break;

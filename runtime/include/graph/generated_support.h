@@ -6,7 +6,11 @@
 // A generated graph function first checks every input with the guards below
 // (kind, dtype, rank): a failed guard writes a reason into *why and the
 // function returns false, so the eager body runs instead. Inside the graph,
-// If and Loop conditions go through truth().
+// If and Loop conditions go through truth(); every tensor the function
+// allocates itself comes from its GraphBuffers (below), so a second call with
+// the same input shapes allocates nothing.
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/error.h"
 #include "graph/static.h"
 #include "graph/tensor.h"
 
@@ -114,5 +119,76 @@ inline std::vector<Tensor> list_append(std::vector<Tensor> l, const Tensor& t) {
   l.push_back(t);
   return l;
 }
+
+// ---- buffers kept between calls ----------------------------------------------
+// Each tensor a generated graph function writes itself (a fused loop's
+// output, a GEMM's) has a numbered slot in the function's GraphBuffers. A
+// slot keeps the buffers of earlier calls and hands one out again when its
+// shape and dtype match and nobody else holds it (its storage's use count is
+// 1: the caller dropped the output it was returned as, the loop moved on
+// from the carried value it held, the autograd tape let go of it). So in
+// steady state a call allocates nothing, and a buffer someone still holds is
+// never overwritten: correctness never depends on a lifetime analysis. The
+// slot keeps a few buffers so a value carried around a Loop (two alive at
+// once) and callers that alternate between a few input shapes still reuse.
+class GraphBuffers {
+ public:
+  static constexpr size_t kPerSlot = 3;
+  using Slot = std::array<Tensor, kPerSlot>;
+
+  explicit GraphBuffers(size_t slots) : slots_(slots) {}
+
+  // One call's use of the buffers. A call made while another holds them (a
+  // second thread, a recursive call) allocates plainly instead of waiting.
+  class Lease {
+   public:
+    explicit Lease(GraphBuffers& b) : b_(b), owned_(!b.busy_.exchange(true, std::memory_order_acquire)) {}
+    ~Lease() {
+      if (owned_) b_.busy_.store(false, std::memory_order_release);
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+
+    // A dense tensor of `shape` and `dtype` for slot `slot`, contents unspecified.
+    Tensor take(size_t slot, const Shape& shape, DType dtype) {
+      if (!owned_) return empty(shape, dtype);
+      return b_.take(b_.slots_.at(slot), shape, dtype);
+    }
+
+   private:
+    GraphBuffers& b_;
+    bool owned_;
+  };
+
+ private:
+  static bool free_buffer(const Tensor& t) { return t.defined() && t.storage().use_count() == 1; }
+
+  static Tensor take(Slot& slot, const Shape& shape, DType dtype) {
+    for (const Tensor& t : slot)
+      if (free_buffer(t) && t.dtype() == dtype && t.sizes() == shape) return t;
+    // None fits: a fresh buffer, kept in an empty place, else in place of a
+    // free one of another shape. When every kept buffer is still held, the
+    // new one is not kept (it is handed out and freed as eager code would).
+    Tensor fresh = empty(shape, dtype);
+    for (Tensor& t : slot)
+      if (!t.defined()) return t = fresh;
+    for (Tensor& t : slot)
+      if (free_buffer(t)) return t = fresh;
+    return fresh;
+  }
+
+  std::vector<Slot> slots_;
+  std::atomic<bool> busy_{false};
+};
+
+// ---- GEMM into kept buffers --------------------------------------------------
+// matmul(a, b), or linear(a, b, bias) with b the [out, in] weight and bias
+// undefined or [out], computed by one BLAS call into a buffer of `slot`; a
+// linear's bias is copied into each output row first and the GEMM adds onto
+// it (beta = 1), so the bias costs no pass of its own. A float or double `a`
+// of any rank whose rows are contiguous and a 2-D `b` take this path; other
+// shapes and dtypes, and any shape error, go to the eager op.
+Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
+            const Tensor& bias);
 
 }  // namespace graph::detail

@@ -41,8 +41,7 @@ struct PipelineOptions {
 };
 
 // inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types,
-// fuse_elementwise: the order the plugin and graph-codegen use (fuse_groups
-// joins once codegen has fused reduce and epilogue kernels).
+// fuse_elementwise, fuse_groups: the order the plugin and graph-codegen use.
 // Types are inferred first because simplify only rewrites where it can prove
 // the dtype and shape unchanged, and again after the cleanups so fusion sees
 // the final types.

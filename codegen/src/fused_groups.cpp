@@ -1,0 +1,83 @@
+// FusionGroups that fuse_groups forms around a library call or a reduction.
+//
+// kind=matmul_epilogue: the GEMM (graph::detail::gemm: BLAS into a kept
+// buffer, the bias of a linear added by the GEMM itself with beta = 1), then
+// the elementwise ops that read its output as one fused loop over it, so the
+// product is read once more and never written back by an eager op per member.
+//
+// A matmul or linear outside any group takes the same GEMM.
+//
+// kind=reduce: the elementwise producers as one fused loop, then the
+// reduction over its result.
+//
+// Precondition: the group verifies and every tensor in it has a known dtype;
+// the matmul or linear of an epilogue group comes before its elementwise ops.
+#include <algorithm>
+#include <functional>
+
+#include "emitter.h"
+#include "graph/error.h"
+
+namespace graph::codegen::detail {
+
+namespace {
+
+size_t index_of(const std::vector<const ir::Node*>& nodes, const std::function<bool(const ir::Node*)>& pred,
+                const char* what) {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pred(nodes[i])) return i;
+  throw Error(std::string("codegen: a FusionGroup without its ") + what);
+}
+
+}  // namespace
+
+void Emitter::gemm_call(const ir::Node* gemm) {
+  const bool linear = gemm->op() == "linear";
+  const std::string bias = linear && gemm->inputs().size() > 2 ? name(gemm->input(2)) : "::graph::Tensor()";
+  line("const ::graph::Tensor " + name(gemm->output()) + " = " +
+       at_source(gemm, gemm->op(),
+                 "::graph::detail::gemm(buffers, " + std::to_string(next_slot()) + ", " + name(gemm->input(0)) +
+                     ", " + name(gemm->input(1)) + ", " + (linear ? "true" : "false") + ", " + bias + ")") +
+       ";");
+}
+
+void Emitter::matmul_epilogue(const ir::Node* n) {
+  const ir::Block* body = n->block(0);
+  for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
+  const std::vector<const ir::Node*> nodes = node_list(body);
+  const size_t g = index_of(
+      nodes, [](const ir::Node* m) { return m->op() == "matmul" || m->op() == "linear"; }, "matmul or linear");
+  const ir::Node* gemm = nodes[g];
+  const LoopSpec spec(n, g + 1, nodes.size());
+
+  std::vector<const ir::Node*> all{gemm};
+  all.insert(all.end(), spec.members.begin(), spec.members.end());
+  line("// matmul epilogue: " + describe(all));
+  declare_outputs(spec);
+  open("");
+  for (size_t i = 0; i < g; ++i) node(nodes[i]);
+  gemm_call(gemm);
+  fused_elementwise(spec);
+  close();
+}
+
+void Emitter::reduce_group(const ir::Node* n) {
+  const ir::Block* body = n->block(0);
+  for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
+  const std::vector<const ir::Node*> nodes = node_list(body);
+  const size_t r = index_of(
+      nodes, [](const ir::Node* m) { return find_op(m->op()) && find_op(m->op())->kind == OpKind::Reduce; },
+      "reduction");
+  const ir::Node* reduction = nodes[r];
+  LoopSpec spec(n, 0, r);
+  spec.results = spec.outputs = {reduction->input(0)};
+  line("// reduction of a fused loop: " + describe(spec.members) + ", then " + reduction->op());
+  declare_outputs(spec);
+  open("");
+  fused_elementwise(spec);
+  close();
+  for (size_t i = r; i < nodes.size(); ++i) node(nodes[i]);
+  for (size_t i = 0; i < n->num_outputs(); ++i) alias(n->output(i), name(body->returns()[i]));
+}
+
+}  // namespace graph::codegen::detail
