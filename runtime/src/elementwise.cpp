@@ -10,6 +10,7 @@
 #include "graph/op_table.h"
 #include "graph/ops.h"
 #include "graph/scalar_ops.h"
+#include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -106,7 +107,8 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
   const Tensor& in = converted.defined() ? converted : x;
   // The kernel writes its natural result type; 16-bit results round after.
   Tensor out;
-  dispatch_opmath(compute, [&](auto c) {
+  if (in.device() == Device::CUDA) out = detail::cuda_unary(id, in, compute);
+  else dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
     using R = decltype(f(C{}));
     out = empty(x.sizes(), dtype_of<R>::value);
@@ -120,6 +122,7 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
 // operand, after the wrapped-number rule).
 template <class F>
 Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promoted, F f) {
+  const Device device = detail::common_device(op.name, a, b);
   const Shape shape = cpu::broadcast_shapes(op.name, {a.sizes(), b.sizes()});
   const DType compute = compute_dtype(op, promoted);
   const Tensor ca_owned = a.dtype() == compute ? Tensor() : a.to(compute);
@@ -127,7 +130,8 @@ Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promo
   const Tensor& ca = ca_owned.defined() ? ca_owned : a;
   const Tensor& cb = cb_owned.defined() ? cb_owned : b;
   Tensor out;
-  dispatch_opmath(compute, [&](auto c) {
+  if (device == Device::CUDA) out = detail::cuda_binary(op.id, ca, cb, shape, compute);
+  else dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
     using R = decltype(f(C{}, C{}));
     out = empty(shape, dtype_of<R>::value);
@@ -242,6 +246,7 @@ Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype(
 void detail::copy_into(const Tensor& dst, const Tensor& src) {
   check_defined("copy", dst);
   check_defined("copy", src);
+  if (dst.device() != Device::CPU || src.device() != Device::CPU) return cuda_copy_into(dst, src);
   const StridedLoop<2> loop(dst.sizes(), {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
   dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);
