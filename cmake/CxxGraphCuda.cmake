@@ -12,6 +12,9 @@ if(NOT CXXGRAPH_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES "80-real;90-virtual")
     endif()
+    # One CUDA runtime per process: the shared one that CUDA::cudart links
+    # (the default, Static, would add cudart_static to every executable too).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     # CUDA_STANDARD follows the project's CXX_STANDARD (20), which CMake
     # before 3.27 does not know how to ask of nvcc.

@@ -27,21 +27,32 @@ struct SumOp {
   __device__ static Acc<A> init() { return {A(0), 0}; }
   __device__ static Acc<A> combine(Acc<A> x, Acc<A> y) { return {x.v + y.v, 0}; }
 };
+// The identity of max: -inf for floats (a row of -inf has max -inf), the
+// lowest value for integers.
+template <class A>
+__device__ A lowest() {
+  return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
+}
+template <class A>
+__device__ A highest() {
+  return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
+}
+
 // max/min propagate NaN, as the CPU reductions and graph::scalar::maximum do.
 template <class A>
 struct MaxOp {
-  __device__ static Acc<A> init() { return {std::numeric_limits<A>::lowest(), 0}; }
+  __device__ static Acc<A> init() { return {lowest<A>(), 0}; }
   __device__ static Acc<A> combine(Acc<A> x, Acc<A> y) { return {::graph::scalar::maximum(x.v, y.v), 0}; }
 };
 template <class A>
 struct MinOp {
-  __device__ static Acc<A> init() { return {std::numeric_limits<A>::max(), 0}; }
+  __device__ static Acc<A> init() { return {highest<A>(), 0}; }
   __device__ static Acc<A> combine(Acc<A> x, Acc<A> y) { return {::graph::scalar::minimum(x.v, y.v), 0}; }
 };
 // The first index of the largest value; a NaN counts as the largest.
 template <class A>
 struct ArgMaxOp {
-  __device__ static Acc<A> init() { return {std::numeric_limits<A>::lowest(), -1}; }
+  __device__ static Acc<A> init() { return {lowest<A>(), -1}; }
   __device__ static Acc<A> combine(Acc<A> x, Acc<A> y) {
     if (x.i < 0) return y;
     if (y.i < 0) return x;
