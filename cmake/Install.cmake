@@ -7,6 +7,11 @@ set_target_properties(cxxgraph_runtime PROPERTIES EXPORT_NAME runtime)
 install(TARGETS cxxgraph_ir cxxgraph_runtime EXPORT CxxGraphTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ir/include/ runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET cxxgraph_cuda)  # the runtime links it: users' links need it and CUDA's libraries
+  set_target_properties(cxxgraph_cuda PROPERTIES EXPORT_NAME cuda)
+  install(TARGETS cxxgraph_cuda EXPORT CxxGraphTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(DIRECTORY cuda/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 if(TARGET cxxgraph_plugin)
   set_target_properties(cxxgraph_plugin PROPERTIES EXPORT_NAME plugin)
   install(TARGETS cxxgraph_plugin EXPORT CxxGraphTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/cxxgraph)

@@ -28,7 +28,10 @@ sanitize() {
   # under it; the generator runs the normal build's plugin (same sources).
   echo "== sanitize: ThreadSanitizer, tests labelled concurrency ($build-tsan)"
   cmake --build "$build" --target cxxgraph_plugin
-  configure "$build-tsan" -DCXXGRAPH_SANITIZE=thread -DCXXGRAPH_BUILD_EXAMPLES=OFF \
+  # Both sanitizer builds leave out the CUDA backend (-DCXXGRAPH_CUDA=OFF): nvcc
+  # takes no -fsanitize, its host logic ran in the normal build, and they check
+  # the CPU-only configuration instead.
+  configure "$build-tsan" -DCXXGRAPH_SANITIZE=thread -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_CUDA=OFF \
     -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
   cmake --build "$build-tsan" --target concurrency_test interpreter_test
   ctest --test-dir "$build-tsan" -L "concurrency|interpreter" -E e2e --output-on-failure -j2
@@ -38,7 +41,7 @@ sanitize() {
   # own tests and the install test (clang and the plugin, unsanitized) ran in
   # the normal build and are not built here.
   echo "== sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test but the plugin's ($build-asan)"
-  configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF \
+  configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_CUDA=OFF \
     -DCXXGRAPH_BUILD_BENCH=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
   cmake --build "$build-asan"
   ctest --test-dir "$build-asan" --output-on-failure -j2

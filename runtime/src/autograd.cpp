@@ -107,7 +107,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     if (root.numel() != 1)
       throw Error("backward: grad can be implicitly created only for one-element outputs, got shape " +
                   shape_str(root.sizes()));
-    g = ones(root.sizes(), root.dtype());
+    g = ones(root.sizes(), root.dtype()).to(root.device());
   } else if (g.sizes() != root.sizes()) {
     throw Error("backward: grad of shape " + shape_str(g.sizes()) + " for an output of shape " +
                 shape_str(root.sizes()));

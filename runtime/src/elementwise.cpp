@@ -10,6 +10,7 @@
 #include "graph/op_table.h"
 #include "graph/ops.h"
 #include "graph/scalar_ops.h"
+#include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -120,7 +121,8 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
   const Tensor converted = x.dtype() == compute ? Tensor() : x.to(compute);
   const Tensor& in = converted.defined() ? converted : x;
   // The kernel writes its natural result type; 16-bit results round after.
-  Tensor out = dispatch_opmath(compute, [&](auto c) {
+  // One prvalue either way: the result is constructed in place (no move).
+  Tensor out = in.device() == Device::CUDA ? detail::cuda_unary(id, in, compute) : dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
     using R = decltype(f(C{}));
     Tensor r = empty(x.sizes(), dtype_of<R>::value);
@@ -136,13 +138,14 @@ Tensor unary_op(OpId id, const Tensor& x, F f) {
 // operand, after the wrapped-number rule).
 template <class F>
 Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promoted, F f) {
+  const Device device = detail::common_device(op.name, a, b);
   const Shape shape = cpu::broadcast_shapes(op.name, {a.sizes(), b.sizes()});
   const DType compute = compute_dtype(op, promoted);
   const Tensor ca_owned = a.dtype() == compute ? Tensor() : a.to(compute);
   const Tensor cb_owned = b.dtype() == compute ? Tensor() : b.to(compute);
   const Tensor& ca = ca_owned.defined() ? ca_owned : a;
   const Tensor& cb = cb_owned.defined() ? cb_owned : b;
-  Tensor out = dispatch_opmath(compute, [&](auto c) {
+  Tensor out = device == Device::CUDA ? detail::cuda_binary(op.id, ca, cb, shape, compute) : dispatch_opmath(compute, [&](auto c) {
     using C = decltype(c);
     using R = decltype(f(C{}, C{}));
     Tensor r = empty(shape, dtype_of<R>::value);
@@ -272,6 +275,7 @@ Tensor compute_and_record(Op op, Record record) {
 void detail::copy_into(const Tensor& dst, const Tensor& src) {
   check_defined("copy", dst);
   check_defined("copy", src);
+  if (dst.device() != Device::CPU || src.device() != Device::CPU) return cuda_copy_into(dst, src);
   const bool dense = dst.is_contiguous() && dense_at(src, dst.sizes());
   dispatch_dtype(dst.dtype(), [&](auto d) {
     using D = decltype(d);

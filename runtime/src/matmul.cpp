@@ -10,6 +10,7 @@
 #include <climits>
 #include <string>
 
+#include "device.h"
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
@@ -142,6 +143,7 @@ Tensor matrix(const Tensor& t, int64_t index) {
 
 // a [..., n, k] @ b [..., k, m] with equal batch dims, equal dtypes.
 Tensor batched(const Tensor& a, const Tensor& b) {
+  if (a.device() == Device::CUDA) return detail::cuda_matmul(a, b);
   Shape shape = a.sizes();
   shape.back() = b.size(-1);
   Tensor out = empty(shape, a.dtype());
@@ -185,6 +187,7 @@ void check_operands(const Tensor& a, const Tensor& b) {
   // The message text is built only on failure (this runs on every call).
   const auto shapes = [&] { return shape_str(a.sizes()) + " and " + shape_str(b.sizes()); };
   if (a.dim() == 0 || b.dim() == 0) throw Error("matmul: both operands need at least 1 dim, got shapes " + shapes());
+  detail::common_device("matmul", a, b);
   if (a.dtype() != b.dtype())
     throw Error("matmul: expected operands of one dtype, got " + std::string(dtype_name(a.dtype())) + " and " +
                 std::string(dtype_name(b.dtype())) + " (shapes " + shapes() + ")");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "device.h"
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/fast_math.h"
@@ -122,6 +123,7 @@ Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims
   }
   const bool sum_like = kind == Kind::Sum || kind == Kind::Mean;
   const DType out_dtype = sum_like && !is_floating(x.dtype()) ? kInt64 : x.dtype();
+  if (x.device() == Device::CUDA) return detail::cuda_reduce(op, x, p.dims, p.out_shape, out_dtype);
   Tensor out = empty(p.out_shape, out_dtype);
   dispatch_dtype(x.dtype(), [&](auto v) {
     using In = decltype(v);
@@ -262,8 +264,9 @@ Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim) {
   if (!is_floating(x.dtype()))
     throw Error(std::string(op) + ": expected a floating dtype, got " + std::string(dtype_name(x.dtype())) +
                 " (shape " + shape_str(x.sizes()) + ")");
-  if (x.dim() == 0) return Log ? zeros({}, x.dtype()) : ones({}, x.dtype());
+  if (x.dim() == 0) return (Log ? zeros({}, x.dtype()) : ones({}, x.dtype())).to(x.device());
   const int64_t d = detail::wrap_dim(op, dim, x.sizes());
+  if (x.device() == Device::CUDA) return detail::cuda_softmax(Log, x, d);
   const bool last = d == x.dim() - 1;
   // Rows in place when they already are (no handle copy either).
   const Tensor moved = last && x.is_contiguous() ? Tensor() : rows_along(x, d);
@@ -333,9 +336,15 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   if (detail::tracing())
     return detail::trace_op("argmax", {x}, {{"dim", dim}, {"keepdim", keepdim}}, [&] { return argmax(x, dim, keepdim); });
   detail::check_defined("argmax", x);
-  if (x.dim() == 0) return zeros({}, kInt64);
+  if (x.dim() == 0) return zeros({}, kInt64).to(x.device());
   const int64_t d = detail::wrap_dim("argmax", dim, x.sizes());
   if (x.size(d) == 0) throw Error("argmax: cannot reduce over a zero-size dimension of shape " + shape_str(x.sizes()));
+  if (x.device() == Device::CUDA) {
+    Shape out_shape = x.sizes();
+    if (keepdim) out_shape[d] = 1;
+    else out_shape.erase(out_shape.begin() + d);
+    return detail::cuda_reduce("argmax", x, {d}, out_shape, kInt64);
+  }
   const Tensor rows = rows_along(x, d);
   const int64_t n = rows.size(-1), r = rows.numel() / n;
   Shape out_shape = rows.sizes();

@@ -15,13 +15,14 @@ namespace graph {
 // A 64-byte-aligned buffer (cache-line and AVX-512 friendly). Tensors share it
 // through shared_ptr; it is never resized.
 struct Storage {
-  explicit Storage(size_t nbytes);
+  explicit Storage(size_t nbytes, Device device = Device::CPU);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   void* data = nullptr;
   size_t nbytes = 0;
+  Device device = Device::CPU;  // CUDA storage comes from the device allocator (device.h)
 };
 
 namespace detail {

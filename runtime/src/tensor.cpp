@@ -11,6 +11,7 @@
 
 #include "graph/autograd.h"
 #include "graph/memory.h"
+#include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -20,9 +21,16 @@ namespace graph {
 
 // Storage comes from the caching allocator (memory.h): eager temporaries of
 // recurring sizes reuse freed blocks instead of calling malloc each time.
-Storage::Storage(size_t bytes) : data(memory::allocate(bytes)), nbytes(bytes) {}
+// Device storage comes from the device's caching allocator (device.h).
+Storage::Storage(size_t bytes, Device d)
+    : data(d == Device::CPU ? memory::allocate(bytes) : detail::device_allocate(d, bytes)),
+      nbytes(bytes),
+      device(d) {}
 
-Storage::~Storage() { memory::release(data, nbytes); }
+Storage::~Storage() {
+  if (device == Device::CPU) memory::release(data, nbytes);
+  else detail::device_release(device, data, nbytes);
+}
 
 namespace {
 
@@ -173,12 +181,21 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+Device Tensor::device() const { return storage_ ? storage_->device : Device::CPU; }
+
 template <class T>
 T* Tensor::data_ptr() const {
   detail::check_defined("data_ptr", *this);
   if (dtype_of<T>::value != dtype_) {
     throw Error("data_ptr: tensor is " + std::string(dtype_name(dtype_)) + ", not " +
                 std::string(dtype_name(dtype_of<T>::value)));
+  }
+  // Every CPU kernel reads through here: an op without a CUDA kernel stops
+  // with this error instead of dereferencing device memory.
+  if (storage_->device != Device::CPU) {
+    throw Error("data_ptr: the tensor of shape " + shape_str(sizes_) + " is on " +
+                std::string(device_name(storage_->device)) +
+                ", and this op has no CUDA kernel yet; move it with .to(kCPU)");
   }
   return static_cast<T*>(storage_->data) + offset_;
 }
@@ -200,6 +217,7 @@ template <class T>
     throw Error("item: a tensor with " + std::to_string(numel()) +
                 " elements cannot be converted to a scalar (shape " + shape_str(sizes_) + ")");
   }
+  if (device() != Device::CPU) return load_as<T>(dtype_, detail::cuda_to(*this, Device::CPU).raw_data());
   return load_as<T>(dtype_, raw_data());
 }
 template float Tensor::item<float>() const;
@@ -215,6 +233,7 @@ template bool Tensor::item<bool>() const;
     throw Error("bool value of a tensor with more than one value is ambiguous (shape " +
                 shape_str(sizes_) + ")");
   }
+  if (device() != Device::CPU) return load_as<bool>(dtype_, detail::cuda_to(*this, Device::CPU).raw_data());
   return load_as<bool>(dtype_, raw_data());
 }
 
@@ -228,7 +247,7 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const {
   if (detail::tracing()) return detail::trace_op("clone", {*this}, {}, [&] { return clone(); });
   detail::check_defined("clone", *this);
-  Tensor out = empty(sizes_, dtype_);
+  Tensor out = detail::empty_on(device(), sizes_, dtype_);
   detail::copy_into(out, *this);
   return autograd::record_unary("clone", out, *this, [](const Tensor& g) { return g; });
 }
@@ -238,7 +257,7 @@ Tensor Tensor::to(DType t) const {
   if (t == dtype_) return *this;
   if (detail::tracing())  // no cast in the op table: recorded as untraceable
     return detail::trace_op("to", {*this}, {}, [&] { return to(t); });
-  Tensor out = empty(sizes_, t);
+  Tensor out = detail::empty_on(device(), sizes_, t);
   detail::copy_into(out, *this);
   // The engine converts the gradient back to this tensor's dtype.
   return autograd::record_unary("to", out, *this, [](const Tensor& g) { return g; });
@@ -246,9 +265,10 @@ Tensor Tensor::to(DType t) const {
 
 Tensor Tensor::to(Device d) const {
   detail::check_defined("to", *this);
-  if (d == Device::CPU) return *this;
-  throw Error("to: this build has no CUDA backend; the tensor of shape " + shape_str(sizes_) +
-              " stays on the CPU");
+  const Device from = device();
+  if (d == from) return *this;
+  Tensor out = detail::cuda_to(*this, d);
+  return autograd::record_unary("to", out, *this, [from](const Tensor& g) { return g.to(from); });
 }
 
 // ---- views --------------------------------------------------------------
@@ -516,6 +536,10 @@ void print_dims(std::string& out, const Tensor& t, size_t d, int64_t off, bool s
 
 std::string Tensor::to_string() const {
   if (!defined()) return "tensor(undefined)";
+  if (device() != Device::CPU) {  // printed from a host copy
+    std::string s = detail::cuda_to(*this, Device::CPU).to_string();
+    return s.insert(s.size() - 1, ", device=" + std::string(device_name(device())));
+  }
   std::string out = "tensor(";
   print_dims(out, *this, 0, offset_, numel() > 1000, out.size());
   return out + ", shape=" + shape_str(sizes_) + ", dtype=" + std::string(dtype_name(dtype_)) + ")";

@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/dtype.h"
@@ -30,11 +31,16 @@ namespace graph {
 // never allocates in the common case.
 using Shape = SmallVector<int64_t, 6>;
 
-// Where a tensor's data lives. This build runs on the CPU; CUDA tensors need
-// the CUDA backend (to(kCUDA) throws graph::Error until then).
+// Where a tensor's data lives. CUDA tensors need a build with the CUDA
+// backend (CXXGRAPH_CUDA) and a device; to(kCUDA) throws graph::Error
+// otherwise. Ops on CUDA tensors run CUDA kernels; mixing devices in one op
+// throws (except a 0-d CPU tensor, which acts as a host scalar).
 enum class Device : uint8_t { CPU, CUDA };
 inline constexpr Device kCPU = Device::CPU;
 inline constexpr Device kCUDA = Device::CUDA;
+inline constexpr std::string_view device_name(Device d) { return d == Device::CPU ? "cpu" : "cuda"; }
+// True when this build has the CUDA backend and a CUDA device is present.
+bool cuda_is_available();
 
 std::string shape_str(const Shape& s);  // "[2, 3]"
 
@@ -87,9 +93,10 @@ class Tensor {
   int64_t storage_offset() const { return offset_; }
   bool is_contiguous() const;
 
-  // Typed pointer to element [0,...,0]; throws if T is not the dtype.
+  // Typed pointer to element [0,...,0]; throws if T is not the dtype or the
+  // data is not on the CPU.
   template <class T> T* data_ptr() const;
-  void* raw_data() const;  // untyped, element [0,...,0]
+  void* raw_data() const;  // untyped, element [0,...,0], on the tensor's device
 
   // The value of a one-element tensor, converted to T; throws otherwise.
   template <class T> T item() const;
@@ -99,8 +106,8 @@ class Tensor {
   Tensor contiguous() const;  // this if already contiguous, else a copy
   Tensor clone() const;       // always a contiguous copy
   Tensor to(DType t) const;   // converted copy (this if same dtype)
-  Device device() const { return Device::CPU; }
-  Tensor to(Device d) const;  // this for kCPU
+  Device device() const;
+  Tensor to(Device d) const;  // this if already there, else a contiguous copy
 
   // Views (no copy).
   GRAPH_OP("t") Tensor t() const;  // 2-D transpose (0-D and 1-D: itself)

@@ -1,0 +1,161 @@
+// The eager ops on CUDA tensors (device.h): tensors become device pointers
+// and a Geometry, and the kernels of the CUDA backend (graph/cuda/cuda.h) run
+// on them. Shape checks, dtype promotion and autograd stay in the ops' own
+// files, shared with the CPU.
+#include <numeric>
+#include <string>
+
+#include "device.h"
+#include "graph/cpu_loop.h"
+#include "graph/cuda/cuda.h"
+#include "graph/memory.h"
+#include "storage.h"
+
+namespace graph::detail {
+
+namespace {
+
+// Operands at `shape`: the output's strides, then each input's broadcast
+// strides, collapsed for the kernels.
+cuda::Geometry geometry(const char* op, const Shape& shape, std::initializer_list<const Tensor*> operands) {
+  std::vector<Shape> strides;
+  for (const Tensor* t : operands) strides.push_back(cpu::broadcast_strides(*t, shape));
+  std::vector<const int64_t*> rows;
+  for (const Shape& s : strides) rows.push_back(s.data());
+  return cuda::collapse(op, static_cast<int>(shape.size()), shape.data(), static_cast<int>(rows.size()),
+                        rows.data());
+}
+
+// A 0-d CPU operand (a host scalar) mixed with CUDA tensors goes to the device.
+Tensor on_device(const Tensor& t) { return t.device() == Device::CUDA ? t : cuda_to(t, Device::CUDA); }
+
+}  // namespace
+
+}  // namespace graph::detail
+
+namespace graph {
+bool cuda_is_available() { return cuda::device_count() > 0; }
+}  // namespace graph
+
+namespace graph::detail {
+
+void* device_allocate(Device d, size_t nbytes) {
+  if (d == Device::CPU) return memory::allocate(nbytes);
+  return cuda::device_allocator().allocate(nbytes);
+}
+
+void device_release(Device d, void* p, size_t nbytes) {
+  if (d == Device::CPU) return memory::release(p, nbytes);
+  cuda::device_allocator().release(p);
+}
+
+Tensor cuda_to(const Tensor& t, Device d) {
+  if (t.device() == d) return t;
+  if (d == Device::CUDA) {
+    cuda::require_device("to(kCUDA)");
+    const Tensor src = t.contiguous();
+    Tensor out = empty_on(Device::CUDA, src.sizes(), src.dtype());
+    cuda::copy_host_to_device(out.raw_data(), src.raw_data(), static_cast<size_t>(src.numel()) * element_size(src.dtype()));
+    return out;
+  }
+  const Tensor src = t.contiguous();  // on the device
+  Tensor out = empty(src.sizes(), src.dtype());
+  cuda::copy_device_to_host(out.raw_data(), src.raw_data(), static_cast<size_t>(src.numel()) * element_size(src.dtype()));
+  return out;
+}
+
+void cuda_copy_into(const Tensor& dst, const Tensor& src) {
+  // A CPU destination: an op without a CUDA kernel writing its CPU result.
+  if (dst.device() != Device::CUDA)
+    throw Error("copy: the source of shape " + shape_str(src.sizes()) +
+                " is on cuda and the destination on cpu: this op has no CUDA kernel yet; move its inputs "
+                "with .to(kCPU)");
+  if (src.device() != Device::CUDA && src.dim() != 0)
+    throw Error("copy: cannot copy a cpu tensor of shape " + shape_str(src.sizes()) +
+                " into a cuda tensor in place; use .to(kCUDA)");
+  const Tensor s = on_device(src);
+  if (dst.dtype() == s.dtype() && dst.is_contiguous() && s.is_contiguous() && dst.sizes() == s.sizes()) {
+    cuda::copy_device_to_device(dst.raw_data(), s.raw_data(), static_cast<size_t>(dst.numel()) * element_size(dst.dtype()));
+    return;
+  }
+  cuda::convert(dst.dtype(), dst.raw_data(), s.dtype(), s.raw_data(), geometry("copy", dst.sizes(), {&dst, &s}));
+}
+
+Tensor cuda_unary(OpId op, const Tensor& x, DType compute) {
+  const OpInfo& info = op_info(op);
+  Tensor out = empty_on(Device::CUDA, x.sizes(), info.rule == DTypeRule::ToBool ? kBool : compute);
+  const char* name = info.name.data();
+  cuda::unary(op, compute, out.raw_data(), x.raw_data(), geometry(name, x.sizes(), {&out, &x}));
+  return out;
+}
+
+Tensor cuda_binary(OpId op, const Tensor& a, const Tensor& b, const Shape& shape, DType compute) {
+  const OpInfo& info = op_info(op);
+  const Tensor da = on_device(a), db = on_device(b);
+  Tensor out = empty_on(Device::CUDA, shape, info.rule == DTypeRule::ToBool ? kBool : compute);
+  const char* name = info.name.data();
+  cuda::binary(op, compute, out.raw_data(), da.raw_data(), db.raw_data(), geometry(name, shape, {&out, &da, &db}));
+  return out;
+}
+
+Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64_t>& dims, const Shape& out_shape,
+                   DType out_dtype) {
+  const cuda::Reduction r = op == "sum"    ? cuda::Reduction::Sum
+                            : op == "mean" ? cuda::Reduction::Mean
+                            : op == "amax" ? cuda::Reduction::Max
+                            : op == "amin" ? cuda::Reduction::Min
+                                           : cuda::Reduction::ArgMax;
+  // The kept dims first, then the reduced ones: each output is one row.
+  Shape perm;
+  std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
+  for (int64_t d : dims) reduced[d] = true;
+  int64_t n = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!reduced[d]) perm.push_back(d);
+  for (int64_t d : dims) perm.push_back(d), n *= x.size(d);
+  const Tensor in = is_reduced_float(x.dtype()) ? x.to(kFloat32) : x;
+  const Tensor rows = x.dim() ? in.permute(perm).contiguous() : in.contiguous();
+  const int64_t count = n ? rows.numel() / n : 0;
+  const int64_t nrows = n ? count : [&] {  // reducing nothing: one output per kept element
+    int64_t k = 1;
+    for (int64_t s : out_shape) k *= s;
+    return k;
+  }();
+  // Kernels accumulate in float, double or int64 (argmax gives int64).
+  const DType acc = r == cuda::Reduction::ArgMax ? kInt64 : is_floating(in.dtype()) ? in.dtype() : kInt64;
+  Tensor out = empty_on(Device::CUDA, out_shape, acc);
+  cuda::reduce_rows(r, in.dtype(), rows.raw_data(), acc, out.raw_data(), nrows, n);
+  return out.dtype() == out_dtype ? out : out.to(out_dtype);
+}
+
+Tensor cuda_softmax(bool log, const Tensor& x, int64_t dim) {
+  const Tensor in = is_reduced_float(x.dtype()) ? x.to(kFloat32) : x;
+  const int64_t last = x.dim() - 1;
+  const bool moved = x.dim() > 0 && dim != last;
+  const Tensor rows = moved ? in.transpose(dim, last).contiguous() : in.contiguous();
+  const int64_t n = x.dim() ? rows.size(-1) : 1;
+  Tensor out = empty_on(Device::CUDA, rows.sizes(), in.dtype());
+  cuda::softmax_rows(log, in.dtype(), rows.raw_data(), out.raw_data(), n ? rows.numel() / n : 0, n);
+  Tensor res = moved ? out.transpose(dim, last).contiguous() : out;
+  return res.dtype() == x.dtype() ? res : res.to(x.dtype());
+}
+
+Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
+  Shape shape = a.sizes();
+  shape.back() = b.size(-1);
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  Tensor out = empty_on(Device::CUDA, shape, a.dtype());
+  if (out.numel() == 0) return out;
+  if (k == 0) {  // an empty sum: zeros
+    cuda::memset_zero(out.raw_data(), static_cast<size_t>(out.numel()) * element_size(out.dtype()));
+    return out;
+  }
+  if (!is_floating(a.dtype()))
+    throw Error("matmul: cuda: float32 or float64 operands only, got " + std::string(dtype_name(a.dtype())));
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  const int64_t batch = out.numel() / (m * n);
+  cuda::gemm(a.dtype(), ca.raw_data(), cb.raw_data(), out.raw_data(), batch, m, n, k, m * k, k * n);
+  return out;
+}
+
+}  // namespace graph::detail

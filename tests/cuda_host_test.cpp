@@ -1,0 +1,299 @@
+// The CUDA backend's host logic, tested without a GPU: the caching
+// allocator's bookkeeping (over a fake backend), launch geometry, and the
+// runtime's device dispatch errors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../runtime/src/storage.h"
+#include "graph/cuda/allocator.h"
+#include "graph/cuda/cuda.h"
+#include "graph/cuda/launch.h"
+#include "graph/graph.h"
+
+namespace {
+
+using graph::cuda::BlockCache;
+using graph::cuda::Geometry;
+using graph::cuda::LaunchConfig;
+
+// A host backend that records every call; `budget` bytes may be outstanding.
+struct FakeDevice {
+  size_t budget = SIZE_MAX;
+  size_t outstanding = 0;
+  std::vector<size_t> allocs;
+  std::set<void*> live;
+  int frees = 0;
+
+  BlockCache::Backend backend() {
+    return {[this](size_t n) -> void* {
+              if (outstanding + n > budget) return nullptr;
+              void* p = std::malloc(n);
+              outstanding += n;
+              allocs.push_back(n);
+              live.insert(p);
+              sizes[p] = n;
+              return p;
+            },
+            [this](void* p) {
+              outstanding -= sizes.at(p);
+              live.erase(p);
+              ++frees;
+              std::free(p);
+            }};
+  }
+  std::map<void*, size_t> sizes;
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const graph::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// ---- allocator ---------------------------------------------------------------
+
+TEST(CudaAllocator, RoundsToSizeClasses) {
+  EXPECT_EQ(BlockCache::round_size(0), 512u);
+  EXPECT_EQ(BlockCache::round_size(1), 512u);
+  EXPECT_EQ(BlockCache::round_size(512), 512u);
+  EXPECT_EQ(BlockCache::round_size(513), 1024u);
+  EXPECT_EQ(BlockCache::round_size(size_t{1} << 20), size_t{1} << 20);          // still small
+  EXPECT_EQ(BlockCache::round_size((size_t{1} << 20) + 1), size_t{2} << 20);    // large: 2 MiB units
+  EXPECT_EQ(BlockCache::round_size(size_t{5} << 20), size_t{6} << 20);
+  EXPECT_NE(error_of([] { BlockCache::round_size(SIZE_MAX); }).find("cannot allocate"), std::string::npos);
+}
+
+TEST(CudaAllocator, ReusesFreedBlocksOfTheSameClassAndStream) {
+  FakeDevice dev;
+  BlockCache cache(dev.backend());
+  void* a = cache.allocate(1000);
+  cache.release(a);
+  void* b = cache.allocate(900);  // same 1024-byte class
+  EXPECT_EQ(a, b);
+  void* c = cache.allocate(2000);  // another class: a new block
+  EXPECT_NE(c, b);
+  const auto s = cache.stats();
+  EXPECT_EQ(s.allocations, 3u);
+  EXPECT_EQ(s.cache_hits, 1u);
+  EXPECT_EQ(s.device_allocs, 2u);
+  EXPECT_EQ(s.bytes_in_use, 1024u + 2048u);
+  EXPECT_EQ(s.bytes_cached, 0u);
+  EXPECT_EQ(s.peak_bytes_in_use, 1024u + 2048u);
+  EXPECT_EQ(dev.allocs, (std::vector<size_t>{1024, 2048}));
+  cache.release(b);
+  cache.release(c);
+  EXPECT_EQ(cache.stats().bytes_cached, 1024u + 2048u);
+  EXPECT_EQ(cache.stats().bytes_in_use, 0u);
+}
+
+TEST(CudaAllocator, BlocksStayWithTheirStream) {
+  FakeDevice dev;
+  BlockCache cache(dev.backend());
+  int s1 = 0, s2 = 0;  // any distinct addresses stand for streams
+  void* a = cache.allocate(4096, &s1);
+  cache.release(a);
+  void* b = cache.allocate(4096, &s2);  // a may still be read by work on s1
+  EXPECT_NE(a, b);
+  void* c = cache.allocate(4096, &s1);
+  EXPECT_EQ(a, c);
+  EXPECT_EQ(cache.stats().cache_hits, 1u);
+  cache.release(b);
+  cache.release(c);
+}
+
+TEST(CudaAllocator, EmptyCacheAndDestructorReturnBlocks) {
+  FakeDevice dev;
+  {
+    BlockCache cache(dev.backend());
+    void* a = cache.allocate(100);
+    void* b = cache.allocate(100);
+    cache.release(a);
+    cache.empty_cache();
+    EXPECT_EQ(dev.frees, 1);
+    EXPECT_EQ(cache.stats().bytes_cached, 0u);
+    EXPECT_EQ(cache.stats().device_frees, 1u);
+    cache.release(b);
+  }
+  EXPECT_EQ(dev.frees, 2);
+  EXPECT_TRUE(dev.live.empty());
+}
+
+TEST(CudaAllocator, OutOfMemoryFreesTheCacheAndRetries) {
+  FakeDevice dev;
+  dev.budget = 4096;
+  BlockCache cache(dev.backend());
+  void* a = cache.allocate(2048);
+  cache.release(a);                // 2048 cached
+  void* b = cache.allocate(4096);  // fits only once the cache is returned
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(dev.frees, 1);
+  EXPECT_EQ(cache.stats().bytes_cached, 0u);
+  const std::string e = error_of([&] { cache.allocate(512); });
+  EXPECT_NE(e.find("cuda allocator: out of device memory allocating 512 bytes (4096 bytes in use)"), std::string::npos)
+      << e;
+  EXPECT_EQ(cache.stats().allocations, 2u);  // the failed request is not counted
+  cache.release(b);
+}
+
+TEST(CudaAllocator, RejectsForeignPointers) {
+  FakeDevice dev;
+  BlockCache cache(dev.backend());
+  int x = 0;
+  EXPECT_NE(error_of([&] { cache.release(&x); }).find("did not allocate"), std::string::npos);
+  cache.release(nullptr);  // like free(nullptr)
+}
+
+// ---- geometry and launch configuration -------------------------------------
+
+Geometry collapse_of(const std::vector<int64_t>& shape, const std::vector<std::vector<int64_t>>& strides) {
+  std::vector<const int64_t*> rows;
+  for (const auto& s : strides) rows.push_back(s.data());
+  return graph::cuda::collapse("op", static_cast<int>(shape.size()), shape.data(), static_cast<int>(rows.size()),
+                               rows.data());
+}
+
+TEST(CudaLaunch, CollapsesContiguousDims) {
+  const Geometry g = collapse_of({2, 3, 4}, {{12, 4, 1}, {12, 4, 1}});
+  EXPECT_EQ(g.ndim, 1);
+  EXPECT_EQ(g.sizes[0], 24);
+  EXPECT_EQ(g.strides[1][0], 1);
+  EXPECT_EQ(g.numel, 24);
+  EXPECT_TRUE(g.contiguous());
+}
+
+TEST(CudaLaunch, KeepsDimsThatAreNotContiguousForEveryOperand) {
+  // out [2, 3] contiguous, input a transposed [3, 2] view, b a broadcast row.
+  const Geometry g = collapse_of({2, 3}, {{3, 1}, {1, 2}, {0, 1}});
+  EXPECT_EQ(g.ndim, 2);
+  EXPECT_EQ(g.sizes[0], 2);
+  EXPECT_EQ(g.sizes[1], 3);
+  EXPECT_EQ(g.strides[1][0], 1);
+  EXPECT_EQ(g.strides[1][1], 2);
+  EXPECT_EQ(g.strides[2][0], 0);
+  EXPECT_FALSE(g.contiguous());
+}
+
+TEST(CudaLaunch, DropsSizeOneDimsAndMergesBroadcastDims) {
+  // A scalar broadcast over [4, 1, 5]: stride 0 everywhere merges to one dim.
+  const Geometry g = collapse_of({4, 1, 5}, {{5, 5, 1}, {0, 0, 0}});
+  EXPECT_EQ(g.ndim, 1);
+  EXPECT_EQ(g.sizes[0], 20);
+  EXPECT_EQ(g.strides[0][0], 1);
+  EXPECT_EQ(g.strides[1][0], 0);
+  const Geometry empty = collapse_of({3, 0}, {{0, 1}, {0, 1}});
+  EXPECT_EQ(empty.numel, 0);
+  const Geometry one = collapse_of({}, {{}, {}});
+  EXPECT_EQ(one.ndim, 0);
+  EXPECT_EQ(one.numel, 1);
+  EXPECT_TRUE(one.contiguous());
+}
+
+TEST(CudaLaunch, TooManyDimsIsAnError) {
+  // Nine dims of size 2 whose strides never merge (every dim reversed).
+  std::vector<int64_t> shape(9, 2), st(9);
+  for (int d = 0; d < 9; ++d) st[d] = int64_t{1} << d;
+  const std::string e = error_of([&] { collapse_of(shape, {st}); });
+  EXPECT_NE(e.find("op: cuda: 9 non-mergeable dims after collapsing (the CUDA kernels take at most 8)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(CudaLaunch, VectorWidthNeedsEveryPointerAligned) {
+  alignas(16) float buf[8];
+  const void* aligned[] = {buf, buf + 4};
+  EXPECT_EQ(graph::cuda::vector_width(sizeof(float), aligned, 2), 4);
+  EXPECT_EQ(graph::cuda::vector_width(sizeof(double), aligned, 2), 2);
+  const void* misaligned[] = {buf, buf + 1};
+  EXPECT_EQ(graph::cuda::vector_width(sizeof(float), misaligned, 2), 1);
+  EXPECT_EQ(graph::cuda::vector_width(3, aligned, 2), 1);  // 16 is no multiple of 3
+}
+
+TEST(CudaLaunch, ElementwiseGridCoversTheWorkUpToFourWaves) {
+  graph::cuda::DeviceLimits a100;  // 108 SMs, 2048 threads each
+  EXPECT_EQ(graph::cuda::elementwise_launch(0, 1, a100).blocks, 0);
+  LaunchConfig c = graph::cuda::elementwise_launch(1000, 1, a100);
+  EXPECT_EQ(c.threads, 256);
+  EXPECT_EQ(c.blocks, 4);  // ceil(1000 / 256)
+  c = graph::cuda::elementwise_launch(1000, 4, a100);
+  EXPECT_EQ(c.blocks, 1);  // 250 vectors
+  EXPECT_EQ(c.vec, 4);
+  c = graph::cuda::elementwise_launch(int64_t{1} << 30, 4, a100);
+  EXPECT_EQ(c.blocks, 108 * 8 * 4);  // 8 resident blocks per SM, 4 waves; the loop strides the rest
+  a100.max_grid_x = 100;
+  EXPECT_EQ(graph::cuda::elementwise_launch(int64_t{1} << 30, 1, a100).blocks, 100);
+}
+
+TEST(CudaLaunch, RowLaunchThreadsFitTheRow) {
+  const graph::cuda::DeviceLimits limits;
+  EXPECT_EQ(graph::cuda::row_launch(10, 1, limits).threads, 32);
+  EXPECT_EQ(graph::cuda::row_launch(10, 100, limits).threads, 128);
+  EXPECT_EQ(graph::cuda::row_launch(10, 1 << 20, limits).threads, 1024);
+  EXPECT_EQ(graph::cuda::row_launch(10, 100, limits).blocks, 10);
+  EXPECT_EQ(graph::cuda::row_launch(0, 100, limits).blocks, 0);
+}
+
+// ---- dispatch ------------------------------------------------------------------
+
+TEST(CudaDispatch, ToCudaWithoutADeviceNamesTheDriverError) {
+  std::string why;
+  if (graph::cuda::device_count(&why) > 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_FALSE(graph::cuda_is_available());
+  const std::string e = error_of([] { graph::ones({2, 3}).to(graph::kCUDA); });
+  EXPECT_EQ(e, "to(kCUDA): no CUDA device (cudaGetDeviceCount: " + why + ")");
+}
+
+// A tensor that claims to live on the device (host memory underneath), to
+// check the dispatch decisions taken before any kernel runs. Its storage is
+// handed back as CPU memory before it is freed.
+class FakeCudaTensor {
+ public:
+  explicit FakeCudaTensor(graph::Shape sizes) : t_(graph::zeros(sizes)) { t_.storage()->device = graph::kCUDA; }
+  ~FakeCudaTensor() { t_.storage()->device = graph::kCPU; }
+  const graph::Tensor& get() const { return t_; }
+
+ private:
+  graph::Tensor t_;
+};
+
+TEST(CudaDispatch, MixingDevicesNamesTheOpAndBothDevices) {
+  FakeCudaTensor x({3});
+  EXPECT_EQ(x.get().device(), graph::kCUDA);
+  EXPECT_EQ(x.get().t().device(), graph::kCUDA);  // views share the storage, and its device
+  const graph::Tensor cpu = graph::ones({2, 3});
+  EXPECT_EQ(error_of([&] { graph::add(cpu, x.get()); }),
+            "add: expected tensors on one device, got cpu [2, 3] and cuda [3]; move one with .to(kCUDA) or .to(kCPU)");
+  EXPECT_EQ(error_of([&] { graph::maximum(x.get(), cpu); }),
+            "maximum: expected tensors on one device, got cuda [3] and cpu [2, 3]; move one with .to(kCUDA) or "
+            ".to(kCPU)");
+  EXPECT_NE(error_of([&] { graph::matmul(cpu, x.get()); }).find("matmul: expected tensors on one device, got cpu"),
+            std::string::npos);
+}
+
+TEST(CudaDispatch, OpsWithoutACudaKernelStopBeforeTouchingDeviceMemory) {
+  FakeCudaTensor x({2, 3});
+  EXPECT_EQ(error_of([&] { x.get().data_ptr<float>(); }),
+            "data_ptr: the tensor of shape [2, 3] is on cuda, and this op has no CUDA kernel yet; move it with "
+            ".to(kCPU)");
+  const std::string e = error_of([&] { graph::cat({x.get(), x.get()}, 0); });
+  EXPECT_NE(e.find("this op has no CUDA kernel yet"), std::string::npos) << e;
+  const std::string ln = error_of([&] { graph::layer_norm(x.get(), {3}, graph::Tensor(), graph::Tensor(), 1e-5); });
+  EXPECT_NE(ln.find("this op has no CUDA kernel yet"), std::string::npos) << ln;
+}
+
+TEST(CudaDispatch, AHostScalarWithACudaTensorGoesToTheDevice) {
+  if (graph::cuda_is_available()) GTEST_SKIP() << "a CUDA device is present";
+  FakeCudaTensor x({3});
+  // The 0-d CPU operand is copied to the device, which is not there.
+  EXPECT_NE(error_of([&] { graph::mul(x.get(), 2.0); }).find("to(kCUDA): no CUDA device"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,162 @@
+// Every eager op with a CUDA kernel, on the device against the CPU. Skipped
+// (GTEST_SKIP) when cudaGetDeviceCount finds no device, as in CI; built in
+// every CUDA build so the code stays compiled.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "graph/cuda/cuda.h"
+#include "graph/graph.h"
+
+namespace {
+
+using graph::Tensor;
+
+class Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (graph::cuda::device_count(&why) == 0) GTEST_SKIP() << "no CUDA device (" << why << ")";
+    graph::manual_seed(7);
+  }
+};
+
+// |cuda - cpu| <= tol * (1 + |cpu|) elementwise, NaN where NaN; same
+// dtype, shape and device placement expected of the result.
+void expect_close(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
+  ASSERT_EQ(gpu.device(), graph::kCUDA) << what;
+  ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+  ASSERT_EQ(gpu.sizes(), cpu.sizes()) << what;
+  const Tensor g = gpu.to(graph::kCPU).to(graph::kFloat64).contiguous();
+  const Tensor c = cpu.to(graph::kFloat64).contiguous();
+  const double* pg = g.data_ptr<double>();
+  const double* pc = c.data_ptr<double>();
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    if (std::isnan(pc[i])) {
+      EXPECT_TRUE(std::isnan(pg[i])) << what << " [" << i << "]";
+    } else if (std::isinf(pc[i])) {
+      EXPECT_EQ(pg[i], pc[i]) << what << " [" << i << "]";
+    } else {
+      EXPECT_LE(std::abs(pg[i] - pc[i]), tol * (1 + std::abs(pc[i])))
+          << what << " [" << i << "]: cuda " << pg[i] << ", cpu " << pc[i];
+    }
+  }
+}
+
+Tensor cuda(const Tensor& t) { return t.to(graph::kCUDA); }
+
+// Inputs in the domain of every op: positive for log, sqrt, rsqrt and pow.
+Tensor positive(const graph::Shape& s) { return graph::rand(s) + 0.5; }
+Tensor signed_values(const graph::Shape& s) { return graph::randn(s) * 3.0; }
+
+TEST_F(Cuda, CopiesRoundTripEveryDtype) {
+  for (graph::DType d : graph::kAllDTypes) {
+    const Tensor x = graph::arange(0, 12).to(d).reshape({3, 4});
+    const Tensor back = cuda(x).to(graph::kCPU);
+    EXPECT_EQ(back.device(), graph::kCPU);
+    expect_close(cuda(x), x, 0, std::string(graph::dtype_name(d)));
+    expect_close(cuda(x).t().contiguous(), x.t().contiguous(), 0, "transposed copy");
+    expect_close(cuda(x).to(graph::kFloat32), x.to(graph::kFloat32), 0, "dtype conversion on the device");
+  }
+  EXPECT_EQ(cuda(graph::full({}, 2.5)).item<float>(), 2.5f);
+  EXPECT_TRUE(static_cast<bool>(cuda(graph::ones({1}, graph::kBool))));
+}
+
+#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                \
+  TEST_F(Cuda, Unary_##name) {                                                                  \
+    const Tensor x = std::string(#name) == "logical_not" ? graph::rand({37, 65}) > 0.5          \
+                     : graph::DTypeRule::rule == graph::DTypeRule::ToFloat ? positive({37, 65}) \
+                                                                           : signed_values({37, 65}); \
+    expect_close(graph::name(cuda(x)), graph::name(x), 1e-5, #name " contiguous");              \
+    expect_close(graph::name(cuda(x).t()), graph::name(x.t()), 1e-5, #name " transposed");      \
+    expect_close(graph::name(cuda(x).reshape({-1}).slice(0, 1, 2405)),                          \
+                 graph::name(x.reshape({-1}).slice(0, 1, 2405)), 1e-5, #name " misaligned");    \
+  }
+#include "graph/ops.def"
+
+#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                         \
+  TEST_F(Cuda, Binary_##name) {                                                                   \
+    const Tensor a = positive({33, 64}), b = positive({33, 64}), row = positive({64});            \
+    expect_close(graph::name(cuda(a), cuda(b)), graph::name(a, b), 1e-5, #name " dense");         \
+    expect_close(graph::name(cuda(a), cuda(row)), graph::name(a, row), 1e-5, #name " broadcast"); \
+    expect_close(graph::name(cuda(a).t(), cuda(b).t()), graph::name(a.t(), b.t()), 1e-5,          \
+                 #name " strided");                                                               \
+    expect_close(graph::name(cuda(a), 2.0), graph::name(a, 2.0), 1e-5, #name " tensor-scalar");   \
+    expect_close(graph::name(2, cuda(a)), graph::name(2, a), 1e-5, #name " scalar-tensor");       \
+    const Tensor ia = graph::arange(1, 41).reshape({5, 8}), ib = graph::arange(3, 43).reshape({5, 8}); \
+    expect_close(graph::name(cuda(ia), cuda(ib)), graph::name(ia, ib), 1e-6, #name " int64");     \
+  }
+#include "graph/ops.def"
+
+TEST_F(Cuda, ReductionsOverDims) {
+  const Tensor x = signed_values({6, 7, 300});
+  const Tensor ix = graph::arange(0, 42).reshape({6, 7});
+  for (const graph::Shape& dims : {graph::Shape{}, graph::Shape{0}, graph::Shape{2}, graph::Shape{0, 2}}) {
+    for (bool keep : {false, true}) {
+      const std::string what = graph::shape_str(dims) + (keep ? " keepdim" : "");
+      if (dims.empty()) {
+        expect_close(graph::sum(cuda(x)), graph::sum(x), 1e-4, "sum all");
+        expect_close(graph::mean(cuda(x)), graph::mean(x), 1e-4, "mean all");
+        expect_close(graph::amax(cuda(x)), graph::amax(x), 0, "amax all");
+        expect_close(graph::amin(cuda(x)), graph::amin(x), 0, "amin all");
+        continue;
+      }
+      expect_close(graph::sum(cuda(x), dims, keep), graph::sum(x, dims, keep), 1e-4, "sum " + what);
+      expect_close(graph::mean(cuda(x), dims, keep), graph::mean(x, dims, keep), 1e-4, "mean " + what);
+      expect_close(graph::amax(cuda(x), dims, keep), graph::amax(x, dims, keep), 0, "amax " + what);
+      expect_close(graph::amin(cuda(x), dims, keep), graph::amin(x, dims, keep), 0, "amin " + what);
+    }
+  }
+  expect_close(graph::sum(cuda(ix), graph::Shape{1}, false), graph::sum(ix, graph::Shape{1}, false), 0, "int sum");
+  expect_close(graph::sum(cuda(ix > 20)), graph::sum(ix > 20), 0, "bool sum");
+  for (int64_t d : {0, 1, 2, -1})
+    for (bool keep : {false, true})
+      expect_close(graph::argmax(cuda(x), d, keep), graph::argmax(x, d, keep), 0, "argmax " + std::to_string(d));
+  expect_close(graph::argmax(cuda(x)), graph::argmax(x), 0, "argmax all");
+}
+
+TEST_F(Cuda, SoftmaxAndLogSoftmax) {
+  const Tensor x = signed_values({4, 5, 129});
+  for (int64_t d : {0, 1, 2}) {
+    expect_close(graph::softmax(cuda(x), d), graph::softmax(x, d), 1e-5, "softmax " + std::to_string(d));
+    expect_close(graph::log_softmax(cuda(x), d), graph::log_softmax(x, d), 1e-5, "log_softmax " + std::to_string(d));
+  }
+}
+
+TEST_F(Cuda, MatmulThroughCublas) {
+  const Tensor a = signed_values({17, 33}), b = signed_values({33, 9});
+  expect_close(graph::matmul(cuda(a), cuda(b)), graph::matmul(a, b), 1e-4, "2-D");
+  expect_close(graph::matmul(cuda(a).t().t(), cuda(b.t()).t()), graph::matmul(a, b), 1e-4, "transposed operand");
+  const Tensor ba = signed_values({3, 5, 8}), bb = signed_values({3, 8, 4});
+  expect_close(graph::matmul(cuda(ba), cuda(bb)), graph::matmul(ba, bb), 1e-4, "batched");
+  expect_close(graph::matmul(cuda(ba), cuda(bb.slice(0, 0, 1).squeeze(0))), graph::matmul(ba, bb.slice(0, 0, 1).squeeze(0)), 1e-4, "batch @ matrix");
+  const Tensor v = signed_values({8});
+  expect_close(graph::matmul(cuda(ba), cuda(v)), graph::matmul(ba, v), 1e-4, "batch @ vector");
+  const Tensor da = a.to(graph::kFloat64), db = b.to(graph::kFloat64);
+  expect_close(graph::matmul(cuda(da), cuda(db)), graph::matmul(da, db), 1e-12, "float64");
+  expect_close(graph::matmul(cuda(graph::zeros({2, 0})), cuda(graph::zeros({0, 3}))), graph::zeros({2, 3}), 0, "k = 0");
+}
+
+TEST_F(Cuda, AutogradFlowsThroughTheDevice) {
+  Tensor w = signed_values({4, 3}).requires_grad_();
+  const Tensor x = signed_values({5, 4});
+  graph::sum(graph::tanh(graph::matmul(cuda(x), cuda(w)) * 2.0)).backward();
+  const Tensor gw_gpu = w.grad();
+  w.zero_grad();
+  graph::sum(graph::tanh(graph::matmul(x, w) * 2.0)).backward();
+  ASSERT_EQ(gw_gpu.device(), graph::kCPU);  // to(kCUDA)'s backward brings it back
+  expect_close(cuda(gw_gpu), w.grad(), 1e-4, "dL/dw");
+}
+
+TEST_F(Cuda, TheAllocatorReusesBlocksAcrossSteps) {
+  const Tensor x = cuda(positive({256, 256}));
+  (void)graph::exp(x);  // first use: a block of this size
+  const auto before = graph::cuda::device_allocator().stats();
+  for (int i = 0; i < 10; ++i) (void)graph::exp(x);
+  const auto after = graph::cuda::device_allocator().stats();
+  EXPECT_EQ(after.device_allocs, before.device_allocs);
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 10u);
+}
+
+}  // namespace
