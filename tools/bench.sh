@@ -27,6 +27,7 @@ if ((quick)); then reps=3 min_time=0.05 build_runs=1; else reps=5 min_time=0.2 b
 out=$build/bench/results
 mkdir -p "$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cores=$(nproc --all)
 
 echo "== bench: building bench_suite ($build)"
 [ -f "$build/build.ninja" ] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -67,14 +68,15 @@ export GRAPH_NUM_THREADS=$threads
 echo "== bench: C++ workloads ($threads thread(s), $reps repetitions of >= $min_time s, medians)"
 "$build/bench/bench_suite" --benchmark_repetitions=$reps --benchmark_min_time=$min_time \
   --benchmark_display_aggregates_only=true \
-  --benchmark_out="$out/suite.json" --benchmark_out_format=json
+  --benchmark_out="$out/suite.json" --benchmark_out_format=json | tee "$out/suite.log" | grep --line-buffered -E '_median|ERROR'
+
 echo "== bench: which static graphs ran (GRAPH_EXPLAIN=1), peak memory"
 GRAPH_EXPLAIN=1 "$build/bench/bench_suite" --check >"$out/check.json" 2>"$out/check.log"
 echo "== bench: TorchScript"
 /usr/bin/python3 bench/torchscript_bench.py --threads "$threads" --repetitions $reps --min-time $min_time \
   --json "$out/torchscript.json"
 
-note="Measured $(date -u +%Y-%m-%d) by \`tools/bench.sh$( ((quick)) && echo ' --quick')\` on $(nproc) cores \
+note="Measured $(date -u +%Y-%m-%d) by \`tools/bench.sh$( ((quick)) && echo ' --quick')\` on $cores cores \
 ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $threads thread(s) for every library, \
 $reps repetitions of >= $min_time s each, medians; load average $load_before before, \
 $(cut -d' ' -f1-3 /proc/loadavg) after (a shared machine: other builds ran meanwhile)."
