@@ -2,6 +2,9 @@
 // under Mode::Eager and Mode::Static (suite.h: add_cxxgraph).
 #include <benchmark/benchmark.h>
 
+#include <string>
+#include <vector>
+
 #include "models.h"
 #include "suite.h"
 

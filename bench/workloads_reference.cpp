@@ -5,6 +5,9 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <string>
+#include <vector>
+
 #include <Eigen/Core>
 
 #include "suite.h"
