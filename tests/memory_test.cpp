@@ -56,4 +56,20 @@ TEST(Memory, TensorsFreedOnAnotherThread) {
   EXPECT_EQ(u.sum().item<float>(), 0.0f);
 }
 
+TEST(Memory, PeakCountsTheMostInUseSinceReset) {
+  graph::memory::reset_peak();
+  const uint64_t base = graph::memory::stats().bytes_in_use;
+  EXPECT_EQ(graph::memory::stats().peak_bytes_in_use, base);
+  void* a = graph::memory::allocate(1000);  // the 1024-byte class
+  void* b = graph::memory::allocate(5000);  // the 8192-byte class
+  graph::memory::release(a, 1000);
+  void* c = graph::memory::allocate(100);  // 128 bytes: below the peak
+  EXPECT_EQ(graph::memory::stats().peak_bytes_in_use, base + 1024 + 8192);
+  graph::memory::release(b, 5000);
+  graph::memory::release(c, 100);
+  EXPECT_EQ(graph::memory::stats().bytes_in_use, base);
+  graph::memory::reset_peak();
+  EXPECT_EQ(graph::memory::stats().peak_bytes_in_use, base);
+}
+
 }  // namespace

@@ -11,6 +11,8 @@ packages=(
   libopenblas-dev                        # CPU BLAS for matmul
   libdw-dev                              # source lines in graph::trace's warnings
   graphviz                               # renders the generated .dot files
+  libbenchmark-dev libeigen3-dev         # tools/bench.sh: Google Benchmark, the Eigen reference
+  libtorch-dev python3-torch             # tools/bench.sh: the LibTorch and TorchScript columns
 )
 
 missing=()

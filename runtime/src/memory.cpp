@@ -74,12 +74,10 @@ void* allocate(size_t nbytes) {
   Cache& c = cache();
   ++c.stats.allocations;
   const int cls = size_class(nbytes == 0 ? 1 : nbytes);
-  if (cls < 0) {
-    c.stats.bytes_in_use += nbytes;
-    return system_alloc(nbytes);
-  }
-  const size_t block = size_t{1} << (cls + kMinShift);
+  const size_t block = cls < 0 ? nbytes : size_t{1} << (cls + kMinShift);
   c.stats.bytes_in_use += block;
+  c.stats.peak_bytes_in_use = std::max(c.stats.peak_bytes_in_use, c.stats.bytes_in_use);
+  if (cls < 0) return system_alloc(nbytes);
   if (FreeBlock* p = c.free[cls]) {
     c.free[cls] = p->next;
     ++c.stats.cache_hits;
@@ -113,6 +111,9 @@ void release(void* p, size_t nbytes) {
 }
 
 Stats stats() { return t_cache_gone ? Stats{} : cache().stats; }
+void reset_peak() {
+  if (!t_cache_gone) cache().stats.peak_bytes_in_use = cache().stats.bytes_in_use;
+}
 void empty_cache() {
   if (!t_cache_gone) cache().clear();
 }

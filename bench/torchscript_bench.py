@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""The TorchScript column of tools/bench.sh: each workload of bench/models.cpp
+written in PyTorch and compiled with torch.jit.script, timed like bench_suite
+(warm-up, repetitions of at least --min-time seconds, median time per call),
+with torch.set_num_threads(--threads). Writes JSON:
+  {"torch": version, "threads": n, "results": {workload: {"median_s": t} or {"na": reason}}}
+"""
+import argparse
+import json
+import statistics
+import time
+from typing import List
+
+import torch
+import torch.nn.functional as F
+
+
+@torch.jit.script
+def copy(x):
+    return x.clone()
+
+
+@torch.jit.script
+def triad(b, c):
+    return b + c * 1.5
+
+
+@torch.jit.script
+def chain8(x, y):
+    t = x + y
+    t = t * 0.5
+    t = torch.relu(t)
+    t = t - y
+    t = torch.tanh(t)
+    t = torch.exp(t)
+    t = torch.sigmoid(t)
+    return -t
+
+
+@torch.jit.script
+def op_add(a, b):
+    return a + b
+
+
+@torch.jit.script
+def op_relu(a):
+    return torch.relu(a)
+
+
+@torch.jit.script
+def op_tanh(a):
+    return torch.tanh(a)
+
+
+@torch.jit.script
+def op_sum(a):
+    return a.sum()
+
+
+@torch.jit.script
+def op_softmax(a):
+    return torch.softmax(a, 0)
+
+
+@torch.jit.script
+def op_matmul(a, b):
+    return torch.matmul(a, b)
+
+
+@torch.jit.script
+def lstm(x, h, c, wx, wh, b, steps: int):
+    H = 64
+    xw = torch.matmul(x, wx) + b
+    for _ in range(steps):
+        gates = xw + torch.matmul(h, wh)
+        i = torch.sigmoid(gates[:, 0:H])
+        f = torch.sigmoid(gates[:, H:2 * H])
+        g = torch.tanh(gates[:, 2 * H:3 * H])
+        o = torch.sigmoid(gates[:, 3 * H:4 * H])
+        c = f * c + i * g
+        h = o * torch.tanh(c)
+    return h
+
+
+@torch.jit.script
+def mlp_logits(x, w1, b1, w2, b2, w3, b3):
+    h = torch.relu(F.linear(x, w1, b1))
+    h = torch.relu(F.linear(h, w2, b2))
+    return F.linear(h, w3, b3)
+
+
+@torch.jit.script
+def mlp(x, w1, b1, w2, b2, w3, b3):
+    return torch.log_softmax(mlp_logits(x, w1, b1, w2, b2, w3, b3), 1)
+
+
+@torch.jit.script
+def mlp_loss(x, labels, w1, b1, w2, b2, w3, b3):
+    return F.cross_entropy(mlp_logits(x, w1, b1, w2, b2, w3, b3), labels)
+
+
+@torch.jit.script
+def transformer(x, p: List[torch.Tensor]):
+    D, Heads, Dh = 256, 4, 64
+    n1 = F.layer_norm(x, [D], p[0], p[1], 1e-5)
+    q = F.linear(n1, p[2], p[3]).reshape(8, 64, Heads, Dh).transpose(1, 2)
+    k = F.linear(n1, p[4], p[5]).reshape(8, 64, Heads, Dh).transpose(1, 2)
+    v = F.linear(n1, p[6], p[7]).reshape(8, 64, Heads, Dh).transpose(1, 2)
+    probs = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.125, 3)
+    ctx = torch.matmul(probs, v).transpose(1, 2).reshape(8, 64, D)
+    r1 = x + F.linear(ctx, p[8], p[9])
+    n2 = F.layer_norm(r1, [D], p[10], p[11], 1e-5)
+    return r1 + F.linear(F.gelu(F.linear(n2, p[12], p[13])), p[14], p[15])
+
+
+@torch.jit.script
+def lenet(x, p: List[torch.Tensor]):
+    h = F.max_pool2d(torch.relu(F.conv2d(x, p[0], p[1])), [2, 2])
+    h = F.max_pool2d(torch.relu(F.conv2d(h, p[2], p[3])), [2, 2])
+    h = torch.relu(F.linear(h.flatten(1), p[4], p[5]))
+    h = torch.relu(F.linear(h, p[6], p[7]))
+    return F.linear(h, p[8], p[9])
+
+
+def weight(*shape, fan_in):
+    return torch.randn(*shape) / fan_in ** 0.5
+
+
+def workloads():
+    """name -> a call with its inputs bound (the shapes of bench/suite.cpp)."""
+    x, y = torch.rand(16 << 20), torch.rand(16 << 20)
+    a, b, m = torch.rand(64), torch.rand(64), torch.rand(8, 8)
+    H = 64
+    ls = [torch.randn(1, H), torch.randn(1, H), torch.randn(1, H),
+          weight(H, 4 * H, fan_in=H), weight(H, 4 * H, fan_in=H), weight(4 * H, fan_in=H)]
+    g = {n: (torch.rand(n, n), torch.rand(n, n)) for n in (256, 1024)}
+    mx, labels = torch.rand(64, 784), torch.randint(0, 10, (64,))
+    mp = [weight(512, 784, fan_in=784), weight(512, fan_in=784), weight(512, 512, fan_in=512),
+          weight(512, fan_in=512), weight(10, 512, fan_in=512), weight(10, fan_in=512)]
+    D, Fd = 256, 1024
+    tx = torch.randn(8, 64, D)
+    tp = [torch.ones(D), torch.zeros(D)] + [weight(*s, fan_in=D) for s in [(D, D), (D,)] * 4] + \
+         [torch.ones(D), torch.zeros(D), weight(Fd, D, fan_in=D), weight(Fd, fan_in=D),
+          weight(D, Fd, fan_in=Fd), weight(D, fan_in=Fd)]
+    lx = torch.rand(64, 1, 28, 28)
+    lp = [weight(6, 1, 5, 5, fan_in=25), weight(6, fan_in=25), weight(16, 6, 5, 5, fan_in=150),
+          weight(16, fan_in=150), weight(120, 256, fan_in=256), weight(120, fan_in=256),
+          weight(84, 120, fan_in=120), weight(84, fan_in=120), weight(10, 84, fan_in=84), weight(10, fan_in=84)]
+    params = [p.clone().requires_grad_() for p in mp]
+
+    def train_step():  # as a TorchScript user trains: scripted forward, autograd, SGD
+        for p in params:
+            p.grad = None
+        loss = mlp_loss(mx, labels, *params)
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p.sub_(p.grad, alpha=0.01)
+
+    return {
+        "copy_16M": lambda: copy(x),
+        "triad_16M": lambda: triad(x, y),
+        "chain8_16M": lambda: chain8(x, y),
+        "op64_add": lambda: op_add(a, b),
+        "op64_relu": lambda: op_relu(a),
+        "op64_tanh": lambda: op_tanh(a),
+        "op64_sum": lambda: op_sum(a),
+        "op64_softmax": lambda: op_softmax(a),
+        "op_matmul_8x8": lambda: op_matmul(m, m),
+        "lstm_h64_100steps": lambda: lstm(*ls, 100),
+        "sgemm_256": lambda: op_matmul(*g[256]),
+        "sgemm_1024": lambda: op_matmul(*g[1024]),
+        "mlp_infer_b64": lambda: mlp(mx, *mp),
+        "mlp_train_step_b64": train_step,
+        "transformer_b8_s64_d256": lambda: transformer(tx, tp),
+        "lenet_b64": lambda: lenet(lx, lp),
+    }
+
+
+def median_time(call, repetitions, min_time):
+    for _ in range(3):  # warm-up: the profiling executor optimizes after two runs
+        call()
+    iters, times = 1, []
+    while True:  # how many calls take at least min_time
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            call()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_time:
+            break
+        iters = max(iters * 2, int(iters * min_time / max(elapsed, 1e-9) * 1.2))
+    times.append(elapsed / iters)
+    for _ in range(repetitions - 1):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            call()
+        times.append((time.perf_counter() - t0) / iters)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.2)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    results = {}
+    for name, call in workloads().items():
+        grad = torch.enable_grad() if name == "mlp_train_step_b64" else torch.no_grad()
+        with grad:
+            results[name] = {"median_s": median_time(call, args.repetitions, args.min_time)}
+    with open(args.json, "w") as f:
+        json.dump({"torch": torch.__version__, "threads": args.threads, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

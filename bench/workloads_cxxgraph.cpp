@@ -1,0 +1,98 @@
+// The cxxgraph columns: each workload's function from models.cpp, called
+// under Mode::Eager and Mode::Static (suite.h: add_cxxgraph).
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "models.h"
+#include "suite.h"
+
+namespace bench {
+using graph::Tensor;
+
+namespace {
+
+void keep(const Tensor& t) { benchmark::DoNotOptimize(t.data_ptr<float>()); }
+
+void elementwise() {
+  add("copy_16M", "cxxgraph_eager", [] { keep(big().x.clone()); });
+  add_na("copy_16M", "cxxgraph_static", "a graph has no copy op: returning an input returns it as is");
+  add_cxxgraph("triad_16M", [] { keep(triad(big().x, big().y)); });
+  add_cxxgraph("chain8_16M", [] { keep(chain8(big().x, big().y)); });
+}
+
+void small_ops() {
+  const Small& s = small();
+  add_cxxgraph("op64_add", [&] { keep(op_add(s.a, s.b)); });
+  add_cxxgraph("op64_relu", [&] { keep(op_relu(s.a)); });
+  add_cxxgraph("op64_tanh", [&] { keep(op_tanh(s.a)); });
+  add_cxxgraph("op64_sum", [&] { keep(op_sum(s.a)); });
+  add_cxxgraph("op64_softmax", [&] { keep(op_softmax(s.a)); });
+  add_cxxgraph("op_matmul_8x8", [&] { keep(op_matmul(s.m, s.m)); });
+}
+
+void models() {
+  add_cxxgraph("lstm_h64_100steps", [] {
+    const Lstm& l = lstm_inputs();
+    keep(lstm(l.x, l.h, l.c, l.wx, l.wh, l.b, Lstm::steps));
+  });
+  for (int n : {256, 1024})
+    add_cxxgraph("sgemm_" + std::to_string(n), [n] { keep(sgemm(gemm(n).a, gemm(n).b)); });
+  add_cxxgraph("mlp_infer_b64", [] {
+    const Mlp& m = mlp_inputs();
+    keep(mlp(m.x, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3));
+  });
+  add_cxxgraph("transformer_b8_s64_d256", [] {
+    const Transformer& t = transformer_inputs();
+    keep(transformer(t.x, t.ln1_w, t.ln1_b, t.wq, t.bq, t.wk, t.bk, t.wv, t.bv, t.wo, t.bo, t.ln2_w, t.ln2_b, t.w1,
+                     t.b1, t.w2, t.b2));
+  });
+  add_cxxgraph("lenet_b64", [] {
+    const Lenet& l = lenet_inputs();
+    keep(lenet(l.x, l.c1w, l.c1b, l.c2w, l.c2b, l.f1w, l.f1b, l.f2w, l.f2b, l.f3w, l.f3b));
+  });
+}
+
+// One SGD step: forward (mlp_loss, eager or static), backward, update. The
+// static column must give a loss with gradient history, i.e. its graph must
+// sit on the eager tape as one node (mixed execution).
+void training() {
+  struct Model {
+    std::vector<Tensor> params;
+    graph::optim::SGD opt;
+    Tensor loss;
+    explicit Model(const Mlp& m) : params(trainable(m)), opt(params, graph::optim::SGDOptions{0.01}) {}
+    static std::vector<Tensor> trainable(const Mlp& m) {
+      std::vector<Tensor> ps{m.w1.clone(), m.b1.clone(), m.w2.clone(), m.b2.clone(), m.w3.clone(), m.b3.clone()};
+      for (Tensor& p : ps) p.requires_grad_();
+      return ps;
+    }
+    void step() {
+      const std::vector<Tensor>& p = params;
+      loss = mlp_loss(mlp_inputs().x, mlp_inputs().labels, p[0], p[1], p[2], p[3], p[4], p[5]);
+      opt.zero_grad();
+      if (!loss.requires_grad()) return;  // the check below reports it
+      loss.backward();
+      opt.step();
+    }
+  };
+  static Model model(mlp_inputs());
+  add_cxxgraph("mlp_train_step_b64", [] { model.step(); }, [] {
+    return model.loss.requires_grad()
+               ? std::string()
+               : "the compiled graph's loss has no gradient history (a static graph as one node on the eager "
+                 "tape, mixed execution, is not built yet)";
+  });
+}
+
+}  // namespace
+
+void register_cxxgraph() {
+  elementwise();
+  small_ops();
+  models();
+  training();
+}
+
+}  // namespace bench

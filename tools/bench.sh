@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The benchmark suite in one command: builds what it needs, then measures every
+# workload of bench/ as cxxgraph eager, cxxgraph static, LibTorch, TorchScript
+# and a hand-written reference, the peak memory of eager vs static, and the
+# build cost of the generator; prints one table of medians and ratios.
+#
+#   tools/bench.sh [--quick] [--threads N] [--markdown FILE] [--json FILE]
+#
+# --quick: 3 repetitions of >= 0.05 s each (default 5 of >= 0.2 s), one build
+# cost run (default 3). --threads: the thread count given to every library
+# (default 1). The build goes to ./build (BUILD_DIR overrides it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+quick=0 threads=1 markdown="" json=""
+while (($#)); do
+  case "$1" in
+    --quick) quick=1 ;;
+    --threads) threads=$2; shift ;;
+    --markdown) markdown=$2; shift ;;
+    --json) json=$2; shift ;;
+    *) echo "usage: tools/bench.sh [--quick] [--threads N] [--markdown FILE] [--json FILE]" >&2; exit 2 ;;
+  esac
+  shift
+done
+if ((quick)); then reps=3 min_time=0.05 build_runs=1; else reps=5 min_time=0.2 build_runs=3; fi
+out=$build/bench/results
+mkdir -p "$out"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cores=$(nproc --all)
+
+echo "== bench: building bench_suite ($build)"
+[ -f "$build/build.ninja" ] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build" --target bench_suite bench_models_plain
+
+# Build cost: each step's own command, as ninja runs it, without ccache.
+echo "== bench: build cost of bench/models.cpp ($build_runs run(s) per step)"
+step_command() {  # the command ninja runs for the output matching $1
+  local target
+  target=$(ninja -C "$build" -t targets all | cut -d: -f1 | grep -E "$1" | head -1)
+  ninja -C "$build" -t commands -s "$target"
+}
+time_step() {  # median seconds of $build_runs runs of the step for output $1
+  local cmd times=()
+  cmd=$(step_command "$1")
+  for ((i = 0; i < build_runs; ++i)); do
+    local t0 t1
+    t0=$(date +%s%N)
+    (cd "$build" && CCACHE_DISABLE=1 bash -c "$cmd" >/dev/null 2>&1)
+    t1=$(date +%s%N)
+    times+=("$(((t1 - t0) / 1000000))")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((build_runs + 1) / 2))p" | awk '{printf "%.3f", $1 / 1000}'
+}
+generator=$(time_step '^bench/cxxgraph/bench_suite/models\.cpp$')
+plain=$(time_step 'bench_models_plain\.dir/.*models\.cpp\.o$')
+copy=$(time_step 'bench_suite\.dir/cxxgraph/bench_suite/models\.cpp\.o$')
+kernels=$(time_step 'bench_suite_cxxgraph_kernels\.dir/.*models\.graph\.cpp\.o$')
+functions=$(grep -c '^\[\[graph::static\]\]' bench/models.cpp)
+cat >"$out/build.json" <<JSON
+{"generator_s": $generator, "plain_compile_s": $plain, "copy_compile_s": $copy,
+ "kernels_compile_s": $kernels, "runs": $build_runs, "functions": $functions}
+JSON
+cmake --build "$build" --target bench_suite >/dev/null  # relink after the re-runs
+
+export CXXGRAPH_BENCH_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+export GRAPH_NUM_THREADS=$threads
+echo "== bench: C++ workloads ($threads thread(s), $reps repetitions of >= $min_time s, medians)"
+"$build/bench/bench_suite" --benchmark_repetitions=$reps --benchmark_min_time=$min_time \
+  --benchmark_display_aggregates_only=true \
+  --benchmark_out="$out/suite.json" --benchmark_out_format=json | tee "$out/suite.log" | grep --line-buffered -E '_median|ERROR'
+
+echo "== bench: which static graphs ran (GRAPH_EXPLAIN=1), peak memory"
+GRAPH_EXPLAIN=1 "$build/bench/bench_suite" --check >"$out/check.json" 2>"$out/check.log"
+echo "== bench: TorchScript"
+/usr/bin/python3 bench/torchscript_bench.py --threads "$threads" --repetitions $reps --min-time $min_time \
+  --json "$out/torchscript.json"
+
+note="Measured $(date -u +%Y-%m-%d) by \`tools/bench.sh$( ((quick)) && echo ' --quick')\` on $cores cores \
+($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $threads thread(s) for every library, \
+$reps repetitions of >= $min_time s each, medians; load average $load_before before, \
+$(cut -d' ' -f1-3 /proc/loadavg) after (a shared machine: other builds ran meanwhile)."
+echo "== bench: results"
+/usr/bin/python3 bench/report.py --suite "$out/suite.json" --torchscript "$out/torchscript.json" \
+  --check "$out/check.json" --build "$out/build.json" --note "$note" \
+  ${markdown:+--markdown "$markdown"} ${json:+--json "$json"}
