@@ -602,6 +602,30 @@ TEST(Autodiff, AnOpWithoutGradientOnAPathThatRequiresGradIsAnError) {
   expect_error([&] { ir::differentiate(*d, {true}); }, {"'dropout'", "drop.cpp:2:3", "training"});
 }
 
+// reshape_dyn and slice_dyn (value_primitives.h): the plugin's views with
+// sizes read at run time. The first differentiates like reshape; the second
+// refuses rather than dropping the gradient.
+TEST(Autodiff, ViewsWithRunTimeSizes) {
+  const char* reshaped =
+      "graph f(%x : Tensor) {\n"
+      "  %0 : int = constant{value=0}()\n"
+      "  %n : int = tensor_size(%x, %0)\n"
+      "  %m : int = constant{value=-1}()\n"
+      "  %y : Tensor = reshape_dyn(%x, %m, %n)\n"
+      "  %z : Tensor = tanh(%y)\n"
+      "  return (%z)\n"
+      "}\n";
+  check_graph(reshaped, {values({2, 3}, -1, 1, 60)});
+  auto sliced = ir::parse(
+      "graph f(%x : Tensor) {\n"
+      "  %0 : int = constant{value=0}()\n"
+      "  %1 : int = constant{value=1}()\n"
+      "  %y : Tensor = slice_dyn{dim=0}(%x, %0, %1, %1) @\"s.cpp\":4:5\n"
+      "  return (%y)\n"
+      "}\n");
+  expect_error([&] { ir::differentiate(*sliced, {true}); }, {"'slice_dyn'", "s.cpp:4:5", "no gradient"});
+}
+
 TEST(Autodiff, BadRequestsAreErrors) {
   auto g = ir::parse("graph f(%n : int, %x : Tensor) {\n  %y : Tensor = mul(%x, %n)\n  return (%y)\n}\n");
   expect_error([&] { ir::differentiate(*g, {true}); }, {"2 inputs", "1 entries"});

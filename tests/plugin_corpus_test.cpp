@@ -407,6 +407,35 @@ TEST_F(Lowering, IfInitializersAndDeclarations) {
   EXPECT_EQ(sexpr(graph("statements", "if_with_declaration")->outputs().at(0)), "If#0(mul(n, 2))");
 }
 
+TEST_F(Lowering, TupleElementsAreValuesAndReferencesAlias) {
+  EXPECT_EQ(result("subset", "binds"), "mul(add(x, 1), mul(x, 2))");
+  EXPECT_EQ(result("subset", "binds_by_ref_to_local"), "add(mul(x, 3), x)") << "a = a * 3 writes p.first";
+  EXPECT_EQ(result("subset", "const_ref_alias"), "add(x, 1)") << "r reads x after its assignment";
+  EXPECT_EQ(result("subset", "pair_members"), "mul(mul(x, n), add(add(n, 1), 2))");
+  auto g = graph("subset", "tuple_in_loop");
+  const graph::ir::Node* loop = g->outputs().at(0)->producer()->input(0)->producer();
+  ASSERT_EQ(loop->op(), "Loop");
+  EXPECT_EQ(loop->num_outputs(), 3u) << "t's two elements and i are carried";
+}
+
+TEST_F(Lowering, HostIntsKeepCppSemantics) {
+  EXPECT_EQ(result("subset", "int_div_mod"), "mul(x, add(mul(int_div(a, b), b), int_mod(a, b)))");
+  EXPECT_EQ(result("subset", "runtime_slice"), "slice_dyn(x, k, tensor_size(x, 0), 1)");
+  EXPECT_EQ(result("subset", "optional_bias"), "If#0(defined(b))");
+}
+
+TEST_F(Lowering, SwitchRunsCasesBehindAFlag) {
+  // No break: the cases are Ifs in order; with breaks, a Loop of one trip.
+  auto plain = graph("statements", "uses_do_while");
+  EXPECT_EQ(plain->outputs().at(0)->producer()->op(), "Loop");
+  auto sw = graph("subset", "switch_default_first");
+  bool one_trip = false;
+  graph::ir::walk(sw->top(), [&](const graph::ir::Node* n) {
+    one_trip = one_trip || (n->op() == "Loop" && sexpr(n->input(0)) == "1");
+  });
+  EXPECT_TRUE(one_trip);
+}
+
 // ---- generated: very long and very deep ---------------------------------
 
 fs::path write_generated(const std::string& name, const std::string& text) {

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "emitter.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/error.h"
 
 namespace graph::codegen {
@@ -203,6 +204,8 @@ void Emitter::guards(const ir::Graph& g) {
     if (t.is_tensor()) {
       if (!t.dtype)
         throw Error("codegen: graph '" + g.name() + "' input '" + v->name() + "' has no dtype (run infer_types)");
+      const bool optional = ir::may_be_undefined(v);
+      if (optional) line("if (::graph::detail::defined_tensor(in[" + std::to_string(k) + "])) {");
       line("if (!::graph::detail::guard_tensor(" + at + ", " + dtype_expr(*t.dtype) + ", why)) return false;");
       if (t.dims) {
         line("if (!::graph::detail::guard_rank(" + at + ", " + std::to_string(t.dims->size()) + ", why)) return false;");
@@ -211,6 +214,7 @@ void Emitter::guards(const ir::Graph& g) {
             line("if (!::graph::detail::guard_size(" + at + ", " + std::to_string(d) + ", " +
                  std::to_string((*t.dims)[d].size) + ", why)) return false;");
       }
+      if (optional) line("}");
     } else if (t.is_list()) {
       line("if (!::graph::detail::guard_list(" + at + ", why)) return false;");
     } else {

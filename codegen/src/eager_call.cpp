@@ -128,6 +128,22 @@ bool Emitter::primitive(const ir::Node* n) {
     line("const ::graph::Tensor " + out + " = " +
          at_source(n, "list_get", "::graph::detail::list_get(" + in(0) + ", " + in(1) + ")") + ";");
   else if (op == "list_len") line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
+  else if (op == "defined") line("const bool " + out + " = " + in(0) + ".defined();");
+  else if (op == "tensor_dim") line("const int64_t " + out + " = " + in(0) + ".dim();");
+  else if (op == "tensor_numel") line("const int64_t " + out + " = " + in(0) + ".numel();");
+  else if (op == "tensor_size")
+    line("const int64_t " + out + " = " + at_source(n, "size", in(0) + ".size(" + in(1) + ")") + ";");
+  else if (op == "int_div" || op == "int_mod")
+    line("const int64_t " + out + " = " + at_source(n, op, "::graph::detail::" + op + "(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == "reshape_dyn") {
+    std::string sizes;
+    for (size_t i = 1; i < n->inputs().size(); ++i) sizes += (i > 1 ? ", " : "") + in(i);
+    line("const ::graph::Tensor " + out + " = " + at_source(n, "reshape", in(0) + ".reshape({" + sizes + "})") + ";");
+  } else if (op == "slice_dyn")
+    line("const ::graph::Tensor " + out + " = " +
+         at_source(n, "slice", in(0) + ".slice(int64_t{" + std::to_string(n->i("dim")) + "}, " + in(1) + ", " + in(2) +
+                                   ", " + in(3) + ")") +
+         ";");
   else return false;
   return true;
 }

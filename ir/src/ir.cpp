@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "graph/ir/value_primitives.h"
+#include "graph/op_table.h"
+
 namespace graph::ir {
 
 
@@ -107,6 +110,62 @@ void replace_uses(Block* root, Value* from, Value* to, const Block* skip) {
   for (Value*& r : rets)
     if (r == from) r = to;
   root->set_returns(std::move(rets));
+}
+
+bool is_value_primitive(const std::string& op) {
+  return op == "defined" || op == "tensor_dim" || op == "tensor_size" || op == "tensor_numel" || op == "int_div" ||
+         op == "int_mod" || op == "reshape_dyn" || op == "slice_dyn";
+}
+
+namespace {
+
+// Whether every use of `v` by `n` is an operand the op allows to be undefined.
+bool optional_operand(const Node* n, const Value* v) {
+  const OpInfo* info = find_op(n->op());
+  if (!info) return false;
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    if (n->input(i) != v) continue;
+    const bool optional = (info->id == OpId::linear && i == 2) || (info->id == OpId::conv2d && i == 2) ||
+                          (info->id == OpId::layer_norm && (i == 1 || i == 2)) ||
+                          (info->id == OpId::scaled_dot_product_attention && i == 3);
+    if (!optional) return false;
+  }
+  return true;
+}
+
+// `c` is defined(v), or its negation.
+bool tests_defined(const Value* c, const Value* v) {
+  const Node* p = c->producer();
+  while (p && p->op() == "logical_not") p = p->input(0)->producer();
+  return p && p->op() == "defined" && p->input(0) == v;
+}
+
+// `n` runs only inside an If on defined(v).
+bool under_defined_test(const Node* n, const Value* v) {
+  for (const Block* b = n->owner(); b && b->owner(); b = b->owner()->owner())
+    if (b->owner()->op() == "If" && tests_defined(b->owner()->input(0), v)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool may_be_undefined(const Value* input) {
+  bool optional = false;
+  for (const Node* n : input->users()) {
+    if (n->op() == "defined" || optional_operand(n, input)) {
+      optional = true;
+      continue;
+    }
+    if (under_defined_test(n, input)) continue;
+    if (n->op() == "FusionGroup") {  // the group's parameter stands for it
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (n->input(i) == input && !may_be_undefined(n->block(0)->param(i))) return false;
+      optional = true;
+      continue;
+    }
+    return false;
+  }
+  return optional;
 }
 
 Value* add_constant(Block* b, int64_t v) {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "graph/error.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 
 namespace graph::ir {
@@ -53,7 +54,7 @@ class Verifier {
     if (op == "Loop") return loop(n);
     if (op == "FusionGroup") return fusion_group(n);
     if (op == "call") return call(n);
-    if (op == "undefined" || op.rfind("list_", 0) == 0) return primitive(n);
+    if (op == "undefined" || op.rfind("list_", 0) == 0 || is_value_primitive(op)) return primitive(n);
     const OpInfo* info = find_op(op);
     if (!info) return error(n, "op", "unknown op");
     if (!n->blocks().empty()) error(n, "op", "only If, Loop and FusionGroup own blocks");
@@ -128,7 +129,26 @@ class Verifier {
                                {"list_new", {}, K::List},
                                {"list_append", {K::List, K::Tensor}, K::List},
                                {"list_get", {K::List, K::Int}, K::Tensor},
-                               {"list_len", {K::List}, K::Int}};
+                               {"list_len", {K::List}, K::Int},
+                               {"defined", {K::Tensor}, K::Bool},
+                               {"tensor_dim", {K::Tensor}, K::Int},
+                               {"tensor_size", {K::Tensor, K::Int}, K::Int},
+                               {"tensor_numel", {K::Tensor}, K::Int},
+                               {"int_div", {K::Int, K::Int}, K::Int},
+                               {"int_mod", {K::Int, K::Int}, K::Int},
+                               {"slice_dyn", {K::Tensor, K::Int, K::Int, K::Int}, K::Tensor}};
+    if (n->op() == "slice_dyn" && !(n->has_attr("dim") && std::holds_alternative<int64_t>(n->attrs().at("dim"))))
+      error(n, "attrs", "slice_dyn needs the integer 'dim'");
+    if (n->op() == "reshape_dyn") {
+      // (Tensor, int...) -> Tensor
+      if (!n->blocks().empty() || n->inputs().empty() || n->num_outputs() != 1)
+        return error(n, "op", "expects a tensor and sizes, 1 output and no blocks");
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (n->input(i)->type().kind != (i == 0 ? K::Tensor : K::Int))
+          error(n, "types", "input " + std::to_string(i) + " must be " + (i == 0 ? "a tensor" : "an int"));
+      if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
+      return;
+    }
     for (const Sig& s : sigs) {
       if (n->op() != s.op) continue;
       if (!n->blocks().empty() || n->inputs().size() != s.in.size() || n->num_outputs() != 1)

@@ -129,8 +129,6 @@ bool is_lambda_call(const FunctionDecl* fd) {
 
 const char* statement_name(const Stmt* s) {
   switch (s->getStmtClass()) {
-    case Stmt::SwitchStmtClass: return "'switch' cannot be lowered yet";
-    case Stmt::DoStmtClass: return "'do'-'while' loops cannot be lowered yet";
     case Stmt::GotoStmtClass:
     case Stmt::IndirectGotoStmtClass:
     case Stmt::LabelStmtClass: return "'goto' and labels cannot be lowered";
@@ -188,6 +186,16 @@ class FunctionLowering {
     frame.results = result_types(fd_->getReturnType(), fd_->getReturnTypeSourceRange().getBegin(),
                                  &out.result_type);
     for (const ParmVarDecl* p : fd_->parameters()) {
+      if (auto elems = tuple_elements(p->getType()); elems && !p->getName().empty()) {
+        // One graph input per element, passed by the prologue as std::get<i>(p).
+        tuple_param(p);
+        const TupleVar& tv = declare_tuple(p, *elems, p->getLocation());
+        for (size_t i = 0; i < tv.keys.size(); ++i) {
+          define(tv.keys[i], graph_->add_input(tv.types[i], identifier(key_name(tv.keys[i]))));
+          out.call_args.push_back("::std::get<" + std::to_string(i) + ">(" + p->getNameAsString() + ")");
+        }
+        continue;
+      }
       auto t = ir_type(p->getType());
       if (!t)
         unsupported(p->getLocation(), "parameter " + quote(p->getName()) + " has type " + type_name(p->getType()) +
@@ -299,23 +307,38 @@ class FunctionLowering {
         unsupported(v->getLocation(), "the value assigned to " + quote(v->getName()) + " is a " +
                                           value->type().str() + ", not the variable's " + type_name(v->getType()));
     }
-    if (!env_.count(k)) order_.push_back(k);
+    if (ordered_.insert(k).second) order_.push_back(k);
     env_[k] = value;
     if (value) partial_.erase(k);
     if (value && value->name().empty()) value->set_name(identifier(key_name(k)));
   }
 
-  ir::Value* read(const VarDecl* v, SourceLocation at) {
-    auto it = env_.find(v);
-    if (it != env_.end()) {
-      if (!it->second) {
-        if (auto p = partial_.find(v); p != partial_.end())
-          throw Unsupported{at, quote(v->getName()) + " is used here but is not assigned on every path through the " +
-                                    p->second.what + " before it", p->second.notes};
-        unsupported(at, quote(v->getName()) + " may be used before it is assigned on every path");
-      }
-      return it->second;
+  // The key a value lives under: its own, or for a const reference (or a
+  // structured binding) bound to another variable or tuple element, that one's.
+  Key resolve(Key k) const {
+    for (auto it = aliases_.find(k); it != aliases_.end(); it = aliases_.find(k)) k = it->second;
+    return k;
+  }
+
+  ir::Value* read_key(Key k, SourceLocation at) {
+    ir::Value* value = env_.at(k);
+    if (!value) {
+      if (auto p = partial_.find(k); p != partial_.end())
+        throw Unsupported{at, quote(key_name(k)) + " is used here but is not assigned on every path through the " +
+                                  p->second.what + " before it", p->second.notes};
+      unsupported(at, quote(key_name(k)) + " may be used before it is assigned on every path");
     }
+    return value;
+  }
+
+  ir::Value* read(const ValueDecl* d, SourceLocation at) {
+    Key k = resolve(d);
+    if (env_.count(k)) return read_key(k, at);
+    if (tuples_.count(d))
+      unsupported(at, "the tuple " + quote(d->getName()) + " cannot be used as one value here; read its elements "
+                      "with 'std::get' or a structured binding");
+    const auto* v = dyn_cast<VarDecl>(d);
+    if (!v) unsupported(at, quote(d->getName()) + " cannot be read in a static graph");
     if (auto g = globals_.find(v); g != globals_.end()) return g->second;
     if (v->hasGlobalStorage() && !v->isStaticLocal() && !v->isLocalExternDecl() && is_tensor_record(v->getType())) {
       if (isa<VarTemplateSpecializationDecl>(v))
@@ -432,6 +455,7 @@ class FunctionLowering {
 
   ir::Value* member(const MemberExpr* m) {
     SourceLocation at = m->getMemberLoc();
+    if (auto i = pair_member(m)) return element_of(m->getBase(), *i, at);
     if (const auto* v = dyn_cast<VarDecl>(m->getMemberDecl())) return read(v, at);  // a static data member
     const auto* f = dyn_cast<FieldDecl>(m->getMemberDecl());
     if (!f) unsupported(at, "the member " + quote(m->getMemberDecl()->getNameAsString()) + " cannot be read here");
@@ -446,6 +470,227 @@ class FunctionLowering {
     members_[path] = in;
     return in;
   }
+  // ---- tuples ----------------------------------------------------------
+  // A std::tuple/std::pair local or parameter is one environment entry per
+  // element (keys named "t_0", "t_1", ...), so Ifs and Loops merge and carry
+  // each element like any variable. A structured binding is such an entry
+  // (its BindingDecl is the key), or an alias of one when it binds by
+  // reference; a const reference is an alias of the variable it names. A
+  // tuple-typed expression lowers to its element values: a call returning a
+  // tuple gives one value per result.
+  struct TupleVar {
+    std::vector<Key> keys;
+    std::vector<ir::Type> types;
+  };
+
+  const TupleVar& declare_tuple(const ValueDecl* v, const std::vector<QualType>& elems, SourceLocation at) {
+    if (auto it = tuples_.find(v); it != tuples_.end()) return it->second;
+    TupleVar tv;
+    for (size_t i = 0; i < elems.size(); ++i) {
+      auto t = ir_type(elems[i]);
+      if (!t || elems[i]->isReferenceType())
+        unsupported(at, "element " + std::to_string(i) + " of " + quote(v->getName()) + " has type " +
+                            type_name(elems[i]) + "; " + kAcceptedTypes);
+      tuple_slots_.push_back(0);
+      Key k = &tuple_slots_.back();
+      synthetic_[k] = v->getName().str() + "_" + std::to_string(i);
+      tv.keys.push_back(k);
+      tv.types.push_back(*t);
+    }
+    return tuples_[v] = std::move(tv);
+  }
+
+  void check_elements(const std::vector<ir::Type>& want, const std::vector<ir::Value*>& values, SourceLocation at) {
+    if (values.size() != want.size())
+      unsupported(at, "this tuple has " + std::to_string(values.size()) + " elements, not " +
+                          std::to_string(want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+      if (values[i]->type().kind != want[i].kind)
+        unsupported(at, "element " + std::to_string(i) + " of this tuple is a " + values[i]->type().str() +
+                            ", not a " + want[i].str() + "; the graph does not convert it");
+  }
+
+  void tuple_param(const ParmVarDecl* p) {
+    if (p->getType()->isReferenceType() && !p->getType().getNonReferenceType().isConstQualified())
+      unsupported(p->getLocation(), "parameter " + quote(p->getName()) +
+                                        " is a non-const reference; the graph cannot write to it");
+  }
+
+  // `std::tuple<...> t = ...;`, `auto t = f(x);`, `const auto& t = u;`.
+  void tuple_decl(const VarDecl* v, const std::vector<QualType>& elems) {
+    const Expr* init = v->getInit();
+    if (v->getType()->isReferenceType()) {
+      if (!v->getType().getNonReferenceType().isConstQualified())
+        unsupported(v->getLocation(), "non-const references to tuples cannot be lowered; use a value");
+      if (const auto* d = init ? dyn_cast<DeclRefExpr>(init->IgnoreParenImpCasts()) : nullptr)
+        if (auto it = tuples_.find(d->getDecl()); it != tuples_.end()) {
+          tuples_[v] = it->second;  // the same elements
+          return;
+        }
+    }
+    if (!init) unsupported(v->getLocation(), quote(v->getName()) + " must be initialized");
+    std::vector<ir::Value*> values = tuple_values(init);  // before `v` exists: it may shadow
+    const TupleVar& tv = declare_tuple(v, elems, v->getLocation());
+    check_elements(tv.types, values, init->getExprLoc());
+    for (size_t i = 0; i < values.size(); ++i) define(tv.keys[i], values[i]);
+  }
+
+  // `auto [h, c] = f(x);` (each binding a new entry) or `auto& [h, c] = t;`
+  // (aliases of t's elements).
+  void decompose(const DecompositionDecl* d) {
+    QualType t = d->getType();
+    auto elems = tuple_elements(t);
+    if (!elems)
+      unsupported(d->getLocation(), "structured bindings of " + type_name(t) +
+                                        " cannot be lowered; only of 'std::tuple' and 'std::pair'");
+    auto bindings = d->bindings();
+    const Expr* init = d->getInit();
+    if (t->isReferenceType())
+      if (const auto* r = init ? dyn_cast<DeclRefExpr>(init->IgnoreParenImpCasts()) : nullptr)
+        if (auto it = tuples_.find(r->getDecl()); it != tuples_.end()) {
+          for (size_t i = 0; i < bindings.size(); ++i) aliases_[bindings[i]] = it->second.keys.at(i);
+          return;
+        }
+    if (t->isLValueReferenceType() && !t.getNonReferenceType().isConstQualified())
+      unsupported(d->getLocation(), "this reference binding cannot be lowered; bind by value ('auto [a, b] = ...')");
+    if (!init) unsupported(d->getLocation(), "structured bindings must be initialized");
+    std::vector<ir::Value*> values = tuple_values(init);
+    std::vector<ir::Type> types;
+    for (QualType e : *elems) {
+      auto it = ir_type(e);
+      if (!it || e->isReferenceType())
+        unsupported(d->getLocation(), "a binding of type " + type_name(e) + " cannot be lowered; " + kAcceptedTypes);
+      types.push_back(*it);
+    }
+    check_elements(types, values, init->getExprLoc());
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      synthetic_[bindings[i]] = bindings[i]->getName().str();
+      define(bindings[i], values[i]);
+    }
+  }
+
+  // The element values of a tuple-typed expression.
+  std::vector<ir::Value*> tuple_values(const Expr* e) {
+    check_stack(e->getExprLoc());
+    const Expr* s = strip(e);
+    SourceLocation l = s->getExprLoc();
+    auto each = [&](auto range) {
+      std::vector<ir::Value*> out;
+      for (const Expr* a : range) out.push_back(expr(a));
+      return out;
+    };
+    if (const auto* d = dyn_cast<DeclRefExpr>(s)) {
+      auto it = tuples_.find(d->getDecl());
+      if (it == tuples_.end()) unsupported(l, quote(d->getDecl()->getName()) + " is not a tuple the graph holds");
+      std::vector<ir::Value*> out;
+      for (Key k : it->second.keys) out.push_back(read_key(k, l));
+      return out;
+    }
+    if (const auto* c = dyn_cast<CallExpr>(s)) {
+      const FunctionDecl* callee = c->getDirectCallee();
+      if ((is_std(callee, "move") || is_std(callee, "forward")) && c->getNumArgs() == 1) return tuple_values(c->getArg(0));
+      if (is_std(callee, "make_tuple") || is_std(callee, "make_pair") || is_std(callee, "forward_as_tuple"))
+        return each(c->arguments());
+      const auto* oc = dyn_cast<CXXOperatorCallExpr>(c);
+      if ((!oc || oc->getOperator() == OO_Call) && !annotated_op(callee) && !is_lambda_call(callee))
+        return inline_results(c, callee);  // a function, method or `module(x)` returning a tuple
+    }
+    if (const auto* ce = dyn_cast<CXXConstructExpr>(s)) {
+      if (ce->getNumArgs() == 1 && tuple_elements(ce->getArg(0)->getType())) return tuple_values(ce->getArg(0));
+      if (ce->getNumArgs() == 0) {  // value-initialized: undefined tensors, zeros
+        std::vector<ir::Value*> out;
+        const std::vector<QualType> elems = tuple_elements(ce->getType()).value_or(std::vector<QualType>{});
+        for (QualType t : elems) {
+          auto it = ir_type(t);
+          if (!it) unsupported(l, "an element of type " + type_name(t) + " cannot be lowered; " + kAcceptedTypes);
+          out.push_back(placeholder(*it, block_, l));
+        }
+        return out;
+      }
+      return each(ce->arguments());
+    }
+    if (const auto* il = dyn_cast<InitListExpr>(s)) return each(il->inits());
+    unsupported(l, "this tuple cannot be lowered; build it from its elements ('{a, b}', 'std::make_tuple') or "
+                   "from a call");
+  }
+
+  // The N of `std::get<N>(t)`, when `c` is one.
+  std::optional<size_t> get_index(const CallExpr* c) const {
+    const FunctionDecl* f = c->getDirectCallee();
+    if (!is_std(f, "get") || c->getNumArgs() != 1 || !tuple_elements(c->getArg(0)->getType())) return std::nullopt;
+    const TemplateArgumentList* args = f->getTemplateSpecializationArgs();
+    if (!args || args->size() == 0 || args->get(0).getKind() != TemplateArgument::Integral) return std::nullopt;
+    return static_cast<size_t>(args->get(0).getAsIntegral().getZExtValue());
+  }
+
+  // `t.first` / `t.second` of a std::pair: 0 or 1.
+  static std::optional<size_t> pair_member(const MemberExpr* m) {
+    const auto* f = dyn_cast<FieldDecl>(m->getMemberDecl());
+    if (!f || m->isArrow() || !tuple_elements(m->getBase()->getType())) return std::nullopt;
+    if (f->getName() == "first") return 0;
+    if (f->getName() == "second") return 1;
+    return std::nullopt;
+  }
+
+  // The key of element `i` of a tuple variable, if `tuple` names one.
+  std::optional<Key> element_key(const Expr* tuple, size_t i) const {
+    const auto* d = dyn_cast<DeclRefExpr>(tuple->IgnoreParenImpCasts());
+    if (!d) return std::nullopt;
+    auto it = tuples_.find(d->getDecl());
+    if (it == tuples_.end() || i >= it->second.keys.size()) return std::nullopt;
+    return it->second.keys[i];
+  }
+
+  ir::Value* element_of(const Expr* tuple, size_t i, SourceLocation l) {
+    if (auto k = element_key(tuple, i)) return read_key(*k, l);  // the other elements may be unassigned
+    std::vector<ir::Value*> values = tuple_values(tuple);
+    if (i >= values.size()) unsupported(l, "this tuple has no element " + std::to_string(i));
+    return values[i];
+  }
+
+  // The environment key an lvalue names: a local or parameter, a binding,
+  // or an element of a tuple variable.
+  std::optional<Key> lvalue_key(const Expr* e) const {
+    e = e->IgnoreParenImpCasts();
+    if (const auto* d = dyn_cast<DeclRefExpr>(e)) {
+      Key k = resolve(d->getDecl());
+      if (env_.count(k)) return k;
+      return std::nullopt;
+    }
+    if (const auto* m = dyn_cast<MemberExpr>(e))
+      if (auto i = pair_member(m)) return element_key(m->getBase(), *i);
+    if (const auto* c = dyn_cast<CallExpr>(e))
+      if (auto i = get_index(c)) return element_key(c->getArg(0), *i);
+    return std::nullopt;
+  }
+
+  // `std::tie(a, b) = f(x);` and `t = f(x);` for a tuple variable `t`; false
+  // when `lhs` is neither.
+  bool tuple_assign(const Expr* lhs, const Expr* rhs) {
+    std::vector<std::optional<Key>> targets;
+    const Expr* l = lhs->IgnoreParenImpCasts();
+    if (const auto* c = dyn_cast<CallExpr>(strip(lhs)); c && is_std(c->getDirectCallee(), "tie")) {
+      for (const Expr* a : c->arguments()) {
+        const auto* d = dyn_cast<DeclRefExpr>(a->IgnoreParenImpCasts());
+        if (d && d->getDecl()->isInStdNamespace() && d->getDecl()->getName() == "ignore") targets.push_back(std::nullopt);
+        else targets.push_back(assigned_var(a));
+      }
+    } else if (const auto* d = dyn_cast<DeclRefExpr>(l); d && tuples_.count(d->getDecl())) {
+      for (Key k : tuples_.at(d->getDecl()).keys) targets.push_back(k);
+    } else {
+      return false;
+    }
+    std::vector<ir::Value*> values = tuple_values(rhs);
+    if (const auto* d = dyn_cast<DeclRefExpr>(l); d && tuples_.count(d->getDecl()))
+      check_elements(tuples_.at(d->getDecl()).types, values, rhs->getExprLoc());
+    if (values.size() != targets.size())
+      unsupported(rhs->getExprLoc(), "this tuple has " + std::to_string(values.size()) + " elements, not " +
+                                         std::to_string(targets.size()));
+    for (size_t i = 0; i < values.size(); ++i)
+      if (targets[i]) define(*targets[i], values[i]);
+    return true;
+  }
+
   // ---- nodes -----------------------------------------------------------
   graph::ir::SourceLoc loc(SourceLocation l) const {
     PresumedLoc p = sm_.getPresumedLoc(sm_.getFileLoc(l));
@@ -486,7 +731,8 @@ class FunctionLowering {
       if (const auto* ce = dyn_cast<CXXConstructExpr>(e)) {
         const CXXConstructorDecl* ctor = ce->getConstructor();
         bool through = ce->getNumArgs() >= 1 &&
-                       (((is_tensor_record(ce->getType()) || is_tensor_vector(ce->getType())) &&
+                       (((is_tensor_record(ce->getType()) || is_tensor_vector(ce->getType()) ||
+                          tuple_elements(ce->getType())) &&
                          ctor->isCopyOrMoveConstructor()) ||
                         (is_scalar_record(ce->getType()) && ce->getNumArgs() == 1));
         if (through) { e = ce->getArg(0); continue; }
@@ -549,7 +795,7 @@ class FunctionLowering {
     SourceLocation l = e->getExprLoc();
     if (ir::Value* c = fold(e)) return c;  // constants behind the conversions strip() removed
     if (const auto* d = dyn_cast<DeclRefExpr>(e)) {
-      if (const auto* v = dyn_cast<VarDecl>(d->getDecl())) return read(v, l);
+      if (isa<VarDecl, BindingDecl>(d->getDecl())) return read(cast<ValueDecl>(d->getDecl()), l);
       unsupported(l, quote(d->getDecl()->getNameAsString()) + " cannot be used in a static graph");
     }
     if (const auto* c = dyn_cast<CastExpr>(e)) return conversion(c);
@@ -648,6 +894,7 @@ class FunctionLowering {
       case BO_Sub: op = "sub"; break;
       case BO_Mul: op = "mul"; break;
       case BO_Div: op = "div"; break;
+      case BO_Rem: op = "int_mod"; break;
       case BO_LT: op = "lt"; break;
       case BO_LE: op = "le"; break;
       case BO_GT: op = "gt"; break;
@@ -660,8 +907,7 @@ class FunctionLowering {
     }
     auto out = ir_type(b->getType());
     if (!out) unsupported(l, "the result type " + type_name(b->getType()) + " cannot be lowered");
-    if (b->getOpcode() == BO_Div && out->kind == ir::Type::Kind::Int)
-      unsupported(l, "integer division of host scalars cannot be lowered yet");
+    if (b->getOpcode() == BO_Div && out->kind == ir::Type::Kind::Int) op = "int_div";  // C++'s, truncating
     // Operand promotions (int -> double) are implied by the op's float result.
     ir::Value* lhs = operand(b->getLHS());
     ir::Value* rhs = operand(b->getRHS());
@@ -711,6 +957,11 @@ class FunctionLowering {
     if (const graph::OpInfo* op = annotated_op(callee)) return op_call(*op, c, callee);
     // std::move and std::forward change nothing the graph sees.
     if ((is_std(callee, "move") || is_std(callee, "forward")) && c->getNumArgs() == 1) return expr(c->getArg(0));
+    if (is_std(callee, "get") && c->getNumArgs() == 1 && tuple_elements(c->getArg(0)->getType())) {
+      auto i = get_index(c);
+      if (!i) unsupported(l, "'std::get' is lowered with an index ('std::get<0>(t)'), not a type");
+      return element_of(c->getArg(0), *i, l);
+    }
     if ((is_std(callee, "min") || is_std(callee, "max")) && c->getNumArgs() == 2) {
       ir::Value* a = expr(c->getArg(0));
       ir::Value* b = expr(c->getArg(1));
@@ -718,6 +969,7 @@ class FunctionLowering {
         unsupported(l, quote(callee->getQualifiedNameAsString()) + " is lowered for two host scalars of one type");
       return node(callee->getName() == "min" ? "minimum" : "maximum", {a, b}, a->type(), l)->output();
     }
+    if (ir::Value* v = tensor_metadata(c)) return v;
     if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) {
       if (is_vector_method(m, "size")) unsupported(l, "'size()' of a vector is lowered only when converted to 'int'");
       if (is_vector_method(m, "at") || is_vector_method(m, "operator[]")) return list_get(m->getImplicitObjectArgument(), c->getArg(0), l);
@@ -734,16 +986,50 @@ class FunctionLowering {
 
   ir::Value* list_get(const Expr* list, const Expr* index, SourceLocation l) {
     ir::Value* lv = expr(list);
+    return node("list_get", {lv, index_value(index, l)}, ir::Type::tensor(), l)->output();
+  }
+
+  ir::Value* index_value(const Expr* index, SourceLocation l) {
     ir::Value* i = nullptr;
     if (auto k = index->getIntegerConstantExpr(ctx_)) i = constant(static_cast<int64_t>(k->getExtValue()), l);
     else if (const auto* c = dyn_cast<ImplicitCastExpr>(index->IgnoreParens());
              c && c->getCastKind() == CK_IntegralCast && ir_type(c->getSubExpr()->getType()) &&
              c->getSubExpr()->getType()->isSignedIntegerType())
-      i = expr(c->getSubExpr());  // a signed index made size_t: list_get checks the range
+      i = expr(c->getSubExpr());  // a signed index made size_t: the primitive checks the range
     else
       i = expr(index);
-    if (i->type().kind != ir::Type::Kind::Int) unsupported(index->getExprLoc(), "a list index must be an integer");
-    return node("list_get", {lv, i}, ir::Type::tensor(), l)->output();
+    if (i->type().kind != ir::Type::Kind::Int) unsupported(index->getExprLoc(), "an index must be an integer");
+    return i;
+  }
+
+  // A tensor's metadata as host values: `x.defined()`, `x.dim()`,
+  // `x.numel()`, `x.size(d)`, `x.sizes()[d]`; nullptr for other calls. The
+  // sizes are read at run time: the graph stays shape-generic.
+  ir::Value* tensor_metadata(const CallExpr* c) {
+    SourceLocation l = c->getExprLoc();
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(c); oc && oc->getOperator() == OO_Subscript) {
+      const auto* sizes = dyn_cast<CXXMemberCallExpr>(strip(oc->getArg(0)));
+      if (!sizes || !tensor_method(sizes, "sizes", 0)) return nullptr;
+      ir::Value* t = expr(sizes->getImplicitObjectArgument());
+      return node("tensor_size", {t, index_value(oc->getArg(1), l)}, ir::Type::int_(), l)->output();
+    }
+    const auto* m = dyn_cast<CXXMemberCallExpr>(c);
+    if (!m) return nullptr;
+    const char* op = tensor_method(m, "defined", 0) ? "defined"
+                     : tensor_method(m, "dim", 0)   ? "tensor_dim"
+                     : tensor_method(m, "numel", 0) ? "tensor_numel"
+                     : tensor_method(m, "size", 1)  ? "tensor_size"
+                                                    : nullptr;
+    if (!op) return nullptr;
+    std::vector<ir::Value*> in = {expr(m->getImplicitObjectArgument())};
+    if (m->getNumArgs() == 1) in.push_back(index_value(m->getArg(0), l));
+    return node(op, in, std::string(op) == "defined" ? ir::Type::bool_() : ir::Type::int_(), l)->output();
+  }
+
+  static bool tensor_method(const CXXMemberCallExpr* m, llvm::StringRef name, unsigned args) {
+    const CXXMethodDecl* md = m->getMethodDecl();
+    return md && md->getIdentifier() && md->getName() == name && m->getNumArgs() == args &&
+           is_tensor_record(m->getObjectType());
   }
 
   // `std::vector<Tensor> v;`, `{a, b}`: list_new and one list_append each.
@@ -793,6 +1079,8 @@ class FunctionLowering {
     }
     std::vector<ir::Value*> in;
     for (const Expr* a : args) in.push_back(expr(a));  // the object of a method
+    if (in.size() == 1)
+      if (ir::Value* v = dynamic_view(op, c, callee, first, in[0])) return v;
     ir::Attributes attrs;
     for (unsigned i = 0; i < callee->getNumParams() && first + i < c->getNumArgs(); ++i) {
       const ParmVarDecl* p = callee->getParamDecl(i);
@@ -845,8 +1133,50 @@ class FunctionLowering {
     return fail();
   }
 
-  // A braced list of integer constants (`{1, 0}`, `Shape{2, -1}`, `{}`).
-  std::optional<std::vector<int64_t>> int_list(const Expr* e) {
+  // `x.slice(d, a, b)` and `x.view({...})` / `x.reshape({...})` with bounds
+  // or sizes that are host ints known at run time (`x.view({x.size(0), -1})`):
+  // slice_dyn and reshape_dyn. nullptr when they are constants (the op
+  // itself), or not of that form.
+  ir::Value* dynamic_view(const graph::OpInfo& op, const CallExpr* c, const FunctionDecl* callee, unsigned first,
+                          ir::Value* self) {
+    if (!isa<CXXMemberCallExpr>(c) || (op.name != std::string_view("slice") && op.name != std::string_view("reshape")))
+      return nullptr;
+    auto arg = [&](llvm::StringRef name) -> const Expr* {
+      for (unsigned i = 0; i < callee->getNumParams() && first + i < c->getNumArgs(); ++i)
+        if (callee->getParamDecl(i)->getName() == name) return c->getArg(first + i);
+      return nullptr;
+    };
+    auto is_constant = [&](const Expr* e) {
+      if (const auto* d = dyn_cast<CXXDefaultArgExpr>(e)) e = d->getExpr();
+      Expr::EvalResult r;
+      return !e->isValueDependent() && e->EvaluateAsInt(r, ctx_) && !r.HasSideEffects;
+    };
+    auto int_value = [&](const Expr* e) {
+      ir::Value* v = expr(isa<CXXDefaultArgExpr>(e) ? cast<CXXDefaultArgExpr>(e)->getExpr() : e);
+      if (v->type().kind != ir::Type::Kind::Int) unsupported(e->getExprLoc(), "this size must be an integer");
+      return v;
+    };
+    SourceLocation l = c->getExprLoc();
+    if (op.name == std::string_view("slice")) {
+      const Expr *dim = arg("dim"), *start = arg("start"), *end = arg("end"), *step = arg("step");
+      if (!dim || !start || !end || !step || (is_constant(start) && is_constant(end) && is_constant(step)))
+        return nullptr;
+      ir::AttrValue d = attribute(dim, op, callee->getParamDecl(0));
+      ir::Node* n = node("slice_dyn", {self, int_value(start), int_value(end), int_value(step)}, ir::Type::tensor(), l);
+      n->attrs()["dim"] = d;
+      return n->output();
+    }
+    const Expr* shape = arg("shape");
+    if (!shape || int_list(shape)) return nullptr;
+    auto sizes = braced_inits(shape);
+    if (!sizes) return nullptr;
+    std::vector<ir::Value*> in = {self};
+    for (const Expr* e : *sizes) in.push_back(int_value(e));
+    return node("reshape_dyn", in, ir::Type::tensor(), l)->output();
+  }
+
+  // The elements of a braced list (`{a, b}`, `Shape{a, b}`), else nullopt.
+  std::optional<std::vector<const Expr*>> braced_inits(const Expr* e) {
     while (true) {
       e = e->IgnoreParenImpCasts();
       if (const auto* f = dyn_cast<FullExpr>(e)) { e = f->getSubExpr(); continue; }
@@ -854,7 +1184,7 @@ class FunctionLowering {
       if (const auto* b = dyn_cast<CXXBindTemporaryExpr>(e)) { e = b->getSubExpr(); continue; }
       if (const auto* il = dyn_cast<CXXStdInitializerListExpr>(e)) { e = il->getSubExpr(); continue; }
       if (const auto* ce = dyn_cast<CXXConstructExpr>(e)) {
-        if (ce->getNumArgs() == 0) return std::vector<int64_t>{};
+        if (ce->getNumArgs() == 0) return std::vector<const Expr*>{};
         if (ce->getNumArgs() == 1 && (ce->getConstructor()->isCopyOrMoveConstructor() ||
                                       isa<CXXStdInitializerListExpr>(ce->getArg(0)->IgnoreImplicit()) ||
                                       isa<InitListExpr>(ce->getArg(0)->IgnoreImplicit()))) {
@@ -867,8 +1197,15 @@ class FunctionLowering {
     }
     const auto* il = dyn_cast<InitListExpr>(e);
     if (!il) return std::nullopt;
+    return std::vector<const Expr*>(il->inits().begin(), il->inits().end());
+  }
+
+  // A braced list of integer constants (`{1, 0}`, `Shape{2, -1}`, `{}`).
+  std::optional<std::vector<int64_t>> int_list(const Expr* e) {
+    auto inits = braced_inits(e);
+    if (!inits) return std::nullopt;
     std::vector<int64_t> out;
-    for (const Expr* i : il->inits()) {
+    for (const Expr* i : *inits) {
       Expr::EvalResult r;
       if (i->isValueDependent() || !i->EvaluateAsInt(r, ctx_) || r.HasSideEffects) return std::nullopt;
       out.push_back(r.Val.getInt().getExtValue());
@@ -883,6 +1220,15 @@ class FunctionLowering {
   static constexpr int kMaxInlineDepth = 32;
 
   ir::Value* inline_call(const CallExpr* c, const FunctionDecl* callee) {
+    if (callee && tuple_elements(callee->getReturnType()))
+      unsupported(c->getExprLoc(), "the tuple this call returns must be unpacked ('auto [a, b] = ...', 'std::get', "
+                                   "'std::tie') or assigned to a tuple variable");
+    std::vector<ir::Value*> results = inline_results(c, callee);
+    return results.at(0);
+  }
+
+  // The results of an inlined call: one, or one per tuple element.
+  std::vector<ir::Value*> inline_results(const CallExpr* c, const FunctionDecl* callee) {
     SourceLocation l = c->getExprLoc();
     std::string name = callee ? quote(callee->getQualifiedNameAsString()) : "an indirect callee";
     const FunctionDecl* def = nullptr;
@@ -917,15 +1263,19 @@ class FunctionLowering {
     }
     Frame frame(def, self);
     frame.results = result_types(def->getReturnType(), l, nullptr);
-    if (frame.results.size() != 1)
-      unsupported(l, "calls returning " + type_name(def->getReturnType()) + " cannot be lowered yet");
 
     // Arguments are evaluated in the caller's environment.
     std::vector<std::pair<const ParmVarDecl*, ir::Value*>> params;
+    std::vector<std::pair<const ParmVarDecl*, std::vector<ir::Value*>>> tuple_params;
     for (unsigned i = 0; i < def->getNumParams(); ++i) {
       const ParmVarDecl* p = def->getParamDecl(i);
       if (first + i >= c->getNumArgs()) unsupported(l, "the call to " + name + " cannot be lowered");
       const Expr* a = c->getArg(first + i);
+      if (tuple_elements(p->getType())) {
+        tuple_param(p);
+        tuple_params.push_back({p, tuple_values(a)});
+        continue;
+      }
       auto t = ir_type(p->getType());
       if (!t)
         unsupported(a->getExprLoc(), "the parameter " + quote(p->getName()) + " of " + name + " has type " +
@@ -945,10 +1295,16 @@ class FunctionLowering {
       if (p->getName().empty()) continue;
       define(p, v);
     }
+    for (auto& [p, values] : tuple_params) {
+      if (p->getName().empty()) continue;
+      const TupleVar& tv = declare_tuple(p, *tuple_elements(p->getType()), p->getLocation());
+      check_elements(tv.types, values, c->getArg(first + p->getFunctionScopeIndex())->getExprLoc());
+      for (size_t i = 0; i < values.size(); ++i) define(tv.keys[i], values[i]);
+    }
     std::vector<ir::Value*> results = function_body(frame);
     env_ = std::move(saved_env);
     partial_ = std::move(saved_partial);
-    return results.at(0);
+    return results;
   }
   // `c ? a : b` -> If with one output.
   ir::Value* conditional(const ConditionalOperator* c) {
@@ -1056,7 +1412,8 @@ class FunctionLowering {
     }
   }
 
-  void guarded(CompoundStmt::const_body_iterator it, CompoundStmt::const_body_iterator end) {
+  using StmtIt = CompoundStmt::const_body_iterator;
+  void guarded(StmtIt it, StmtIt end, const std::function<void(StmtIt, StmtIt)>& rest = {}) {
     SourceLocation at = (*it)->getBeginLoc();
     ir::Node* n = block_->append("If");
     n->add_input(env_.at(&frame_->skip));
@@ -1070,7 +1427,8 @@ class FunctionLowering {
     Env else_env = in_block(else_b, [&] {
       for (Key k : {Key(&frame_->skip), Key(&frame_->stop), Key(&frame_->returned)})
         if (env_.count(k)) set_flag(k, false, at);
-      seq(it, end);
+      if (rest) rest(it, end);
+      else seq(it, end);
     });
     merge(n, then_env, else_env, {"early exit", at, at, "the rest of the body may be skipped here"});
   }
@@ -1098,19 +1456,15 @@ class FunctionLowering {
     if (want.size() == 1) {
       parts.push_back(e);
     } else {
-      const Expr* s = strip(e);
-      if (const auto* ce = dyn_cast<CXXConstructExpr>(s); ce && ce->getNumArgs() == want.size())
-        for (const Expr* a : ce->arguments()) parts.push_back(a);
-      else if (const auto* il = dyn_cast<InitListExpr>(s); il && il->getNumInits() == want.size())
-        for (const Expr* a : il->inits()) parts.push_back(a);
-      else if (const auto* c = dyn_cast<CallExpr>(s);
-               c && (is_std(c->getDirectCallee(), "make_tuple") || is_std(c->getDirectCallee(), "make_pair") ||
-                     is_std(c->getDirectCallee(), "tuple") || is_std(c->getDirectCallee(), "pair")) &&
-               c->getNumArgs() == want.size())
-        for (const Expr* a : c->arguments()) parts.push_back(a);
-      else
-        unsupported(e->getExprLoc(), "this result cannot be lowered; return its elements directly, as '{a, b}' or "
-                                     "'std::make_tuple(a, b)'");
+      std::vector<ir::Value*> values = tuple_values(e);
+      if (values.size() != want.size())
+        unsupported(e->getExprLoc(), "this result has " + std::to_string(values.size()) + " elements, not " +
+                                         std::to_string(want.size()));
+      for (size_t i = 0; i < values.size(); ++i)
+        if (values[i]->type().kind != want[i].kind)
+          unsupported(e->getExprLoc(), "element " + std::to_string(i) + " of this result is a " +
+                                           values[i]->type().str() + ", not a " + want[i].str());
+      return values;
     }
     std::vector<ir::Value*> out;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -1167,6 +1521,11 @@ class FunctionLowering {
     if (const auto* d = dyn_cast<DeclStmt>(s)) return decl(d);
     if (const auto* i = dyn_cast<IfStmt>(s)) return if_(i);
     if (const auto* w = dyn_cast<WhileStmt>(s)) return while_(w);
+    if (const auto* d = dyn_cast<DoStmt>(s))
+      return loop({d->getCond(), d->getBody(), nullptr, d->getDoLoc(), nullptr, {}, /*test_first=*/false, {}});
+    if (const auto* sw = dyn_cast<SwitchStmt>(s)) return switch_(sw);
+    if (isa<SwitchCase>(s))
+      unsupported(s->getBeginLoc(), "this 'case' label is not directly in its 'switch' body, which cannot be lowered");
     if (const auto* f = dyn_cast<ForStmt>(s)) return for_(f);
     if (const auto* f = dyn_cast<CXXForRangeStmt>(s)) return range_for(f);
     if (const auto* r = dyn_cast<ReturnStmt>(s)) return return_(r);
@@ -1184,7 +1543,10 @@ class FunctionLowering {
         continue;
       const auto* v = dyn_cast<VarDecl>(dd);
       if (!v) unsupported(dd->getLocation(), "this declaration cannot be lowered");
-      if (isa<DecompositionDecl>(v)) unsupported(v->getLocation(), "structured bindings cannot be lowered yet");
+      if (const auto* dd = dyn_cast<DecompositionDecl>(v)) {
+        decompose(dd);
+        continue;
+      }
       if (v->isLocalExternDecl()) unsupported(v->getLocation(), "local 'extern' declarations cannot be lowered");
       if (v->isStaticLocal())
         unsupported(v->getLocation(), std::string(v->getTSCSpec() == TSCS_unspecified ? "static" : "thread_local") +
@@ -1192,8 +1554,20 @@ class FunctionLowering {
       const Expr* init = v->getInit();
       if (const auto* lambda = init ? dyn_cast<LambdaExpr>(strip(init)) : nullptr)
         unsupported(lambda->getBeginLoc(), "lambdas cannot be lowered yet");
-      if (v->getType()->isReferenceType())
-        unsupported(v->getLocation(), "reference variables cannot be lowered yet; use a value");
+      if (auto elems = tuple_elements(v->getType())) {
+        tuple_decl(v, *elems);
+        continue;
+      }
+      if (v->getType()->isReferenceType()) {
+        if (!v->getType().getNonReferenceType().isConstQualified())
+          unsupported(v->getLocation(), "non-const reference variables cannot be lowered; use a value");
+        // A const reference to a variable reads that variable; one bound to
+        // a temporary, a member or a global holds a value nothing here changes.
+        if (auto k = init ? lvalue_key(init) : std::nullopt) {
+          aliases_[v] = *k;
+          continue;
+        }
+      }
       if (!ir_type(v->getType()))
         unsupported(v->getLocation(), quote(v->getName()) + " has type " + type_name(v->getType()) +
                                           ", which a static graph cannot hold");
@@ -1206,9 +1580,13 @@ class FunctionLowering {
     }
   }
 
-  const VarDecl* assigned_var(const Expr* lhs) {
+  // The key an assignment writes: a local, a parameter, a binding or a
+  // tuple variable's element.
+  Key assigned_var(const Expr* lhs) {
     const auto* d = dyn_cast<DeclRefExpr>(lhs->IgnoreParenImpCasts());
     const auto* v = d ? dyn_cast<VarDecl>(d->getDecl()) : nullptr;
+    if (!v || !tuples_.count(v))
+      if (auto k = lvalue_key(lhs); k && !(v && isa<ParmVarDecl>(v) && v->getType()->isReferenceType())) return *k;
     if (v && !env_.count(v) && v->hasGlobalStorage())
       unsupported(lhs->getExprLoc(), "the global " + quote(v->getName()) +
                                          " cannot be assigned in a static graph: the graph only reads globals");
@@ -1235,7 +1613,8 @@ class FunctionLowering {
   }
 
   ir::Value* assign(const Expr* lhs, const Expr* rhs) {
-    const VarDecl* v = assigned_var(lhs);
+    if (tuple_assign(lhs, rhs)) return constant(true, rhs->getExprLoc());  // (a chain's value: never used)
+    Key v = assigned_var(lhs);
     ir::Value* value = assignment(rhs);
     if (!value) value = expr(rhs);
     define(v, value);
@@ -1252,8 +1631,8 @@ class FunctionLowering {
       return;
     }
     if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->isIncrementDecrementOp()) {
-      const VarDecl* v = assigned_var(u->getSubExpr());
-      ir::Value* cur = read(v, u->getExprLoc());
+      Key v = assigned_var(u->getSubExpr());
+      ir::Value* cur = read_key(v, u->getExprLoc());
       if (cur->type().kind != ir::Type::Kind::Int) unsupported(u->getExprLoc(), "'++'/'--' apply to integers here");
       SourceLocation l = u->getOperatorLoc();
       return define(v, node(u->isIncrementOp() ? "add" : "sub", {cur, constant(int64_t{1}, l)}, ir::Type::int_(), l)
@@ -1261,13 +1640,17 @@ class FunctionLowering {
     }
     if (const auto* m = dyn_cast<CXXMemberCallExpr>(e);
         m && (is_vector_method(m, "push_back") || is_vector_method(m, "emplace_back")) && m->getNumArgs() == 1) {
-      const VarDecl* v = assigned_var(m->getImplicitObjectArgument());
-      ir::Value* list = read(v, m->getExprLoc());
+      Key v = assigned_var(m->getImplicitObjectArgument());
+      ir::Value* list = read_key(v, m->getExprLoc());
       ir::Value* t = expr(m->getArg(0));
       if (!t->type().is_tensor()) unsupported(m->getArg(0)->getExprLoc(), "a list element must be a tensor");
       return define(v, node("list_append", {list, t}, ir::Type::list(), m->getExprLoc())->output());
     }
     if (const auto* c = dyn_cast<CastExpr>(e); c && c->getCastKind() == CK_ToVoid) e = c->getSubExpr();
+    if (tuple_elements(e->getType())) {
+      tuple_values(e);  // a call whose tuple result is dropped
+      return;
+    }
     // Anything else is evaluated for nothing: a graph op or a read has no
     // effect to keep, and expr() diagnoses whatever has one (a call that is
     // not an op, throw, new, an assignment it cannot place).
@@ -1291,6 +1674,7 @@ class FunctionLowering {
       case BO_SubAssign: op = "sub"; break;
       case BO_MulAssign: op = "mul"; break;
       case BO_DivAssign: op = "div"; break;
+      case BO_RemAssign: op = "int_mod"; break;
       default:
         unsupported(ca->getOperatorLoc(), "the operator " + quote(BinaryOperator::getOpcodeStr(ca->getOpcode())) +
                                               " cannot be lowered yet");
@@ -1300,18 +1684,19 @@ class FunctionLowering {
 
   // `v op= rhs` on a host scalar or a tensor (Tensor's `+=` rebinds v).
   ir::Value* compound(const char* op, const Expr* lhs, const Expr* rhs_expr, SourceLocation l, llvm::StringRef spelling) {
-    const VarDecl* v = assigned_var(lhs);
-    ir::Value* cur = read(v, l);
+    Key v = assigned_var(lhs);
+    ir::Value* cur = read_key(v, l);
     ir::Value* rhs = operand(rhs_expr);
     if (cur->type().kind == ir::Type::Kind::Bool)
-      unsupported(l, "compound assignment to the bool " + quote(v->getName()) + " cannot be lowered");
+      unsupported(l, "compound assignment to the bool " + quote(key_name(v)) + " cannot be lowered");
     if (cur->type().is_list()) unsupported(l, "the operator " + quote(spelling) + " cannot be lowered for a list");
-    if (std::string(op) == "div" && cur->type().kind == ir::Type::Kind::Int)
-      unsupported(l, "integer division of host scalars cannot be lowered yet");
+    if (std::string(op) == "div" && cur->type().kind == ir::Type::Kind::Int) op = "int_div";
+    if (std::string(op) == "int_mod" && (cur->type().kind != ir::Type::Kind::Int || rhs->type().kind != ir::Type::Kind::Int))
+      unsupported(l, "'%=' is lowered for host integers only");
     if (cur->type().kind == ir::Type::Kind::Int && rhs->type().kind == ir::Type::Kind::Float)
       unsupported(l, "this assignment truncates a floating-point value to an integer");
     if (!cur->type().is_tensor() && rhs->type().is_tensor())
-      unsupported(l, "a tensor cannot be assigned to the host scalar " + quote(v->getName()));
+      unsupported(l, "a tensor cannot be assigned to the host scalar " + quote(key_name(v)));
     ir::Value* value = node(op, {cur, rhs}, cur->type(), l)->output();
     define(v, value);
     return value;
@@ -1442,11 +1827,21 @@ class FunctionLowering {
     if (const auto* m = dyn_cast<CXXMemberCallExpr>(s);
         m && (is_vector_method(m, "push_back") || is_vector_method(m, "emplace_back")))
       lhs = m->getImplicitObjectArgument();
-    if (lhs)
-      if (const auto* d = dyn_cast<DeclRefExpr>(lhs->IgnoreParenImpCasts()))
-        if (const auto* v = dyn_cast<VarDecl>(d->getDecl()); v && env_.count(v) &&
-                                                               std::find(out.begin(), out.end(), v) == out.end())
-          out.push_back(v);
+    auto add = [&](Key k) {
+      if (env_.count(k) && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    };
+    if (lhs) {
+      const Expr* target = lhs->IgnoreParenImpCasts();
+      const auto* d = dyn_cast<DeclRefExpr>(target);
+      if (d && tuples_.count(d->getDecl())) {
+        for (Key k : tuples_.at(d->getDecl()).keys) add(k);
+      } else if (const auto* c = dyn_cast<CallExpr>(strip(lhs)); c && is_std(c->getDirectCallee(), "tie")) {
+        for (const Expr* a : c->arguments())
+          if (auto k = lvalue_key(a)) add(*k);
+      } else if (auto k = lvalue_key(lhs)) {
+        add(*k);
+      }
+    }
     for (const Stmt* c : s->children()) assigned_in(c, out);
   }
 
@@ -1489,6 +1884,8 @@ class FunctionLowering {
     SourceLocation at;
     ir::Value* max_trips = nullptr;
     std::function<void(ir::Value* iteration)> prelude;
+    bool test_first = true;            // false for `do`-`while`
+    std::function<void()> run_body;    // lowers the body, when not stmt(body)
   };
 
   void loop(const LoopSpec& spec) {
@@ -1516,7 +1913,7 @@ class FunctionLowering {
     }
 
     ir::Value* max_trips = spec.max_trips ? spec.max_trips : constant(std::numeric_limits<int64_t>::max(), at);
-    ir::Value* cond0 = spec.cond ? condition(spec.cond) : constant(true, at);
+    ir::Value* cond0 = spec.cond && spec.test_first ? condition(spec.cond) : constant(true, at);
     ir::Node* n = block_->append("Loop");
     n->set_loc(loc(at));
     n->add_input(max_trips);
@@ -1533,7 +1930,8 @@ class FunctionLowering {
         set_flag(&frame_->skip, false, at);
         set_flag(&frame_->stop, false, at);
       }
-      stmt(spec.body);
+      if (spec.run_body) spec.run_body();
+      else stmt(spec.body);
       Key stop = &frame_->stop;
       if (spec.inc && !flag_true(stop)) {
         if (flag_false(stop)) expr_stmt(spec.inc);
@@ -1571,6 +1969,123 @@ class FunctionLowering {
       define(&frame_->skip, env_.at(&frame_->returned));
       if (env_.count(&frame_->stop)) define(&frame_->stop, env_.at(&frame_->returned));
     }
+  }
+
+  // ---- switch ------------------------------------------------------------
+  // `switch (v)` with its labels directly in its body: a bool `active` (as
+  // an environment entry) turns true at the matching label (or at `default`
+  // when no label matches) and stays true, so fallthrough runs what follows;
+  // each statement runs in an If on it. A `break` of the switch makes the
+  // body a Loop of one trip, whose `break` machinery already skips the rest.
+  struct Switch {
+    ir::Value* value = nullptr;
+    ir::Value* none = nullptr;  // no case label matches (when there is a default)
+    char active = 0;            // its address keys the flag
+  };
+
+  void switch_(const SwitchStmt* s) {
+    SourceLocation at = s->getSwitchLoc();
+    if (s->getInit()) stmt(s->getInit());
+    if (const DeclStmt* d = s->getConditionVariableDeclStmt()) decl(d);
+    const auto* body = dyn_cast<CompoundStmt>(s->getBody());
+    if (!body) unsupported(s->getBody()->getBeginLoc(), "a 'switch' whose body is not a block cannot be lowered");
+    if (const Stmt* c = continue_in(body))
+      unsupported(c->getBeginLoc(), "a 'continue' inside a 'switch' cannot be lowered yet");
+    std::vector<const SwitchCase*> labels;
+    for (const Stmt* child : body->body())
+      for (const auto* sc = dyn_cast<SwitchCase>(child); sc; sc = dyn_cast<SwitchCase>(sc->getSubStmt()))
+        labels.push_back(sc);
+    for (const SwitchCase* sc = s->getSwitchCaseList(); sc; sc = sc->getNextSwitchCase())
+      if (std::find(labels.begin(), labels.end(), sc) == labels.end())
+        unsupported(sc->getBeginLoc(), "this 'case' label is inside a nested statement, which cannot be lowered");
+
+    auto sw = std::make_unique<Switch>();
+    sw->value = expr(s->getCond());
+    if (sw->value->type().kind != ir::Type::Kind::Int)
+      unsupported(s->getCond()->getExprLoc(), "a 'switch' is lowered on a host integer");
+    synthetic_[&sw->active] = "switch_active";
+    ir::Value* any = nullptr;
+    bool has_default = false;
+    for (const SwitchCase* sc : labels) {
+      if (isa<DefaultStmt>(sc)) { has_default = true; continue; }
+      ir::Value* eq = case_test(*sw, cast<CaseStmt>(sc));
+      any = any ? either(any, eq, sc->getBeginLoc()) : eq;
+    }
+    if (has_default)
+      sw->none = any ? node("logical_not", {any}, ir::Type::bool_(), at)->output() : constant(true, at);
+    set_flag(&sw->active, false, at);
+    // `Tensor y;` assigned in the cases: undefined until then, as in C++.
+    std::vector<Key> assigned;
+    assigned_in(body, assigned);
+    for (Key k : assigned)
+      if (!env_.at(k) && !synthetic(k) && is_tensor_record(static_cast<const VarDecl*>(k)->getType()))
+        define(k, placeholder(ir::Type::tensor(), block_, at));
+    auto run = [&] { switch_body(body->body_begin(), body->body_end(), *sw); };
+    if (exits(body, true)) loop({nullptr, body, nullptr, at, constant(int64_t{1}, at), {}, true, run});
+    else run();
+    env_.erase(&sw->active);
+    switches_.push_back(std::move(sw));  // keys stay unique while the lowering runs
+  }
+
+  ir::Value* case_test(const Switch& sw, const CaseStmt* c) {
+    if (c->caseStmtIsGNURange()) unsupported(c->getBeginLoc(), "case ranges cannot be lowered");
+    llvm::APSInt v = c->getLHS()->EvaluateKnownConstInt(ctx_);
+    if (v.getSignificantBits() > 64) unsupported(c->getBeginLoc(), "this case value does not fit in 64 bits");
+    SourceLocation l = c->getBeginLoc();
+    return node("eq", {sw.value, constant(static_cast<int64_t>(v.getExtValue()), l)}, ir::Type::bool_(), l)->output();
+  }
+
+  // a || b of two bool values already computed (no short circuit needed).
+  ir::Value* either(ir::Value* a, ir::Value* b, SourceLocation l) {
+    ir::Node* n = block_->append("If");
+    n->add_input(a);
+    n->set_loc(loc(l));
+    for (int branch = 0; branch < 2; ++branch) {
+      ir::Block* blk = add_block(n, l);
+      in_block(blk, [&] { blk->add_return(branch == 0 ? constant(true, l) : b); });
+    }
+    return n->add_output(ir::Type::bool_());
+  }
+
+  // The body's statements, as seq() runs them, each behind its labels.
+  void switch_body(StmtIt it, StmtIt end, Switch& sw) {
+    for (; it != end; ++it) {
+      if (flag_true(&frame_->skip)) return;
+      if (!flag_false(&frame_->skip))
+        return guarded(it, end, [&](StmtIt i, StmtIt e) { switch_body(i, e, sw); });
+      const Stmt* s = *it;
+      while (const auto* sc = dyn_cast<SwitchCase>(s)) {
+        ir::Value* now = isa<DefaultStmt>(sc) ? sw.none : case_test(sw, cast<CaseStmt>(sc));
+        ir::Value* active = env_.at(&sw.active);
+        define(&sw.active, is_const(active, false) ? now : either(active, now, sc->getBeginLoc()));
+        s = sc->getSubStmt();
+      }
+      if (isa<NullStmt>(s)) continue;
+      when(&sw.active, s->getBeginLoc(), [&] { stmt(s); });
+    }
+  }
+
+  // `if (flag) f();` as an If whose else-block is empty.
+  template <class F>
+  void when(Key flag, SourceLocation at, F&& f) {
+    if (flag_true(flag)) return f();
+    ir::Node* n = block_->append("If");
+    n->add_input(env_.at(flag));
+    n->set_loc(loc(at));
+    ir::Block* then_b = add_block(n, at);
+    ir::Block* else_b = add_block(n, at);
+    Env then_env = in_block(then_b, [&] { f(); });
+    Env else_env = in_block(else_b, [] {});
+    merge(n, then_env, else_env, {"'switch'", at, at, "but not when this case does not run"});
+  }
+
+  // A `continue` of an enclosing loop inside `s` (not of a loop in it).
+  static const Stmt* continue_in(const Stmt* s) {
+    if (!s || isa<LambdaExpr, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(s)) return nullptr;
+    if (isa<ContinueStmt>(s)) return s;
+    for (const Stmt* c : s->children())
+      if (const Stmt* found = continue_in(c)) return found;
+    return nullptr;
   }
 
   // `if (!flag) f();` as an If whose then-block is empty.
@@ -1631,6 +2146,11 @@ class FunctionLowering {
   std::vector<Key> order_;
   std::unordered_map<Key, std::string> synthetic_;  // flags and result slots: their names
   std::unordered_map<Key, Partial> partial_;        // unassigned after a branch: why
+  std::unordered_set<Key> ordered_;                  // the keys in order_
+  std::unordered_map<Key, Key> aliases_;             // const references and bindings: what they name
+  std::unordered_map<const ValueDecl*, TupleVar> tuples_;
+  std::deque<char> tuple_slots_;                     // their addresses key tuple elements
+  std::vector<std::unique_ptr<Switch>> switches_;
   std::unordered_map<const VarDecl*, ir::Value*> globals_;
   std::unordered_map<std::string, ir::Value*> members_;  // by the prologue's spelling
   std::vector<std::string> captures_;                    // globals and members, in input order

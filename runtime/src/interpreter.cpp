@@ -28,7 +28,9 @@
 
 #include "graph/autograd.h"
 #include "graph/error.h"
+#include "graph/generated_support.h"
 #include "graph/ir/verifier.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 
 namespace graph {
@@ -295,6 +297,7 @@ class Run {
         return;
       }
       if (op.rfind("list_", 0) == 0) return list(n);
+      if (ir::is_value_primitive(op)) return value_primitive(n);
       if (op == "call")
         throw Error("call of '" + n->s("callee") + "': inline calls first (the inline_calls pass)");
       const Kernel* k = detail::find_kernel(op);
@@ -383,6 +386,31 @@ class Run {
       at(n->output()) = static_cast<int64_t>(list_in().size());
     } else {
       throw Error("unknown list primitive '" + op + "'");
+    }
+  }
+
+  // Tensor metadata and host ints (ir.h), as the generated code computes them.
+  void value_primitive(const ir::Node* n) {
+    const std::string& op = n->op();
+    auto tensor = [&](size_t i) -> const Tensor& {
+      if (auto* t = std::get_if<Tensor>(&at(n->input(i)))) return *t;
+      throw Error(op + ": input " + std::to_string(i) + " must be a tensor");
+    };
+    auto integer = [&](size_t i) { return as_int(n, at(n->input(i)), "an operand"); };
+    IValue& out = at(n->output());
+    if (op == "defined") out = tensor(0).defined();
+    else if (op == "tensor_dim") out = tensor(0).dim();
+    else if (op == "tensor_size") out = tensor(0).size(integer(1));
+    else if (op == "tensor_numel") out = tensor(0).numel();
+    else if (op == "int_div") out = detail::int_div(integer(0), integer(1));
+    else if (op == "int_mod") out = detail::int_mod(integer(0), integer(1));
+    else if (op == "slice_dyn") out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
+    else if (op == "reshape_dyn") {
+      Shape sizes;
+      for (size_t i = 1; i < n->inputs().size(); ++i) sizes.push_back(integer(i));
+      out = tensor(0).reshape(sizes);
+    } else {
+      throw Error("unknown primitive '" + op + "'");
     }
   }
 

@@ -297,6 +297,9 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
 }  // namespace
 
 bool has_differentiable_outputs(const Node& n) {
+  // Views with run-time sizes (value_primitives.h): differentiable in their
+  // tensor, so a gradient is never dropped silently.
+  if (n.op() == "reshape_dyn" || n.op() == "slice_dyn") return true;
   const OpInfo* info = find_op(n.op());
   if (!info) return n.op() == "If" || n.op() == "Loop" || n.op() == "call" || n.op() == "FusionGroup";
   return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex;
@@ -305,6 +308,8 @@ bool has_differentiable_outputs(const Node& n) {
 std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,
                                  const std::vector<bool>& wanted) {
   const OpInfo* info = find_op(n.op());
+  if (n.op() == "reshape_dyn") return {s.emit1("reshape_as", {out_grads.at(0), s.fwd(n.input(0))})};
+  if (n.op() == "slice_dyn") no_gradient(n, "(a slice with run-time bounds) has no gradient in a static graph yet");
   if (!info) {
     if (n.op() == "call") no_gradient(n, "cannot be differentiated: run inline_calls first");
     if (n.op() == "FusionGroup") no_gradient(n, "cannot be differentiated: differentiate before fusion");

@@ -11,6 +11,7 @@
 
 #include "../rewrite.h"
 #include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 
 namespace graph::ir {
@@ -22,7 +23,9 @@ namespace {
 // callee is unknown until inlining.
 bool pure(const Node* n) {
   const std::string& op = n->op();
-  if (op == "constant" || op == "undefined" || op == "FusionGroup" || op.rfind("list_", 0) == 0) return true;
+  if (op == "constant" || op == "undefined" || op == "FusionGroup" || op.rfind("list_", 0) == 0 ||
+      is_value_primitive(op))
+    return true;
   if (op == "If" || op == "Loop") {
     for (const auto& b : n->blocks())
       for (const auto& m : b->nodes())

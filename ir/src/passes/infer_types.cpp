@@ -637,6 +637,7 @@ class TypeInference {
     if (op == "If") return if_(n);
     if (op == "Loop") return loop(n);
     if (op == "FusionGroup") return fusion_group(n);
+    if (op == "reshape_dyn" || op == "slice_dyn") return n->output()->set_type(dynamic_view(n));
     const OpInfo* info = find_op(op);
     if (!info || n->num_outputs() != 1) return;
     switch (info->kind) {
@@ -650,6 +651,25 @@ class TypeInference {
       case OpKind::View: n->output()->set_type(view(*info, n)); break;
       case OpKind::Other: n->output()->set_type(other(*info, n)); break;
     }
+  }
+
+  // reshape_dyn and slice_dyn: the input's dtype; the rank is known, the
+  // sizes they set are not.
+  static Type dynamic_view(const Node* n) {
+    const Type& in = n->input(0)->type();
+    Type out = Type::tensor();
+    out.dtype = in.dtype;
+    if (n->op() == "reshape_dyn") {
+      out.dims = std::vector<Dim>(n->inputs().size() - 1, Dim::unknown());
+    } else if (in.dims && !in.dims->empty()) {
+      out.dims = in.dims;
+      const int64_t rank = static_cast<int64_t>(in.dims->size());
+      int64_t d = n->i("dim");
+      if (d < 0) d += rank;
+      if (d >= 0 && d < rank) (*out.dims)[static_cast<size_t>(d)] = Dim::unknown();
+      else out.dims.reset();
+    }
+    return out;
   }
 
   void if_(Node* n) {

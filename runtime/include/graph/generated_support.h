@@ -75,6 +75,13 @@ inline bool guard_tensor(const Arg& a, size_t index, std::string_view name, DTyp
   return true;
 }
 
+// An input that may be undefined (ir::may_be_undefined): the other guards
+// apply only when it is defined.
+inline bool defined_tensor(const Arg& a) {
+  const Tensor* t = std::get_if<Tensor>(&a);
+  return !t || t->defined();  // not a tensor: guard_tensor explains
+}
+
 // A tensor input of rank `rank` (checked after guard_tensor).
 inline bool guard_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why) {
   const Tensor& t = std::get<Tensor>(a);
@@ -105,6 +112,19 @@ bool guard_scalar(const Arg& a, size_t index, std::string_view name, std::string
 inline bool guard_list(const Arg& a, size_t index, std::string_view name, std::string* why) {
   if (std::holds_alternative<std::vector<Tensor>>(a)) return true;
   return guard_fail(why, input_label(index, name) + ": expected a list of tensors, got " + std::string(arg_kind_name(a)));
+}
+
+// ---- host ints ----------------------------------------------------------------
+// C++'s / and % on int64 (truncating), where C++ leaves a zero divisor and
+// INT64_MIN / -1 undefined: here they are errors.
+inline int64_t int_div(int64_t a, int64_t b) {
+  if (b == 0) throw Error("integer division by zero: " + std::to_string(a) + " / 0");
+  if (b == -1 && a == INT64_MIN) throw Error("integer division overflows: " + std::to_string(a) + " / -1");
+  return a / b;
+}
+inline int64_t int_mod(int64_t a, int64_t b) {
+  if (b == 0) throw Error("integer remainder by zero: " + std::to_string(a) + " % 0");
+  return b == -1 ? 0 : a % b;
 }
 
 // list_get: element `i` of `l`, negative from the end, range-checked.

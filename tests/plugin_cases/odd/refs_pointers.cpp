@@ -44,29 +44,29 @@ Tensor Weights::shared;
   return x;
 }
 
-[[graph::static]] Tensor const_ref_local(Tensor x) {
-  const Tensor& r = x;  // expect@17: reference variables cannot be lowered yet; use a value
+[[graph::static]] Tensor const_ref_local(Tensor x) {  // lowers
+  const Tensor& r = x;
   return r + 1;
 }
 
-[[graph::static]] Tensor const_ref_temporary(Tensor x) {
-  const Tensor& r = x * 2;  // expect@17: reference variables cannot be lowered yet; use a value
+[[graph::static]] Tensor const_ref_temporary(Tensor x) {  // lowers
+  const Tensor& r = x * 2;
   return r;
 }
 
 [[graph::static]] Tensor ref_alias_then_assign(Tensor x) {
-  Tensor& r = x;  // expect@11: reference variables cannot be lowered yet; use a value
+  Tensor& r = x;  // expect@11: non-const reference variables cannot be lowered; use a value
   r = x + 1;
   return x;
 }
 
 [[graph::static]] Tensor auto_ref(Tensor x) {
-  auto& r = x;  // expect@9: reference variables cannot be lowered yet; use a value
+  auto& r = x;  // expect@9: non-const reference variables cannot be lowered; use a value
   return r;
 }
 
 [[graph::static]] Tensor forwarding_ref(Tensor x) {
-  auto&& r = x * 2;  // expect@10: reference variables cannot be lowered yet; use a value
+  auto&& r = x * 2;  // expect@10: non-const reference variables cannot be lowered; use a value
   return r;
 }
 

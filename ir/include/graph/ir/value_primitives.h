@@ -1,0 +1,32 @@
+#pragma once
+// Primitives on tensor metadata and host ints (not op-table entries; the
+// plugin emits them for `x.size(0)`, `bias.defined()`, `a / b` on ints ...).
+// C++ semantics throughout: a zero divisor, an overflow or a dimension out of
+// range is an error at run time (graph::Error), never undefined behaviour.
+//   defined(%t)                 bool: %t is not undefined()
+//   tensor_dim(%t)              int: its rank
+//   tensor_size(%t, %d)         int: its size in dim %d (negative from the end)
+//   tensor_numel(%t)            int: its number of elements
+//   int_div(%a, %b)             int: C++'s a / b (truncating)
+//   int_mod(%a, %b)             int: C++'s a % b (the sign of a)
+//   reshape_dyn(%t, %s0, ...)   Tensor: %t.reshape({%s0, ...}) (ints; -1 infers)
+//   slice_dyn{dim}(%t, %start, %end, %step)   Tensor: %t.slice(dim, ...)
+// reshape_dyn and slice_dyn are reshape and slice whose sizes are known only
+// at run time (e.g. from tensor_size); the verifier checks their signatures,
+// infer_types keeps the input's dtype (and rank), dce may remove them.
+#include <string>
+
+#include "graph/ir/ir.h"
+
+namespace graph::ir {
+
+bool is_value_primitive(const std::string& op);
+
+// An optional tensor input (a bias that may be undefined at run time): one
+// the graph tests with `defined` and otherwise uses only as an optional
+// operand (linear's and conv2d's bias, layer_norm's weight and bias,
+// attention's mask) or inside an If on that test. The input guards (codegen's
+// and the interpreter's) accept an undefined tensor there.
+bool may_be_undefined(const Value* input);
+
+}  // namespace graph::ir

@@ -1,0 +1,149 @@
+// Annotated functions for the C++-subset end-to-end tests (subset_functions.h).
+#include "subset_functions.h"
+
+namespace subset {
+using namespace graph;
+
+// ---- tuples ------------------------------------------------------------------
+// A user LSTM cell (hidden size 4), not annotated itself: inlined into callers.
+static std::tuple<Tensor, Tensor> lstm_cell(Tensor x, Tensor h, Tensor c, Tensor W, Tensor U, Tensor b) {
+  Tensor gates = matmul(x, W) + matmul(h, U) + b;
+  Tensor i = sigmoid(gates.slice(1, 0, 4));
+  Tensor f = sigmoid(gates.slice(1, 4, 8));
+  Tensor g = tanh(gates.slice(1, 8, 12));
+  Tensor o = sigmoid(gates.slice(1, 12, 16));
+  Tensor c2 = f * c + i * g;
+  return {o * tanh(c2), c2};
+}
+
+[[graph::static]] Tensor lstm_steps(Tensor x0, Tensor x1, Tensor h, Tensor c, Tensor W, Tensor U, Tensor b) {
+  auto [h1, c1] = lstm_cell(x0, h, c, W, U, b);
+  std::tie(h, c) = lstm_cell(x1, h1, c1, W, U, b);
+  auto t = lstm_cell(x0, h, c, W, U, b);
+  return std::get<0>(t) + std::get<1>(t) * 0.5;
+}
+
+[[graph::static]] std::pair<Tensor, Tensor> lstm_sequence(const std::vector<Tensor>& xs, Tensor h, Tensor c, Tensor W,
+                                                          Tensor U, Tensor b) {
+  for (const Tensor& x : xs) {
+    auto [h2, c2] = lstm_cell(x, h, c, W, U, b);
+    h = h2;
+    c = c2;
+  }
+  return {h, c};
+}
+
+[[graph::static]] Tensor tuple_branches(Tensor x, int k) {
+  std::pair<Tensor, Tensor> p{x, x * 2};
+  if (k > 0) p = {p.second, p.first};
+  const auto& [a, b] = p;
+  const Tensor& first = p.first;
+  return a - b * 3 + first;
+}
+
+[[graph::static]] std::tuple<Tensor, int> tuple_param(std::pair<Tensor, int> p, Tensor x) {
+  std::tuple<Tensor, int> out = std::make_tuple(p.first * x, p.second + 1);
+  std::get<1>(out) *= 2;
+  return out;
+}
+
+LSTMNetImpl::LSTMNetImpl()
+    : cell(register_module("cell", nn::LSTMCell(3, 4))), head(register_module("head", nn::Linear(4, 2, false))) {}
+
+[[graph::static]] std::pair<Tensor, Tensor> LSTMNetImpl::forward(Tensor x, Tensor h, Tensor c) {
+  auto [h2, c2] = cell(x, {h, c});
+  return {head(h2), c2};
+}
+
+// ---- optional tensors ----------------------------------------------------------
+[[graph::static]] Tensor maybe_bias(Tensor x, Tensor bias) {
+  Tensor y = x * 2;
+  if (bias.defined()) y = y + bias;
+  return relu(y);
+}
+
+NoBiasImpl::NoBiasImpl() : fc(register_module("fc", nn::Linear(4, 3, false))) {}
+
+[[graph::static]] Tensor NoBiasImpl::forward(Tensor x) { return relu(fc(x)) + 1; }
+
+// ---- shapes as host ints -------------------------------------------------------
+[[graph::static]] Tensor flatten_batch(Tensor x) {
+  int64_t n = x.size(0);
+  Tensor y = x.view({n, -1});
+  return y * (x.dim() + x.numel() / n) + x.sizes()[1];
+}
+
+[[graph::static]] Tensor halves(Tensor x) {
+  int64_t h = x.size(-1) / 2;
+  return x.slice(-1, 0, h) - x.slice(-1, h, 2 * h);
+}
+
+[[graph::static]] Tensor size_out_of_range(Tensor x) { return x * x.size(5); }
+
+// ---- statements ------------------------------------------------------------------
+[[graph::static]] Tensor int_ops(Tensor x, int a, int b) {
+  int q = a / b;
+  int r = a % b;
+  q /= 2;
+  r %= 3;
+  return x * q + r;
+}
+
+[[graph::static]] Tensor pick(Tensor x, int k) {
+  Tensor y;
+  switch (k) {
+    case 0:
+      y = relu(x);
+      break;
+    case 1:
+    case 2:
+      y = x * k;
+      break;
+    case 3:
+      x = x + 1;
+      [[fallthrough]];
+    default:
+      y = -x;
+  }
+  return y;
+}
+
+[[graph::static]] Tensor switch_fallthrough(Tensor x, int k) {
+  switch (k) {
+    case 1:
+      x = x * 2;
+      [[fallthrough]];
+    case 2:
+      x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor switch_in_loop(Tensor x, int n) {
+  for (int i = 0; i < n; ++i) {
+    switch (i % 3) {
+      case 0:
+        x = x + 1;
+        break;
+      case 1:
+        x = x * 2;
+        break;
+      default:
+        if (x.sum() > 100) return x;
+        x = -x;
+    }
+  }
+  return x;
+}
+
+[[graph::static]] Tensor do_while(Tensor x, int n) {
+  int i = 0;
+  do {
+    x = x * 2;
+    ++i;
+    if (i == 2) continue;
+    x = x - 1;
+  } while (i < n);
+  return x;
+}
+}  // namespace subset

@@ -1,0 +1,48 @@
+#pragma once
+// Annotated functions for the C++-subset end-to-end tests (subset_test.cpp):
+// tuples and structured bindings, optional tensors, shapes as host ints,
+// switch, do-while and integer / and %. Each is compared with its eager body.
+#include <graph/graph.h>
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace subset {
+using graph::Tensor;
+
+// Tuples.
+Tensor lstm_steps(Tensor x0, Tensor x1, Tensor h, Tensor c, Tensor W, Tensor U, Tensor b);
+std::pair<Tensor, Tensor> lstm_sequence(const std::vector<Tensor>& xs, Tensor h, Tensor c, Tensor W, Tensor U,
+                                        Tensor b);
+Tensor tuple_branches(Tensor x, int k);
+std::tuple<Tensor, int> tuple_param(std::pair<Tensor, int> p, Tensor x);
+
+// A module whose forward calls graph::nn::LSTMCell and a Linear without bias.
+struct LSTMNetImpl : graph::nn::Module {
+  LSTMNetImpl();
+  std::pair<Tensor, Tensor> forward(Tensor x, Tensor h, Tensor c);
+  graph::nn::LSTMCell cell;
+  graph::nn::Linear head;
+};
+
+// Optional tensors.
+Tensor maybe_bias(Tensor x, Tensor bias);
+struct NoBiasImpl : graph::nn::Module {
+  NoBiasImpl();
+  Tensor forward(Tensor x);
+  graph::nn::Linear fc;
+};
+
+// Shapes as host ints.
+Tensor flatten_batch(Tensor x);
+Tensor halves(Tensor x);
+Tensor size_out_of_range(Tensor x);
+
+// Statements.
+Tensor int_ops(Tensor x, int a, int b);
+Tensor pick(Tensor x, int k);
+Tensor switch_fallthrough(Tensor x, int k);
+Tensor switch_in_loop(Tensor x, int n);
+Tensor do_while(Tensor x, int n);
+}  // namespace subset

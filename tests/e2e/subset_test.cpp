@@ -1,0 +1,174 @@
+// End to end for the C++ subset (subset_functions.cpp): each function runs as
+// its compiled graph (asserting the graph ran) and as its eager body, on the
+// same inputs, and the results must agree. Inputs that C++ leaves undefined
+// (an integer division by zero) are errors inside the graph.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "subset_functions.h"
+
+namespace {
+
+using graph::Tensor;
+
+Tensor pattern(graph::Shape shape, float scale, float shift) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return graph::tanh(graph::arange(0, n).to(graph::kFloat32).view(shape) * scale + shift);
+}
+
+void expect_close(const Tensor& eager, const Tensor& fused) {
+  ASSERT_EQ(eager.defined(), fused.defined());
+  if (!eager.defined()) return;
+  ASSERT_EQ(eager.sizes(), fused.sizes());
+  ASSERT_EQ(eager.dtype(), fused.dtype());
+  Tensor a = eager.to(graph::kFloat32).contiguous(), b = fused.to(graph::kFloat32).contiguous();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    float x = a.data_ptr<float>()[i], y = b.data_ptr<float>()[i];
+    ASSERT_NEAR(x, y, 1e-5f * (1 + std::fabs(x))) << "element " << i;
+  }
+}
+void expect_close(int eager, int fused) { EXPECT_EQ(eager, fused); }
+template <class... T>
+void expect_close(const std::tuple<T...>& eager, const std::tuple<T...>& fused) {
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (expect_close(std::get<I>(eager), std::get<I>(fused)), ...);
+  }(std::index_sequence_for<T...>{});
+}
+template <class A, class B>
+void expect_close(const std::pair<A, B>& eager, const std::pair<A, B>& fused) {
+  expect_close(eager.first, fused.first);
+  expect_close(eager.second, fused.second);
+}
+
+// Completed graph runs of the annotated function whose mangled name contains
+// `fragment` (exactly one must be registered).
+uint64_t calls(const std::string& fragment) {
+  const graph::detail::CompiledGraph* found = nullptr;
+  for (const graph::detail::CompiledGraph* g : graph::detail::registered_graphs())
+    if (std::string(g->mangled_name).find(fragment) != std::string::npos) {
+      EXPECT_EQ(found, nullptr) << "two graphs match " << fragment;
+      found = g;
+    }
+  EXPECT_NE(found, nullptr) << "no graph registered for " << fragment;
+  return found ? found->calls.load() : 0;
+}
+
+graph::Mode compiled_mode() {
+  const char* m = std::getenv("GRAPH_MODE");
+  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
+}
+
+// Runs `f` as the compiled graph (which must run once) and eagerly, and
+// compares the results.
+template <class F>
+void static_vs_eager(const std::string& fragment, F&& f) {
+  graph::set_mode(compiled_mode());
+  uint64_t before = calls(fragment);
+  auto fused = f();
+  EXPECT_EQ(calls(fragment), before + 1) << fragment << ": the compiled graph did not run";
+  graph::set_mode(graph::Mode::Eager);
+  auto eager = f();
+  graph::set_mode(compiled_mode());
+  expect_close(eager, fused);
+}
+
+struct LSTMWeights {
+  Tensor W = pattern({3, 16}, 0.37f, -0.4f), U = pattern({4, 16}, 0.21f, 0.3f), b = pattern({16}, 0.5f, -1.f);
+  Tensor h = pattern({2, 4}, 0.3f, 0.1f), c = pattern({2, 4}, -0.2f, 0.4f);
+};
+
+TEST(Subset, TupleLocalsBindingsTieAndGet) {
+  LSTMWeights w;
+  Tensor x0 = pattern({2, 3}, 0.4f, 0.f), x1 = pattern({2, 3}, -0.3f, 0.2f);
+  static_vs_eager("lstm_steps", [&] { return subset::lstm_steps(x0, x1, w.h, w.c, w.W, w.U, w.b); });
+}
+
+TEST(Subset, UserLSTMOverASequence) {
+  LSTMWeights w;
+  std::vector<Tensor> xs = {pattern({2, 3}, 0.4f, 0.f), pattern({2, 3}, -0.3f, 0.2f), pattern({2, 3}, 0.1f, 0.5f)};
+  static_vs_eager("lstm_sequence", [&] { return subset::lstm_sequence(xs, w.h, w.c, w.W, w.U, w.b); });
+}
+
+TEST(Subset, TuplesMergeThroughBranchesAndAlias) {
+  Tensor x = pattern({3, 2}, 0.5f, -0.2f);
+  for (int k : {0, 1}) static_vs_eager("tuple_branches", [&] { return subset::tuple_branches(x, k); });
+  static_vs_eager("tuple_param", [&] { return subset::tuple_param({x, 4}, x); });
+  auto [t, n] = subset::tuple_param({x, 4}, x);
+  EXPECT_EQ(n, 10);
+}
+
+TEST(Subset, LSTMCellModuleAndLinearWithoutBias) {
+  graph::manual_seed(3);
+  auto net = std::make_shared<subset::LSTMNetImpl>();
+  ASSERT_FALSE(net->head->bias.defined());
+  Tensor x = pattern({2, 3}, 0.4f, 0.f), h = pattern({2, 4}, 0.3f, 0.1f), c = pattern({2, 4}, -0.2f, 0.4f);
+  static_vs_eager("LSTMNetImpl7forward", [&] { return net->forward(x, h, c); });
+  net->cell->weight_ih = net->cell->weight_ih * 0.5;  // parameters are read at each call
+  static_vs_eager("LSTMNetImpl7forward", [&] { return net->forward(x, h, c); });
+}
+
+TEST(Subset, OptionalTensors) {
+  Tensor x = pattern({2, 3}, 0.5f, -0.5f);
+  static_vs_eager("maybe_bias", [&] { return subset::maybe_bias(x, Tensor()); });
+  static_vs_eager("maybe_bias", [&] { return subset::maybe_bias(x, pattern({3}, 1.f, 0.f)); });
+  graph::manual_seed(1);
+  auto net = std::make_shared<subset::NoBiasImpl>();
+  static_vs_eager("NoBiasImpl7forward", [&] { return net->forward(pattern({5, 4}, 0.2f, -0.3f)); });
+}
+
+TEST(Subset, ShapesAsHostInts) {
+  for (graph::Shape s : {graph::Shape{2, 3, 4}, graph::Shape{5, 2}, graph::Shape{1, 6, 1, 2}}) {
+    Tensor x = pattern(s, 0.3f, -0.1f);
+    static_vs_eager("flatten_batch", [&] { return subset::flatten_batch(x); });
+    static_vs_eager("halves", [&] { return subset::halves(x); });
+  }
+  Tensor odd = pattern({3, 5}, 0.3f, 0.f);  // size 5: halves of 2
+  static_vs_eager("halves", [&] { return subset::halves(odd); });
+}
+
+TEST(Subset, BadSizesAreErrorsInBothModes) {
+  Tensor x = pattern({2, 3}, 0.3f, 0.f);
+  for (graph::Mode m : {compiled_mode(), graph::Mode::Eager}) {
+    graph::set_mode(m);
+    try {
+      subset::size_out_of_range(x);
+      ADD_FAILURE() << "no error";
+    } catch (const graph::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("size"), std::string::npos) << e.what();
+    }
+  }
+  graph::set_mode(compiled_mode());
+}
+
+TEST(Subset, IntegerDivisionAndRemainderTruncate) {
+  Tensor x = pattern({4}, 0.5f, 0.f);
+  for (auto [a, b] : {std::pair{7, 2}, {-7, 2}, {7, -2}, {-7, -2}, {0, 5}, {5, 7}})
+    static_vs_eager("int_ops", [&, a = a, b = b] { return subset::int_ops(x, a, b); });
+  // C++ leaves these undefined; in the graph they are errors.
+  graph::set_mode(compiled_mode());
+  try {
+    subset::int_ops(x, 3, 0);
+    ADD_FAILURE() << "no error";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("integer division by zero"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Subset, SwitchAndDoWhile) {
+  Tensor x = pattern({2, 3}, 0.7f, -0.4f);
+  for (int k = -1; k <= 4; ++k) {
+    static_vs_eager("pick", [&] { return subset::pick(x, k); });
+    static_vs_eager("switch_fallthrough", [&] { return subset::switch_fallthrough(x, k); });
+  }
+  for (int n : {0, 1, 4, 9}) static_vs_eager("switch_in_loop", [&] { return subset::switch_in_loop(x, n); });
+  for (int n : {0, 1, 2, 5}) static_vs_eager("do_while", [&] { return subset::do_while(x, n); });
+}
+
+}  // namespace

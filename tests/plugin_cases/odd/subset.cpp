@@ -1,0 +1,235 @@
+// The C++ subset of issue 5: tuples and structured bindings, optional
+// tensors, shapes as host ints, switch, do-while, integer / and % — what
+// lowers, and what is diagnosed (and where).
+#include <graph/graph.h>
+
+#include <tuple>
+#include <utility>
+
+using namespace graph;
+
+std::tuple<Tensor, Tensor> two(Tensor x) { return {x + 1, x * 2}; }
+std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
+
+[[graph::static]] Tensor binds(Tensor x) {  // lowers
+  auto [a, b] = two(x);
+  return a * b;
+}
+
+[[graph::static]] Tensor binds_by_const_ref(Tensor x) {  // lowers
+  const auto& [a, b] = two(x);
+  return a - b;
+}
+
+[[graph::static]] Tensor binds_by_ref_to_local(Tensor x) {  // lowers
+  std::pair<Tensor, Tensor> p{x, x};
+  auto& [a, b] = p;
+  a = a * 3;  // writes p.first
+  return p.first + b;
+}
+
+[[graph::static]] Tensor tie_with_ignore(Tensor x) {  // lowers
+  Tensor a;
+  std::tie(a, std::ignore) = two(x);
+  return a;
+}
+
+[[graph::static]] Tensor get_of_call(Tensor x) {  // lowers
+  return std::get<1>(two(x));
+}
+
+[[graph::static]] Tensor pair_members(Tensor x, int n) {  // lowers
+  auto p = with_count(x, n);
+  p.second += 2;
+  return p.first * p.second;
+}
+
+[[graph::static]] Tensor tuple_in_loop(Tensor x, int n) {  // lowers
+  std::tuple<Tensor, int> t{x, 0};
+  for (int i = 0; i < n; ++i) t = std::make_tuple(std::get<0>(t) * 2, std::get<1>(t) + i);
+  return std::get<0>(t) + std::get<1>(t);
+}
+
+[[graph::static]] Tensor default_pair(Tensor x) {  // lowers
+  std::pair<Tensor, int> p;
+  p.second = 3;
+  return x * p.second;
+}
+
+[[graph::static]] std::tuple<Tensor, Tensor> returns_call(Tensor x) {  // lowers
+  return two(x);
+}
+
+[[graph::static]] std::tuple<Tensor, int> returns_variable(Tensor x) {  // lowers
+  std::tuple<Tensor, int> t = std::make_tuple(x, 2);
+  return t;
+}
+
+[[graph::static]] Tensor tuple_copy(Tensor x) {  // lowers
+  auto t = two(x);
+  auto u = t;
+  return std::get<0>(u);
+}
+
+[[graph::static]] Tensor get_by_type(Tensor x) {
+  std::tuple<Tensor, int> t{x, 1};
+  return std::get<Tensor>(t);  // expect@10: 'std::get' is lowered with an index ('std::get<0>(t)'), not a type
+}
+
+[[graph::static]] Tensor tuple_dropped(Tensor x) {  // lowers
+  two(x);
+  return x;
+}
+
+[[graph::static]] Tensor tuple_converts(Tensor x) {
+  std::tuple<Tensor, double> t = std::make_tuple(x, 1);  // expect@34: element 1 of this tuple is a int, not a float; the graph does not convert it
+  return std::get<0>(t);
+}
+
+[[graph::static]] Tensor tuple_of_strings(Tensor x) {
+  std::pair<Tensor, const char*> p{x, "a"};  // expect@39: string literals cannot be lowered
+  return p.first;
+}
+
+[[graph::static]] Tensor binds_struct(Tensor x) {
+  struct S {
+    Tensor a, b;
+  };
+  auto [a, b] = S{x, x};  // expect@8: structured bindings of 'S' cannot be lowered; only of 'std::tuple' and 'std::pair'
+  return a + b;
+}
+
+[[graph::static]] Tensor mutable_ref(Tensor x) {
+  Tensor& r = x;  // expect@11: non-const reference variables cannot be lowered; use a value
+  return r;
+}
+
+[[graph::static]] Tensor const_ref_alias(Tensor x) {  // lowers
+  const Tensor& r = x;
+  x = x + 1;
+  return r;  // the new x
+}
+
+// Optional tensors and shapes.
+[[graph::static]] Tensor optional_bias(Tensor x, Tensor b) {  // lowers
+  return b.defined() ? x + b : x;
+}
+
+[[graph::static]] Tensor optional_linear(Tensor x, Tensor w, Tensor b) {  // lowers
+  return linear(x, w, b);
+}
+
+[[graph::static]] Tensor shape_ints(Tensor x) {  // lowers
+  int64_t rows = x.size(0);
+  int64_t cols = x.numel() / rows;
+  if (x.dim() != 2) return x;
+  return x.reshape({cols, rows}) * x.sizes()[1];
+}
+
+[[graph::static]] Tensor runtime_slice(Tensor x, int k) {  // lowers
+  return x.slice(0, k, x.size(0));
+}
+
+[[graph::static]] Tensor runtime_dim(Tensor x, int d) {
+  return x.sum(d);  // expect@16: the argument 'dim' of 'sum' must be a compile-time constant
+}
+
+[[graph::static]] Tensor sizes_vector(Tensor x) {
+  auto s = x.sizes();  // expect@8: 's' has type 'Shape', which a static graph cannot hold
+  return x * static_cast<int64_t>(s.size());
+}
+
+[[graph::static]] Tensor size_as_int(Tensor x) {
+  int n = x.size(0);  // expect@11: the conversion from 'int64_t' to 'int' may change the value and cannot be lowered
+  return x * n;
+}
+
+// Statements.
+[[graph::static]] Tensor switch_default_first(Tensor x, int k) {  // lowers
+  switch (k) {
+    default:
+      x = x * 3;
+      break;
+    case 1:
+      x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor switch_returns(Tensor x, int k) {  // lowers
+  switch (k) {
+    case 0:
+      return x;
+    case 1:
+      return -x;
+  }
+  return x * 2;
+}
+
+[[graph::static]] Tensor switch_with_init(Tensor x, int k) {  // lowers
+  switch (int j = k * 2; j) {
+    case 2:
+      x = x + j;
+      break;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor switch_continue(Tensor x, int n) {
+  for (int i = 0; i < n; ++i) {
+    switch (i) {
+      case 0:
+        continue;  // expect@9: a 'continue' inside a 'switch' cannot be lowered yet
+    }
+    x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor duffs_device(Tensor x, int k) {
+  switch (k) {
+    case 0:
+      if (k == 0) {
+        case 1:  // expect@9: this 'case' label is inside a nested statement, which cannot be lowered
+          x = x + 1;
+      }
+  }
+  return x;
+}
+
+[[graph::static]] Tensor switch_on_float(Tensor x, double v) {
+  switch (static_cast<int>(v)) {  // expect@28: the conversion from 'double' to 'int' cannot be lowered yet
+    case 1:
+      x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor switch_case_range(Tensor x, int k) {
+  switch (k) {
+    case 1 ... 3:  // expect@5: case ranges cannot be lowered
+      x = x + 1;
+  }
+  return x;
+}
+
+[[graph::static]] Tensor do_while_break(Tensor x, int n) {  // lowers
+  int i = 0;
+  do {
+    if (i >= n) break;
+    x = x + i;
+    ++i;
+  } while (true);
+  return x;
+}
+
+[[graph::static]] Tensor int_div_mod(Tensor x, int a, int b) {  // lowers
+  int q = a / b, r = a % b;
+  return x * (q * b + r);
+}
+
+[[graph::static]] Tensor float_divide_assign(Tensor x, double a) {  // lowers
+  double r = a;
+  r /= 2;
+  return x * r;
+}
