@@ -1,9 +1,9 @@
 // FusionGroups that fuse_groups forms around a library call or a reduction.
 //
-// kind=matmul_epilogue: the GEMM (graph::detail::gemm: BLAS into a kept
-// buffer, the bias of a linear added by the GEMM itself with beta = 1), then
-// the elementwise ops that read its output as one fused loop over it, so the
-// product is read once more and never written back by an eager op per member.
+// kind=matmul_epilogue: the GEMM (graph::detail::gemm: the eager matmul's
+// kernel into a kept buffer), then the elementwise ops that read its output
+// as one fused loop over it, so the product is read once more and never
+// written back by an eager op per member.
 //
 // A matmul or linear outside any group takes the same GEMM.
 //

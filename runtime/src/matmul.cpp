@@ -227,3 +227,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace graph
+
+namespace graph::detail {
+
+// For generated code (generated_support.h: gemm): the 2-D product the eager
+// matmul computes, with the same kernel, into a given dense buffer, so static
+// and eager results agree bit for bit.
+void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_dtype(a.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) gemm<T>(a, b, out);
+  });
+}
+
+}  // namespace graph::detail

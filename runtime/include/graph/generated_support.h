@@ -181,7 +181,13 @@ class GraphBuffers {
   };
 
  private:
-  static bool free_buffer(const Tensor& t) { return t.defined() && t.storage().use_count() == 1; }
+  // The last other holder let go: its writes happen before ours (the
+  // fence pairs with the release in shared_ptr's decrement).
+  static bool free_buffer(const Tensor& t) {
+    if (!t.defined() || t.storage().use_count() != 1) return false;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return true;
+  }
 
   static Tensor take(Slot& slot, const Shape& shape, DType dtype) {
     for (const Tensor& t : slot)
@@ -203,10 +209,10 @@ class GraphBuffers {
 
 // ---- GEMM into kept buffers --------------------------------------------------
 // matmul(a, b), or linear(a, b, bias) with b the [out, in] weight and bias
-// undefined or [out], computed by one BLAS call into a buffer of `slot`; a
-// linear's bias is copied into each output row first and the GEMM adds onto
-// it (beta = 1), so the bias costs no pass of its own. A float or double `a`
-// of any rank whose rows are contiguous and a 2-D `b` take this path; other
+// undefined or [out], into a buffer of `slot`, by the eager matmul's kernel
+// (BLAS, or a register-blocked loop for tiny products) and then + bias, as
+// the eager ops compute it. A float or double contiguous `a` (2-D for
+// matmul, any rank >= 2 for linear) and a 2-D `b` take this path; other
 // shapes and dtypes, and any shape error, go to the eager op.
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias);
