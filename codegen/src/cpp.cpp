@@ -16,6 +16,7 @@
 #include <set>
 
 #include "emitter.h"
+#include "graph/codegen/grad.h"
 #include "graph/error.h"
 
 namespace graph::codegen {
@@ -164,14 +165,15 @@ std::string Emitter::at_source(const ir::Node* n, const std::string& what, const
 
 // ---- the graph function --------------------------------------------------------
 
-void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source) {
+void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
+                             bool check_inputs) {
   reset_names();
   graph_name_ = g.name();
   // The function's own parameter names are taken so no local shadows them.
   for (const char* reserved : {"in", "n_in", "out", "why"}) used_.insert(reserved);
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
   open("bool " + fn_name + "(const ::graph::detail::Arg* in, size_t n_in, ::graph::detail::Arg* out, std::string* why)");
-  guards(g);
+  guards(g, check_inputs);
   line("");
   block(g.top());
   line("");
@@ -185,10 +187,10 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
 
 // Each input's kind, dtype, rank and static sizes, in order; the first
 // mismatch explains itself in *why and the eager body runs instead.
-void Emitter::guards(const ir::Graph& g) {
+void Emitter::guards(const ir::Graph& g, bool check_inputs) {
   const size_t n = g.inputs().size();
   line("if (!::graph::detail::guard_num_inputs(n_in, " + std::to_string(n) + ", why)) return false;");
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n && check_inputs; ++k) {
     const ir::Value* v = g.inputs()[k].get();
     const ir::Type& t = v->type();
     const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + ir::quote(v->name());
@@ -247,7 +249,7 @@ void Emitter::node(const ir::Node* n) {
   if (op == "If") return if_(n);
   if (op == "Loop") return loop(n);
   if (op == "FusionGroup") return elementwise_group(n) ? fusion_group(n) : unfused_group(*this, n);
-  if (primitive(n)) return;
+  if (primitive(n) || gradient_op(n)) return;
   const OpInfo* info = find_op(op);
   if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
@@ -416,6 +418,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <graph/cpu_loop.h>");
   e.line("#include <graph/scalar_ops.h>");
   e.line("#include <graph/generated_support.h>");
+  e.line("#include <graph/static_autograd.h>");
   e.line("");
   e.line("namespace {");
   e.raw(kErrorHelpers);
@@ -430,6 +433,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     detail::Emitter body;
     body.graph_function(*u.graph, fn, u.source);
     e.raw(body.take());
+    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source));
   }
   e.line("");
   e.line("// Registration: the dispatch prologue finds each graph by (mangled name, body hash).");
@@ -441,6 +445,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
            ir::quote(ir::print(*u.graph)) + ", {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
+    if (u.gradient) e.raw(detail::gradient_registration(*u.gradient, fn, u.mangled_name, u.body_hash));
   }
   e.line("");
   e.line("}  // namespace");

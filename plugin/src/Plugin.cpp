@@ -31,6 +31,7 @@
 #include "clang/Sema/ParsedAttr.h"
 #include "clang/Sema/Sema.h"
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/grad.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/pipeline.h"
 #include "graph/ir/verifier.h"
@@ -249,6 +250,7 @@ class Consumer : public ASTConsumer {
   // What one lowered function contributes to the outputs.
   struct Compiled {
     std::unique_ptr<graph::ir::Graph> optimized;
+    std::unique_ptr<graph::codegen::GradientUnit> gradient;  // for calls that require grad
     graph::codegen::GraphUnit unit;
     SourceLocation lbrace;
     std::string prologue;
@@ -262,6 +264,7 @@ class Consumer : public ASTConsumer {
     collector.TraverseDecl(ctx.getTranslationUnitDecl());
 
     std::vector<std::unique_ptr<graph::ir::Graph>> optimized;
+    std::vector<std::unique_ptr<graph::codegen::GradientUnit>> gradients;
     std::vector<graph::codegen::GraphUnit> units;
     std::vector<std::pair<std::string, std::string>> graph_files;  // path, text
     std::map<std::string, int> file_names;
@@ -285,6 +288,7 @@ class Consumer : public ASTConsumer {
       }
       units.push_back(c->unit);
       optimized.push_back(std::move(c->optimized));
+      gradients.push_back(std::move(c->gradient));
     }
 
     // -Werror=graph-fallback made a fallback an error: like any error, it
@@ -354,7 +358,9 @@ class Consumer : public ASTConsumer {
     std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
                                                std::to_string(where.getLine())
                                          : "";
-    c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source};
+    // Autodiff refusing the graph is no fallback: only grad calls run eagerly.
+    c.gradient = std::make_unique<graph::codegen::GradientUnit>(graph::codegen::make_gradient(*lowered.graph));
+    c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get()};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
 
     // Only now, when nothing can fail any more, the name of its .graph files

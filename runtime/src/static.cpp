@@ -13,6 +13,7 @@
 #include "graph/error.h"
 #include "graph/generated_support.h"
 #include "graph/interpreter.h"
+#include "graph/static_autograd.h"
 #include "graph/ir/ir.h"
 #include "graph/trace.h"
 
@@ -152,6 +153,21 @@ bool interpret(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, std
   return true;
 }
 
+// Runs the graph the way the mode and the inputs ask for; false (and why)
+// when the eager body must run instead.
+bool run_graph(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+  if (mode() == Mode::Interpret) {
+    // The interpreter runs eager ops: eager autograd records through it.
+    if (interpret(g, in, n_in, out, why)) return true;
+  } else if (grad_requested(in, n_in)) {
+    return run_with_grad(g, in, n_in, out, n_out, why);  // one node on the tape
+  } else if (g.fn(in, n_in, out, why)) {
+    return true;
+  }
+  *why = "a guard failed: " + *why;
+  return false;
+}
+
 }  // namespace
 
 StaticFunction::StaticFunction(const char* mangled_name, const char* body_hash)
@@ -187,8 +203,8 @@ bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) 
     return false;
   }
   std::string why;
-  if (mode() == Mode::Interpret ? !interpret(*g, in, n_in, out, &why) : !g->fn(in, n_in, out, &why)) {
-    explain(g->source, "a guard failed: " + why);
+  if (!run_graph(*g, in, n_in, out, n_out, &why)) {
+    explain(g->source, why);
     return false;
   }
   g->calls.fetch_add(1, std::memory_order_relaxed);
