@@ -371,10 +371,35 @@ class Consumer : public ASTConsumer {
 
     c.lbrace = body->getLBracLoc();
     c.prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
-                 "\"); if (" + lowered.result_type + " _graph_r{}; _graph_sf.run(_graph_r";
+                 "\"); if (" + lowered.result_type + " _graph_r{}; _graph_sf.run(_graph_r, " +
+                 eager_call(fd, lowered.result_type);
     for (const std::string& a : lowered.call_args) c.prologue += ", " + a;
     c.prologue += ")) return _graph_r;";
     return c;
+  }
+
+  // For GRAPH_CHECK, a lambda calling the function again with its own
+  // parameters (the prologue lets that call run the body); nullptr where it
+  // cannot be named (lambdas, friends defined in a class, which ordinary
+  // lookup does not find, unnamed parameters) or called before the body ends
+  // (a deduced return type).
+  static std::string eager_call(const FunctionDecl* fd, const std::string& result_type) {
+    if (fd->getFriendObjectKind() != Decl::FOK_None || fd->getDeclaredReturnType()->getContainedDeducedType())
+      return "nullptr";
+    std::string callee;
+    if (const auto* m = dyn_cast<CXXMethodDecl>(fd)) {
+      if (m->getParent()->isLambda()) return "nullptr";
+      // Qualified, so a virtual forward calls this body, not an override.
+      callee = (m->isInstance() ? "this->" : "") + m->getParent()->getNameAsString() + "::" + fd->getNameAsString();
+    } else {
+      callee = fd->getNameAsString();
+    }
+    std::string args;
+    for (const ParmVarDecl* p : fd->parameters()) {
+      if (p->getName().empty()) return "nullptr";
+      args += (args.empty() ? "" : ", ") + p->getNameAsString();
+    }
+    return "[&]() -> " + result_type + " { return " + callee + "(" + args + "); }";
   }
 
   static std::string main_file_path(const SourceManager& sm) {
