@@ -17,6 +17,7 @@
 
 #include "emitter.h"
 #include "graph/ir/value_primitives.h"
+#include "graph/codegen/grad.h"
 #include "graph/error.h"
 
 namespace graph::codegen {
@@ -165,7 +166,8 @@ std::string Emitter::at_source(const ir::Node* n, const std::string& what, const
 
 // ---- the graph function --------------------------------------------------------
 
-void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source) {
+void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
+                             bool check_inputs) {
   reset_names();
   graph_name_ = g.name();
   // The function's own parameter names are taken so no local shadows them.
@@ -173,7 +175,7 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   slots_ = 0;
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
   open("bool " + fn_name + "(const ::graph::detail::Arg* in, size_t n_in, ::graph::detail::Arg* out, std::string* why)");
-  guards(g);
+  guards(g, check_inputs);
   line("::graph::detail::GraphBuffers::Lease buffers(" + buffers_name(fn_name) + ");");
   line("");
   block(g.top());
@@ -194,10 +196,10 @@ std::string Emitter::take_buffer(const std::string& shape, DType dtype) {
   return "buffers.take(" + std::to_string(slots_++) + ", " + shape + ", " + dtype_expr(dtype) + ")";
 }
 
-void Emitter::guards(const ir::Graph& g) {
+void Emitter::guards(const ir::Graph& g, bool check_inputs) {
   const size_t n = g.inputs().size();
   line("if (!::graph::detail::guard_num_inputs(n_in, " + std::to_string(n) + ", why)) return false;");
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n && check_inputs; ++k) {
     const ir::Value* v = g.inputs()[k].get();
     const ir::Type& t = v->type();
     const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + ir::quote(v->name());
@@ -257,7 +259,7 @@ void Emitter::node(const ir::Node* n) {
     if (kind == "reduce") return reduce_group(n);
     throw Error("codegen: unknown FusionGroup kind '" + kind + "'");
   }
-  if (primitive(n)) return;
+  if (primitive(n) || gradient_op(n)) return;
   const OpInfo* info = find_op(op);
   if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
@@ -429,6 +431,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <graph/parallel.h>");
   e.line("#include <graph/scalar_ops.h>");
   e.line("#include <graph/generated_support.h>");
+  e.line("#include <graph/static_autograd.h>");
   e.line("");
   e.line("// GCC's default -O2 cost model leaves loops with an unknown trip count");
   e.line("// scalar; the fused loops below are written to be vectorized.");
@@ -451,6 +454,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     e.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
     e.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" + std::to_string(body.slots()) + "};");
     e.raw(body.take());
+    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source));
   }
   e.line("");
   e.line("// Registration: the dispatch prologue finds each graph by (mangled name, body hash).");
@@ -462,6 +466,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
            ir::quote(ir::print(*u.graph)) + ", {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
+    if (u.gradient) e.raw(detail::gradient_registration(*u.gradient, fn, u.mangled_name, u.body_hash));
   }
   e.line("");
   e.line("}  // namespace");

@@ -61,7 +61,10 @@ class Emitter {
   void reset_names();
 
   // ---- graphs, blocks, nodes (cpp.cpp) ----
-  void graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source);
+  // Without check_inputs the inputs are bound unchecked (a backward graph,
+  // whose inputs the runtime made itself).
+  void graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
+                      bool check_inputs = true);
   // The GraphBuffers object of graph function `fn_name`, and how many slots
   // the last graph_function took from it.
   static std::string buffers_name(const std::string& fn_name);
@@ -87,7 +90,7 @@ class Emitter {
   std::string at_source(const ir::Node* n, const std::string& what, const std::string& expr) const;
 
  private:
-  void guards(const ir::Graph& g);
+  void guards(const ir::Graph& g, bool check_inputs);
   void constant(const ir::Node* n);
   void if_(const ir::Node* n);
   std::string condition(const ir::Node* n, const ir::Value* c, const std::string& what);
@@ -96,6 +99,9 @@ class Emitter {
   std::string eager_call(const ir::Node* n, const OpInfo& op);
   void eager_op(const ir::Node* n, const OpInfo& op);
   bool primitive(const ir::Node* n);  // undefined(), list_*: false for others
+  // grad_functions.cpp: a gradient op (sum_to, OP_backward) through its
+  // runtime kernel; false for other ops.
+  bool gradient_op(const ir::Node* n);
   void reduce(const ir::Node* n, const OpInfo& op);
 
   // fusion_kernel.cpp

@@ -31,6 +31,7 @@
 #include "clang/Sema/ParsedAttr.h"
 #include "clang/Sema/Sema.h"
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/grad.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/pipeline.h"
 #include "graph/ir/verifier.h"
@@ -249,6 +250,7 @@ class Consumer : public ASTConsumer {
   // What one lowered function contributes to the outputs.
   struct Compiled {
     std::unique_ptr<graph::ir::Graph> optimized;
+    std::unique_ptr<graph::codegen::GradientUnit> gradient;  // for calls that require grad
     graph::codegen::GraphUnit unit;
     SourceLocation lbrace;
     std::string prologue;
@@ -262,6 +264,7 @@ class Consumer : public ASTConsumer {
     collector.TraverseDecl(ctx.getTranslationUnitDecl());
 
     std::vector<std::unique_ptr<graph::ir::Graph>> optimized;
+    std::vector<std::unique_ptr<graph::codegen::GradientUnit>> gradients;
     std::vector<graph::codegen::GraphUnit> units;
     std::vector<std::pair<std::string, std::string>> graph_files;  // path, text
     std::map<std::string, int> file_names;
@@ -285,6 +288,7 @@ class Consumer : public ASTConsumer {
       }
       units.push_back(c->unit);
       optimized.push_back(std::move(c->optimized));
+      gradients.push_back(std::move(c->gradient));
     }
 
     // -Werror=graph-fallback made a fallback an error: like any error, it
@@ -354,7 +358,9 @@ class Consumer : public ASTConsumer {
     std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
                                                std::to_string(where.getLine())
                                          : "";
-    c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source};
+    // Autodiff refusing the graph is no fallback: only grad calls run eagerly.
+    c.gradient = std::make_unique<graph::codegen::GradientUnit>(graph::codegen::make_gradient(*lowered.graph));
+    c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get()};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
 
     // Only now, when nothing can fail any more, the name of its .graph files
@@ -365,10 +371,35 @@ class Consumer : public ASTConsumer {
 
     c.lbrace = body->getLBracLoc();
     c.prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
-                 "\"); if (" + lowered.result_type + " _graph_r{}; _graph_sf.run(_graph_r";
+                 "\"); if (" + lowered.result_type + " _graph_r{}; _graph_sf.run(_graph_r, " +
+                 eager_call(fd, lowered.result_type);
     for (const std::string& a : lowered.call_args) c.prologue += ", " + a;
     c.prologue += ")) return _graph_r;";
     return c;
+  }
+
+  // For GRAPH_CHECK, a lambda calling the function again with its own
+  // parameters (the prologue lets that call run the body); nullptr where it
+  // cannot be named (lambdas, friends defined in a class, which ordinary
+  // lookup does not find, unnamed parameters) or called before the body ends
+  // (a deduced return type).
+  static std::string eager_call(const FunctionDecl* fd, const std::string& result_type) {
+    if (fd->getFriendObjectKind() != Decl::FOK_None || fd->getDeclaredReturnType()->getContainedDeducedType())
+      return "nullptr";
+    std::string callee;
+    if (const auto* m = dyn_cast<CXXMethodDecl>(fd)) {
+      if (m->getParent()->isLambda()) return "nullptr";
+      // Qualified, so a virtual forward calls this body, not an override.
+      callee = (m->isInstance() ? "this->" : "") + m->getParent()->getNameAsString() + "::" + fd->getNameAsString();
+    } else {
+      callee = fd->getNameAsString();
+    }
+    std::string args;
+    for (const ParmVarDecl* p : fd->parameters()) {
+      if (p->getName().empty()) return "nullptr";
+      args += (args.empty() ? "" : ", ") + p->getNameAsString();
+    }
+    return "[&]() -> " + result_type + " { return " + callee + "(" + args + "); }";
   }
 
   static std::string main_file_path(const SourceManager& sm) {

@@ -56,25 +56,54 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void record(std::string name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward) {
+namespace {
+
+std::shared_ptr<Node> make_node(std::string name, size_t num_outputs, const std::vector<Tensor>& inputs,
+                                MultiBackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->name = std::move(name);
+  node->num_outputs = num_outputs;
   node->backward = std::move(backward);
   for (const Tensor& in : inputs) {
     Edge e;
     if (tracks_grad(in)) {
       const auto& meta = in.autograd_meta();
-      if (meta->grad_fn) e.fn = meta->grad_fn;
-      else e.leaf = meta;
+      if (meta->grad_fn) {
+        e.fn = meta->grad_fn;
+        e.output_nr = meta->output_nr;
+      } else {
+        e.leaf = meta;
+      }
       e.sizes = in.sizes();
       e.dtype = in.dtype();
     }
     node->next.push_back(std::move(e));
   }
+  return node;
+}
+
+void attach(Tensor& out, std::shared_ptr<Node> node, size_t output_nr) {
   auto meta = std::make_shared<AutogradMeta>();
   meta->requires_grad = true;
   meta->grad_fn = std::move(node);
+  meta->output_nr = output_nr;
   out.set_autograd_meta(std::move(meta));
+}
+
+}  // namespace
+
+void record(std::string name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  attach(out,
+         make_node(std::move(name), 1, inputs,
+                   [backward = std::move(backward)](const std::vector<Tensor>& g) { return backward(g[0]); }),
+         0);
+}
+
+void record_multi(std::string name, const std::vector<Tensor*>& outs, const std::vector<Tensor>& inputs,
+                  MultiBackwardFn backward) {
+  std::shared_ptr<Node> node = make_node(std::move(name), outs.size(), inputs, std::move(backward));
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i]->defined() && is_floating(outs[i]->dtype())) attach(*outs[i], node, i);
 }
 
 Tensor record_unary(std::string name, Tensor out, const Tensor& in, std::function<Tensor(const Tensor&)> backward) {
@@ -120,19 +149,25 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   }
   Node* start = meta->grad_fn.get();
   auto deps = dependencies(start);
-  std::unordered_map<Node*, Tensor> grads{{start, g.detach()}};
+  // Per node, the gradient of each of its outputs, summed where paths meet.
+  std::unordered_map<Node*, std::vector<Tensor>> grads;
+  grads[start].resize(start->num_outputs);
+  grads[start][meta->output_nr] = g.detach();
   std::vector<Node*> ready{start};
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
-    Tensor gn = std::move(grads[n]);
+    std::vector<Tensor> gn = std::move(grads[n]);
     grads.erase(n);
     if (!n->backward)
       throw Error("backward: trying to go through the graph of '" + n->name +
                   "' a second time; pass retain_graph=true to the first backward");
     // No gradient reached this node (every path was non-differentiable):
     // its inputs get none either, but their dependency counts still drop.
-    std::vector<Tensor> in_grads = gn.defined() ? n->backward(gn) : std::vector<Tensor>{};
+    gn.resize(n->num_outputs);
+    bool any = false;
+    for (const Tensor& t : gn) any = any || t.defined();
+    std::vector<Tensor> in_grads = any ? n->backward(gn) : std::vector<Tensor>{};
     if (!retain_graph) n->backward = nullptr;  // frees the saved tensors
     for (size_t i = 0; i < n->next.size(); ++i) {
       const Edge& e = n->next[i];
@@ -143,7 +178,9 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
         if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);
         if (e.leaf) accumulate(*e.leaf, gi);
         else {
-          Tensor& slot = grads[e.fn.get()];
+          std::vector<Tensor>& slots = grads[e.fn.get()];
+          slots.resize(e.fn->num_outputs);
+          Tensor& slot = slots[e.output_nr];
           slot = slot.defined() ? slot + gi : gi;
         }
       }

@@ -2,7 +2,9 @@
 // the generator inserts into [[graph::static]] functions (static.h).
 #include "graph/static.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cxxabi.h>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -10,9 +12,12 @@
 #include <mutex>
 #include <string>
 
+#include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/generated_support.h"
+#include "graph/ops.h"
 #include "graph/interpreter.h"
+#include "graph/static_autograd.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/trace.h"
@@ -100,6 +105,14 @@ bool explain_enabled() {
   return on;
 }
 
+bool check_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GRAPH_CHECK");
+    return e && *e && std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
 void explain(std::string_view function, std::string_view why) {
   if (!explain_enabled()) return;
   std::fprintf(stderr, "graph: %.*s ran eagerly: %.*s\n", static_cast<int>(function.size()),
@@ -154,7 +167,96 @@ bool interpret(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, std
   return true;
 }
 
+// Runs the graph the way the mode and the inputs ask for; false (and why)
+// when the eager body must run instead.
+bool run_graph(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+  if (mode() == Mode::Interpret) {
+    // The interpreter runs eager ops: eager autograd records through it.
+    if (interpret(g, in, n_in, out, why)) return true;
+  } else if (grad_requested(in, n_in)) {
+    return run_with_grad(g, in, n_in, out, n_out, why);  // one node on the tape
+  } else if (g.fn(in, n_in, out, why)) {
+    return true;
+  }
+  *why = "a guard failed: " + *why;
+  return false;
+}
+
+// The function whose next call on this thread runs its eager body (GRAPH_CHECK).
+thread_local const StaticFunction* eager_turn = nullptr;
+
+std::string demangled(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string r = status == 0 && d ? d : mangled;
+  std::free(d);
+  return r;
+}
+
+// How far one output of the graph is from the eager body's: the largest
+// |graph - eager| over its elements, or why they cannot be compared.
+struct Difference {
+  double max = 0;
+  std::string problem;  // empty: `max` holds
+};
+
+Difference tensor_difference(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return {0, "one side is undefined"};
+  if (!a.defined() || a.numel() == 0) return {};
+  if (a.sizes() != b.sizes()) return {0, "shapes differ: graph " + shape_str(a.sizes()) + ", eager " + shape_str(b.sizes())};
+  const Tensor d = a.detach().to(kFloat64) - b.detach().to(kFloat64);
+  return {amax(maximum(d, -d)).item<double>(), ""};
+}
+
+double as_double(const Arg& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (const auto* f = std::get_if<double>(&v)) return *f;
+  return std::get<bool>(v) ? 1.0 : 0.0;
+}
+
+Difference difference(const Arg& graph, const Arg& eager) {
+  if (graph.index() != eager.index()) return {0, "kinds differ"};
+  if (const Tensor* a = std::get_if<Tensor>(&graph)) return tensor_difference(*a, std::get<Tensor>(eager));
+  if (const auto* a = std::get_if<std::vector<Tensor>>(&graph)) {
+    const auto& b = std::get<std::vector<Tensor>>(eager);
+    if (a->size() != b.size()) return {0, "lists differ in length"};
+    Difference worst;
+    for (size_t i = 0; i < a->size(); ++i) {
+      Difference d = tensor_difference((*a)[i], b[i]);
+      if (!d.problem.empty()) return {0, "element " + std::to_string(i) + ": " + d.problem};
+      worst.max = std::max(worst.max, d.max);
+    }
+    return worst;
+  }
+  return {std::fabs(as_double(graph) - as_double(eager)), ""};
+}
+
 }  // namespace
+
+StaticFunction::EagerTurn::EagerTurn(const StaticFunction* f) : no_grad_(std::make_unique<autograd::NoGradGuard>()) {
+  eager_turn = f;
+}
+
+StaticFunction::EagerTurn::~EagerTurn() { eager_turn = nullptr; }
+
+bool StaticFunction::take_eager_turn() const {
+  if (eager_turn != this) return false;
+  eager_turn = nullptr;
+  return true;
+}
+
+void StaticFunction::report_check(const Arg* graph, const Arg* eager, size_t n) {
+  const CompiledGraph* g = load(graph_);
+  std::string line = "graph check: " + demangled(name_) + " (" + (g ? g->source : "?") + "):";
+  for (size_t i = 0; i < n; ++i) {
+    const Difference d = difference(graph[i], eager[i]);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", std::fabs(d.max));  // never "-0"
+    line += (i ? "; output " : " output ") + std::to_string(i) + " max |graph - eager| = " +
+            (d.problem.empty() ? std::string(buf) : d.problem);
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 StaticFunction::StaticFunction(const char* mangled_name, const char* body_hash)
     : name_(mangled_name), hash_(body_hash), graph_(find_graph(mangled_name, body_hash)) {}
@@ -189,8 +291,8 @@ bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) 
     return false;
   }
   std::string why;
-  if (mode() == Mode::Interpret ? !interpret(*g, in, n_in, out, &why) : !g->fn(in, n_in, out, &why)) {
-    explain(g->source, "a guard failed: " + why);
+  if (!run_graph(*g, in, n_in, out, n_out, &why)) {
+    explain(g->source, why);
     return false;
   }
   g->calls.fetch_add(1, std::memory_order_relaxed);

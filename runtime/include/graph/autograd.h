@@ -27,22 +27,28 @@ struct AutogradMeta {
   bool requires_grad = false;
   Tensor grad;                    // accumulated gradient (leaves)
   std::shared_ptr<Node> grad_fn;  // the op that produced the tensor; null for leaves
+  size_t output_nr = 0;           // which of grad_fn's outputs the tensor is
 };
 
 // The gradients of a Node's inputs from the gradient of its result; an
 // undefined Tensor means "no gradient" (zero) for that input.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad)>;
+// The same for a Node with several outputs (a static graph on the tape), from
+// one gradient per output; an undefined one means no gradient reached it.
+using MultiBackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grads)>;
 
 struct Edge {
   std::shared_ptr<Node> fn;            // the input's producer, or
   std::shared_ptr<AutogradMeta> leaf;  // the leaf to accumulate into, or neither
+  size_t output_nr = 0;                // which output of `fn` the input is
   Shape sizes;                         // the input's shape: gradients are summed to it
   DType dtype = kFloat32;              // and converted to its dtype
 };
 
 struct Node {
   std::string name;  // the op, for messages
-  BackwardFn backward;
+  size_t num_outputs = 1;
+  MultiBackwardFn backward;  // null once run (unless retain_graph)
   std::vector<Edge> next;
 };
 
@@ -81,6 +87,12 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs);
 // Makes `out` the result of a recorded op over `inputs` (those that do not
 // require grad get no edge).
 void record(std::string name, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+// record() for an op with several outputs: one Node whose backward gets one
+// gradient per output. Outputs that are not floating tensors get no history
+// (their gradient is always undefined).
+void record_multi(std::string name, const std::vector<Tensor*>& outs, const std::vector<Tensor>& inputs,
+                  MultiBackwardFn backward);
 
 // record() for ops of one tensor input: records when `in` requires grad and
 // `out` is floating, and returns `out`.

@@ -4,7 +4,8 @@
 // The generator inserts a one-line prologue at the top of each annotated body:
 //
 //   static ::graph::detail::StaticFunction _graph_sf("<mangled>", "<hash>");
-//   if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r, x, flag)) return _graph_r;
+//   if (::graph::Tensor _graph_r; _graph_sf.run(_graph_r, [&]() -> ::graph::Tensor { return f(x, flag); }, x, flag))
+//     return _graph_r;
 //
 // and the generated kernel source registers the compiled graph under the same
 // mangled name and body hash. run() returns false, and the eager body runs,
@@ -13,6 +14,7 @@
 // from what the graph was compiled for); GRAPH_EXPLAIN=1 prints why.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -24,6 +26,9 @@
 #include "graph/tensor.h"
 
 namespace graph {
+namespace autograd {
+class NoGradGuard;
+}
 
 // Static: the generated code; Eager: the function's own body; Interpret: the
 // graph the generated code was made from, run by the interpreter
@@ -96,6 +101,7 @@ template <class R>
 struct Results {
   static constexpr size_t size = 1;
   static void assign(R& r, Arg* out) { r = from_arg<R>(std::move(out[0])); }
+  static void to_args(const R& r, Arg* out) { out[0] = to_arg(r); }
 };
 template <class... T>
 struct Results<std::tuple<T...>> {
@@ -105,6 +111,9 @@ struct Results<std::tuple<T...>> {
       ((std::get<I>(r) = from_arg<T>(std::move(out[I]))), ...);
     }(std::index_sequence_for<T...>{});
   }
+  static void to_args(const std::tuple<T...>& r, Arg* out) {
+    [&]<size_t... I>(std::index_sequence<I...>) { ((out[I] = to_arg(std::get<I>(r))), ...); }(std::index_sequence_for<T...>{});
+  }
 };
 template <class A, class B>
 struct Results<std::pair<A, B>> {
@@ -113,7 +122,16 @@ struct Results<std::pair<A, B>> {
     r.first = from_arg<A>(std::move(out[0]));
     r.second = from_arg<B>(std::move(out[1]));
   }
+  static void to_args(const std::pair<A, B>& r, Arg* out) {
+    out[0] = to_arg(r.first);
+    out[1] = to_arg(r.second);
+  }
 };
+
+// GRAPH_CHECK=1: every graph call also runs the eager body (grad mode off)
+// and prints to stderr, per output, the largest |graph - eager|; the graph's
+// result is returned.
+bool check_enabled();
 
 class StaticFunction {
  public:
@@ -121,18 +139,50 @@ class StaticFunction {
 
   // Runs the compiled graph on `args`, storing its outputs in `result` (a
   // tuple or pair gets one output per element). False means "run the eager
-  // body".
-  template <class R, class... A>
-  bool run(R& result, const A&... args) {
+  // body". `eager` calls the function again and runs its body (for
+  // GRAPH_CHECK), or is nullptr where the prologue cannot call it (lambdas).
+  template <class R, class E, class... A>
+  bool run(R& result, E&& eager, const A&... args) {
+    if (take_eager_turn()) return false;
     if (!ready()) return false;
     Arg in[sizeof...(A) + 1] = {to_arg(args)...};
     Arg out[Results<R>::size];
     if (!invoke(in, sizeof...(A), out, Results<R>::size)) return false;
     Results<R>::assign(result, out);
+    if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<E>>)
+      if (check_enabled()) check(result, eager);
     return true;
   }
 
  private:
+  // GRAPH_CHECK: the eager result of the same call, compared output by output.
+  template <class R, class E>
+  void check(const R& graph_result, E& eager) {
+    R eager_result = [&] {
+      EagerTurn turn(this);
+      return eager();
+    }();
+    Arg g[Results<R>::size], e[Results<R>::size];
+    Results<R>::to_args(graph_result, g);
+    Results<R>::to_args(eager_result, e);
+    report_check(g, e, Results<R>::size);
+  }
+  // Prints "graph check: <function> (<source>): output k: max |graph - eager| = d".
+  void report_check(const Arg* graph, const Arg* eager, size_t n);
+  // While alive, this thread's next call of this function runs its eager
+  // body, with grad mode off.
+  class EagerTurn {
+   public:
+    explicit EagerTurn(const StaticFunction* f);
+    ~EagerTurn();
+    EagerTurn(const EagerTurn&) = delete;
+    EagerTurn& operator=(const EagerTurn&) = delete;
+
+   private:
+    std::unique_ptr<autograd::NoGradGuard> no_grad_;
+  };
+  bool take_eager_turn() const;  // true once after an EagerTurn began
+
   bool ready();  // registered and mode is Static; explains otherwise
   bool invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out);
 

@@ -16,11 +16,15 @@
 
 namespace graph::codegen {
 
+struct GradientUnit;  // grad.h
+
 struct GraphUnit {
   const ir::Graph* graph;     // has run infer_types and fuse_elementwise
   std::string mangled_name;   // the annotated function's mangled name
   std::string body_hash;      // hash of its body (stale kernels never match)
   std::string source;         // "model.cpp:12", for messages
+  // Its gradient (grad.h), written next to it when set.
+  const GradientUnit* gradient = nullptr;
 };
 
 // One C++ source for all graphs of one annotated source file. Throws

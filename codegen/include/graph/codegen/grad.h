@@ -1,0 +1,48 @@
+#pragma once
+// Gradients of static graphs, made at build time (mixed execution).
+//
+// A [[graph::static]] function called with inputs that require grad becomes
+// one node on the eager tape (runtime: graph/static_autograd.h). For that the
+// generator writes, next to the graph's own function, two more GraphFns:
+//
+//   <fn>_forward  (inputs...)                 -> (outputs..., saved...)
+//   <fn>_backward (saved..., grad_outputs...) -> (one gradient per floating
+//                                                tensor input)
+//
+// made by ir::differentiate from the graph before fusion, then optimized and
+// fused like the graph itself. A graph autodiff refuses (dropout while
+// training, a Loop inside a Loop) gets no functions but the reason, which the
+// runtime reports under GRAPH_EXPLAIN=1 when a grad call runs eagerly.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/ir/ir.h"
+
+namespace graph::codegen {
+
+struct GradientUnit {
+  std::unique_ptr<ir::Graph> forward;   // null when `unsupported` is set
+  std::unique_ptr<ir::Graph> backward;  // its inputs typed from the forward's outputs
+  size_t num_outputs = 0;               // outputs of the original graph
+  size_t num_saved = 0;
+  std::vector<size_t> grad_inputs;      // the inputs backward returns gradients of
+  std::string unsupported;              // why there is no gradient, or empty
+};
+
+// The gradient of `lowered` (a graph as the plugin lowered it: verified, not
+// yet optimized) with respect to every floating tensor input. Never throws
+// for a graph autodiff refuses: the reason goes to `unsupported`.
+GradientUnit make_gradient(const ir::Graph& lowered);
+
+namespace detail {
+// For generate_cpu_source (cpp.cpp): the C++ of <fn>_forward and
+// <fn>_backward (nothing when unsupported), and of the CompiledGradient that
+// registers them (or the reason) under the graph's (mangled name, body hash).
+std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source);
+std::string gradient_registration(const GradientUnit& u, const std::string& fn, const std::string& mangled_name,
+                                  const std::string& body_hash);
+}  // namespace detail
+
+
+}  // namespace graph::codegen

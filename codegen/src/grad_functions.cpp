@@ -1,0 +1,163 @@
+// Gradients of static graphs for mixed execution (grad.h): differentiate the
+// lowered graph, optimize and fuse both halves, and write them as two more
+// GraphFns plus a CompiledGradient (runtime: graph/static_autograd.h).
+#include <set>
+#include <sstream>
+
+#include "emitter.h"
+#include "graph/codegen/grad.h"
+#include "graph/error.h"
+#include "graph/ir/autodiff.h"
+#include "graph/ir/pipeline.h"
+#include "graph/ir/verifier.h"
+
+namespace graph::codegen {
+
+namespace {
+
+bool floating_tensor(const ir::Type& t) { return t.is_tensor() && t.dtype && is_floating(*t.dtype); }
+
+// The backward's inputs as typed as the forward outputs they receive: saved
+// values exactly, gradients as the (tensor) outputs they belong to. Fusion
+// needs element types, and autodiff leaves grad_outputs untyped.
+void type_backward_inputs(const GradientUnit& u) {
+  const ir::Graph& f = *u.forward;
+  ir::Graph& b = *u.backward;
+  for (size_t j = 0; j < u.num_saved; ++j) b.inputs()[j]->set_type(f.outputs()[u.num_outputs + j]->type());
+  for (size_t i = 0; i < u.num_outputs; ++i)
+    if (floating_tensor(f.outputs()[i]->type())) b.inputs()[u.num_saved + i]->set_type(f.outputs()[i]->type());
+}
+
+}  // namespace
+
+GradientUnit make_gradient(const ir::Graph& lowered) {
+  GradientUnit u;
+  // Autodiff wants no calls and no fusion groups: the default pipeline up to
+  // fusion, then the rest on each half.
+  std::unique_ptr<ir::Graph> g = ir::parse(ir::print(lowered));
+  ir::run_pipeline(*g, ir::parse_pipeline("inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types"));
+  std::vector<bool> requires_grad;
+  bool any = false;
+  for (const auto& in : g->inputs()) {
+    requires_grad.push_back(floating_tensor(in->type()));
+    any = any || requires_grad.back();
+  }
+  if (!any) {
+    u.unsupported = "the graph has no floating tensor inputs";
+    return u;
+  }
+  ir::GradGraphs gg;
+  try {
+    gg = ir::differentiate(*g, requires_grad);
+  } catch (const Error& e) {
+    u.unsupported = e.what();
+    return u;
+  }
+  u.forward = std::move(gg.forward);
+  u.backward = std::move(gg.backward);
+  u.num_outputs = gg.num_outputs;
+  u.num_saved = gg.num_saved;
+  u.grad_inputs = gg.grad_inputs;
+  type_backward_inputs(u);
+  const auto rest = ir::parse_pipeline("infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise");
+  ir::run_pipeline(*u.forward, rest);
+  ir::run_pipeline(*u.backward, rest);
+  ir::verify_or_throw(*u.forward);
+  ir::verify_or_throw(*u.backward);
+  // An op the CPU back end cannot write leaves grad calls eager, never the
+  // function: generate once here to find out.
+  try {
+    detail::gradient_functions(u, "check", "");
+  } catch (const Error& e) {
+    u = GradientUnit{};
+    u.unsupported = e.what();
+  }
+  return u;
+}
+
+namespace detail {
+
+namespace {
+
+// The GRAPH_BACKWARD_OP entries of the op table.
+bool is_gradient_op(const std::string& op) {
+  static const std::set<std::string> ops = {
+#define GRAPH_BACKWARD_OP(name, inputs, outputs) #name,
+#include "graph/ops.def"
+  };
+  return ops.count(op) != 0;
+}
+
+// `n` alone in a graph of its own, as IR text: what the runtime's
+// GradientOp parses once to hand the op's kernel its node (attributes and
+// types included).
+std::string single_node_graph(const ir::Node* n) {
+  ir::Graph g(n->op());
+  ir::Node* copy = g.top()->append(n->op());
+  for (const ir::Value* v : n->inputs()) copy->add_input(g.add_input(v->type()));
+  for (const ir::Value* v : n->outputs()) g.top()->add_return(copy->add_output(v->type()));
+  copy->attrs() = n->attrs();
+  copy->set_loc(n->loc());
+  return ir::print(g);
+}
+
+}  // namespace
+
+// The gradient ops have one kernel, the interpreter's (grad_kernels.cpp: most
+// run their op's eager backward); generated code calls it through a
+// GradientOp made once per node.
+bool Emitter::gradient_op(const ir::Node* n) {
+  if (!is_gradient_op(n->op())) return false;
+  if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + n->op());
+  const std::string op = fresh("gradient_op"), results = fresh("results");
+  line("static const ::graph::detail::GradientOp " + op + "(" + ir::quote(single_node_graph(n)) + ");");
+  std::string args;
+  for (const ir::Value* v : n->inputs()) args += (args.empty() ? "" : ", ") + name(v);
+  line("const std::vector<::graph::Tensor> " + results + " = " + at_source(n, n->op(), op + ".run({" + args + "})") +
+       ";");
+  for (size_t i = 0; i < n->num_outputs(); ++i)
+    line("const ::graph::Tensor " + name(n->output(i)) + " = " + results + "[" + std::to_string(i) + "];");
+  return true;
+}
+
+std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source) {
+  if (!u.unsupported.empty()) return "";
+  Emitter e;
+  e.line("");
+  e.line("// The gradient of " + fn + " (mixed execution): the forward also returns what the backward needs.");
+  {
+    Emitter f;
+    f.graph_function(*u.forward, fn + "_forward", source);
+    e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_forward") + "{" + std::to_string(f.slots()) + "};");
+    e.raw(f.take());
+  }
+  e.line("");
+  // The runtime made the backward's inputs from the forward's outputs and the
+  // tape's gradients (a saved value may be undefined): nothing to guard.
+  Emitter b;
+  b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false);
+  e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_backward") + "{" + std::to_string(b.slots()) + "};");
+  e.raw(b.take());
+  return e.take();
+}
+
+std::string gradient_registration(const GradientUnit& u, const std::string& fn, const std::string& mangled_name,
+                                  const std::string& body_hash) {
+  std::ostringstream s;
+  const std::string head = ir::quote(mangled_name) + ", " + ir::quote(body_hash) + ", ";
+  if (!u.unsupported.empty()) {
+    s << "::graph::detail::CompiledGradient gradient_" << fn << "{" << head << "nullptr, nullptr, 0, nullptr, 0, "
+      << ir::quote(u.unsupported) << "};\n";
+  } else {
+    s << "const size_t grad_inputs_" << fn << "[] = {";
+    for (size_t i = 0; i < u.grad_inputs.size(); ++i) s << (i ? ", " : "") << u.grad_inputs[i];
+    s << "};\n";
+    s << "::graph::detail::CompiledGradient gradient_" << fn << "{" << head << "&" << fn << "_forward, &" << fn
+      << "_backward, " << u.num_saved << ", grad_inputs_" << fn << ", " << u.grad_inputs.size() << ", nullptr};\n";
+  }
+  s << "const ::graph::detail::GradientRegistrar register_gradient_" << fn << "{&gradient_" << fn << "};\n";
+  return s.str();
+}
+
+}  // namespace detail
+}  // namespace graph::codegen

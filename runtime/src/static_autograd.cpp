@@ -1,0 +1,154 @@
+// Mixed execution (static_autograd.h): a static graph as one node on the
+// eager tape, its backward the backward graph generated at build time.
+#include "graph/static_autograd.h"
+
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "graph/autograd.h"
+#include "graph/error.h"
+#include "graph/interpreter.h"
+#include "graph/ir/ir.h"
+#include "graph/ops.h"
+
+namespace graph::detail {
+
+namespace {
+
+struct GradientRegistry {
+  std::mutex mu;
+  std::vector<CompiledGradient*> gradients;
+};
+
+// Function-local so registrars in other translation units can run first.
+GradientRegistry& gradient_registry() {
+  static GradientRegistry r;
+  return r;
+}
+
+bool fail(std::string* why, std::string reason) {
+  if (why) *why = std::move(reason);
+  return false;
+}
+
+bool tracks_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
+
+// What the backward needs to stand in a zero gradient for an output no
+// gradient reached (the backward graph takes one defined tensor per output).
+struct OutputInfo {
+  bool tensor = false;
+  Shape sizes;
+  DType dtype = kFloat32;
+};
+
+Tensor zero_grad_for(const OutputInfo& o) { return o.tensor ? zeros(o.sizes, o.dtype) : zeros({}, kFloat32); }
+
+}  // namespace
+
+void register_gradient(CompiledGradient* g) {
+  GradientRegistry& r = gradient_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.gradients.push_back(g);
+}
+
+const CompiledGradient* find_gradient(std::string_view mangled_name, std::string_view body_hash) {
+  GradientRegistry& r = gradient_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const CompiledGradient* g : r.gradients)
+    if (mangled_name == g->mangled_name && body_hash == g->body_hash) return g;
+  return nullptr;
+}
+
+bool grad_requested(const Arg* in, size_t n_in) {
+  if (!autograd::grad_mode_enabled()) return false;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && tracks_grad(*t)) return true;
+    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
+      for (const Tensor& t : *l)
+        if (tracks_grad(t)) return true;
+  }
+  return false;
+}
+
+bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+  const CompiledGradient* d = find_gradient(g.mangled_name, g.body_hash);
+  if (!d) return fail(why, "its inputs require grad and no gradient was generated for this graph");
+  if (d->unsupported)
+    return fail(why, std::string("its inputs require grad and the graph has no gradient: ") + d->unsupported);
+  for (size_t i = 0; i < n_in; ++i)
+    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
+      for (const Tensor& t : *l)
+        if (tracks_grad(t))
+          return fail(why, "input " + std::to_string(i) +
+                               " is a list holding a tensor that requires grad; the graph's gradient reaches tensor "
+                               "inputs only");
+
+  // The forward records nothing itself: its one node is recorded below.
+  std::vector<Arg> results(n_out + d->num_saved);
+  {
+    NoGradGuard no_grad;
+    if (!d->forward(in, n_in, results.data(), why)) return fail(why, "a guard failed: " + (why ? *why : ""));
+  }
+  auto saved = std::make_shared<const std::vector<Arg>>(std::make_move_iterator(results.begin() + n_out),
+                                                        std::make_move_iterator(results.end()));
+  std::vector<OutputInfo> info(n_out);
+  for (size_t i = 0; i < n_out; ++i) {
+    out[i] = std::move(results[i]);
+    if (const Tensor* t = std::get_if<Tensor>(&out[i]); t && t->defined())
+      info[i] = {true, t->sizes(), t->dtype()};
+  }
+  std::vector<Tensor> inputs;  // the edges: one per grad_input, none where grad is not required
+  for (size_t k = 0; k < d->num_grad_inputs; ++k) inputs.push_back(std::get<Tensor>(in[d->grad_inputs[k]]));
+
+  const std::string name = std::string("static graph (") + g.source + ")";
+  auto backward = [d, saved, info, name](const std::vector<Tensor>& grads) {
+    std::vector<Arg> args(saved->begin(), saved->end());  // a copy: retain_graph may run it again
+    for (size_t i = 0; i < info.size(); ++i) {
+      const bool given = i < grads.size() && grads[i].defined();
+      args.emplace_back(given ? (grads[i].dtype() == info[i].dtype ? grads[i] : grads[i].to(info[i].dtype))
+                              : zero_grad_for(info[i]));
+    }
+    std::vector<Arg> results(d->num_grad_inputs);
+    std::string why;
+    if (!d->backward(args.data(), args.size(), results.data(), &why))
+      throw Error("backward of the " + name + ": " + why);
+    std::vector<Tensor> grads_in;
+    for (Arg& r : results) grads_in.push_back(std::get<Tensor>(std::move(r)));
+    return grads_in;
+  };
+  Tensor none;
+  std::vector<Tensor*> outs;
+  for (size_t i = 0; i < n_out; ++i) {
+    Tensor* t = std::get_if<Tensor>(&out[i]);
+    outs.push_back(t ? t : &none);
+  }
+  autograd::record_multi(name, outs, inputs, std::move(backward));
+  return true;
+}
+
+struct GradientOp::State {
+  std::unique_ptr<ir::Graph> graph;
+  const ir::Node* node;
+  const Kernel* kernel;
+};
+
+GradientOp::GradientOp(const char* ir_text) {
+  auto st = std::make_shared<State>();
+  st->graph = ir::parse(ir_text);
+  st->node = st->graph->top()->nodes().front().get();
+  st->kernel = find_backward_kernel(st->node->op());
+  if (!st->kernel) throw Error("static graph backward: no kernel for the gradient op '" + st->node->op() + "'");
+  state_ = std::move(st);
+}
+
+std::vector<Tensor> GradientOp::run(std::vector<Arg> inputs) const {
+  std::vector<IValue> in;
+  for (Arg& a : inputs) std::visit([&](auto& v) { in.emplace_back(std::move(v)); }, a);
+  std::vector<Tensor> out;
+  for (IValue& v : (*state_->kernel)(*state_->node, in)) out.push_back(std::get<Tensor>(std::move(v)));
+  return out;
+}
+
+}  // namespace graph::detail

@@ -1,0 +1,93 @@
+// Annotated functions for the mixed-execution tests (see functions.h).
+#include "functions.h"
+
+namespace sg {
+using namespace graph;
+
+Tensor G_scale;
+
+[[graph::static]] Tensor add_relu(Tensor x, Tensor y) { return relu(x + y) * y; }
+
+[[graph::static]] Tensor affine_global(Tensor x, Tensor w) { return tanh(matmul(x, w) * G_scale); }
+
+[[graph::static]] Tensor if_flag(Tensor x, Tensor w, bool flag) {
+  Tensor y;
+  if (flag) {
+    y = sigmoid(matmul(x, w));
+  } else {
+    y = exp(x * 0.5f).sum(1, true) * w.sum();
+  }
+  return y;
+}
+
+[[graph::static]] Tensor if_tensor(Tensor x) {
+  Tensor y = x.sum() > 0.0f ? x * x : -x * 3.0f;
+  return y + x;
+}
+
+[[graph::static]] Tensor rnn_loop(Tensor x, Tensor w, int steps) {
+  Tensor h = x;
+  for (int i = 0; i < steps; ++i) {
+    h = tanh(matmul(h, w) + x);
+  }
+  return h;
+}
+
+[[graph::static]] Tensor while_halve(Tensor x) {
+  Tensor h = x;
+  while ((h * h).sum() > 1.0f) {
+    h = h * 0.5f + sigmoid(h) * 0.01f;
+  }
+  return h;
+}
+
+[[graph::static]] std::pair<Tensor, Tensor> two_outputs(Tensor x, Tensor y) {
+  Tensor p = x * y;
+  return {p, exp(x) + p};
+}
+
+[[graph::static]] std::tuple<Tensor, Tensor, int> tuple_outputs(Tensor x, int n) {
+  return {x * 2.0f, (x * x).sum(), n + 1};
+}
+
+[[graph::static]] Tensor with_dropout(Tensor x) { return dropout(x * 2.0f, 0.5, true); }
+
+[[graph::static]] Tensor keep_int(Tensor x, Tensor idx) { return x * idx; }
+
+MLPImpl::MLPImpl(int64_t in, int64_t hidden, int64_t out)
+    : fc1(register_module("fc1", nn::Linear(in, hidden))),
+      fc2(register_module("fc2", nn::Linear(hidden, hidden))),
+      fc3(register_module("fc3", nn::Linear(hidden, out))) {}
+
+[[graph::static]] Tensor MLPImpl::forward(Tensor x) {
+  Tensor h = relu(fc1->forward(x));
+  h = tanh(fc2->forward(h));
+  return fc3->forward(h);
+}
+
+LSTMImpl::LSTMImpl(int64_t in, int64_t hidden, int64_t out)
+    : xi(register_module("xi", nn::Linear(in, hidden))),
+      xf(register_module("xf", nn::Linear(in, hidden))),
+      xg(register_module("xg", nn::Linear(in, hidden))),
+      xo(register_module("xo", nn::Linear(in, hidden))),
+      hi(register_module("hi", nn::Linear(hidden, hidden))),
+      hf(register_module("hf", nn::Linear(hidden, hidden))),
+      hg(register_module("hg", nn::Linear(hidden, hidden))),
+      ho(register_module("ho", nn::Linear(hidden, hidden))),
+      head(register_module("head", nn::Linear(hidden, out))) {}
+
+[[graph::static]] Tensor LSTMImpl::forward(const std::vector<Tensor>& xs, Tensor h0, Tensor c0) {
+  Tensor h = h0;
+  Tensor c = c0;
+  for (const Tensor& x : xs) {
+    Tensor i = sigmoid(xi->forward(x) + hi->forward(h));
+    Tensor f = sigmoid(xf->forward(x) + hf->forward(h));
+    Tensor g = tanh(xg->forward(x) + hg->forward(h));
+    Tensor o = sigmoid(xo->forward(x) + ho->forward(h));
+    c = f * c + i * g;
+    h = o * tanh(c);
+  }
+  return head->forward(h);
+}
+
+}  // namespace sg

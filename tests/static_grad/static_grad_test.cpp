@@ -1,0 +1,356 @@
+// Mixed execution: [[graph::static]] functions (functions.cpp, lowered by the
+// plugin) called with inputs that require grad. Each test runs the same code
+// as its compiled graph — one node on the tape whose backward is the
+// generated backward graph — and eagerly, and compares outputs and gradients
+// (f32, 1e-5 relative); gradients are also checked against float64 central
+// differences of the eager body. The registry proves the graph ran.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "functions.h"
+#include "graph/optim.h"
+
+namespace {
+
+using graph::Mode;
+using graph::Tensor;
+
+// Deterministic inputs in [-1, 1].
+Tensor pattern(graph::Shape shape, float scale, float shift) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return graph::tanh(graph::arange(0, n).to(graph::kFloat32).view(shape) * scale + shift);
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what << ": no gradient";
+  ASSERT_TRUE(want.defined()) << what << ": no reference gradient";
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  const Tensor a = got.to(graph::kFloat64).contiguous(), b = want.to(graph::kFloat64).contiguous();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.data_ptr<double>()[i], y = b.data_ptr<double>()[i];
+    EXPECT_NEAR(x, y, tol * (1 + std::fabs(y))) << what << ", element " << i;
+  }
+}
+
+// f's scalar objective from leaves made of `inputs`.
+using Objective = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct GradRun {
+  Tensor value;
+  std::vector<Tensor> grads;  // one per input
+  uint64_t graph_runs = 0;    // of `mangled`
+};
+
+// Runs `f` in `mode` on leaves (copies of `inputs`; those in `no_grad` do not
+// require grad) and backward() from its objective.
+GradRun grad_run(Mode mode, const char* mangled, const Objective& f, const std::vector<Tensor>& inputs,
+                 const std::vector<size_t>& no_grad = {}) {
+  graph::set_mode(mode);
+  std::vector<Tensor> leaves;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Tensor t = inputs[k].detach().clone();
+    if (std::find(no_grad.begin(), no_grad.end(), k) == no_grad.end()) t.requires_grad_();
+    leaves.push_back(t);
+  }
+  const uint64_t before = graph::detail::graph_calls(mangled);
+  GradRun r;
+  r.value = f(leaves);
+  r.graph_runs = graph::detail::graph_calls(mangled) - before;
+  r.value.backward();
+  for (const Tensor& t : leaves) r.grads.push_back(t.grad());
+  graph::set_mode(Mode::Static);
+  return r;
+}
+
+// d objective / d inputs[k] by central differences in float64. The graphs
+// are compiled for f32, so these calls run the eager body.
+Tensor finite_difference(const Objective& f, const std::vector<Tensor>& inputs, size_t k) {
+  graph::NoGradGuard no_grad;
+  std::vector<Tensor> in;
+  for (const Tensor& t : inputs) in.push_back(t.detach().to(graph::kFloat64).clone());
+  Tensor g = graph::zeros(in[k].sizes(), graph::kFloat64);
+  double* p = in[k].data_ptr<double>();
+  const double eps = 1e-6;
+  for (int64_t i = 0; i < in[k].numel(); ++i) {
+    const double keep = p[i];
+    p[i] = keep + eps;
+    const double up = f(in).item<double>();
+    p[i] = keep - eps;
+    const double down = f(in).item<double>();
+    p[i] = keep;
+    g.data_ptr<double>()[i] = (up - down) / (2 * eps);
+  }
+  return g;
+}
+
+// The whole check: the graph ran once as a node with history; value and
+// gradients equal eager autograd's; gradients equal finite differences.
+void check_gradients(const char* mangled, const Objective& f, const std::vector<Tensor>& inputs,
+                     const std::vector<size_t>& no_grad = {}) {
+  GradRun s = grad_run(Mode::Static, mangled, f, inputs, no_grad);
+  GradRun e = grad_run(Mode::Eager, mangled, f, inputs, no_grad);
+  EXPECT_EQ(s.graph_runs, 1u) << mangled << ": the compiled graph did not run";
+  EXPECT_EQ(e.graph_runs, 0u);
+  expect_close(s.value, e.value, 1e-5, "objective");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string what = "gradient of input " + std::to_string(k);
+    if (std::find(no_grad.begin(), no_grad.end(), k) != no_grad.end()) {
+      EXPECT_FALSE(s.grads[k].defined()) << what << " does not require grad";
+      continue;
+    }
+    if (!e.grads[k].defined()) {  // eager: no path; the graph may say zero
+      if (s.grads[k].defined()) EXPECT_EQ((s.grads[k] * s.grads[k]).sum().item<float>(), 0.0f) << what;
+      continue;
+    }
+    expect_close(s.grads[k], e.grads[k], 1e-5, what + " (static vs eager)");
+    expect_close(s.grads[k], finite_difference(f, inputs, k), 2e-3, what + " (static vs finite differences)");
+  }
+}
+
+// Weights that make every output element count differently.
+Tensor weights_like(const Tensor& t) { return pattern(t.sizes(), 0.37f, 0.2f) + 1.5; }
+
+TEST(StaticGrad, BroadcastingOperand) {
+  check_gradients("_ZN2sg8add_reluEN5graph6TensorES1_",
+                  [](const std::vector<Tensor>& in) {
+                    Tensor y = sg::add_relu(in[0], in[1]);
+                    return (y * weights_like(y).to(y.dtype())).sum();
+                  },
+                  {pattern({4, 3}, 0.7f, -0.3f), pattern({3}, 0.9f, 0.1f)});
+}
+
+TEST(StaticGrad, MaskedInputsGetNoGradient) {
+  check_gradients("_ZN2sg8add_reluEN5graph6TensorES1_",
+                  [](const std::vector<Tensor>& in) { return sg::add_relu(in[0], in[1]).sum(); },
+                  {pattern({4, 3}, 0.7f, -0.3f), pattern({3}, 0.9f, 0.1f)}, {1});
+}
+
+TEST(StaticGrad, GlobalReadByTheGraphGetsItsGradient) {
+  // G_scale is a graph input passed by the prologue: a leaf of the tape.
+  check_gradients("_ZN2sg13affine_globalEN5graph6TensorES1_",
+                  [](const std::vector<Tensor>& in) {
+                    sg::G_scale = in[2];
+                    Tensor y = sg::affine_global(in[0], in[1]);
+                    return (y * weights_like(y).to(y.dtype())).sum();
+                  },
+                  {pattern({2, 3}, 0.5f, 0.1f), pattern({3, 4}, 0.3f, -0.4f), pattern({4}, 0.8f, 0.3f)});
+}
+
+TEST(StaticGrad, IfOnHostBoolBothBranches) {
+  for (bool flag : {true, false}) {
+    SCOPED_TRACE(flag);
+    check_gradients("_ZN2sg7if_flagEN5graph6TensorES1_b",
+                    [flag](const std::vector<Tensor>& in) {
+                      Tensor y = sg::if_flag(in[0], in[1], flag);
+                      return (y * weights_like(y).to(y.dtype())).sum();
+                    },
+                    {pattern({2, 3}, 0.5f, 0.1f), pattern({3, 3}, 0.3f, -0.4f)});
+  }
+}
+
+TEST(StaticGrad, IfOnTensorConditionBothBranches) {
+  for (float shift : {0.8f, -0.8f}) {
+    SCOPED_TRACE(shift);
+    check_gradients("_ZN2sg9if_tensorEN5graph6TensorE",
+                    [](const std::vector<Tensor>& in) {
+                      Tensor y = sg::if_tensor(in[0]);
+                      return (y * weights_like(y).to(y.dtype())).sum();
+                    },
+                    {pattern({3, 2}, 0.2f, shift)});
+  }
+}
+
+TEST(StaticGrad, LoopWithRuntimeTripCount) {
+  for (int steps : {0, 1, 4}) {
+    SCOPED_TRACE(steps);
+    check_gradients("_ZN2sg8rnn_loopEN5graph6TensorES1_i",
+                    [steps](const std::vector<Tensor>& in) {
+                      Tensor y = sg::rnn_loop(in[0], in[1], steps);
+                      return (y * weights_like(y).to(y.dtype())).sum();
+                    },
+                    {pattern({2, 3}, 0.5f, 0.1f), pattern({3, 3}, 0.3f, -0.4f)});
+  }
+}
+
+TEST(StaticGrad, DataDependentWhile) {
+  check_gradients("_ZN2sg11while_halveEN5graph6TensorE",
+                  [](const std::vector<Tensor>& in) {
+                    Tensor y = sg::while_halve(in[0]);
+                    return (y * weights_like(y).to(y.dtype())).sum();
+                  },
+                  {pattern({2, 4}, 0.6f, 0.5f) * 3.0f});
+}
+
+TEST(StaticGrad, PairResultIsOneNodeWithTwoOutputGradients) {
+  check_gradients("_ZN2sg11two_outputsEN5graph6TensorES1_",
+                  [](const std::vector<Tensor>& in) {
+                    auto [p, q] = sg::two_outputs(in[0], in[1]);
+                    return (p * weights_like(p).to(p.dtype())).sum() + (q * q).sum();
+                  },
+                  {pattern({2, 3}, 0.5f, 0.1f), pattern({2, 3}, 0.3f, -0.4f)});
+  // Only one output used: the other's gradient is zero.
+  check_gradients("_ZN2sg11two_outputsEN5graph6TensorES1_",
+                  [](const std::vector<Tensor>& in) { return sg::two_outputs(in[0], in[1]).second.sum(); },
+                  {pattern({2, 3}, 0.5f, 0.1f), pattern({2, 3}, 0.3f, -0.4f)});
+}
+
+TEST(StaticGrad, TupleResultWithAnInteger) {
+  check_gradients("_ZN2sg13tuple_outputsEN5graph6TensorEi",
+                  [](const std::vector<Tensor>& in) {
+                    auto [a, b, n] = sg::tuple_outputs(in[0], 4);
+                    EXPECT_EQ(n, 5);
+                    return (a * weights_like(a).to(a.dtype())).sum() + b * 0.5;
+                  },
+                  {pattern({3, 2}, 0.5f, 0.1f)});
+}
+
+TEST(StaticGrad, ModuleForwardGivesParameterGradients) {
+  graph::manual_seed(3);
+  sg::MLP net(4, 8, 2);
+  const Tensor x = pattern({5, 4}, 0.3f, -0.2f);
+  std::vector<Tensor> grads[2];
+  for (Mode m : {Mode::Static, Mode::Eager}) {
+    graph::set_mode(m);
+    net->zero_grad();
+    const uint64_t before = graph::detail::graph_calls("_ZN2sg7MLPImpl7forwardEN5graph6TensorE");
+    Tensor y = net(x);
+    EXPECT_EQ(graph::detail::graph_calls("_ZN2sg7MLPImpl7forwardEN5graph6TensorE") - before, m == Mode::Static ? 1u : 0u);
+    (y * weights_like(y)).sum().backward();
+    for (const Tensor& p : net->parameters()) grads[m == Mode::Eager].push_back(p.grad());
+  }
+  graph::set_mode(Mode::Static);
+  ASSERT_EQ(grads[0].size(), 6u);
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    expect_close(grads[0][i], grads[1][i], 1e-5, "parameter " + std::to_string(i));
+}
+
+TEST(StaticGrad, NoGradRecordsNothing) {
+  Tensor x = pattern({2, 3}, 0.5f, 0.1f).requires_grad_();
+  Tensor y = pattern({3}, 0.3f, 0.2f).requires_grad_();
+  const uint64_t before = graph::detail::graph_calls("_ZN2sg8add_reluEN5graph6TensorES1_");
+  Tensor out;
+  {
+    graph::NoGradGuard no_grad;
+    out = sg::add_relu(x, y);
+  }
+  EXPECT_EQ(graph::detail::graph_calls("_ZN2sg8add_reluEN5graph6TensorES1_"), before + 1);
+  EXPECT_FALSE(out.requires_grad());
+  EXPECT_TRUE(out.is_leaf());
+  // Without any input requiring grad, nothing is recorded either.
+  EXPECT_FALSE(sg::add_relu(x.detach(), y.detach()).requires_grad());
+}
+
+TEST(StaticGrad, UndifferentiableGraphRunsEagerlyAndSaysWhy) {
+  Tensor x = pattern({4, 4}, 0.5f, 0.1f).requires_grad_();
+  const uint64_t before = graph::detail::graph_calls("_ZN2sg12with_dropoutEN5graph6TensorE");
+  testing::internal::CaptureStderr();
+  Tensor y = sg::with_dropout(x);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(graph::detail::graph_calls("_ZN2sg12with_dropoutEN5graph6TensorE"), before) << "the graph ran";
+  EXPECT_NE(said.find("functions.cpp"), std::string::npos) << said;
+  EXPECT_NE(said.find("require grad"), std::string::npos) << said;
+  EXPECT_NE(said.find("dropout"), std::string::npos) << said;
+  y.sum().backward();  // eager autograd through the body: y = x * grad elementwise
+  expect_close(y.detach(), x.detach() * x.grad(), 1e-6, "dropout gradient");
+  // Without grad the graph runs.
+  EXPECT_NO_THROW(sg::with_dropout(x.detach()));
+  EXPECT_EQ(graph::detail::graph_calls("_ZN2sg12with_dropoutEN5graph6TensorE"), before + 1);
+}
+
+TEST(StaticGrad, SecondBackwardNeedsRetainGraph) {
+  Tensor x = pattern({2, 3}, 0.5f, 0.1f).requires_grad_();
+  Tensor y = pattern({3}, 0.3f, 0.2f).requires_grad_();
+  Tensor out = sg::add_relu(x, y);  // the static node is the root
+  const Tensor seed = graph::ones({2, 3});
+  out.backward(seed, /*retain_graph=*/true);
+  const Tensor once = x.grad().clone();
+  out.backward(seed);
+  expect_close(x.grad(), once * 2.0, 1e-6, "gradients accumulate over two backward passes");
+  try {
+    out.backward(seed);
+    FAIL() << "a third backward went through freed saved values";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("static graph (functions.cpp:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("retain_graph"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StaticGrad, ErrorInsideTheForwardNamesTheOpAndLine) {
+  Tensor x = pattern({2, 3}, 0.5f, 0.1f).requires_grad_();
+  Tensor y = pattern({4}, 0.3f, 0.2f).requires_grad_();
+  try {
+    sg::add_relu(x, y);
+    FAIL() << "shapes [2, 3] and [4] do not broadcast";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("functions.cpp:9"), std::string::npos) << e.what();
+  }
+}
+
+// ---- training: static forward vs eager forward from the same weights ----------
+
+// Loss per step of `steps` optimizer steps.
+template <class Net, class Opt, class Step>
+std::vector<double> train(Mode mode, Net& net, Opt& opt, int steps, Step loss_of) {
+  graph::set_mode(mode);
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    Tensor loss = loss_of(net, s);
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.item<double>());
+  }
+  graph::set_mode(Mode::Static);
+  return losses;
+}
+
+// Same losses step by step: 1e-5 relative (both paths compute in f32; only
+// the order of a few sums may differ).
+void expect_same_losses(const std::vector<double>& stat, const std::vector<double>& eager) {
+  ASSERT_EQ(stat.size(), eager.size());
+  for (size_t s = 0; s < stat.size(); ++s) EXPECT_NEAR(stat[s], eager[s], 1e-5 * (1 + std::fabs(eager[s]))) << "step " << s;
+  EXPECT_LT(stat.back(), stat.front() * 0.8) << "the loss did not go down";
+}
+
+TEST(StaticTraining, MLPWithSGDMatchesEagerStepByStep) {
+  graph::manual_seed(11);
+  const Tensor x = graph::randn({32, 6}), target = graph::tanh(x.sum(1, true)) * 0.5;
+  std::vector<double> losses[2];
+  for (Mode m : {Mode::Static, Mode::Eager}) {
+    graph::manual_seed(5);  // the same initial weights
+    sg::MLP net(6, 16, 1);
+    graph::optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+    const uint64_t before = graph::detail::graph_calls("_ZN2sg7MLPImpl7forwardEN5graph6TensorE");
+    losses[m == Mode::Eager] = train(m, net, opt, 30, [&](sg::MLP& n, int) { return graph::mse_loss(n(x), target); });
+    EXPECT_EQ(graph::detail::graph_calls("_ZN2sg7MLPImpl7forwardEN5graph6TensorE") - before, m == Mode::Static ? 30u : 0u);
+  }
+  expect_same_losses(losses[0], losses[1]);
+}
+
+TEST(StaticTraining, LSTMWithAdamMatchesEagerStepByStep) {
+  graph::manual_seed(12);
+  const int64_t T = 5, N = 8, I = 3, H = 6;
+  std::vector<Tensor> xs;
+  for (int64_t t = 0; t < T; ++t) xs.push_back(graph::randn({N, I}));
+  Tensor target = xs[0].sum(1, true) * 0.3 - xs[T - 1].mean(1, true);
+  const Tensor h0 = graph::zeros({N, H}), c0 = graph::zeros({N, H});
+  const char* mangled = "_ZN2sg8LSTMImpl7forwardERKSt6vectorIN5graph6TensorESaIS3_EES3_S3_";
+  std::vector<double> losses[2];
+  for (Mode m : {Mode::Static, Mode::Eager}) {
+    graph::manual_seed(6);
+    sg::LSTM net(I, H, 1);
+    graph::optim::Adam opt(net->parameters(), {.lr = 0.02});
+    const uint64_t before = graph::detail::graph_calls(mangled);
+    losses[m == Mode::Eager] =
+        train(m, net, opt, 25, [&](sg::LSTM& n, int) { return graph::mse_loss(n(xs, h0, c0), target); });
+    EXPECT_EQ(graph::detail::graph_calls(mangled) - before, m == Mode::Static ? 25u : 0u);
+  }
+  expect_same_losses(losses[0], losses[1]);
+}
+
+}  // namespace
