@@ -1,6 +1,10 @@
 # End-to-end tests: annotated functions lowered by the plugin, compiled and
 # run against their eager bodies; the same binary under GRAPH_MODE=eager.
-add_executable(e2e_test ${CMAKE_CURRENT_LIST_DIR}/e2e/e2e_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/static_functions.cpp)
+# tolerance_test.cpp (reliability): the fused code against eager on random
+# inputs of several sizes, within README's tolerance; it lives here so that
+# these functions' kernels are generated and compiled once.
+add_executable(e2e_test ${CMAKE_CURRENT_LIST_DIR}/e2e/e2e_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/static_functions.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reliability/tolerance_test.cpp)
 target_link_libraries(e2e_test PRIVATE cxxgraph::runtime GTest::gtest_main)
 cxxgraph_static_graphs(e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/static_functions.cpp)
 target_compile_definitions(e2e_test PRIVATE CXXGRAPH_GENERATED_DIR="${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/e2e_test")

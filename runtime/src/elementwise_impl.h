@@ -1,6 +1,10 @@
-// Eager elementwise ops. Every op of ops.def gets its public entry points from
-// the X-macro below; the math is graph::scalar::<op>, shared with generated
-// fused code. Kernels run on cpu::StridedLoop with operand 0 the output.
+// Private to the eager elementwise ops (elementwise_unary.cpp,
+// elementwise_binary.cpp): the kernels over whole tensors, the generic entry
+// points with their dtype rules, and autograd recording. Two translation units
+// instead of one: the kernels are instantiated per op and dtype, and one file
+// held the build's longest compile (several minutes under sanitizers).
+#pragma once
+
 #include <array>
 #include <string>
 
@@ -14,9 +18,9 @@
 #include "graph/trace.h"
 #include "storage.h"
 
-namespace graph {
+namespace graph::elementwise {
 
-namespace {
+using cpu::StridedLoop;
 
 using cpu::StridedLoop;
 
@@ -96,7 +100,7 @@ void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 // ---- dtype checks shared by the entry points ---------------------------
 
 // PyTorch rejects these rather than giving a surprising answer.
-void check_bool_operands(const OpInfo& op, DType a, DType b) {
+inline void check_bool_operands(const OpInfo& op, DType a, DType b) {
   if (op.id == OpId::sub && (a == kBool || b == kBool)) {
     throw Error(
         "sub: subtraction with a bool operand is not supported; use logical_not or "
@@ -104,7 +108,7 @@ void check_bool_operands(const OpInfo& op, DType a, DType b) {
   }
 }
 
-Tensor scalar_tensor(Scalar s, DType dtype) { return full({}, s, dtype); }
+inline Tensor scalar_tensor(Scalar s, DType dtype) { return full({}, s, dtype); }
 
 // ---- generic entry points ----------------------------------------------
 
@@ -160,8 +164,8 @@ Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promo
 // PyTorch's promotion of two tensors: a 0-d tensor takes part only if it is
 // of a higher category than the dimensioned one (f32 [3] + f64 0-d -> f32,
 // i64 [3] + f64 0-d -> f64).
-int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
-DType promote_operands(const Tensor& a, const Tensor& b) {
+inline int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
+inline DType promote_operands(const Tensor& a, const Tensor& b) {
   if ((a.dim() == 0) == (b.dim() == 0)) return promote_types(a.dtype(), b.dtype());
   const Tensor& dimensioned = a.dim() == 0 ? b : a;
   const Tensor& zero_dim = a.dim() == 0 ? a : b;
@@ -209,14 +213,14 @@ void record_unary(OpId id, Tensor& out, const Tensor& x, Backward backward) {
   });
 }
 
-Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype()); }
+inline Tensor wrap(Scalar s) { return full({}, s, s.is_floating() ? kFloat64 : s.dtype()); }
 
 // A binary op's operand as autograd sees it: a Scalar has no gradient and
 // becomes a 0-d tensor for the formulas only once a gradient is recorded.
-bool tracks_grad(const Tensor& t) { return autograd::needs_grad({&t}); }
-bool tracks_grad(Scalar) { return false; }
-const Tensor& as_tensor(const Tensor& t) { return t; }
-Tensor as_tensor(Scalar s) { return wrap(s); }
+inline bool tracks_grad(const Tensor& t) { return autograd::needs_grad({&t}); }
+inline bool tracks_grad(Scalar) { return false; }
+inline const Tensor& as_tensor(const Tensor& t) { return t; }
+inline Tensor as_tensor(Scalar s) { return wrap(s); }
 
 // `inputs` that are tensors get edges; a Scalar operand gets none.
 template <class A, class B, class Backward>
@@ -241,59 +245,4 @@ Tensor compute_and_record(Op op, Record record) {
   return out;
 }
 
-}  // namespace
-
-// ---- public ops, one set per ops.def entry ------------------------------
-
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                      \
-  Tensor name(const Tensor& x) {                                                                      \
-    if (detail::tracing()) return detail::trace_op(#name, {x}, {}, [&] { return name(x); });          \
-    return compute_and_record(                                                                        \
-        [&] { return unary_op(OpId::name, x, [](auto v) { return scalar::name(v); }); },              \
-        [&](Tensor& out) {                                                                            \
-          record_unary(OpId::name, out, x, [](const Tensor& g, const Tensor& x, const Tensor& r) {    \
-            return derivatives::name##_backward(g, x, r);                                             \
-          });                                                                                         \
-        });                                                                                           \
-  }
-#define GRAPH_BINARY_ENTRY(name, compute, A, B)                                                       \
-  Tensor name(A a, B b) {                                                                             \
-    if (detail::tracing()) return detail::trace_op(#name, {a, b}, {}, [&] { return name(a, b); });    \
-    return compute_and_record(                                                                        \
-        [&] { return compute(OpId::name, a, b, [](auto x, auto y) { return scalar::name(x, y); }); }, \
-        [&](Tensor& out) { record_binary(OpId::name, out, a, b, derivatives::name##_backward<Tensor>); }); \
-  }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)  \
-  GRAPH_BINARY_ENTRY(name, binary_tt, const Tensor&, const Tensor&) \
-  GRAPH_BINARY_ENTRY(name, binary_ts, const Tensor&, Scalar)        \
-  GRAPH_BINARY_ENTRY(name, binary_st, Scalar, const Tensor&)
-#include "graph/ops.def"
-#undef GRAPH_BINARY_ENTRY
-
-// ---- dtype-converting copy (used by to(), clone(), contiguous()) --------
-
-void detail::copy_into(const Tensor& dst, const Tensor& src) {
-  check_defined("copy", dst);
-  check_defined("copy", src);
-  if (dst.device() != Device::CPU || src.device() != Device::CPU) return cuda_copy_into(dst, src);
-  const bool dense = dst.is_contiguous() && dense_at(src, dst.sizes());
-  dispatch_dtype(dst.dtype(), [&](auto d) {
-    using D = decltype(d);
-    dispatch_dtype(src.dtype(), [&](auto s) {
-      using S = decltype(s);
-      D* o = dst.data_ptr<D>();
-      const S* x = src.data_ptr<S>();
-      const auto convert_one = [](S v) { return convert<D>(v); };
-      if (dense) {
-        unary_run(dst.numel(), o, x, {1, 1}, convert_one);
-        return;
-      }
-      const StridedLoop<2> loop(dst.sizes(), {dst.strides(), cpu::broadcast_strides(src, dst.sizes())});
-      loop.run([&](int64_t n, const auto& off, const auto& st) {
-        unary_run(n, o + off[0], x + off[1], st, convert_one);
-      });
-    });
-  });
-}
-
-}  // namespace graph
+}  // namespace graph::elementwise
