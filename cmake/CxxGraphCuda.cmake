@@ -6,11 +6,12 @@ if(NOT CXXGRAPH_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # One real architecture (A100: sm_80 SASS) and PTX for sm_90, which the
-    # driver JIT-compiles on Hopper and newer; each architecture added costs
-    # a full nvcc pass over every kernel.
+    # sm_80 SASS (A100) and compute_80 PTX, which the driver JIT-compiles on
+    # any newer GPU (Hopper, Blackwell): one nvcc pass over every kernel.
+    # Each architecture added costs another full pass; set
+    # CMAKE_CUDA_ARCHITECTURES for your GPU (e.g. 90 or native) to skip the JIT.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES "80-real;90-virtual")
+      set(CMAKE_CUDA_ARCHITECTURES "80")
     endif()
     # One CUDA runtime per process: the shared one that CUDA::cudart links
     # (the default, Static, would add cudart_static to every executable too).

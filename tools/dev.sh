@@ -13,10 +13,15 @@ cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 cmd=${1:-example}
 
+# RelWithDebInfo with line tables only (-g1): backtraces and sanitizer reports
+# keep file:line, and the build takes a fifth less time than with -g. For
+# stepping through cxxgraph's own code in a debugger, configure a build
+# directory of your own with -DCMAKE_BUILD_TYPE=Debug.
 configure() {  # configure <dir> [cmake options...]
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "$@"
 }
 
 sanitize() {
@@ -26,7 +31,7 @@ sanitize() {
 
   # Only what the concurrency tests need: their binary and the libraries
   # under it; the generator runs the normal build's plugin (same sources).
-  echo "== sanitize: ThreadSanitizer, tests labelled concurrency ($build-tsan)"
+  echo "== ${SECONDS}s in: sanitize: ThreadSanitizer, tests labelled concurrency ($build-tsan)"
   cmake --build "$build" --target cxxgraph_plugin
   # Both sanitizer builds leave out the CUDA backend (-DCXXGRAPH_CUDA=OFF): nvcc
   # takes no -fsanitize, its host logic ran in the normal build, and they check
@@ -40,11 +45,12 @@ sanitize() {
   # The generator steps run the normal build's plugin, as above; the plugin's
   # own tests and the install test (clang and the plugin, unsanitized) ran in
   # the normal build and are not built here.
-  echo "== sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test but the plugin's ($build-asan)"
+  echo "== ${SECONDS}s in: sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test but the plugin's ($build-asan)"
   configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_CUDA=OFF \
     -DCXXGRAPH_BUILD_BENCH=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
   cmake --build "$build-asan"
   ctest --test-dir "$build-asan" --output-on-failure -j2
+  echo "== ${SECONDS}s: done"
 }
 
 tools/setup.sh
@@ -57,8 +63,9 @@ case "$cmd" in
   test)
     configure "$build"
     cmake --build "$build"
+    echo "== ${SECONDS}s in: the whole test suite"
     ctest --test-dir "$build" --output-on-failure -j2
-    echo "== fuzz: the IR text parser, 60 s (tools/fuzz.sh)"
+    echo "== ${SECONDS}s in: fuzz: the IR text parser, 60 s (tools/fuzz.sh)"
     BUILD_DIR="$build" tools/fuzz.sh 60
     sanitize
     ;;
