@@ -81,6 +81,39 @@ TEST(GraphInspect, ListFindsTheSeedGraphs) {
   EXPECT_NE(row(r.output, "example_lenet/lenet_lenet/forward").find(" lenet.cpp:"), std::string::npos) << r.output;
 }
 
+// A build tree holding a scratch project configured and built inside it (as
+// the install test does): the scratch build's graphs are its own, and `list`
+// leaves them out, at any depth below the nested CMakeCache.txt.
+TEST(GraphInspect, ListLeavesOutNestedBuildTrees) {
+  const fs::path root = scratch("outer_build");
+  auto write = [](const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+  };
+  auto graph = [](const std::string& name) {
+    return "graph " + name + "(%x : f32[4]) {\n  %y : f32[4] = tanh(%x) @\"f.cpp\":2:10\n  return (%y)\n}\n";
+  };
+  write(root / "CMakeCache.txt", "");
+  write(root / "app/cxxgraph/app/f_cpp/f.graph", graph("f"));
+  write(root / "scratch/CMakeCache.txt", "");
+  write(root / "scratch/cxxgraph/nested/f_cpp/g.graph", graph("g"));
+  write(root / "scratch/deeper/cxxgraph/deeper/f_cpp/h.graph", graph("h"));
+
+  Result r = inspect("--build " + root.string() + " list");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(row(r.output, "app/f_cpp/f"), "app/f_cpp/f 1 0 f.cpp:2") << r.output;
+  EXPECT_EQ(r.output.find("nested/"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("deeper/"), std::string::npos) << r.output;
+
+  // Without its CMakeCache.txt the directory is part of the outer build.
+  fs::remove(root / "scratch/CMakeCache.txt");
+  r = inspect("--build " + root.string() + " list");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(row(r.output, "nested/f_cpp/g"), "nested/f_cpp/g 1 0 f.cpp:2") << r.output;
+  EXPECT_EQ(row(r.output, "deeper/f_cpp/h"), "deeper/f_cpp/h 1 0 f.cpp:2") << r.output;
+  fs::remove_all(root.parent_path());
+}
+
 TEST(GraphInspect, ShowPrintsBothIRsFusionGroupsAndTheSourceMap) {
   const Result r = inspect("show example_rnn/rnn_step");
   ASSERT_EQ(r.status, 0) << r.output;

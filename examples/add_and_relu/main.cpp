@@ -4,6 +4,7 @@
 // backward graph generated at build time. The same model runs twice from the
 // same weights: once calling the graph, once eagerly (GRAPH_MODE=eager for
 // that call), and the losses are printed side by side.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -63,9 +64,16 @@ int main() {
     worst = std::max(worst, std::fabs(stat[s] - eager[s]));
     if (s % 5 == 0 || s == steps - 1) std::printf("%5d %14.8f %14.8f\n", s, eager[s], stat[s]);
   }
-  std::printf("max |eager loss - static loss| = %g\n", worst);
+  const bool close = worst < 1e-5, graph_ran = graph_runs == static_cast<uint64_t>(steps),
+             learned = stat.back() < stat.front();
+  std::printf("max |eager loss - static loss| = %g (tolerance 1e-5): %s\n", worst, close ? "OK" : "TOO LARGE");
   std::printf("the compiled graph ran %llu times (one tape node each)\n", static_cast<unsigned long long>(graph_runs));
-  std::printf("time for %d steps: eager %.2f ms, static %.2f ms\n", steps, ms_eager, ms_static);
+  std::printf("time per step (mean of %d): eager %.3f ms, static %.3f ms\n", steps, ms_eager / steps,
+              ms_static / steps);
   std::printf("generated sources: %s\n", CXXGRAPH_GENERATED_DIR);
-  return graph_runs == static_cast<uint64_t>(steps) && worst < 1e-5 && stat.back() < stat.front() ? 0 : 1;
+  if (!graph_ran)
+    std::printf("NO COMPILED GRAPH RAN in %d of %d static steps (rerun with GRAPH_EXPLAIN=1)\n",
+                steps - static_cast<int>(std::min<uint64_t>(graph_runs, steps)), steps);
+  if (!learned) std::printf("THE LOSS DID NOT FALL\n");
+  return close && graph_ran && learned ? 0 : 1;
 }

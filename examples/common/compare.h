@@ -47,6 +47,18 @@ double median_us(F&& fn, int reps) {
   return times[reps / 2];
 }
 
+// Times `fn` (a call of a [[graph::static]] function) run eagerly and as its
+// compiled graph, and prints both medians; leaves the mode Static.
+template <class F>
+void print_timings(F&& fn, int reps) {
+  graph::set_mode(graph::Mode::Eager);
+  const double eager_us = median_us(fn, reps);
+  graph::set_mode(graph::Mode::Static);
+  const double static_us = median_us(fn, reps);
+  std::printf("  time per call (median of %d): eager %.1f us, static %.1f us (eager / static = %.2f)\n", reps,
+              eager_us, static_us, eager_us / static_us);
+}
+
 // Runs `fn` (a call of a [[graph::static]] function returning a float
 // tensor) both ways and prints the comparison. Returns false when the
 // results differ by more than `tolerance * (1 + |eager|)` in some element, or
@@ -73,12 +85,7 @@ bool compare_eager_static(F&& fn, double tolerance, int reps = 20) {
   std::printf("  max |eager - static| = %.3g (tolerance %.0e * (1 + |eager|)): %s\n", max_diff, tolerance,
               close ? "OK" : "TOO LARGE");
 
-  graph::set_mode(graph::Mode::Eager);
-  const double eager_us = median_us(fn, reps);
-  graph::set_mode(graph::Mode::Static);
-  const double static_us = median_us(fn, reps);
-  std::printf("  time per call (median of %d): eager %.1f us, static %.1f us (eager / static = %.2f)\n", reps,
-              eager_us, static_us, eager_us / static_us);
+  print_timings(fn, reps);
   if (!graph_ran)
     std::printf("  NO COMPILED GRAPH RAN: the static call ran the eager body (rerun with GRAPH_EXPLAIN=1)\n");
   return close && graph_ran;

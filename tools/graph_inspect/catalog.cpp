@@ -54,7 +54,15 @@ std::vector<GraphFiles> find_graphs(const fs::path& build_dir) {
   std::vector<GraphFiles> out;
   auto it = fs::recursive_directory_iterator(build_dir, fs::directory_options::skip_permission_denied, ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_directory() || it->path().filename() != "cxxgraph") continue;
+    if (!it->is_directory()) continue;
+    // Another build tree inside this one (a scratch project a test configured
+    // and built there): its graphs are that build's, not this one's.
+    std::error_code no_cache;
+    if (fs::exists(it->path() / "CMakeCache.txt", no_cache)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->path().filename() != "cxxgraph") continue;
     for (const auto& target_dir : fs::directory_iterator(it->path()))
       if (target_dir.is_directory()) add_target(target_dir.path(), out);
     it.disable_recursion_pending();

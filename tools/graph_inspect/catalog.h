@@ -24,8 +24,9 @@ struct GraphFiles {
   std::string qualified_name() const { return target + "/" + stem + "/" + function; }
 };
 
-// Every graph under `build_dir`, sorted by qualified name. Throws
-// graph::Error when `build_dir` is not a directory.
+// Every graph under `build_dir`, sorted by qualified name, leaving out the
+// build trees nested in it (directories below it with their own
+// CMakeCache.txt). Throws graph::Error when `build_dir` is not a directory.
 std::vector<GraphFiles> find_graphs(const std::filesystem::path& build_dir);
 
 // The one graph `name` designates among `graphs` (see above), or the .graph
