@@ -79,6 +79,11 @@ TEST(GraphInspect, ListFindsTheSeedGraphs) {
   EXPECT_EQ(row(r.output, "example_model/model_model/model"), "example_model/model_model/model 8 1 model.cpp:19-20");
   EXPECT_EQ(row(r.output, "example_rnn/rnn_rnn/rnn_step"), "example_rnn/rnn_rnn/rnn_step 13 3 rnn.cpp:10-15");
   EXPECT_NE(row(r.output, "example_lenet/lenet_lenet/forward").find(" lenet.cpp:"), std::string::npos) << r.output;
+  // Three linear (nn::Linear, lowered from nn.h) and two fusion groups holding
+  // the relu and the tanh.
+  EXPECT_EQ(row(r.output, "example_mlp_train/mlp_train_mlp/forward"),
+            "example_mlp_train/mlp_train_mlp/forward 7 2 mlp.cpp:14-15 + nn.h")
+      << r.output;
 }
 
 // A build tree holding a scratch project configured and built inside it (as
