@@ -79,11 +79,6 @@ function(cxxgraph_static_graphs target)
     # An object library, linked in as objects, so registrars are never dropped.
     add_library(${target}_cxxgraph_kernels OBJECT ${kernel_sources})
     target_link_libraries(${target}_cxxgraph_kernels PRIVATE ${CXXGRAPH_RUNTIME_TARGET})
-    # The fused loops must vectorize, as the runtime's eager kernels do: -O3
-    # (GCC's -O2 vectorizes only loops whose trip count is a known multiple
-    # of the vector width, so a loop over a runtime numel stays scalar).
-    # Vectorizing elementwise loops does not change their rounding.
-    target_compile_options(${target}_cxxgraph_kernels PRIVATE $<$<CONFIG:Release,RelWithDebInfo>:-O3>)
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:${target}_cxxgraph_kernels>)
   endif()
   set_property(TARGET ${target} APPEND PROPERTY CXXGRAPH_GENERATED_DIR ${gen_dir})

@@ -7,6 +7,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -240,15 +241,22 @@ __attribute__((target("avx512f"))) void small_dot_avx512(int64_t n, int64_t k, i
 }
 #endif
 
-// 0: baseline, 1: AVX2, 2: AVX-512 (GRAPH_SMALL_GEMM_ISA only).
-int small_gemm_isa() {
+// The best instruction set this CPU has: 0 baseline, 1 AVX2, 2 AVX-512.
+int best_small_gemm_isa() {
 #ifdef GRAPH_SMALL_GEMM_ISA
-  static const int isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-  return isa;
+  return __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
 #else
   return 0;
 #endif
 }
+
+// The one in use (tests lower it: detail::set_small_matmul_isa).
+std::atomic<int>& small_gemm_isa_in_use() {
+  static std::atomic<int> isa{best_small_gemm_isa()};
+  return isa;
+}
+
+int small_gemm_isa() { return small_gemm_isa_in_use().load(std::memory_order_relaxed); }
 
 template <class T, bool UnitB>
 GemmKernel<T> small_gemm_kernel() {
@@ -424,6 +432,14 @@ void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) gemm<T>(a, b, out);
   });
+}
+
+// For tests: run the small kernels with instruction set `isa` (0 baseline, 1
+// AVX2, 2 AVX-512), at most the CPU's best; returns the one now in use.
+int set_small_matmul_isa(int isa) {
+  const int chosen = std::clamp(isa, 0, best_small_gemm_isa());
+  small_gemm_isa_in_use().store(chosen);
+  return chosen;
 }
 
 }  // namespace graph::detail
