@@ -66,9 +66,10 @@ constexpr int64_t kSmallGemm = 32 * 32 * 32;
 // The small kernels below are written once and compiled for three x86
 // instruction sets (SSE2, AVX2, AVX-512), picked at run time; the others
 // get the baseline. Every variant does the same multiplies and adds in the
-// same order (none of these targets lets the compiler fuse a multiply-add),
-// so the result does not depend on the machine, and the eager op and the
-// generated code (both call gemm below) agree bit for bit.
+// same order (this file is compiled with -ffp-contract=off, so AVX-512's
+// fused multiply-add is never used), so the result does not depend on the
+// machine, and the eager op and the generated code (both call gemm below)
+// agree bit for bit.
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define GRAPH_SMALL_GEMM_ISA 1
 #define GRAPH_INLINE_BODY inline __attribute__((always_inline))
