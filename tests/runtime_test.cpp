@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
@@ -398,6 +399,121 @@ TEST(Matmul, RandomAgainstNaive) {
   expect_near(values(graph::matmul(stepped, b)), naive_matmul(stepped, b));
   Tensor bcast = graph::tensor({1.f, 2.f, 3.f}).view({3, 1}).expand({3, 4});
   expect_near(values(graph::matmul(graph::ones({2, 3}), bcast)), std::vector<float>(8, 6.f));
+}
+
+}  // namespace
+namespace graph::detail {
+int set_small_matmul_isa(int isa);  // matmul.cpp
+}  // namespace graph::detail
+namespace {
+
+// The small-product kernels (matmul.cpp: products of up to 32^3
+// multiply-adds skip BLAS): the i-p-j kernel for row-major b, the dot kernel
+// for a transposed b (b.stride(0) == 1, as linear's weight.t()), the strided
+// kernel otherwise; float and double, against a long double reference with
+// an error bound of the sum's length times the rounding unit.
+template <class T>
+std::vector<T> dense_values(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
+}
+
+template <class T>
+void expect_matmul_matches_reference(const Tensor& a, const Tensor& b, const std::string& what) {
+  const Tensor out = graph::matmul(a, b);
+  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  ASSERT_EQ(out.sizes(), (Shape{n, m})) << what;
+  const std::vector<T> av = dense_values<T>(a), bv = dense_values<T>(b), got = dense_values<T>(out);
+  const long double unit = std::numeric_limits<T>::epsilon();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      long double s = 0, mag = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        s += static_cast<long double>(av[i * k + p]) * bv[p * m + j];
+        mag += std::fabs(static_cast<long double>(av[i * k + p]) * bv[p * m + j]);
+      }
+      const long double bound = (k + 1) * unit * mag + std::numeric_limits<T>::min();
+      ASSERT_LE(std::fabs(got[i * m + j] - s), bound) << what << " at [" << i << ", " << j << "]";
+    }
+}
+
+template <class T>
+void check_small_kernels(graph::DType dtype) {
+  const char* name = dtype == graph::kFloat64 ? "double" : "float";
+  // (n, k, m): m below, at and past the vector widths and column blocks
+  // (4, 8, 16, 32, 64), k = 1, k below and past the dot kernel's 16 lanes,
+  // and one long sum at the size limit (1 x 2047 x 16 <= 32^3).
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 1, 1},  {1, 1, 67}, {3, 1, 5},   {1, 64, 256}, {2, 64, 64}, {1, 15, 70},  {1, 16, 1},
+      {5, 17, 9}, {4, 33, 65}, {7, 31, 129}, {1, 300, 3},  {1, 2047, 16}, {3, 100, 100}, {2, 48, 63}};
+  for (const auto& [n, k, m] : shapes) {
+    const std::string at = std::string(name) + " " + std::to_string(n) + "x" + std::to_string(k) + "x" +
+                           std::to_string(m);
+    const Tensor a = graph::rand({n, k}, dtype) * 2 - 1;
+    expect_matmul_matches_reference<T>(a, graph::rand({k, m}, dtype) * 2 - 1, at + " row-major b");
+    expect_matmul_matches_reference<T>(a, (graph::rand({m, k}, dtype) * 2 - 1).t(), at + " transposed b");
+    expect_matmul_matches_reference<T>(a, (graph::rand({k, 2 * m}, dtype) * 2 - 1).slice(1, 0, 2 * m, 2),
+                                       at + " stepped b");
+    const Tensor at_ = (graph::rand({k, n}, dtype) * 2 - 1).t();
+    expect_matmul_matches_reference<T>(at_, (graph::rand({m, k}, dtype) * 2 - 1).t(), at + " transposed a, b");
+    const Tensor a_step = (graph::rand({n, 2 * k}, dtype) * 2 - 1).slice(1, 1, 2 * k, 2);
+    expect_matmul_matches_reference<T>(a_step, (graph::rand({m, k}, dtype) * 2 - 1).t(), at + " stepped a");
+  }
+}
+
+TEST(Matmul, SmallKernelsFloatAgainstReference) { check_small_kernels<float>(graph::kFloat32); }
+TEST(Matmul, SmallKernelsDoubleAgainstReference) { check_small_kernels<double>(graph::kFloat64); }
+
+// Each instruction set's variant (those this CPU has) gives the same bits:
+// same multiplies and adds in the same order, no fused multiply-add.
+TEST(Matmul, SmallKernelsSameOnEveryInstructionSet) {
+  const int best = graph::detail::set_small_matmul_isa(2);
+  struct Case {
+    Tensor a, b;
+  };
+  std::vector<Case> cases;
+  for (graph::DType dtype : {graph::kFloat32, graph::kFloat64})
+    for (const auto& [n, k, m] : std::vector<std::array<int64_t, 3>>{{1, 64, 256}, {3, 37, 70}, {2, 300, 9}}) {
+      const Tensor a = graph::randn({n, k}, dtype);
+      cases.push_back({a, graph::randn({k, m}, dtype)});
+      cases.push_back({a, graph::randn({m, k}, dtype).t()});
+      cases.push_back({a, graph::randn({k, 2 * m}, dtype).slice(1, 0, 2 * m, 2)});
+    }
+  std::vector<Tensor> want;
+  for (const Case& c : cases) want.push_back(graph::matmul(c.a, c.b));
+  for (int isa = best - 1; isa >= 0; --isa) {
+    ASSERT_EQ(graph::detail::set_small_matmul_isa(isa), isa);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Tensor got = graph::matmul(cases[i].a, cases[i].b);
+      const Tensor g = got.contiguous(), w = want[i].contiguous();
+      ASSERT_EQ(g.sizes(), w.sizes());
+      const size_t bytes = g.numel() * (g.dtype() == graph::kFloat64 ? sizeof(double) : sizeof(float));
+      EXPECT_EQ(std::memcmp(g.raw_data(), w.raw_data(), bytes), 0)
+          << "instruction set " << isa << ", case " << i;
+    }
+    check_small_kernels<float>(graph::kFloat32);
+    check_small_kernels<double>(graph::kFloat64);
+  }
+  graph::detail::set_small_matmul_isa(best);
+}
+
+// The dot kernel (a transposed b) over k below, at and past its 16 lanes,
+// with products whose sums are exact in any order: the exact dot product.
+TEST(Matmul, SmallDotKernelExactSums) {
+  for (int64_t k : {16, 17, 31, 32, 47, 100}) {
+    std::vector<float> av(k), wv(3 * k);
+    for (int64_t p = 0; p < k; ++p) {
+      av[p] = static_cast<float>(p % 7) - 3.f;
+      for (int64_t j = 0; j < 3; ++j) wv[j * k + p] = static_cast<float>((p + j) % 5) * 0.5f;
+    }
+    const Tensor a = graph::from_vector(av, {1, k}), w = graph::from_vector(wv, {3, k});
+    const std::vector<float> got = values(graph::matmul(a, w.t()));
+    for (int64_t j = 0; j < 3; ++j) {
+      float want = 0;  // small integers and halves: every order gives this
+      for (int64_t p = 0; p < k; ++p) want += av[p] * wv[j * k + p];
+      EXPECT_EQ(got[j], want) << "k = " << k << ", column " << j;
+    }
+  }
 }
 
 TEST(Matmul, EmptyInnerDimIsZeros) {

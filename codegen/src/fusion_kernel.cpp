@@ -231,6 +231,7 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
       line("const " + in_t[k] + "* __restrict " + p + " = " + in_ptr[k] + offset(n_out + k) + ";");
       loads.push_back(p + "[i]");
     }
+    line("GRAPH_DENSE_LOOP  // no loop-carried dependence (generated_support.h)");
     open("for (int64_t i = " + begin + "; i < " + end + "; ++i)");
     raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
     close();

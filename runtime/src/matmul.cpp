@@ -7,7 +7,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstring>
 #include <string>
 
 #include "device.h"
@@ -61,27 +63,121 @@ BlasOperand blas_operand(const Tensor& t) {
 // per-call overhead (argument checks, buffer setup, packing) dominates there.
 constexpr int64_t kSmallGemm = 32 * 32 * 32;
 
+// The small kernels below are written once and compiled for three x86
+// instruction sets (SSE2, AVX2, AVX-512), picked at run time; the others
+// get the baseline. Every variant does the same multiplies and adds in the
+// same order (this file is compiled with -ffp-contract=off, so AVX-512's
+// fused multiply-add is never used), so the result does not depend on the
+// machine, and the eager op and the generated code (both call gemm below)
+// agree bit for bit.
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define GRAPH_SMALL_GEMM_ISA 1
+#define GRAPH_INLINE_BODY inline __attribute__((always_inline))
+#else
+#define GRAPH_INLINE_BODY inline
+#endif
+
+// Lanes of the dot kernel: a fixed count, the same on every instruction set,
+// so its partial sums, and the result, do not depend on the machine.
+constexpr int64_t kDotLanes = 16;
+// Columns of out the dot kernel computes together (they share the loads of
+// a's row, and their independent sums hide the add latency).
+constexpr int64_t kDotCols = 4;
+
+// W values of T as one GCC/Clang vector: element-wise + and *, which the
+// compiler maps to whatever registers the instruction set has (4 SSE, 2 AVX2
+// or 1 AVX-512 register for 16 floats), same lanes, same order.
+template <class T, int64_t W>
+struct Lanes {
+  typedef T type __attribute__((vector_size(W * sizeof(T))));
+};
+
+// The pairwise sum of v's lanes in a fixed order: lane l + lane l + W/2, then
+// the same on that half, down to one value.
+template <class T, int64_t W>
+GRAPH_INLINE_BODY T fold_lanes(const typename Lanes<T, W>::type& v) {
+  if constexpr (W == 2) {
+    return v[0] + v[1];
+  } else {
+    typename Lanes<T, W / 2>::type lo, hi;
+    std::memcpy(&lo, &v, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+    const typename Lanes<T, W / 2>::type sum = lo + hi;
+    return fold_lanes<T, W / 2>(sum);
+  }
+}
+
+// out[n, m] = a[n, k] @ b[k, m] with unit stride along k in both operands (a
+// row-major, b the transpose of a row-major [m, k], e.g. linear's weight.t()):
+// each out[i, j] is the dot product of two contiguous rows. Lane l sums the
+// products at p = l, l + kDotLanes, ... in order; the lanes then add up
+// pairwise (l with l + 8, then + 4, + 2, + 1), then the leftover p past the
+// last whole group of lanes, in order. Vectorizes across lanes, and rows of b
+// are read contiguously where the i-p-j kernel would step through them.
+template <class T, int64_t Cols>
+GRAPH_INLINE_BODY void dot_columns(int64_t k, const T* __restrict arow, const T* pb, int64_t bs1,
+                                   T* __restrict out) {
+  using V = typename Lanes<T, kDotLanes>::type;
+  const int64_t whole = k - k % kDotLanes;
+  V lane[Cols] = {};
+  for (int64_t p = 0; p < whole; p += kDotLanes) {
+    V av;
+    std::memcpy(&av, arow + p, sizeof av);
+    for (int64_t c = 0; c < Cols; ++c) {
+      V bv;
+      std::memcpy(&bv, pb + c * bs1 + p, sizeof bv);
+      lane[c] += av * bv;
+    }
+  }
+  for (int64_t c = 0; c < Cols; ++c) {
+    T s = fold_lanes<T, kDotLanes>(lane[c]);
+    for (int64_t p = whole; p < k; ++p) s += arow[p] * pb[c * bs1 + p];
+    out[c] = s;
+  }
+}
+
 // out[n, m] = a[n, k] @ b[k, m], any strides for a and b, out dense. i-p-j
 // order: the inner loop runs along a row of b and of out (unit stride when
-// UnitB), so it vectorizes; columns go in blocks of kBlock whose sums stay in
-// registers across p. Each out[i, j] sums over p in order, as the naive loop.
-template <class T, bool UnitB>
-void small_gemm(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64_t as1, const T* pb,
-                int64_t bs0, int64_t bs1, T* __restrict po) {
-  constexpr int64_t kBlock = 8;
+// UnitB), so it vectorizes; columns go in blocks of Block whose sums stay in
+// registers across p (Block is one instruction set's register budget, it does
+// not change the result). Each out[i, j] sums over p in order, as the naive
+// loop.
+template <class T, bool UnitB, int64_t Block>
+GRAPH_INLINE_BODY void small_gemm_body(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64_t as1,
+                                       const T* pb, int64_t bs0, int64_t bs1, T* __restrict po) {
   const int64_t step = UnitB ? 1 : bs1;
   for (int64_t i = 0; i < n; ++i) {
     T* __restrict orow = po + i * m;
     const T* arow = pa + i * as0;
     int64_t j0 = 0;
-    for (; j0 + kBlock <= m; j0 += kBlock) {
-      T acc[kBlock] = {};
-      for (int64_t p = 0; p < k; ++p) {
-        const T av = arow[p * as1];
-        const T* brow = pb + p * bs0 + j0 * step;
-        for (int64_t w = 0; w < kBlock; ++w) acc[w] += av * brow[w * step];
+    if constexpr (UnitB) {  // explicit vectors: the block's sums stay in registers
+      using V = typename Lanes<T, 64 / sizeof(T)>::type;
+      constexpr int64_t W = 64 / sizeof(T), R = Block / W;
+      static_assert(R * W == Block);
+      for (; j0 + Block <= m; j0 += Block) {
+        V acc[R] = {};
+        for (int64_t p = 0; p < k; ++p) {
+          const T av = arow[p * as1];
+          const T* brow = pb + p * bs0 + j0;
+          for (int64_t r = 0; r < R; ++r) {
+            V bv;
+            std::memcpy(&bv, brow + r * W, sizeof bv);
+            acc[r] += av * bv;
+          }
+        }
+        std::memcpy(orow + j0, acc, sizeof acc);
       }
-      for (int64_t w = 0; w < kBlock; ++w) orow[j0 + w] = acc[w];
+    } else {  // strided rows of b: 8 scalar sums at a time
+      constexpr int64_t S = 8;
+      for (; j0 + S <= m; j0 += S) {
+        T acc[S] = {};
+        for (int64_t p = 0; p < k; ++p) {
+          const T av = arow[p * as1];
+          const T* brow = pb + p * bs0 + j0 * step;
+          for (int64_t w = 0; w < S; ++w) acc[w] += av * brow[w * step];
+        }
+        for (int64_t w = 0; w < S; ++w) orow[j0 + w] = acc[w];
+      }
     }
     if (j0 == m) continue;
     for (int64_t j = j0; j < m; ++j) orow[j] = 0;
@@ -93,21 +189,120 @@ void small_gemm(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64
   }
 }
 
+template <class T>
+GRAPH_INLINE_BODY void small_dot_body(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, const T* pb,
+                                      int64_t bs1, T* __restrict po) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T* arow = pa + i * as0;
+    T* orow = po + i * m;
+    int64_t j = 0;
+    for (; j + kDotCols <= m; j += kDotCols) dot_columns<T, kDotCols>(k, arow, pb + j * bs1, bs1, orow + j);
+    for (; j < m; ++j) dot_columns<T, 1>(k, arow, pb + j * bs1, bs1, orow + j);
+  }
+}
+
+// The two kernels' signatures, for the per-instruction-set tables.
+template <class T>
+using GemmKernel = void (*)(int64_t, int64_t, int64_t, const T*, int64_t, int64_t, const T*, int64_t, int64_t, T*);
+template <class T>
+using DotKernel = void (*)(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, T*);
+
+// The column block of small_gemm_body per instruction set, in bytes of out
+// row: 128 (8 SSE or 4 AVX2 registers of sums), 256 on AVX-512 (4 registers).
+template <class T, bool UnitB>
+void small_gemm_base(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64_t as1, const T* pb,
+                     int64_t bs0, int64_t bs1, T* po) {
+  small_gemm_body<T, UnitB, 128 / sizeof(T)>(n, k, m, pa, as0, as1, pb, bs0, bs1, po);
+}
+template <class T>
+void small_dot_base(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, const T* pb, int64_t bs1, T* po) {
+  small_dot_body<T>(n, k, m, pa, as0, pb, bs1, po);
+}
+#ifdef GRAPH_SMALL_GEMM_ISA
+template <class T, bool UnitB>
+__attribute__((target("avx2"))) void small_gemm_avx2(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0,
+                                                     int64_t as1, const T* pb, int64_t bs0, int64_t bs1, T* po) {
+  small_gemm_body<T, UnitB, 128 / sizeof(T)>(n, k, m, pa, as0, as1, pb, bs0, bs1, po);
+}
+template <class T, bool UnitB>
+__attribute__((target("avx512f"))) void small_gemm_avx512(int64_t n, int64_t k, int64_t m, const T* pa,
+                                                          int64_t as0, int64_t as1, const T* pb, int64_t bs0,
+                                                          int64_t bs1, T* po) {
+  small_gemm_body<T, UnitB, 256 / sizeof(T)>(n, k, m, pa, as0, as1, pb, bs0, bs1, po);
+}
+template <class T>
+__attribute__((target("avx2"))) void small_dot_avx2(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0,
+                                                    const T* pb, int64_t bs1, T* po) {
+  small_dot_body<T>(n, k, m, pa, as0, pb, bs1, po);
+}
+template <class T>
+__attribute__((target("avx512f"))) void small_dot_avx512(int64_t n, int64_t k, int64_t m, const T* pa,
+                                                         int64_t as0, const T* pb, int64_t bs1, T* po) {
+  small_dot_body<T>(n, k, m, pa, as0, pb, bs1, po);
+}
+#endif
+
+// The best instruction set this CPU has: 0 baseline, 1 AVX2, 2 AVX-512.
+int best_small_gemm_isa() {
+#ifdef GRAPH_SMALL_GEMM_ISA
+  return __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+// The one in use (tests lower it: detail::set_small_matmul_isa).
+std::atomic<int>& small_gemm_isa_in_use() {
+  static std::atomic<int> isa{best_small_gemm_isa()};
+  return isa;
+}
+
+int small_gemm_isa() { return small_gemm_isa_in_use().load(std::memory_order_relaxed); }
+
+template <class T, bool UnitB>
+GemmKernel<T> small_gemm_kernel() {
+#ifdef GRAPH_SMALL_GEMM_ISA
+  static const GemmKernel<T> kernels[] = {small_gemm_base<T, UnitB>, small_gemm_avx2<T, UnitB>,
+                                          small_gemm_avx512<T, UnitB>};
+  return kernels[small_gemm_isa()];
+#else
+  return small_gemm_base<T, UnitB>;
+#endif
+}
+
+template <class T>
+DotKernel<T> small_dot_kernel() {
+#ifdef GRAPH_SMALL_GEMM_ISA
+  static const DotKernel<T> kernels[] = {small_dot_base<T>, small_dot_avx2<T>, small_dot_avx512<T>};
+  return kernels[small_gemm_isa()];
+#else
+  return small_dot_base<T>;
+#endif
+}
+
+// One small product out = a @ b (out dense): the dot kernel when a's rows
+// and b's columns are contiguous, else the i-p-j kernel.
+template <class T>
+void small_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* po = out.data_ptr<T>();
+  const bool a_rows = a.stride(1) == 1 || k == 1, b_cols = b.stride(0) == 1 || k == 1;
+  if (a_rows && b_cols && k >= kDotLanes)
+    small_dot_kernel<T>()(n, k, m, pa, a.stride(0), pb, b.stride(1), po);
+  else if (b.stride(1) == 1 || m == 1)
+    small_gemm_kernel<T, true>()(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), 1, po);
+  else
+    small_gemm_kernel<T, false>()(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), b.stride(1), po);
+}
+
 // out[n, m] = a[n, k] @ b[k, m] for one matrix of each.
 template <class T>
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (n * k * m <= kSmallGemm) {
-      const T* pa = a.data_ptr<T>();
-      const T* pb = b.data_ptr<T>();
-      T* po = out.data_ptr<T>();
-      if (b.stride(1) == 1 || m == 1)
-        small_gemm<T, true>(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), 1, po);
-      else
-        small_gemm<T, false>(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), b.stride(1), po);
-      return;
-    }
+    if (n * k * m <= kSmallGemm) return small_gemm<T>(a, b, out);
   }
   const BlasOperand x = blas_operand(a), y = blas_operand(b);
   const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
@@ -238,6 +433,14 @@ void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) gemm<T>(a, b, out);
   });
+}
+
+// For tests: run the small kernels with instruction set `isa` (0 baseline, 1
+// AVX2, 2 AVX-512), at most the CPU's best; returns the one now in use.
+int set_small_matmul_isa(int isa) {
+  const int chosen = std::clamp(isa, 0, best_small_gemm_isa());
+  small_gemm_isa_in_use().store(chosen);
+  return chosen;
 }
 
 }  // namespace graph::detail

@@ -23,6 +23,22 @@
 #include "graph/static.h"
 #include "graph/tensor.h"
 
+// Stands before each dense fused loop (codegen/src/fusion_kernel.cpp). Its
+// operands are __restrict pointers, but GCC does not take __restrict from
+// pointers declared inside a lambda (the parallel_for body): it versions the
+// loop with a run-time overlap test per pair of operands and, past 10 pairs
+// (--param vect-max-version-for-alias-checks), leaves the loop scalar. Every
+// iteration reads and writes element i only and no output overlaps another
+// operand, so telling the compiler there is no loop-carried dependence is
+// what __restrict already says.
+#if defined(__clang__)
+#define GRAPH_DENSE_LOOP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define GRAPH_DENSE_LOOP _Pragma("GCC ivdep")
+#else
+#define GRAPH_DENSE_LOOP
+#endif
+
 namespace graph::detail {
 
 // ---- conditions -------------------------------------------------------------
