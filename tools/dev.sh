@@ -30,24 +30,27 @@ sanitize() {
   export UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
   # Only what the concurrency tests need: their binary and the libraries
-  # under it; the generator runs the normal build's plugin (same sources).
+  # under it; the build steps run the normal build's plugin and graph-codegen
+  # (same sources, unsanitized either way).
   echo "== ${SECONDS}s in: sanitize: ThreadSanitizer, tests labelled concurrency ($build-tsan)"
-  cmake --build "$build" --target cxxgraph_plugin
+  cmake --build "$build" --target cxxgraph_plugin graph-codegen
+  local generators=(-DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
+                    -DCXXGRAPH_GENERATOR_CODEGEN="$(cd "$build" && pwd)/tools/graph-codegen")
   # Both sanitizer builds leave out the CUDA backend (-DCXXGRAPH_CUDA=OFF): nvcc
   # takes no -fsanitize, its host logic ran in the normal build, and they check
   # the CPU-only configuration instead.
   configure "$build-tsan" -DCXXGRAPH_SANITIZE=thread -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_CUDA=OFF \
-    -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
+    "${generators[@]}"
   cmake --build "$build-tsan" --target concurrency_test interpreter_test
   ctest --test-dir "$build-tsan" -L "concurrency|interpreter" -E e2e --output-on-failure -j2
 
   # Examples are not tests: not built here.
-  # The generator steps run the normal build's plugin, as above; the plugin's
+  # The build steps run the normal build's plugin and graph-codegen, as above; the plugin's
   # own tests and the install test (clang and the plugin, unsanitized) ran in
   # the normal build and are not built here.
   echo "== ${SECONDS}s in: sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test but the plugin's ($build-asan)"
   configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_CUDA=OFF \
-    -DCXXGRAPH_BUILD_BENCH=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so"
+    -DCXXGRAPH_BUILD_BENCH=OFF "${generators[@]}"
   cmake --build "$build-asan"
   ctest --test-dir "$build-asan" --output-on-failure -j2
   echo "== ${SECONDS}s: done"
