@@ -182,6 +182,8 @@ TEST(GeneratedKernels, EveryGroupOfTheLinkedSourcesIsRegistered) {
   EXPECT_NE(graph::cuda::find_fused_kernel("cg_chain8#test-hash/group0"), nullptr);
   EXPECT_NE(graph::cuda::find_fused_kernel("cg_scalar_mix#test-hash/group0"), nullptr);
   EXPECT_NE(graph::cuda::find_fused_kernel("cg_loop#test-hash/group0"), nullptr);  // inside the Loop
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_matmul_epilogue#test-hash/group1"), nullptr);  // after a matmul
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_reduce_fused#test-hash/group0"), nullptr);  // before a sum
   EXPECT_EQ(graph::cuda::find_fused_kernel("cg_chain8#other-hash/group0"), nullptr);
 }
 
@@ -218,6 +220,18 @@ TEST_F(Cuda, GeneratedKernelInsideALoop) {
   const auto dev = call_graph("cg_loop", {int64_t{4}, cuda(h0), cuda(w)}, 2);
   EXPECT_EQ(std::get<int64_t>(dev.at(0)), 4);
   expect_close(out_tensor(dev, 1), out_tensor(cpu, 1), 1e-5, "loop_carried");
+}
+
+TEST_F(Cuda, GeneratedEpiloguesAfterCublasAndProducersOfReductions) {
+  const Tensor x = signed_values({5, 8}), w1 = signed_values({16, 8}), b1 = signed_values({16});
+  const Tensor w2 = signed_values({16, 4}), b2 = signed_values({4});
+  expect_close(out_tensor(call_graph("cg_matmul_epilogue", {cuda(x), cuda(w1), cuda(b1), cuda(w2), cuda(b2)}, 1), 0),
+               out_tensor(call_graph("cg_matmul_epilogue", {x, w1, b1, w2, b2}, 1), 0), 1e-4, "mlp");
+  const Tensor a = signed_values({7, 6}), b = signed_values({7, 6});
+  const auto cpu = call_graph("cg_reduce_fused", {a, b}, 3);
+  const auto dev = call_graph("cg_reduce_fused", {cuda(a), cuda(b)}, 3);
+  for (size_t k = 0; k < 3; ++k)
+    expect_close(out_tensor(dev, k), out_tensor(cpu, k), 1e-5, "sq_err output " + std::to_string(k));
 }
 
 TEST_F(Cuda, GeneratedKernelRefusesMixedDevices) {

@@ -45,18 +45,16 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
-// A group's elementwise FusionGroup nodes, in the order Emitter::node visits
-// them (block order; If: then, else; Loop: body).
-void elementwise_groups(const ir::Block* b, std::vector<const ir::Node*>& out) {
+// A graph's FusionGroup nodes, in the order Emitter::node visits them
+// (block order; If: then, else; Loop: body): each has one fused loop.
+void fusion_groups(const ir::Block* b, std::vector<const ir::Node*>& out) {
   for (const auto& n : b->nodes()) {
     if (n->op() == "FusionGroup") {
-      auto it = n->attrs().find("kind");
-      const std::string* kind = it == n->attrs().end() ? nullptr : std::get_if<std::string>(&it->second);
-      if (!kind || *kind == "elementwise") out.push_back(n.get());
+      out.push_back(n.get());
       continue;
     }
     if (n->op() == "If" || n->op() == "Loop")
-      for (const auto& inner : n->blocks()) elementwise_groups(inner.get(), out);
+      for (const auto& inner : n->blocks()) fusion_groups(inner.get(), out);
   }
 }
 
@@ -120,12 +118,16 @@ KernelPlan kernel_plan(const LoopSpec& spec) {
 void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, const std::string& mangled,
                           const std::string& hash, const std::string& graph_label) {
   reset_names();
-  const ir::Block* body = n->block(0);
-  const LoopSpec spec(n, 0, body->nodes().size());
+  const LoopSpec spec = group_loop(n);
   const KernelPlan plan = kernel_plan(spec);
   const std::string kernel = kernel_name(fn, k);
+  const std::string kind = fusion_kind(n);
   line("");
-  line("// " + graph_label + ", group " + std::to_string(k) + ": " + describe(spec.members));
+  line("// " + graph_label + ", group " + std::to_string(k) +
+       (kind == "matmul_epilogue" ? " (after its matmul, which runs on cuBLAS)"
+        : kind == "reduce"        ? " (before its reduction, which runs as an eager op)"
+                                  : "") +
+       ": " + describe(spec.members));
   if (!plan.eligible) {
     line("// Not generated for CUDA: " + plan.why + "; on the device this group stops with an error.");
     return;
@@ -202,7 +204,7 @@ std::string generate_cuda_source(const std::vector<GraphUnit>& units, const std:
   for (size_t i = 0; i < units.size(); ++i) {
     const GraphUnit& u = units[i];
     std::vector<const ir::Node*> groups;
-    detail::elementwise_groups(u.graph->top(), groups);
+    detail::fusion_groups(u.graph->top(), groups);
     const std::string label = "graph " + u.graph->name() + (u.source.empty() ? "" : " (" + u.source + ")");
     for (size_t k = 0; k < groups.size(); ++k) {
       detail::Emitter body;

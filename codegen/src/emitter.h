@@ -59,6 +59,12 @@ struct KernelPlan {
   std::string why;
 };
 KernelPlan kernel_plan(const LoopSpec& spec);
+// A FusionGroup's kind attribute ("elementwise" when absent), and the fused
+// loop each kind runs (fused_groups.cpp): all of an elementwise group; the
+// ops after the GEMM of a matmul_epilogue; the producers of a reduce
+// group's reduction. Throws for an unknown kind.
+std::string fusion_kind(const ir::Node* n);
+LoopSpec group_loop(const ir::Node* n);
 // Kernel k of the graph function `fn`, and its registry key.
 std::string kernel_name(const std::string& fn, size_t k);
 std::string kernel_key(const std::string& mangled, const std::string& hash, size_t k);
@@ -147,6 +153,7 @@ class Emitter {
   void fused_loop(const LoopSpec& spec, const std::string& shape);
   void locate_broadcast_error(const LoopSpec& spec);
   void cuda_dispatch(const LoopSpec& spec, const std::string& shape);
+  void group_fused_loop(const LoopSpec& spec);
   std::string element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
                            const std::vector<std::string>& stores, const std::string& indent);
   // fused_groups.cpp: FusionGroups of kind matmul_epilogue and reduce.

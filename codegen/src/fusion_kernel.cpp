@@ -70,15 +70,21 @@ LoopSpec::LoopSpec(const ir::Node* group, size_t begin, size_t end) {
 void Emitter::fusion_group(const ir::Node* n) {
   const ir::Block* body = n->block(0);
   for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
-  const LoopSpec spec(n, 0, body->nodes().size());
+  const LoopSpec spec = group_loop(n);
   line("// fused loop: " + describe(spec.members));
   declare_outputs(spec);
   open("");
+  group_fused_loop(spec);
+  close();
+}
+
+// The one fused loop of a FusionGroup (any kind): group number
+// cuda_groups_, which cuda_kernel.cpp numbers the same way.
+void Emitter::group_fused_loop(const LoopSpec& spec) {
   cuda_pending_ = !cuda_fn_.empty();
   fused_elementwise(spec);
   cuda_pending_ = false;
   ++cuda_groups_;
-  close();
 }
 
 // On the device: the group's generated kernel (the .graph.cu of this
