@@ -8,11 +8,14 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/grad.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/passes.h"
@@ -573,6 +576,20 @@ std::vector<std::unique_ptr<ir::Graph>> codegen_case(const std::string& file) {
   return graphs;
 }
 
+// Every (key, kernel) the .cu registers, and every one the .cpp asks for.
+std::set<std::pair<std::string, std::string>> registered_keys(const std::string& cu) {
+  std::set<std::pair<std::string, std::string>> out;
+  const std::regex re("FusedRegistrar register_(\\w+)\\{\"([^\"]+)\"");
+  for (std::sregex_iterator it(cu.begin(), cu.end(), re), end; it != end; ++it) out.insert({(*it)[2], (*it)[1]});
+  return out;
+}
+std::set<std::pair<std::string, std::string>> dispatched_keys(const std::string& cpp) {
+  std::set<std::pair<std::string, std::string>> out;
+  const std::regex re("cuda_fused\\(\"([^\"]+)\", \"(\\w+)\"");
+  for (std::sregex_iterator it(cpp.begin(), cpp.end(), re), end; it != end; ++it) out.insert({(*it)[1], (*it)[2]});
+  return out;
+}
+
 TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
   auto g = ir::parse(kChain8);
   ir::infer_types(*g);
@@ -630,6 +647,7 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
     ++checked;
     EXPECT_EQ(count_of(cu, "__global__"), groups) << file << "\n" << cu;
     EXPECT_EQ(count_of(cpp, "::graph::detail::cuda_fused("), groups) << file;
+    EXPECT_EQ(registered_keys(cu), dispatched_keys(cpp)) << file;
     for (size_t k = 0; k < groups; ++k) {
       const std::string key = "\"mangled#hash/group" + std::to_string(k) + "\"";
       EXPECT_NE(cu.find("FusedRegistrar register_graph_" + g->name() + "_group" + std::to_string(k) + "{" + key),
@@ -640,6 +658,28 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
     EXPECT_EQ(count_of(cu, "__global__ void graph_" + g->name() + "_group"), groups);
   }
   EXPECT_GE(checked, 6u);
+}
+
+TEST(GeneratedCuda, ForwardAndBackwardOfAutogradGetKernelsToo) {
+  auto lowered = ir::parse(kChain8);
+  ASSERT_EQ(join(ir::verify(*lowered)), "");
+  const graph::codegen::GradientUnit grad = graph::codegen::make_gradient(*lowered);
+  ASSERT_EQ(grad.unsupported, "");
+  auto g = ir::parse(kChain8);
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "_Z5chainv", "h", "m.cpp:1", &grad}};
+  const std::string cu = graph::codegen::generate_cuda_source(units, "m.cpp");
+  const std::string cpp = graph::codegen::generate_cpu_source(units, "m.cpp");
+  const auto registered = registered_keys(cu);
+  EXPECT_EQ(registered, dispatched_keys(cpp)) << cu;
+  EXPECT_TRUE(registered.count({"_Z5chainv#h/group0", "graph_chain_group0"}));
+  EXPECT_TRUE(registered.count({"_Z5chainv#h/forward/group0", "graph_chain_forward_group0"})) << cu;
+  size_t backward = 0;
+  for (const auto& [key, kernel] : registered) backward += key.rfind("_Z5chainv#h/backward/group", 0) == 0;
+  EXPECT_GE(backward, 1u) << cu;
+  EXPECT_NE(cu.find("// graph chain (m.cpp:1), forward for autograd, group 0: "), std::string::npos);
+  EXPECT_NE(cu.find("// graph chain (m.cpp:1), backward, group 0"), std::string::npos);
 }
 
 TEST(GeneratedCuda, IntAndBoolScalarsAndComparisons) {

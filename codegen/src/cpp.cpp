@@ -454,7 +454,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     e.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
     e.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" + std::to_string(body.slots()) + "};");
     e.raw(body.take());
-    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source));
+    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source, u.mangled_name, u.body_hash));
   }
   e.line("");
   e.line("// Registration: the dispatch prologue finds each graph by (mangled name, body hash).");

@@ -18,6 +18,7 @@
 
 #include "emitter.h"
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/grad.h"
 #include "graph/error.h"
 
 namespace graph::codegen {
@@ -201,17 +202,29 @@ std::string generate_cuda_source(const std::vector<GraphUnit>& units, const std:
   const std::vector<std::string> fns = detail::graph_fn_names(names);
   std::string kernels;
   size_t count = 0;
-  for (size_t i = 0; i < units.size(); ++i) {
-    const GraphUnit& u = units[i];
+  // The graph's own function, then (when it has a gradient) <fn>_forward and
+  // <fn>_backward, as generate_cpu_source and gradient_functions write them.
+  auto write = [&](const ir::Graph& g, const std::string& fn, const std::string& mangled, const std::string& hash,
+                   const std::string& label) {
     std::vector<const ir::Node*> groups;
-    detail::fusion_groups(u.graph->top(), groups);
-    const std::string label = "graph " + u.graph->name() + (u.source.empty() ? "" : " (" + u.source + ")");
+    detail::fusion_groups(g.top(), groups);
     for (size_t k = 0; k < groups.size(); ++k) {
       detail::Emitter body;
-      body.cuda_kernel(groups[k], fns[i], k, u.mangled_name, u.body_hash, label);
+      body.cuda_kernel(groups[k], fn, k, mangled, hash, label);
       const std::string text = body.take();
       if (text.find("__global__") != std::string::npos) ++count;
       kernels += text;
+    }
+  };
+  for (size_t i = 0; i < units.size(); ++i) {
+    const GraphUnit& u = units[i];
+    const std::string label = "graph " + u.graph->name() + (u.source.empty() ? "" : " (" + u.source + ")");
+    write(*u.graph, fns[i], u.mangled_name, u.body_hash, label);
+    if (u.gradient && u.gradient->unsupported.empty() && u.gradient->forward && u.gradient->backward) {
+      write(*u.gradient->forward, fns[i] + "_forward", u.mangled_name, u.body_hash + "/forward",
+            label + ", forward for autograd");
+      write(*u.gradient->backward, fns[i] + "_backward", u.mangled_name, u.body_hash + "/backward",
+            label + ", backward");
     }
   }
   if (count == 0) {

@@ -367,6 +367,7 @@ class Consumer : public ASTConsumer {
     c.gradient = std::make_unique<graph::codegen::GradientUnit>(graph::codegen::make_gradient(*lowered.graph));
     c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get()};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
+    if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");
 
     // Only now, when nothing can fail any more, the name of its .graph files
     // (written with the other outputs, unless the file has errors).
