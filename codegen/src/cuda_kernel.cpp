@@ -111,7 +111,8 @@ KernelPlan kernel_plan(const LoopSpec& spec) {
     const DType c = compute_dtype(*op, promoted_dtype(m));
     if (!device_type(c)) refuse(m->op() + " computes in " + std::string(dtype_name(c)));
   }
-  if (p.tensors.size() > 16) refuse(std::to_string(p.tensors.size()) + " operands (kernels take at most 16)");
+  // graph::cuda::kMaxFusedOperands and kMaxFusedScalars (graph/cuda/fused.h).
+  if (p.tensors.size() > 32) refuse(std::to_string(p.tensors.size()) + " operands (kernels take at most 32)");
   if (p.scalars.size() > 16) refuse(std::to_string(p.scalars.size()) + " host scalars (kernels take at most 16)");
   return p;
 }

@@ -39,7 +39,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
 // "<mangled>#<hash>/group<k>" (graph/cuda/fused.h). The CPU source written
 // by generate_cpu_source for the same units runs a group through that key
 // when its inputs are on the device. Groups the kernels cannot take
-// (f16/bf16 operands, more than 16 operands or scalars) get a comment
+// (f16/bf16 operands, more than 32 operands or 16 scalars) get a comment
 // instead. Includes only graph/cuda/fused.h and graph/scalar_ops.h.
 std::string generate_cuda_source(const std::vector<GraphUnit>& units, const std::string& origin_file);
 

@@ -21,7 +21,7 @@
 
 namespace graph::cuda {
 
-inline constexpr int kMaxFusedOperands = 16;  // outputs + tensor inputs of one group
+inline constexpr int kMaxFusedOperands = 32;  // outputs + tensor inputs of one group (codegen: kernel_plan)
 inline constexpr int kMaxFusedScalars = 16;   // host scalars the element body reads
 
 // The output shape of a group with one stride row per operand (outputs
