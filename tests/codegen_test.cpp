@@ -629,8 +629,11 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
   const std::string cpp = graph::codegen::generate_cpu_source(units, "m.cpp");
   EXPECT_NE(cpp.find("if (::graph::detail::any_on_cuda({&v_x, &v_b}))"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("::graph::detail::cuda_fused(\"_Z5chainv#h/group0\", \"graph_chain_group0\", shape, "
-                     "{::graph::DType::Float32}, {&v_x, &v_b}, {::graph::detail::host_scalar(v_s)});"),
+                     "{::graph::DType::Float32}, {&v_x, &v_b}, {::graph::detail::host_scalar(v_s)}); })"),
             std::string::npos)
+      << cpp;
+  // Its errors carry the group's first line, as the CPU loop's do.
+  EXPECT_NE(cpp.find("at_source(\" (at m.cpp:1:1, graph_chain_group0 in static graph 'chain')\""), std::string::npos)
       << cpp;
 }
 

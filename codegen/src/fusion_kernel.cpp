@@ -109,9 +109,14 @@ void Emitter::cuda_dispatch(const LoopSpec& spec, const std::string& shape) {
   open("if (::graph::detail::any_on_cuda({" + join(ins, ", ") + "}))");
   line("// Inputs on the CUDA device: kernel " + kernel + " of the generated .graph.cu.");
   const std::string dev = fresh("on_device");
-  line("const std::vector<::graph::Tensor> " + dev + " = ::graph::detail::cuda_fused(" +
-       ir::quote(kernel_key(cuda_mangled_, cuda_hash_, k)) + ", " + ir::quote(kernel) + ", " + shape + ", {" +
-       join(outs, ", ") + "}, {" + join(ins, ", ") + "}, {" + join(scalars, ", ") + "});");
+  // Errors name the kernel and, through at_source, the group's first op's line.
+  const ir::Node* first = *std::find_if(spec.members.begin(), spec.members.end(), [](const ir::Node* m) { return !hoisted(m); });
+  line("const std::vector<::graph::Tensor> " + dev + " = " +
+       at_source(first, kernel,
+                 "::graph::detail::cuda_fused(" + ir::quote(kernel_key(cuda_mangled_, cuda_hash_, k)) + ", " +
+                     ir::quote(kernel) + ", " + shape + ", {" + join(outs, ", ") + "}, {" + join(ins, ", ") +
+                     "}, {" + join(scalars, ", ") + "})") +
+       ";");
   for (size_t j = 0; j < plan.n_out; ++j) line(name(spec.outputs[j]) + " = " + dev + "[" + std::to_string(j) + "];");
   --indent_;
   open("} else");
