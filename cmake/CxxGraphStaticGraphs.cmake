@@ -7,6 +7,9 @@
 #   <name>.cpp        the source with a dispatch prologue in each lowered
 #                     [[graph::static]] body (compiled instead of the original)
 #   <name>.graph.cpp  the generated kernels and their registrars
+#   <name>.graph.cu   with CUDA (CXXGRAPH_HAS_CUDA and the CUDA language
+#                     enabled): one CUDA kernel per fusion group, compiled by
+#                     nvcc into the same object library
 #   <name>/<fn>.graph, <fn>.opt.graph   the IR before and after optimization
 # A depfile makes edits to the source or any header it includes re-run the
 # step. GENERATOR_FLAGS go to the generator only (e.g. -Werror=graph-fallback).
@@ -37,6 +40,13 @@ function(cxxgraph_static_graphs target)
   set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
   set(kernel_sources "")
+  # CUDA kernels too when cxxgraph was built with CUDA and this project
+  # compiles CUDA (enable_language(CUDA), which the cxxgraph build does).
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  set(with_cuda OFF)
+  if(CXXGRAPH_HAS_CUDA AND "CUDA" IN_LIST languages)
+    set(with_cuda ON)
+  endif()
   foreach(src IN LISTS sources)
     if(NOT src MATCHES "\\.(cpp|cc|cxx|C)$" OR src MATCHES "^\\$<")
       continue()
@@ -49,8 +59,14 @@ function(cxxgraph_static_graphs target)
     set(copy ${gen_dir}/${stem}.cpp)
     set(kernels ${gen_dir}/${stem}.graph.cpp)
     set(depfile ${gen_dir}/${stem}.d)
+    set(cuda_output "")
+    set(cuda_option "")
+    if(with_cuda)
+      set(cuda_output ${gen_dir}/${stem}.graph.cu)
+      set(cuda_option -fplugin-arg-cxxgraph-cuda=${cuda_output})
+    endif()
     add_custom_command(
-      OUTPUT ${copy} ${kernels}
+      OUTPUT ${copy} ${kernels} ${cuda_output}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${gen_dir}/${stem}
       COMMAND ${CXXGRAPH_CLANG} -fsyntax-only -std=c++${std}
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
@@ -59,6 +75,7 @@ function(cxxgraph_static_graphs target)
               -fplugin=$<TARGET_FILE:${CXXGRAPH_PLUGIN_TARGET}>
               -fplugin-arg-cxxgraph-copy=${copy}
               -fplugin-arg-cxxgraph-kernels=${kernels}
+              ${cuda_option}
               -fplugin-arg-cxxgraph-graph-dir=${gen_dir}/${stem}
               -MD -MF ${depfile} -MT ${copy}
               ${abs}
@@ -72,13 +89,19 @@ function(cxxgraph_static_graphs target)
     set_source_files_properties(${copy} TARGET_DIRECTORY ${target} PROPERTIES
       GENERATED TRUE COMPILE_OPTIONS "-iquote;${abs_dir}")
     target_sources(${target} PRIVATE ${copy})
-    list(APPEND kernel_sources ${kernels})
+    list(APPEND kernel_sources ${kernels} ${cuda_output})
   endforeach()
 
   if(kernel_sources)
     # An object library, linked in as objects, so registrars are never dropped.
     add_library(${target}_cxxgraph_kernels OBJECT ${kernel_sources})
     target_link_libraries(${target}_cxxgraph_kernels PRIVATE ${CXXGRAPH_RUNTIME_TARGET})
+    if(with_cuda)
+      # The .graph.cu files include only graph/cuda/fused.h and
+      # graph/scalar_ops.h: about a second of nvcc each.
+      target_compile_options(${target}_cxxgraph_kernels PRIVATE
+        $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+    endif()
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:${target}_cxxgraph_kernels>)
   endif()
   set_property(TARGET ${target} APPEND PROPERTY CXXGRAPH_GENERATED_DIR ${gen_dir})

@@ -7,10 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/grad.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/passes.h"
@@ -545,6 +550,188 @@ TEST(Generated, SourceIsReadable) {
   // The registration carries the graph's IR text too (GRAPH_MODE=interpret).
   EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, " + ir::quote(ir::print(*g)) + ", {}}"),
             std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// The CUDA source: one kernel per elementwise fusion group (text only; the
+// builds with nvcc compile these for the examples and cuda_ops_test).
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Every graph of tests/codegen_cases/<file>, typed and fused.
+std::vector<std::unique_ptr<ir::Graph>> codegen_case(const std::string& file) {
+  std::ifstream in(std::string(CXXGRAPH_CODEGEN_CASES) + "/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto graphs = ir::parse_all(text.str());
+  for (auto& g : graphs) {
+    ir::infer_types(*g);
+    ir::fuse_elementwise(*g);
+    EXPECT_EQ(join(ir::verify(*g)), "") << ir::print(*g);
+  }
+  return graphs;
+}
+
+// Every (key, kernel) the .cu registers, and every one the .cpp asks for.
+std::set<std::pair<std::string, std::string>> registered_keys(const std::string& cu) {
+  std::set<std::pair<std::string, std::string>> out;
+  const std::regex re("FusedRegistrar register_(\\w+)\\{\"([^\"]+)\"");
+  for (std::sregex_iterator it(cu.begin(), cu.end(), re), end; it != end; ++it) out.insert({(*it)[2], (*it)[1]});
+  return out;
+}
+std::set<std::pair<std::string, std::string>> dispatched_keys(const std::string& cpp) {
+  std::set<std::pair<std::string, std::string>> out;
+  const std::regex re("cuda_fused\\(\"([^\"]+)\", \"(\\w+)\"");
+  for (std::sregex_iterator it(cpp.begin(), cpp.end(), re), end; it != end; ++it) out.insert({(*it)[1], (*it)[2]});
+  return out;
+}
+
+TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
+  auto g = ir::parse(kChain8);
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  ASSERT_EQ(count_ops(*g, "FusionGroup"), 1u);
+  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "_Z5chainv", "h", "m.cpp:1"}};
+  const std::string cu = graph::codegen::generate_cuda_source(units, "m.cpp");
+  EXPECT_EQ(count_of(cu, "__global__"), 1u) << cu;
+  // Named after the function and the group; the comment names the ops and lines.
+  EXPECT_NE(cu.find("// graph chain (m.cpp:1), group 0: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"),
+            std::string::npos)
+      << cu;
+  EXPECT_NE(cu.find("__global__ void graph_chain_group0(const int64_t numel, const ::graph::cuda::FusedIndex<3> ix, "
+                    "float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, "
+                    "const double s0)"),
+            std::string::npos)
+      << cu;
+  // A grid-stride loop, a dense path and a strided path with the same body.
+  EXPECT_EQ(count_of(cu, "for (int64_t i = start; i < numel; i += step)"), 2u);
+  EXPECT_NE(cu.find("const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;"), std::string::npos);
+  EXPECT_NE(cu.find("if (ix.contiguous)"), std::string::npos);
+  EXPECT_NE(cu.find("::graph::cuda::fused_offsets(ix, i, off);"), std::string::npos);
+  EXPECT_EQ(count_of(cu, "::graph::scalar::sigmoid<float>("), 2u);
+  EXPECT_EQ(count_of(cu, "= ::graph::scalar::mul<float>(e_a1, static_cast<float>(s0));"), 2u) << cu;
+  EXPECT_NE(cu.find("p0[i] = e_a8;"), std::string::npos);
+  EXPECT_NE(cu.find("p0[off[0]] = e_a8;"), std::string::npos);
+  EXPECT_NE(cu.find("const float e_b = p2[off[2]];"), std::string::npos) << cu;
+  // The launcher and the registrar under the key the CPU source asks for.
+  EXPECT_NE(cu.find("void launch_graph_chain_group0(const ::graph::cuda::FusedArgs& a)"), std::string::npos);
+  EXPECT_NE(cu.find("a.scalars[0].f"), std::string::npos);
+  EXPECT_NE(cu.find("::graph::cuda::FusedRegistrar register_graph_chain_group0{\"_Z5chainv#h/group0\", "
+                    "&launch_graph_chain_group0};"),
+            std::string::npos);
+  // Light includes only: nvcc stays fast.
+  EXPECT_EQ(count_of(cu, "#include"), 3u) << cu;
+  EXPECT_EQ(cu.find("graph/graph.h"), std::string::npos);
+  const std::string cpp = graph::codegen::generate_cpu_source(units, "m.cpp");
+  EXPECT_NE(cpp.find("if (::graph::detail::any_on_cuda({&v_x, &v_b}))"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("::graph::detail::cuda_fused(\"_Z5chainv#h/group0\", \"graph_chain_group0\", shape, "
+                     "{::graph::DType::Float32}, {&v_x, &v_b}, {::graph::detail::host_scalar(v_s)}); })"),
+            std::string::npos)
+      << cpp;
+  // Its errors carry the group's first line, as the CPU loop's do.
+  EXPECT_NE(cpp.find("at_source(\" (at m.cpp:1:1, graph_chain_group0 in static graph 'chain')\""), std::string::npos)
+      << cpp;
+}
+
+TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
+  size_t checked = 0;
+  for (const char* file : {"if_tensor.graph", "loop.graph", "scalar_mix.graph", "chain8.graph", "matmul_epilogue.graph",
+                           "reduce_fused.graph"})
+   for (const auto& g : codegen_case(file)) {
+    const std::vector<graph::codegen::GraphUnit> units{{g.get(), "mangled", "hash", "x.cpp:1"}};
+    const std::string cu = graph::codegen::generate_cuda_source(units, "x.cpp");
+    const std::string cpp = graph::codegen::generate_cpu_source(units, "x.cpp");
+    const size_t groups = count_ops(*g, "FusionGroup");
+    if (groups == 0) continue;
+    ++checked;
+    EXPECT_EQ(count_of(cu, "__global__"), groups) << file << "\n" << cu;
+    EXPECT_EQ(count_of(cpp, "::graph::detail::cuda_fused("), groups) << file;
+    EXPECT_EQ(registered_keys(cu), dispatched_keys(cpp)) << file;
+    for (size_t k = 0; k < groups; ++k) {
+      const std::string key = "\"mangled#hash/group" + std::to_string(k) + "\"";
+      EXPECT_NE(cu.find("FusedRegistrar register_graph_" + g->name() + "_group" + std::to_string(k) + "{" + key),
+                std::string::npos)
+          << file << " group " << k << "\n" << cu;
+      EXPECT_NE(cpp.find("cuda_fused(" + key), std::string::npos) << file << " group " << k;
+    }
+    EXPECT_EQ(count_of(cu, "__global__ void graph_" + g->name() + "_group"), groups);
+  }
+  EXPECT_GE(checked, 6u);
+}
+
+TEST(GeneratedCuda, ForwardAndBackwardOfAutogradGetKernelsToo) {
+  auto lowered = ir::parse(kChain8);
+  ASSERT_EQ(join(ir::verify(*lowered)), "");
+  const graph::codegen::GradientUnit grad = graph::codegen::make_gradient(*lowered);
+  ASSERT_EQ(grad.unsupported, "");
+  auto g = ir::parse(kChain8);
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "_Z5chainv", "h", "m.cpp:1", &grad}};
+  const std::string cu = graph::codegen::generate_cuda_source(units, "m.cpp");
+  const std::string cpp = graph::codegen::generate_cpu_source(units, "m.cpp");
+  const auto registered = registered_keys(cu);
+  EXPECT_EQ(registered, dispatched_keys(cpp)) << cu;
+  EXPECT_TRUE(registered.count({"_Z5chainv#h/group0", "graph_chain_group0"}));
+  EXPECT_TRUE(registered.count({"_Z5chainv#h/forward/group0", "graph_chain_forward_group0"})) << cu;
+  size_t backward = 0;
+  for (const auto& [key, kernel] : registered) backward += key.rfind("_Z5chainv#h/backward/group", 0) == 0;
+  EXPECT_GE(backward, 1u) << cu;
+  EXPECT_NE(cu.find("// graph chain (m.cpp:1), forward for autograd, group 0: "), std::string::npos);
+  EXPECT_NE(cu.find("// graph chain (m.cpp:1), backward, group 0"), std::string::npos);
+}
+
+TEST(GeneratedCuda, IntAndBoolScalarsAndComparisons) {
+  auto graphs = codegen_case("scalar_mix.graph");
+  const auto& g = graphs.at(0);
+  const std::string cu = graph::codegen::generate_cuda_source({{g.get(), "m", "h", ""}}, "x.cpp");
+  // Int scalars reach the kernel as int64_t from FusedScalar::i, floats as
+  // double from ::f; the comparison computes in float and gives a bool that
+  // the int add widens, as on the CPU.
+  EXPECT_NE(cu.find("float* __restrict__ p0, int64_t* __restrict__ p1, const float* __restrict__ p2, "
+                    "const double s0, const int64_t s1, const double s2, const int64_t s3)"),
+            std::string::npos)
+      << cu;
+  EXPECT_NE(cu.find("a.scalars[1].i,"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("a.scalars[2].f,"), std::string::npos) << cu;
+  EXPECT_EQ(count_of(cu, "const bool e_m = ::graph::scalar::gt<float>(e_y2, static_cast<float>(s2));"), 2u);
+  EXPECT_EQ(count_of(cu, "::graph::scalar::add<int64_t>(static_cast<int64_t>(e_m), s3);"), 2u);
+}
+
+TEST(GeneratedCuda, HalfGroupsAndEmptySourcesSayWhy) {
+  auto g = ir::parse(R"(graph h(%x : f16[N], %y : f16[N]) {
+  %a : Tensor = add(%x, %y) @"h.cpp":2:3
+  %b : Tensor = relu(%a) @"h.cpp":3:3
+  return (%b)
+})");
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  ASSERT_EQ(count_ops(*g, "FusionGroup"), 1u);
+  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "m", "h", ""}};
+  const std::string cu = graph::codegen::generate_cuda_source(units, "h.cpp");
+  EXPECT_EQ(cu.find("__global__"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("// graph h, group 0: add, relu (h.cpp:2, 3)"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("// Not generated for CUDA: operand '"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("is half, which the generated kernels do not handle"), std::string::npos) << cu;
+  EXPECT_EQ(cu.find("#include"), std::string::npos);  // nothing for nvcc to do
+  const std::string cpp = graph::codegen::generate_cpu_source(units, "h.cpp");
+  EXPECT_EQ(cpp.find("cuda_fused("), std::string::npos);
+  EXPECT_NE(cpp.find("// No CUDA kernel for this group: operand '"), std::string::npos);
+
+  // A graph without fusion groups: a comment only.
+  auto m = ir::parse(R"(graph mm(%a : f32[N, K], %b : f32[K, M]) {
+  %c : Tensor = matmul(%a, %b)
+  return (%c)
+})");
+  ir::infer_types(*m);
+  ir::fuse_elementwise(*m);
+  const std::string none = graph::codegen::generate_cuda_source({{m.get(), "m", "h", ""}}, "mm.cpp");
+  EXPECT_NE(none.find("(no fusion groups here)"), std::string::npos);
+  EXPECT_EQ(none.find("#include"), std::string::npos);
 }
 
 TEST(Generated, MatmulEpiloguesMatchEager) {

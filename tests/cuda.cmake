@@ -10,3 +10,23 @@ add_executable(cuda_ops_test ${CMAKE_CURRENT_LIST_DIR}/cuda_ops_test.cpp)
 target_link_libraries(cuda_ops_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(cuda_ops_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(cuda_ops_test PROPERTIES LABELS cuda)
+
+# Generated fusion-group kernels on the device: codegen cases turned into a
+# .graph.cpp and a .graph.cu by graph-codegen (as the plugin's generator
+# does for annotated sources), compiled by nvcc into cuda_ops_test, whose
+# GeneratedKernels tests call the graphs with device inputs.
+set(_cxxgraph_cuda_cases chain8 scalar_mix loop matmul_epilogue reduce_fused)
+set(_cxxgraph_cuda_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda_cases)
+foreach(_case IN LISTS _cxxgraph_cuda_cases)
+  set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
+  add_custom_command(
+    OUTPUT ${_cxxgraph_cuda_dir}/${_case}.graph.cpp ${_cxxgraph_cuda_dir}/${_case}.graph.cu
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_cxxgraph_cuda_dir}
+    COMMAND graph-codegen ${_in} ${_cxxgraph_cuda_dir}/${_case}.graph.cpp --mangled cg_${_case} --hash test-hash
+            --cuda ${_cxxgraph_cuda_dir}/${_case}.graph.cu
+    DEPENDS graph-codegen ${_in}
+    COMMENT "graph-codegen ${_case}.graph (CPU and CUDA)"
+    VERBATIM)
+  target_sources(cuda_ops_test PRIVATE ${_cxxgraph_cuda_dir}/${_case}.graph.cpp ${_cxxgraph_cuda_dir}/${_case}.graph.cu)
+endforeach()
+target_compile_options(cuda_ops_test PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)

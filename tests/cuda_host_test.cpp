@@ -13,7 +13,9 @@
 #include "../runtime/src/storage.h"
 #include "graph/cuda/allocator.h"
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
+#include "graph/generated_support.h"
 #include "graph/graph.h"
 
 namespace {
@@ -294,6 +296,141 @@ TEST(CudaDispatch, AHostScalarWithACudaTensorGoesToTheDevice) {
   FakeCudaTensor x({3});
   // The 0-d CPU operand is copied to the device, which is not there.
   EXPECT_NE(error_of([&] { graph::mul(x.get(), 2.0); }).find("to(kCUDA): no CUDA device"), std::string::npos);
+}
+
+// ---- generated fusion-group kernels (graph/cuda/fused.h) ------------------------
+
+graph::cuda::FusedGeometry fused_of(const std::vector<int64_t>& shape, const std::vector<std::vector<int64_t>>& strides) {
+  std::vector<const int64_t*> rows;
+  for (const auto& s : strides) rows.push_back(s.data());
+  return graph::cuda::collapse_fused("graph_f_group0", static_cast<int>(shape.size()), shape.data(),
+                                     static_cast<int>(rows.size()), rows.data());
+}
+
+TEST(CudaFused, GeometryOfABroadcastBiasAndOfDenseOperands) {
+  // out [5, 4] and x [5, 4] dense, b [4] broadcast over the rows: two dims.
+  const auto g = fused_of({5, 4}, {{4, 1}, {4, 1}, {0, 1}});
+  EXPECT_EQ(g.ndim, 2);
+  EXPECT_EQ(g.operands, 3);
+  EXPECT_EQ(g.numel, 20);
+  EXPECT_EQ(g.sizes[0], 5);
+  EXPECT_EQ(g.sizes[1], 4);
+  EXPECT_EQ(g.strides[2][0], 0);
+  EXPECT_EQ(g.strides[2][1], 1);
+  EXPECT_FALSE(g.contiguous());
+  // What the kernel reads: the rows of its own operands.
+  const auto ix = graph::cuda::fused_index<3>(g);
+  EXPECT_EQ(ix.ndim, 2);
+  EXPECT_FALSE(ix.contiguous);
+  EXPECT_EQ(ix.sizes[1], 4);
+  EXPECT_EQ(ix.strides[0][0], 4);
+  EXPECT_EQ(ix.strides[2][0], 0);
+  // Ten dense operands of [2, 3, 4]: one dim of stride 1, the dense path.
+  const std::vector<std::vector<int64_t>> dense(10, {12, 4, 1});
+  const auto d = fused_of({2, 3, 4}, dense);
+  EXPECT_EQ(d.ndim, 1);
+  EXPECT_EQ(d.sizes[0], 24);
+  EXPECT_TRUE(d.contiguous());
+  EXPECT_TRUE(graph::cuda::fused_index<10>(d).contiguous);
+  // A 0-d loop is one element; an empty one none.
+  EXPECT_EQ(fused_of({}, {{}, {}}).numel, 1);
+  EXPECT_TRUE(fused_of({}, {{}, {}}).contiguous());
+  EXPECT_EQ(fused_of({3, 0}, {{0, 1}, {0, 1}}).numel, 0);
+}
+
+TEST(CudaFused, TooManyOperandsOrDimsAreErrors) {
+  const std::vector<std::vector<int64_t>> too_many(33, {1});
+  EXPECT_EQ(error_of([&] { fused_of({4}, too_many); }),
+            "graph_f_group0: cuda: a fused kernel of 33 operands (at most 32)");
+  std::vector<int64_t> shape(9, 2), st(9);
+  for (int d = 0; d < 9; ++d) st[d] = int64_t{1} << d;
+  EXPECT_NE(error_of([&] { fused_of(shape, {st, st}); })
+                .find("graph_f_group0: cuda: 9 non-mergeable dims after collapsing (fused kernels take at most 8)"),
+            std::string::npos);
+}
+
+TEST(CudaFused, LaunchGeometryIsCappedAndCoversTheWork) {
+  graph::cuda::DeviceLimits a100;  // 108 SMs, 2048 threads each
+  EXPECT_EQ(graph::cuda::fused_launch(0, a100).blocks, 0);
+  EXPECT_EQ(graph::cuda::fused_launch(-3, a100).blocks, 0);
+  LaunchConfig c = graph::cuda::fused_launch(1, a100);
+  EXPECT_EQ(c.blocks, 1);
+  EXPECT_EQ(c.threads, 256);
+  EXPECT_EQ(graph::cuda::fused_launch(1000, a100).blocks, 4);  // ceil(1000 / 256)
+  EXPECT_EQ(graph::cuda::fused_launch(1024, a100).blocks, 4);
+  EXPECT_EQ(graph::cuda::fused_launch(1025, a100).blocks, 5);
+  // Large: four waves of 8 resident blocks per SM; the grid-stride loop does the rest.
+  EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 40, a100).blocks, 108 * 8 * 4);
+  a100.max_grid_x = 100;
+  EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 40, a100).blocks, 100);
+  // Odd limits still give a launch.
+  graph::cuda::DeviceLimits tiny{1, 128, 1};
+  EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 20, tiny).blocks, 1);
+}
+
+int g_launches = 0;
+void count_launch(const graph::cuda::FusedArgs&) { ++g_launches; }
+void other_launch(const graph::cuda::FusedArgs&) {}
+
+TEST(CudaFused, RegistryFindsLaunchersByKeyAndKeepsTheFirst) {
+  const size_t before = graph::cuda::fused_kernel_count();
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1fv#h/group0"), nullptr);
+  EXPECT_TRUE(graph::cuda::register_fused_kernel("_Z1fv#h/group0", &count_launch));
+  EXPECT_TRUE(graph::cuda::register_fused_kernel("_Z1fv#h/group1", &other_launch));
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1fv#h/group0"), &count_launch);
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1fv#h/group1"), &other_launch);
+  // Another body (hash) or group is another key.
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1fv#other/group0"), nullptr);
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1fv#h/group2"), nullptr);
+  EXPECT_FALSE(graph::cuda::register_fused_kernel("_Z1fv#h/group0", &other_launch));
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1fv#h/group0"), &count_launch);
+  EXPECT_FALSE(graph::cuda::register_fused_kernel(nullptr, &count_launch));
+  EXPECT_FALSE(graph::cuda::register_fused_kernel("k", nullptr));
+  EXPECT_EQ(graph::cuda::find_fused_kernel(nullptr), nullptr);
+  EXPECT_EQ(graph::cuda::fused_kernel_count(), before + 2);
+  // A static registrar, as the generated .graph.cu declares them.
+  static const graph::cuda::FusedRegistrar reg{"_Z1gv#h/group0", &other_launch};
+  EXPECT_EQ(graph::cuda::find_fused_kernel("_Z1gv#h/group0"), &other_launch);
+}
+
+TEST(CudaFused, RunFusedSkipsEmptyLaunchesAndRefusesNoLauncher) {
+  graph::cuda::FusedArgs args;  // launch.blocks == 0: nothing to do
+  g_launches = 0;
+  graph::cuda::run_fused("graph_f_group0", &count_launch, args);
+  EXPECT_EQ(g_launches, 0);
+  EXPECT_EQ(error_of([&] { graph::cuda::run_fused("graph_f_group0", nullptr, args); }),
+            "graph_f_group0: cuda: no launcher");
+}
+
+TEST(CudaFused, DispatchChecksKeyAndDevicesBeforeAnyKernel) {
+  using graph::detail::cuda_fused;
+  using graph::detail::host_scalar;
+  FakeCudaTensor x({2, 3});
+  EXPECT_TRUE(graph::detail::any_on_cuda({&x.get()}));
+  const graph::Tensor cpu = graph::ones({2, 3});
+  EXPECT_FALSE(graph::detail::any_on_cuda({&cpu}));
+  EXPECT_TRUE(graph::detail::any_on_cuda({&cpu, &x.get()}));
+  EXPECT_FALSE(graph::detail::any_on_cuda({}));
+  // No kernel registered under the key: the .graph.cu was not linked in.
+  const std::string e = error_of([&] {
+    cuda_fused("_Z1fv#nope/group0", "graph_f_group0", {2, 3}, {graph::kFloat32}, {&x.get()}, {host_scalar(2.0)});
+  });
+  EXPECT_EQ(e, "graph_f_group0: no CUDA kernel is registered for this fusion group ('_Z1fv#nope/group0'): the "
+               "generated .graph.cu of its source was not built into this program");
+  // A CPU tensor (not 0-d) among device inputs.
+  graph::cuda::register_fused_kernel("_Z1fv#dev/group0", &count_launch);
+  g_launches = 0;
+  EXPECT_EQ(error_of([&] {
+              cuda_fused("_Z1fv#dev/group0", "graph_f_group0", {2, 3}, {graph::kFloat32}, {&x.get(), &cpu}, {});
+            }),
+            "graph_f_group0: expected tensors on one device, got a cpu tensor of shape [2, 3] among cuda inputs; "
+            "move it with .to(kCUDA)");
+  EXPECT_EQ(g_launches, 0);
+  // Host scalars keep ints and bools in i, floats in f.
+  EXPECT_EQ(host_scalar(int64_t{-7}).i, -7);
+  EXPECT_EQ(host_scalar(true).i, 1);
+  EXPECT_EQ(host_scalar(false).i, 0);
+  EXPECT_EQ(host_scalar(0.25).f, 0.25);
 }
 
 }  // namespace

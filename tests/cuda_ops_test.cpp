@@ -7,7 +7,9 @@
 #include <string>
 
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/fused.h"
 #include "graph/graph.h"
+#include "graph/static.h"
 
 namespace {
 
@@ -157,6 +159,93 @@ TEST_F(Cuda, TheAllocatorReusesBlocksAcrossSteps) {
   const auto after = graph::cuda::device_allocator().stats();
   EXPECT_EQ(after.device_allocs, before.device_allocs);
   EXPECT_EQ(after.cache_hits - before.cache_hits, 10u);
+}
+
+// ---- generated fusion-group kernels (tests/cuda.cmake: codegen cases) ----------
+
+// Calls graph `mangled` of the linked generated sources; fails the test
+// when it is missing or its guards refuse.
+std::vector<graph::detail::Arg> call_graph(const char* mangled, std::vector<graph::detail::Arg> in, size_t n_out) {
+  auto* g = graph::detail::find_graph(mangled, "test-hash");
+  EXPECT_NE(g, nullptr) << mangled;
+  if (!g) return {};
+  std::vector<graph::detail::Arg> out(n_out);
+  std::string why;
+  EXPECT_TRUE(g->fn(in.data(), in.size(), out.data(), &why)) << why;
+  return out;
+}
+
+Tensor out_tensor(const std::vector<graph::detail::Arg>& out, size_t k) { return std::get<Tensor>(out.at(k)); }
+
+// Runs without a device: the registrars of the generated .graph.cu ran.
+TEST(GeneratedKernels, EveryGroupOfTheLinkedSourcesIsRegistered) {
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_chain8#test-hash/group0"), nullptr);
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_scalar_mix#test-hash/group0"), nullptr);
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_loop#test-hash/group0"), nullptr);  // inside the Loop
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_matmul_epilogue#test-hash/group1"), nullptr);  // after a matmul
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_reduce_fused#test-hash/group0"), nullptr);  // before a sum
+  EXPECT_EQ(graph::cuda::find_fused_kernel("cg_chain8#other-hash/group0"), nullptr);
+}
+
+// The same graph with device inputs (its fused groups run as the generated
+// kernels: the CPU loop would stop at data_ptr) against host inputs (the CPU
+// loop).
+TEST_F(Cuda, GeneratedKernelOfABroadcastChainMatchesTheCpuLoop) {
+  const Tensor x = signed_values({37, 4}), b = positive({4});
+  const Tensor cpu = out_tensor(call_graph("cg_chain8", {x, b, 0.75}, 1), 0);
+  expect_close(out_tensor(call_graph("cg_chain8", {cuda(x), cuda(b), 0.75}, 1), 0), cpu, 1e-5, "chain8 broadcast");
+  // A transposed device input takes the strided path.
+  const Tensor xt = signed_values({4, 37});
+  const Tensor cpu_t = out_tensor(call_graph("cg_chain8", {xt.t(), b, -1.5}, 1), 0);
+  expect_close(out_tensor(call_graph("cg_chain8", {cuda(xt).t(), cuda(b), -1.5}, 1), 0), cpu_t, 1e-5,
+               "chain8 transposed");
+  // A device input of 100k elements: more elements than threads in flight on small grids.
+  const Tensor big = signed_values({25000, 4});
+  expect_close(out_tensor(call_graph("cg_chain8", {cuda(big), cuda(b), 0.5}, 1), 0),
+               out_tensor(call_graph("cg_chain8", {big, b, 0.5}, 1), 0), 1e-5, "chain8 large");
+}
+
+TEST_F(Cuda, GeneratedKernelWithIntScalarsAndSeveralOutputs) {
+  const Tensor x = signed_values({3, 5});
+  const auto cpu = call_graph("cg_scalar_mix", {x, int64_t{3}, 0.5}, 6);
+  const auto dev = call_graph("cg_scalar_mix", {cuda(x), int64_t{3}, 0.5}, 6);
+  expect_close(out_tensor(dev, 0), out_tensor(cpu, 0), 1e-5, "scalar_mix out");
+  expect_close(out_tensor(dev, 5), out_tensor(cpu, 5), 0, "scalar_mix mi (int64 from a bool)");
+  EXPECT_EQ(std::get<int64_t>(dev.at(1)), 6);
+}
+
+TEST_F(Cuda, GeneratedKernelInsideALoop) {
+  const Tensor h0 = signed_values({6, 3}), w = positive({3});
+  const auto cpu = call_graph("cg_loop", {int64_t{4}, h0, w}, 2);
+  const auto dev = call_graph("cg_loop", {int64_t{4}, cuda(h0), cuda(w)}, 2);
+  EXPECT_EQ(std::get<int64_t>(dev.at(0)), 4);
+  expect_close(out_tensor(dev, 1), out_tensor(cpu, 1), 1e-5, "loop_carried");
+}
+
+TEST_F(Cuda, GeneratedEpiloguesAfterCublasAndProducersOfReductions) {
+  const Tensor x = signed_values({5, 8}), w1 = signed_values({16, 8}), b1 = signed_values({16});
+  const Tensor w2 = signed_values({16, 4}), b2 = signed_values({4});
+  expect_close(out_tensor(call_graph("cg_matmul_epilogue", {cuda(x), cuda(w1), cuda(b1), cuda(w2), cuda(b2)}, 1), 0),
+               out_tensor(call_graph("cg_matmul_epilogue", {x, w1, b1, w2, b2}, 1), 0), 1e-4, "mlp");
+  const Tensor a = signed_values({7, 6}), b = signed_values({7, 6});
+  const auto cpu = call_graph("cg_reduce_fused", {a, b}, 3);
+  const auto dev = call_graph("cg_reduce_fused", {cuda(a), cuda(b)}, 3);
+  for (size_t k = 0; k < 3; ++k)
+    expect_close(out_tensor(dev, k), out_tensor(cpu, k), 1e-5, "sq_err output " + std::to_string(k));
+}
+
+TEST_F(Cuda, GeneratedKernelRefusesMixedDevices) {
+  const Tensor x = signed_values({5, 4}), b = positive({4});
+  auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
+  ASSERT_NE(g, nullptr);
+  std::vector<graph::detail::Arg> in{cuda(x), b, 1.0}, out(1);
+  try {
+    g->fn(in.data(), in.size(), out.data(), nullptr);
+    FAIL() << "no error";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("graph_chain8_group0: expected tensors on one device"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // graph-codegen: one .graph file in, one generated C++ source out.
 //
-//   graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir]
+//   graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]
 //
 // Parses every graph of the file, runs the default pass pipeline (pipeline.h;
 // GRAPH_DUMP_AFTER shows the IR after each pass), verified after every pass,
@@ -8,7 +8,8 @@
 // registers each graph. The plugin's generator does the same in process; this
 // tool makes codegen testable and inspectable without Clang. --mangled names
 // the first graph's registry key (default: the graph's name); --hash is the
-// body hash for all of them (default "0"); --print-ir prints the optimized IR.
+// body hash for all of them (default "0"); --print-ir prints the optimized IR;
+// --cuda also writes the CUDA kernels of the fusion groups (.graph.cu).
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,7 +24,7 @@
 namespace {
 
 int usage() {
-  std::cerr << "usage: graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir]\n";
+  std::cerr << "usage: graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]\n";
   return 2;
 }
 
@@ -41,13 +42,14 @@ std::string source_of(const graph::ir::Graph& g, const std::string& fallback) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> positional;
-  std::string mangled, hash = "0";
+  std::string mangled, hash = "0", cuda_path;
   bool print_ir = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--mangled" && i + 1 < argc) mangled = argv[++i];
     else if (a == "--hash" && i + 1 < argc) hash = argv[++i];
     else if (a == "--print-ir") print_ir = true;
+    else if (a == "--cuda" && i + 1 < argc) cuda_path = argv[++i];
     else if (!a.empty() && a[0] == '-') return usage();
     else positional.push_back(a);
   }
@@ -80,6 +82,14 @@ int main(int argc, char** argv) {
     if (!out) {
       std::cerr << "graph-codegen: cannot write " << out_path << "\n";
       return 1;
+    }
+    if (!cuda_path.empty()) {
+      std::ofstream cu(cuda_path);
+      cu << graph::codegen::generate_cuda_source(units, in_path);
+      if (!cu) {
+        std::cerr << "graph-codegen: cannot write " << cuda_path << "\n";
+        return 1;
+      }
     }
   } catch (const graph::Error& e) {
     std::cerr << in_path << ": " << e.what() << "\n";

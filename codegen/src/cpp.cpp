@@ -441,20 +441,20 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("");
   e.line("namespace {");
   e.raw(kErrorHelpers);
-  std::set<std::string> fn_names;
-  std::vector<std::string> fns;
-  for (const GraphUnit& u : units) {
-    std::string fn = "graph_" + detail::sanitize_identifier(u.graph->name());
-    for (int i = 1; fn_names.count(fn); ++i) fn = "graph_" + detail::sanitize_identifier(u.graph->name()) + "_" + std::to_string(i);
-    fn_names.insert(fn);
-    fns.push_back(fn);
+  std::vector<std::string> names;
+  for (const GraphUnit& u : units) names.push_back(u.graph->name());
+  const std::vector<std::string> fns = detail::graph_fn_names(names);
+  for (size_t i = 0; i < units.size(); ++i) {
+    const GraphUnit& u = units[i];
+    const std::string& fn = fns[i];
     e.line("");
     detail::Emitter body;
+    body.set_cuda(fn, u.mangled_name, u.body_hash);
     body.graph_function(*u.graph, fn, u.source);
     e.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
     e.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" + std::to_string(body.slots()) + "};");
     e.raw(body.take());
-    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source));
+    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source, u.mangled_name, u.body_hash));
   }
   e.line("");
   e.line("// Registration: the dispatch prologue finds each graph by (mangled name, body hash).");

@@ -27,6 +27,10 @@ DType promoted_dtype(const ir::Node* n);
 
 std::vector<const ir::Node*> node_list(const ir::Block* b);  // b's nodes, in order
 
+// "graph_<name>" per unit, made unique within one generated file: the CPU
+// function's name, and the prefix of its CUDA kernels' names.
+std::vector<std::string> graph_fn_names(const std::vector<std::string>& graph_names);
+
 // One fused elementwise loop: member nodes (in order; constants and
 // scalar-only math among them run once, before the loop) over values
 // defined outside it, storing `results` into the C++ locals of `outputs`.
@@ -40,6 +44,30 @@ struct LoopSpec {
   std::vector<const ir::Value*> results;
   std::vector<const ir::Value*> outputs;
 };
+
+// The CUDA kernel of a fusion group (cuda_kernel.cpp): its operands are
+// the outputs, then the tensor reads; `scalars` the host values the element
+// body reads (group inputs and values hoisted before the loop), in order.
+// eligible is false (and why says why) when the group cannot run as a
+// generated kernel: an operand or compute dtype without a device type
+// (f16/bf16), or more operands or scalars than FusedArgs holds.
+struct KernelPlan {
+  std::vector<const ir::Value*> tensors;  // outputs, then tensor inputs
+  size_t n_out = 0;
+  std::vector<const ir::Value*> scalars;
+  bool eligible = true;
+  std::string why;
+};
+KernelPlan kernel_plan(const LoopSpec& spec);
+// A FusionGroup's kind attribute ("elementwise" when absent), and the fused
+// loop each kind runs (fused_groups.cpp): all of an elementwise group; the
+// ops after the GEMM of a matmul_epilogue; the producers of a reduce
+// group's reduction. Throws for an unknown kind.
+std::string fusion_kind(const ir::Node* n);
+LoopSpec group_loop(const ir::Node* n);
+// Kernel k of the graph function `fn`, and its registry key.
+std::string kernel_name(const std::string& fn, size_t k);
+std::string kernel_key(const std::string& mangled, const std::string& hash, size_t k);
 
 class Emitter {
  public:
@@ -80,6 +108,20 @@ class Emitter {
 
   // ---- fused loops (fusion_kernel.cpp) ----
   void fusion_group(const ir::Node* n);  // kind elementwise (or none)
+  // With a key prefix set ("<mangled>#<hash>"), each elementwise fusion
+  // group first asks whether its inputs are on the CUDA device and then
+  // runs its generated kernel (kernel_name(fn, k)) through the runtime.
+  void set_cuda(const std::string& fn, const std::string& mangled, const std::string& hash) {
+    cuda_fn_ = fn;
+    cuda_mangled_ = mangled;
+    cuda_hash_ = hash;
+  }
+
+  // ---- CUDA kernels (cuda_kernel.cpp) ----
+  // The __global__ kernel, host launcher and registrar of elementwise group
+  // `n`, numbered k in graph function `fn`.
+  void cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, const std::string& mangled,
+                   const std::string& hash, const std::string& graph_label);
 
   // ---- errors that point at the source ----
   // A C++ string literal appended to a graph::Error escaping node `n`:
@@ -110,6 +152,8 @@ class Emitter {
   void fused_elementwise(const LoopSpec& spec);
   void fused_loop(const LoopSpec& spec, const std::string& shape);
   void locate_broadcast_error(const LoopSpec& spec);
+  void cuda_dispatch(const LoopSpec& spec, const std::string& shape);
+  void group_fused_loop(const LoopSpec& spec);
   std::string element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
                            const std::vector<std::string>& stores, const std::string& indent);
   // fused_groups.cpp: FusionGroups of kind matmul_epilogue and reduce.
@@ -123,6 +167,9 @@ class Emitter {
   size_t slots_ = 0;        // GraphBuffers slots taken so far
   std::unordered_map<const ir::Value*, std::string> names_;
   std::set<std::string> used_;
+  std::string cuda_fn_, cuda_mangled_, cuda_hash_;  // set_cuda
+  size_t cuda_groups_ = 0;   // elementwise groups numbered so far
+  bool cuda_pending_ = false;  // fusion_group -> the next fused_loop
 };
 
 }  // namespace graph::codegen::detail

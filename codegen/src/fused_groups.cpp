@@ -31,6 +31,34 @@ size_t index_of(const std::vector<const ir::Node*>& nodes, const std::function<b
 
 }  // namespace
 
+std::string fusion_kind(const ir::Node* n) {
+  auto it = n->attrs().find("kind");
+  if (it == n->attrs().end()) return "elementwise";
+  const std::string* k = std::get_if<std::string>(&it->second);
+  return k ? *k : "";
+}
+
+LoopSpec group_loop(const ir::Node* n) {
+  const ir::Block* body = n->block(0);
+  const std::vector<const ir::Node*> nodes = node_list(body);
+  const std::string kind = fusion_kind(n);
+  if (kind == "matmul_epilogue") {
+    const size_t g = index_of(
+        nodes, [](const ir::Node* m) { return m->op() == "matmul" || m->op() == "linear"; }, "matmul or linear");
+    return LoopSpec(n, g + 1, nodes.size());
+  }
+  if (kind == "reduce") {
+    const size_t r = index_of(
+        nodes, [](const ir::Node* m) { return find_op(m->op()) && find_op(m->op())->kind == OpKind::Reduce; },
+        "reduction");
+    LoopSpec spec(n, 0, r);
+    spec.results = spec.outputs = {nodes[r]->input(0)};
+    return spec;
+  }
+  if (kind != "elementwise") throw Error("codegen: unknown FusionGroup kind '" + kind + "'");
+  return LoopSpec(n, 0, nodes.size());
+}
+
 void Emitter::gemm_call(const ir::Node* gemm) {
   const bool linear = gemm->op() == "linear";
   const std::string bias = linear && gemm->inputs().size() > 2 ? name(gemm->input(2)) : "::graph::Tensor()";
@@ -48,7 +76,7 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
   const size_t g = index_of(
       nodes, [](const ir::Node* m) { return m->op() == "matmul" || m->op() == "linear"; }, "matmul or linear");
   const ir::Node* gemm = nodes[g];
-  const LoopSpec spec(n, g + 1, nodes.size());
+  const LoopSpec spec = group_loop(n);
 
   std::vector<const ir::Node*> all{gemm};
   all.insert(all.end(), spec.members.begin(), spec.members.end());
@@ -57,7 +85,7 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
   open("");
   for (size_t i = 0; i < g; ++i) node(nodes[i]);
   gemm_call(gemm);
-  fused_elementwise(spec);
+  group_fused_loop(spec);
   close();
 }
 
@@ -69,12 +97,11 @@ void Emitter::reduce_group(const ir::Node* n) {
       nodes, [](const ir::Node* m) { return find_op(m->op()) && find_op(m->op())->kind == OpKind::Reduce; },
       "reduction");
   const ir::Node* reduction = nodes[r];
-  LoopSpec spec(n, 0, r);
-  spec.results = spec.outputs = {reduction->input(0)};
+  const LoopSpec spec = group_loop(n);
   line("// reduction of a fused loop: " + describe(spec.members) + ", then " + reduction->op());
   declare_outputs(spec);
   open("");
-  fused_elementwise(spec);
+  group_fused_loop(spec);
   close();
   for (size_t i = r; i < nodes.size(); ++i) node(nodes[i]);
   for (size_t i = 0; i < n->num_outputs(); ++i) alias(n->output(i), name(body->returns()[i]));

@@ -70,12 +70,56 @@ LoopSpec::LoopSpec(const ir::Node* group, size_t begin, size_t end) {
 void Emitter::fusion_group(const ir::Node* n) {
   const ir::Block* body = n->block(0);
   for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
-  const LoopSpec spec(n, 0, body->nodes().size());
+  const LoopSpec spec = group_loop(n);
   line("// fused loop: " + describe(spec.members));
   declare_outputs(spec);
   open("");
-  fused_elementwise(spec);
+  group_fused_loop(spec);
   close();
+}
+
+// The one fused loop of a FusionGroup (any kind): group number
+// cuda_groups_, which cuda_kernel.cpp numbers the same way.
+void Emitter::group_fused_loop(const LoopSpec& spec) {
+  cuda_pending_ = !cuda_fn_.empty();
+  fused_elementwise(spec);
+  cuda_pending_ = false;
+  ++cuda_groups_;
+}
+
+// On the device: the group's generated kernel (the .graph.cu of this
+// source), through graph::detail::cuda_fused. Groups the kernel writer
+// skips (kernel_plan) keep the CPU loop, whose data_ptr refuses device
+// tensors with a clear error.
+void Emitter::cuda_dispatch(const LoopSpec& spec, const std::string& shape) {
+  const KernelPlan plan = kernel_plan(spec);
+  const size_t k = cuda_groups_;
+  if (!plan.eligible) {
+    line("// No CUDA kernel for this group: " + plan.why + ".");
+    return;
+  }
+  std::vector<std::string> ins, outs, scalars;
+  for (size_t j = 0; j < plan.tensors.size(); ++j) {
+    const ir::Value* v = plan.tensors[j];
+    if (j < plan.n_out) outs.push_back(dtype_expr(*v->type().dtype));
+    else ins.push_back("&" + name(v));
+  }
+  for (const ir::Value* v : plan.scalars) scalars.push_back("::graph::detail::host_scalar(" + name(v) + ")");
+  const std::string kernel = kernel_name(cuda_fn_, k);
+  open("if (::graph::detail::any_on_cuda({" + join(ins, ", ") + "}))");
+  line("// Inputs on the CUDA device: kernel " + kernel + " of the generated .graph.cu.");
+  const std::string dev = fresh("on_device");
+  // Errors name the kernel and, through at_source, the group's first op's line.
+  const ir::Node* first = *std::find_if(spec.members.begin(), spec.members.end(), [](const ir::Node* m) { return !hoisted(m); });
+  line("const std::vector<::graph::Tensor> " + dev + " = " +
+       at_source(first, kernel,
+                 "::graph::detail::cuda_fused(" + ir::quote(kernel_key(cuda_mangled_, cuda_hash_, k)) + ", " +
+                     ir::quote(kernel) + ", " + shape + ", {" + join(outs, ", ") + "}, {" + join(ins, ", ") +
+                     "}, {" + join(scalars, ", ") + "})") +
+       ";");
+  for (size_t j = 0; j < plan.n_out; ++j) line(name(spec.outputs[j]) + " = " + dev + "[" + std::to_string(j) + "];");
+  --indent_;
+  open("} else");
 }
 
 std::string Emitter::describe(const std::vector<const ir::Node*>& nodes) const {
@@ -191,6 +235,9 @@ void Emitter::locate_broadcast_error(const LoopSpec& spec) {
 // Allocates the outputs and writes both loop paths. Operand order in the
 // StridedLoop: outputs first, then the tensor inputs.
 void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
+  const bool cuda = cuda_pending_ && kernel_plan(spec).eligible;
+  if (cuda_pending_) cuda_dispatch(spec, shape);
+  cuda_pending_ = false;
   std::vector<const ir::Value*> tensor_params;
   for (const ir::Value* v : spec.reads)
     if (v->type().is_tensor()) tensor_params.push_back(v);
@@ -277,6 +324,7 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   close(");");
   close(");");
   close();
+  if (cuda) close();  // the else of cuda_dispatch
 }
 
 // The statements for one element: loads, one graph::scalar call per member

@@ -67,7 +67,7 @@ GradientUnit make_gradient(const ir::Graph& lowered) {
   // An op the CPU back end cannot write leaves grad calls eager, never the
   // function: generate once here to find out.
   try {
-    detail::gradient_functions(u, "check", "");
+    detail::gradient_functions(u, "check", "", "", "");
   } catch (const Error& e) {
     u = GradientUnit{};
     u.unsupported = e.what();
@@ -120,13 +120,15 @@ bool Emitter::gradient_op(const ir::Node* n) {
   return true;
 }
 
-std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source) {
+std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
+                               const std::string& mangled_name, const std::string& body_hash) {
   if (!u.unsupported.empty()) return "";
   Emitter e;
   e.line("");
   e.line("// The gradient of " + fn + " (mixed execution): the forward also returns what the backward needs.");
   {
     Emitter f;
+    f.set_cuda(fn + "_forward", mangled_name, body_hash + "/forward");
     f.graph_function(*u.forward, fn + "_forward", source);
     e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_forward") + "{" + std::to_string(f.slots()) + "};");
     e.raw(f.take());
@@ -135,6 +137,7 @@ std::string gradient_functions(const GradientUnit& u, const std::string& fn, con
   // The runtime made the backward's inputs from the forward's outputs and the
   // tape's gradients (a saved value may be undefined): nothing to guard.
   Emitter b;
+  b.set_cuda(fn + "_backward", mangled_name, body_hash + "/backward");
   b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false);
   e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_backward") + "{" + std::to_string(b.slots()) + "};");
   e.raw(b.take());

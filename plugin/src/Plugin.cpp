@@ -3,6 +3,8 @@
 //   - the source copy with a one-line dispatch prologue in each lowered body
 //     (option copy=PATH; starts with #line 1 "<original>");
 //   - the generated CPU kernels and their registrars (option kernels=PATH);
+//   - the generated CUDA kernels of the fusion groups, their launchers and
+//     registrars (option cuda=PATH; given when the build has CUDA);
 //   - <fn>.graph (as lowered) and <fn>.opt.graph (after the passes) for
 //     people to read (option graph-dir=DIR).
 // Without options the plugin only registers the attribute. Nothing may throw
@@ -110,8 +112,9 @@ ParsedAttrInfoRegistry::Add<StaticAttrInfo> kAttr("graph_static", "[[graph::stat
 struct Options {
   std::string copy;       // rewritten source
   std::string kernels;    // generated .graph.cpp
+  std::string cuda;       // generated .graph.cu
   std::string graph_dir;  // .graph files
-  bool active() const { return !copy.empty() || !kernels.empty(); }
+  bool active() const { return !copy.empty() || !kernels.empty() || !cuda.empty(); }
 };
 
 // ---- diagnostics --------------------------------------------------------
@@ -309,6 +312,8 @@ class Consumer : public ASTConsumer {
     if (!opts_.kernels.empty() &&
         !write_file(opts_.kernels, graph::codegen::generate_cpu_source(units, origin), err))
       return diags_.error({}, err);
+    if (!opts_.cuda.empty() && !write_file(opts_.cuda, graph::codegen::generate_cuda_source(units, origin), err))
+      return diags_.error({}, err);
     for (const auto& [path, text] : graph_files)
       if (!write_file(path, text, err)) return diags_.error({}, err);
   }
@@ -362,6 +367,7 @@ class Consumer : public ASTConsumer {
     c.gradient = std::make_unique<graph::codegen::GradientUnit>(graph::codegen::make_gradient(*lowered.graph));
     c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get()};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
+    if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");
 
     // Only now, when nothing can fail any more, the name of its .graph files
     // (written with the other outputs, unless the file has errors).
@@ -437,11 +443,13 @@ class Action : public PluginASTAction {
         std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
         if (key == "copy") opts_.copy = value;
         else if (key == "kernels") opts_.kernels = value;
+        else if (key == "cuda") opts_.cuda = value;
         else if (key == "graph-dir") opts_.graph_dir = value;
         else if (key == "help") {
           llvm::errs() << "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
                           "  copy=PATH       write the source with dispatch prologues to PATH\n"
                           "  kernels=PATH    write the generated CPU kernels to PATH\n"
+                          "  cuda=PATH       write the generated CUDA kernels (.graph.cu) to PATH\n"
                           "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
         } else {
           d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: unknown plugin option '%0'")) << a;

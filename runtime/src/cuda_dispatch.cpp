@@ -8,6 +8,8 @@
 #include "device.h"
 #include "graph/cpu_loop.h"
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/fused.h"
+#include "graph/generated_support.h"
 #include "graph/memory.h"
 #include "storage.h"
 
@@ -156,6 +158,54 @@ Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
   const int64_t batch = out.numel() / (m * n);
   cuda::gemm(a.dtype(), ca.raw_data(), cb.raw_data(), out.raw_data(), batch, m, n, k, m * k, k * n);
   return out;
+}
+
+}  // namespace graph::detail
+
+// ---- generated fusion-group kernels (generated_support.h) ------------------
+
+namespace graph::detail {
+
+std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape& shape,
+                               std::initializer_list<DType> out_dtypes, std::initializer_list<const Tensor*> inputs,
+                               std::initializer_list<HostScalar> scalars) {
+  const cuda::FusedLauncher launcher = cuda::find_fused_kernel(key);
+  if (!launcher)
+    throw Error(std::string(kernel) + ": no CUDA kernel is registered for this fusion group ('" + key +
+                "'): the generated .graph.cu of its source was not built into this program");
+  const size_t n = out_dtypes.size() + inputs.size();
+  if (n > static_cast<size_t>(cuda::kMaxFusedOperands) || scalars.size() > static_cast<size_t>(cuda::kMaxFusedScalars))
+    throw Error(std::string(kernel) + ": cuda: too many operands for a fused kernel");
+  // Operands: outputs (dense), then inputs at the loop's shape; a 0-d CPU
+  // tensor goes to the device, any other CPU tensor is an error.
+  for (const Tensor* t : inputs)
+    if (t->device() != Device::CUDA && t->dim() != 0)
+      throw Error(std::string(kernel) + ": expected tensors on one device, got a cpu tensor of shape " +
+                  shape_str(t->sizes()) + " among cuda inputs; move it with .to(kCUDA)");
+  std::vector<Tensor> ins;
+  for (const Tensor* t : inputs) ins.push_back(on_device(*t));
+  std::vector<Tensor> outs;
+  for (DType d : out_dtypes) outs.push_back(empty_on(Device::CUDA, shape, d));
+  std::vector<Shape> strides;
+  cuda::FusedArgs args;
+  size_t k = 0;
+  for (const Tensor& t : outs) {
+    strides.push_back(t.strides());
+    args.data[k++] = t.raw_data();
+  }
+  for (const Tensor& t : ins) {
+    strides.push_back(cpu::broadcast_strides(t, shape));
+    args.data[k++] = t.raw_data();
+  }
+  std::vector<const int64_t*> rows;
+  for (const Shape& s : strides) rows.push_back(s.data());
+  args.geometry = cuda::collapse_fused(kernel, static_cast<int>(shape.size()), shape.data(), static_cast<int>(n),
+                                       rows.data());
+  size_t s = 0;
+  for (const HostScalar& h : scalars) args.scalars[s++] = cuda::FusedScalar{h.i, h.f};
+  args.launch = cuda::fused_launch(args.geometry.numel, cuda::device_limits());
+  cuda::run_fused(kernel, launcher, args);
+  return outs;
 }
 
 }  // namespace graph::detail

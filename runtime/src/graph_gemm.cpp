@@ -14,7 +14,10 @@ void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out);  // ma
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias) {
   const auto eager = [&] { return linear ? graph::linear(a, b, bias) : graph::matmul(a, b); };
-  if (!a.defined() || !b.defined() || a.dim() < 2 || b.dim() != 2 || a.dtype() != b.dtype() ||
+  // Device operands: the eager op (cuBLAS), whose result the group's CUDA
+  // kernel (if any) then reads.
+  if (!a.defined() || !b.defined() || a.device() != Device::CPU || b.device() != Device::CPU ||
+      (bias.defined() && bias.device() != Device::CPU) || a.dim() < 2 || b.dim() != 2 || a.dtype() != b.dtype() ||
       (a.dtype() != kFloat32 && a.dtype() != kFloat64) || !a.is_contiguous())
     return eager();
   const int64_t k = a.size(-1), m = linear ? b.size(0) : b.size(1);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "device.h"
+#include "graph/generated_support.h"
 #include "graph/memory.h"
 
 namespace graph::detail {
@@ -44,5 +45,14 @@ Tensor cuda_reduce(std::string_view op, const Tensor&, const std::vector<int64_t
 }
 Tensor cuda_softmax(bool log, const Tensor&, int64_t) { no_backend(log ? "log_softmax" : "softmax"); }
 Tensor cuda_matmul(const Tensor&, const Tensor&) { no_backend("matmul"); }
+
+}  // namespace graph::detail
+
+namespace graph::detail {
+
+std::vector<Tensor> cuda_fused(const char*, const char* kernel, const Shape&, std::initializer_list<DType>,
+                               std::initializer_list<const Tensor*>, std::initializer_list<HostScalar>) {
+  no_backend(std::string(kernel));
+}
 
 }  // namespace graph::detail

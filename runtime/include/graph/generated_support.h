@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -155,6 +156,36 @@ inline std::vector<Tensor> list_append(std::vector<Tensor> l, const Tensor& t) {
   l.push_back(t);
   return l;
 }
+
+// ---- fusion groups on the CUDA device ------------------------------------------
+// A generated fusion group first asks whether any tensor input is on the
+// device; then, instead of its CPU loop, it runs its generated kernel (the
+// .graph.cu of the same source, registered under `key`) through
+// cuda_fused. `shape` is the loop's shape, already checked on the host.
+inline bool any_on_cuda(std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    if (t->device() == Device::CUDA) return true;
+  return false;
+}
+
+// A host scalar the kernel reads: ints and bools in i, floats in f.
+struct HostScalar {
+  int64_t i = 0;
+  double f = 0;
+};
+inline HostScalar host_scalar(int64_t v) { return {v, 0.0}; }
+inline HostScalar host_scalar(double v) { return {0, v}; }
+inline HostScalar host_scalar(bool v) { return {v ? 1 : 0, 0.0}; }
+
+// The outputs (dense, on the device, of `out_dtypes`) of the kernel
+// registered under `key`, run over `shape` with `inputs` broadcast to it
+// (a 0-d CPU tensor goes to the device, as in the eager ops). Throws
+// graph::Error naming `kernel` when no kernel is registered under `key`
+// (the .graph.cu was not built), for inputs on different devices, and in a
+// build without the CUDA backend.
+std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape& shape,
+                               std::initializer_list<DType> out_dtypes, std::initializer_list<const Tensor*> inputs,
+                               std::initializer_list<HostScalar> scalars);
 
 // ---- buffers kept between calls ----------------------------------------------
 // Each tensor a generated graph function writes itself (a fused loop's

@@ -32,4 +32,15 @@ struct GraphUnit {
 // op it does not know, a tensor input of unknown dtype).
 std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::string& origin_file);
 
+// The CUDA source (<source>.graph.cu) for the same graphs: per elementwise
+// FusionGroup one __global__ grid-stride kernel, named
+// graph_<function>_group<k> and commented with the ops and source lines it
+// came from, plus its host launcher and a registrar under
+// "<mangled>#<hash>/group<k>" (graph/cuda/fused.h). The CPU source written
+// by generate_cpu_source for the same units runs a group through that key
+// when its inputs are on the device. Groups the kernels cannot take
+// (f16/bf16 operands, more than 32 operands or 16 scalars) get a comment
+// instead. Includes only graph/cuda/fused.h and graph/scalar_ops.h.
+std::string generate_cuda_source(const std::vector<GraphUnit>& units, const std::string& origin_file);
+
 }  // namespace graph::codegen

@@ -39,7 +39,10 @@ namespace detail {
 // For generate_cpu_source (cpp.cpp): the C++ of <fn>_forward and
 // <fn>_backward (nothing when unsupported), and of the CompiledGradient that
 // registers them (or the reason) under the graph's (mangled name, body hash).
-std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source);
+// Their fusion groups run their CUDA kernels (generate_cuda_source) under
+// the keys "<mangled>#<hash>/forward/group<k>" and ".../backward/group<k>".
+std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
+                               const std::string& mangled_name, const std::string& body_hash);
 std::string gradient_registration(const GradientUnit& u, const std::string& fn, const std::string& mangled_name,
                                   const std::string& body_hash);
 }  // namespace detail

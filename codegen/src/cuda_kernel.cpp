@@ -1,0 +1,249 @@
+// The CUDA kernel writer: one __global__ kernel per elementwise FusionGroup,
+// a host launcher that unpacks graph::cuda::FusedArgs into its typed
+// parameters, and a registrar under the group's key (graph/cuda/fused.h).
+//
+// A kernel is a grid-stride loop over the group's output elements with the
+// same per-element statements as the CPU loop (element_body: loads, one
+// graph::scalar::<op> per member in its compute type, stores): the
+// graph::scalar bodies are __host__ __device__, so fused CPU, fused CUDA and
+// eager results agree. Two paths, chosen once per launch: every operand
+// dense (the collapsed geometry is one dim of stride 1, as the CPU's
+// unit_stride()), indexing every operand with the element index; otherwise
+// the index decomposed over the collapsed dims into one offset per operand
+// (stride 0 along broadcast dims), as the eager CUDA kernels do.
+//
+// The host side runs the group's hoisted scalar work and its shape checks
+// (fusion_kernel.cpp); the kernel receives those scalars as parameters.
+#include <set>
+
+#include "emitter.h"
+#include "graph/codegen/cpp.h"
+#include "graph/codegen/grad.h"
+#include "graph/error.h"
+
+namespace graph::codegen {
+namespace detail {
+
+namespace {
+
+// Work that runs once before the loop (fusion_kernel.cpp's hoisted()).
+bool hoisted_node(const ir::Node* m) {
+  if (m->op() == "constant") return true;
+  for (const ir::Value* v : m->inputs())
+    if (v->type().is_tensor()) return false;
+  return true;
+}
+
+// Element types the generated kernels handle: those with a plain device
+// spelling (graph::Half and graph::BFloat16 are host types).
+bool device_type(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Int32 || d == DType::Int64 || d == DType::Bool;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// A graph's FusionGroup nodes, in the order Emitter::node visits them
+// (block order; If: then, else; Loop: body): each has one fused loop.
+void fusion_groups(const ir::Block* b, std::vector<const ir::Node*>& out) {
+  for (const auto& n : b->nodes()) {
+    if (n->op() == "FusionGroup") {
+      out.push_back(n.get());
+      continue;
+    }
+    if (n->op() == "If" || n->op() == "Loop")
+      for (const auto& inner : n->blocks()) fusion_groups(inner.get(), out);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> graph_fn_names(const std::vector<std::string>& graph_names) {
+  std::set<std::string> taken;
+  std::vector<std::string> out;
+  for (const std::string& g : graph_names) {
+    const std::string base = "graph_" + sanitize_identifier(g);
+    std::string fn = base;
+    for (int i = 1; taken.count(fn); ++i) fn = base + "_" + std::to_string(i);
+    taken.insert(fn);
+    out.push_back(fn);
+  }
+  return out;
+}
+
+std::string kernel_name(const std::string& fn, size_t k) { return fn + "_group" + std::to_string(k); }
+
+std::string kernel_key(const std::string& mangled, const std::string& hash, size_t k) {
+  return mangled + "#" + hash + "/group" + std::to_string(k);
+}
+
+KernelPlan kernel_plan(const LoopSpec& spec) {
+  KernelPlan p;
+  for (const ir::Value* v : spec.outputs) p.tensors.push_back(v);
+  p.n_out = p.tensors.size();
+  for (const ir::Value* v : spec.reads)
+    if (v->type().is_tensor()) p.tensors.push_back(v);
+  std::set<const ir::Value*> seen;
+  for (const ir::Node* m : spec.members) {
+    if (hoisted_node(m)) continue;
+    for (const ir::Value* v : m->inputs())
+      if (!v->type().is_tensor() && seen.insert(v).second) p.scalars.push_back(v);
+  }
+  auto refuse = [&](std::string why) {
+    if (p.eligible) p.why = std::move(why);
+    p.eligible = false;
+  };
+  for (const ir::Value* v : p.tensors)
+    if (!v->type().dtype || !device_type(*v->type().dtype))
+      refuse("operand '" + v->name() + "' is " +
+             (v->type().dtype ? std::string(dtype_name(*v->type().dtype)) : std::string("of unknown dtype")) +
+             ", which the generated kernels do not handle");
+  for (const ir::Node* m : spec.members) {
+    if (hoisted_node(m)) continue;
+    const OpInfo* op = find_op(m->op());
+    if (!op) {
+      refuse("op '" + m->op() + "' is not in the op table");
+      continue;
+    }
+    const DType c = compute_dtype(*op, promoted_dtype(m));
+    if (!device_type(c)) refuse(m->op() + " computes in " + std::string(dtype_name(c)));
+  }
+  // graph::cuda::kMaxFusedOperands and kMaxFusedScalars (graph/cuda/fused.h).
+  if (p.tensors.size() > 32) refuse(std::to_string(p.tensors.size()) + " operands (kernels take at most 32)");
+  if (p.scalars.size() > 16) refuse(std::to_string(p.scalars.size()) + " host scalars (kernels take at most 16)");
+  return p;
+}
+
+void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, const std::string& mangled,
+                          const std::string& hash, const std::string& graph_label) {
+  reset_names();
+  const LoopSpec spec = group_loop(n);
+  const KernelPlan plan = kernel_plan(spec);
+  const std::string kernel = kernel_name(fn, k);
+  const std::string kind = fusion_kind(n);
+  line("");
+  line("// " + graph_label + ", group " + std::to_string(k) +
+       (kind == "matmul_epilogue" ? " (after its matmul, which runs on cuBLAS)"
+        : kind == "reduce"        ? " (before its reduction, which runs as an eager op)"
+                                  : "") +
+       ": " + describe(spec.members));
+  if (!plan.eligible) {
+    line("// Not generated for CUDA: " + plan.why + "; on the device this group stops with an error.");
+    return;
+  }
+  const size_t N = plan.tensors.size();
+  const std::string NS = std::to_string(N);
+  std::vector<std::string> params{"const int64_t numel", "const ::graph::cuda::FusedIndex<" + NS + "> ix"};
+  std::vector<std::string> dense_loads, dense_stores, loads, stores;
+  std::vector<std::string> launch_args{"a.geometry.numel", "::graph::cuda::fused_index<" + NS + ">(a.geometry)"};
+  std::vector<std::string> operand_notes;
+  for (size_t j = 0; j < N; ++j) {
+    const ir::Value* v = plan.tensors[j];
+    const std::string t = element_type(*v->type().dtype);
+    const std::string p = "p" + std::to_string(j), js = std::to_string(j);
+    const bool out = j < plan.n_out;
+    params.push_back((out ? "" : "const ") + t + "* __restrict__ " + p);
+    launch_args.push_back("static_cast<" + std::string(out ? "" : "const ") + t + "*>(a.data[" + js + "])");
+    (out ? dense_stores : dense_loads).push_back(p + "[i]");
+    (out ? stores : loads).push_back(p + "[off[" + js + "]]");
+    operand_notes.push_back(p + " " + (out ? "out " : "") + (v->name().empty() ? std::string("%?") : "%" + v->name()));
+  }
+  std::vector<std::string> scalar_notes;
+  for (size_t s = 0; s < plan.scalars.size(); ++s) {
+    const ir::Value* v = plan.scalars[s];
+    const std::string type = cpp_type(v->type()), sn = "s" + std::to_string(s), ss = std::to_string(s);
+    alias(v, sn);
+    params.push_back("const " + type + " " + sn);
+    launch_args.push_back(type == "double" ? "a.scalars[" + ss + "].f"
+                          : type == "bool" ? "a.scalars[" + ss + "].i != 0"
+                                           : "a.scalars[" + ss + "].i");
+    scalar_notes.push_back(sn + " " + (v->name().empty() ? std::string("%?") : "%" + v->name()));
+  }
+  line("// operands: " + join(operand_notes, ", ") +
+       (scalar_notes.empty() ? "" : "; host scalars: " + join(scalar_notes, ", ")));
+  open("__global__ void " + kernel + "(" + join(params, ", ") + ")");
+  line("const int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;");
+  line("const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;");
+  open("if (ix.contiguous)");
+  line("// Every operand dense: element i of each.");
+  open("for (int64_t i = start; i < numel; i += step)");
+  raw(element_body(spec, dense_loads, dense_stores, std::string(2 * indent_, ' ')));
+  close();
+  --indent_;
+  open("} else");
+  line("// Broadcast or strided operands: i decomposed over the collapsed dims.");
+  open("for (int64_t i = start; i < numel; i += step)");
+  line("int64_t off[" + NS + "];");
+  line("::graph::cuda::fused_offsets(ix, i, off);");
+  raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
+  close();
+  close();
+  close();
+  open("void launch_" + kernel + "(const ::graph::cuda::FusedArgs& a)");
+  line(kernel + "<<<static_cast<unsigned>(a.launch.blocks), static_cast<unsigned>(a.launch.threads)>>>(");
+  line("    " + join(launch_args, ",\n" + std::string(2 * indent_ + 4, ' ')) + ");");
+  close();
+  line("const ::graph::cuda::FusedRegistrar register_" + kernel + "{" + ir::quote(kernel_key(mangled, hash, k)) +
+       ", &launch_" + kernel + "};");
+}
+
+}  // namespace detail
+
+std::string generate_cuda_source(const std::vector<GraphUnit>& units, const std::string& origin_file) {
+  detail::Emitter e;
+  e.line("// Generated by cxxgraph from " + origin_file + "; do not edit.");
+  e.line("// One CUDA kernel per elementwise fusion group of each [[graph::static]] function,");
+  e.line("// with its host launcher and registrar (graph/cuda/fused.h). The generated CPU");
+  e.line("// function (.graph.cpp) runs a group here when its inputs are on the device.");
+  std::vector<std::string> names;
+  for (const GraphUnit& u : units) names.push_back(u.graph->name());
+  const std::vector<std::string> fns = detail::graph_fn_names(names);
+  std::string kernels;
+  size_t count = 0;
+  // The graph's own function, then (when it has a gradient) <fn>_forward and
+  // <fn>_backward, as generate_cpu_source and gradient_functions write them.
+  auto write = [&](const ir::Graph& g, const std::string& fn, const std::string& mangled, const std::string& hash,
+                   const std::string& label) {
+    std::vector<const ir::Node*> groups;
+    detail::fusion_groups(g.top(), groups);
+    for (size_t k = 0; k < groups.size(); ++k) {
+      detail::Emitter body;
+      body.cuda_kernel(groups[k], fn, k, mangled, hash, label);
+      const std::string text = body.take();
+      if (text.find("__global__") != std::string::npos) ++count;
+      kernels += text;
+    }
+  };
+  for (size_t i = 0; i < units.size(); ++i) {
+    const GraphUnit& u = units[i];
+    const std::string label = "graph " + u.graph->name() + (u.source.empty() ? "" : " (" + u.source + ")");
+    write(*u.graph, fns[i], u.mangled_name, u.body_hash, label);
+    if (u.gradient && u.gradient->unsupported.empty() && u.gradient->forward && u.gradient->backward) {
+      write(*u.gradient->forward, fns[i] + "_forward", u.mangled_name, u.body_hash + "/forward",
+            label + ", forward for autograd");
+      write(*u.gradient->backward, fns[i] + "_backward", u.mangled_name, u.body_hash + "/backward",
+            label + ", backward");
+    }
+  }
+  if (count == 0) {
+    // Nothing to compile: no includes, so nvcc spends nothing on this file.
+    if (kernels.empty()) e.line("// (no fusion groups here)");
+    e.raw(kernels);
+    return e.take();
+  }
+  e.line("#include <cstdint>");
+  e.line("");
+  e.line("#include <graph/cuda/fused.h>");
+  e.line("#include <graph/scalar_ops.h>");
+  e.line("");
+  e.line("namespace {");
+  e.raw(kernels);
+  e.line("");
+  e.line("}  // namespace");
+  return e.take();
+}
+
+}  // namespace graph::codegen

@@ -1,0 +1,132 @@
+#pragma once
+// The generated CUDA kernels of fusion groups (codegen's <source>.graph.cu)
+// and what connects them to the runtime. Light on purpose: every generated
+// .cu includes this and graph/scalar_ops.h only, so nvcc compiles each in
+// about a second. No CUDA headers are needed to use the host part (geometry,
+// launch configuration, registry), which cuda_host_test checks without a GPU.
+//
+// One fusion group = one __global__ kernel plus a host launcher
+// `void launch_<kernel>(const FusedArgs&)` that unpacks FusedArgs into the
+// kernel's typed parameters and launches it with `launch`. The launcher is
+// registered at static-initialization time under the group's key
+// "<mangled name>#<body hash>/group<k>", k counting the graph's elementwise
+// FusionGroups in the order the CPU writer visits them (nested If/Loop
+// blocks included); the generated CPU function asks the runtime
+// (graph::detail::cuda_fused) to run that key when its inputs are on the
+// device.
+#include <cstddef>
+#include <cstdint>
+
+#include "graph/cuda/launch.h"
+
+namespace graph::cuda {
+
+inline constexpr int kMaxFusedOperands = 32;  // outputs + tensor inputs of one group (codegen: kernel_plan)
+inline constexpr int kMaxFusedScalars = 16;   // host scalars the element body reads
+
+// The output shape of a group with one stride row per operand (outputs
+// first, then tensor inputs), after the same collapse as the eager kernels'
+// Geometry: size-1 dims dropped, dims merged where every operand is
+// contiguous across them.
+struct FusedGeometry {
+  int ndim = 0;  // 0: a single element
+  int operands = 0;
+  int64_t numel = 1;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxFusedOperands][kMaxDims] = {};
+
+  // Every operand dense (one dim of stride 1), or a single element: the
+  // kernel indexes every operand with the element index itself.
+  GRAPH_CUDA_HD bool contiguous() const {
+    if (ndim == 0) return true;
+    if (ndim != 1) return false;
+    for (int k = 0; k < operands; ++k)
+      if (strides[k][0] != 1) return false;
+    return true;
+  }
+};
+
+// What a kernel of N operands receives: FusedGeometry cut to its N rows, so
+// the kernel parameter stays small.
+template <int N>
+struct FusedIndex {
+  int ndim;
+  bool contiguous;
+  int64_t sizes[kMaxDims];
+  int64_t strides[N][kMaxDims];
+};
+
+template <int N>
+FusedIndex<N> fused_index(const FusedGeometry& g) {
+  FusedIndex<N> ix{};
+  ix.ndim = g.ndim;
+  ix.contiguous = g.contiguous();
+  for (int d = 0; d < kMaxDims; ++d) {
+    ix.sizes[d] = g.sizes[d];
+    for (int k = 0; k < N; ++k) ix.strides[k][d] = g.strides[k][d];
+  }
+  return ix;
+}
+
+#if defined(__CUDACC__)
+// Element offsets of every operand for linear output index i: the index
+// decomposed over the collapsed dims, innermost last (kernel_util.cuh's
+// offset_of, for N operands at once: one division per dim, not per operand).
+template <int N>
+__device__ inline void fused_offsets(const FusedIndex<N>& ix, int64_t i, int64_t (&off)[N]) {
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = ix.ndim - 1; d >= 0; --d) {
+    const int64_t size = ix.sizes[d];
+    const int64_t q = i / size;
+    const int64_t r = i - q * size;
+    for (int k = 0; k < N; ++k) off[k] += r * ix.strides[k][d];
+    i = q;
+  }
+}
+#endif
+
+// A host scalar the element body reads (an int, float or bool input of the
+// group, or a value computed once before the loop): the launcher reads `i`
+// for int64_t and bool, `f` for double.
+struct FusedScalar {
+  int64_t i = 0;
+  double f = 0;
+};
+
+struct FusedArgs {
+  void* data[kMaxFusedOperands] = {};  // outputs, then tensor inputs
+  FusedScalar scalars[kMaxFusedScalars] = {};
+  FusedGeometry geometry;
+  LaunchConfig launch;
+};
+
+using FusedLauncher = void (*)(const FusedArgs&);
+
+// The geometry of `operands` operands viewed at `shape` (rank `ndim`) with
+// element strides strides[k][d]. Throws graph::Error naming `what` for more
+// than kMaxFusedOperands operands or more than kMaxDims dims after collapsing.
+FusedGeometry collapse_fused(const char* what, int ndim, const int64_t* shape, int operands,
+                             const int64_t* const* strides);
+
+// Blocks and threads for a grid-stride kernel over `numel` elements: 256
+// threads, one element per thread until the grid fills every SM four waves
+// deep, never more blocks than elements need, nor than max_grid_x.
+LaunchConfig fused_launch(int64_t numel, const DeviceLimits& limits);
+
+// The registry of generated launchers, keyed by "<mangled>#<hash>/group<k>".
+// Registering a key twice keeps the first launcher (the same generated
+// source linked twice) and returns false.
+bool register_fused_kernel(const char* key, FusedLauncher launcher);
+FusedLauncher find_fused_kernel(const char* key);  // nullptr when none
+size_t fused_kernel_count();
+
+// Runs `launcher` on `args` (nothing when args.launch.blocks is 0) and turns
+// a launch error into graph::Error naming `what`.
+void run_fused(const char* what, FusedLauncher launcher, const FusedArgs& args);
+
+// Registers at static-initialization time (one per generated kernel).
+struct FusedRegistrar {
+  FusedRegistrar(const char* key, FusedLauncher launcher) { register_fused_kernel(key, launcher); }
+};
+
+}  // namespace graph::cuda

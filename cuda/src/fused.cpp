@@ -1,0 +1,109 @@
+// The host side of generated fusion-group kernels (fused.h): geometry,
+// launch configuration, the launcher registry, and the launch itself.
+#include "graph/cuda/fused.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "graph/error.h"
+
+namespace graph::cuda {
+
+FusedGeometry collapse_fused(const char* what, int ndim, const int64_t* shape, int operands,
+                             const int64_t* const* strides) {
+  if (operands < 1 || operands > kMaxFusedOperands)
+    throw Error(std::string(what) + ": cuda: a fused kernel of " + std::to_string(operands) +
+                " operands (at most " + std::to_string(kMaxFusedOperands) + ")");
+  if (ndim < 0 || ndim > 64) throw Error(std::string(what) + ": cuda: rank " + std::to_string(ndim) + " (at most 64)");
+  FusedGeometry g;
+  g.operands = operands;
+  int64_t sizes[64];
+  int64_t st[kMaxFusedOperands][64];
+  int n = 0;
+  for (int d = 0; d < ndim; ++d) {
+    g.numel *= shape[d];
+    if (shape[d] == 1) continue;
+    // Merge into the previous dim when every operand steps across the pair
+    // as one: stride(prev) == stride(d) * size(d) (as collapse() does).
+    bool merge = n > 0;
+    for (int k = 0; merge && k < operands; ++k) merge = st[k][n - 1] == strides[k][d] * shape[d];
+    if (merge) {
+      sizes[n - 1] *= shape[d];
+      for (int k = 0; k < operands; ++k) st[k][n - 1] = strides[k][d];
+      continue;
+    }
+    sizes[n] = shape[d];
+    for (int k = 0; k < operands; ++k) st[k][n] = strides[k][d];
+    ++n;
+  }
+  if (n > kMaxDims)
+    throw Error(std::string(what) + ": cuda: " + std::to_string(n) +
+                " non-mergeable dims after collapsing (fused kernels take at most " + std::to_string(kMaxDims) +
+                "); make the operands contiguous first");
+  g.ndim = n;
+  for (int d = 0; d < n; ++d) {
+    g.sizes[d] = sizes[d];
+    for (int k = 0; k < operands; ++k) g.strides[k][d] = st[k][d];
+  }
+  return g;
+}
+
+LaunchConfig fused_launch(int64_t numel, const DeviceLimits& limits) {
+  LaunchConfig c;
+  if (numel <= 0) return c;
+  c.threads = 256;
+  const int64_t needed = (numel + c.threads - 1) / c.threads;
+  const int64_t resident =
+      std::max<int64_t>(1, int64_t{limits.sm_count} * std::max(1, limits.max_threads_per_sm / c.threads));
+  c.blocks = std::clamp<int64_t>(needed, 1, std::max<int64_t>(1, std::min<int64_t>(resident * 4, limits.max_grid_x)));
+  return c;
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, FusedLauncher, std::less<>> launchers;
+};
+
+Registry& registry() {
+  static Registry r;  // constructed on first use, from any registrar
+  return r;
+}
+
+}  // namespace
+
+bool register_fused_kernel(const char* key, FusedLauncher launcher) {
+  if (!key || !launcher) return false;
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.launchers.emplace(key, launcher).second;
+}
+
+FusedLauncher find_fused_kernel(const char* key) {
+  if (!key) return nullptr;
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.launchers.find(std::string_view(key));
+  return it == r.launchers.end() ? nullptr : it->second;
+}
+
+size_t fused_kernel_count() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.launchers.size();
+}
+
+void run_fused(const char* what, FusedLauncher launcher, const FusedArgs& args) {
+  if (!launcher) throw Error(std::string(what) + ": cuda: no launcher");
+  if (args.launch.blocks == 0) return;
+  launcher(args);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw Error(std::string(what) + ": cuda kernel launch: " + cudaGetErrorString(e));
+}
+
+}  // namespace graph::cuda
