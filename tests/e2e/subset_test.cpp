@@ -175,4 +175,50 @@ TEST(Subset, SwitchAndDoWhile) {
   for (int n : {0, 1, 2, 5}) static_vs_eager("do_while", [&] { return subset::do_while(x, n); });
 }
 
+TEST(Subset, AttributesKnownAtRunTime) {
+  Tensor x = pattern({2, 3, 5}, 0.4f, -0.3f);
+  for (int64_t d : {-1, 0, 2})
+    for (int64_t s : {-2, 3})
+      static_vs_eager("runtime_attrs", [&] { return subset::runtime_attrs(x, d, 1e-2, s); });
+  // A bad run-time dim is an error naming it in both modes.
+  for (graph::Mode m : {compiled_mode(), graph::Mode::Eager}) {
+    graph::set_mode(m);
+    EXPECT_THROW(subset::runtime_attrs(x, 7, 1e-5, 1), graph::Error);
+  }
+  graph::set_mode(compiled_mode());
+}
+
+TEST(Subset, LayerNormModuleReadsItsShapeMember) {
+  graph::manual_seed(5);
+  auto net = std::make_shared<subset::NormNetImpl>();
+  graph::autograd::NoGradGuard no_grad;
+  net->ln->weight = pattern({4}, 0.5f, 1.f);
+  net->ln->bias = pattern({4}, 0.3f, -0.2f);
+  for (graph::Shape s : {graph::Shape{2, 3}, graph::Shape{4, 2, 3}})
+    static_vs_eager("NormNetImpl7forward", [&] { return net->forward(pattern(s, 0.3f, 0.1f)); });
+  // The member is read at each call: normalizing over the last two dims now.
+  net->ln->normalized_shape = {2, 4};
+  net->ln->weight = Tensor();
+  net->ln->bias = Tensor();
+  static_vs_eager("NormNetImpl7forward", [&] { return net->forward(pattern({3, 2, 3}, 0.3f, 0.1f)); });
+  // A shape that does not match is an error in both modes.
+  for (graph::Mode m : {compiled_mode(), graph::Mode::Eager}) {
+    graph::set_mode(m);
+    EXPECT_THROW(net->forward(pattern({3, 3, 3}, 0.3f, 0.1f)), graph::Error);
+  }
+  graph::set_mode(compiled_mode());
+}
+
+TEST(Subset, Conv2dModuleReadsItsStrideAndPadding) {
+  graph::manual_seed(6);
+  auto net = std::make_shared<subset::ConvNetImpl>();
+  graph::autograd::NoGradGuard no_grad;
+  for (graph::Shape s : {graph::Shape{1, 2, 7, 6}, graph::Shape{2, 2, 5, 9}})
+    static_vs_eager("ConvNetImpl7forward", [&] { return net->forward(pattern(s, 0.2f, -0.1f)); });
+  // Members changed after construction are seen by the next call.
+  net->conv1->stride = {1, 1};
+  net->conv1->padding = {0, 2};
+  static_vs_eager("ConvNetImpl7forward", [&] { return net->forward(pattern({1, 2, 7, 6}, 0.2f, -0.1f)); });
+}
+
 }  // namespace
