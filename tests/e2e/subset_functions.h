@@ -28,6 +28,7 @@ struct LSTMNetImpl : graph::nn::Module {
 
 // Optional tensors.
 Tensor maybe_bias(Tensor x, Tensor bias);
+Tensor bias_on_one_path(Tensor x, Tensor w, bool use);  // `Tensor b;` assigned under an if
 struct NoBiasImpl : graph::nn::Module {
   NoBiasImpl();
   Tensor forward(Tensor x);

@@ -109,9 +109,8 @@ TEST(Subset, LSTMCellModuleAndLinearWithoutBias) {
   auto net = std::make_shared<subset::LSTMNetImpl>();
   ASSERT_FALSE(net->head->bias.defined());
   Tensor x = pattern({2, 3}, 0.4f, 0.f), h = pattern({2, 4}, 0.3f, 0.1f), c = pattern({2, 4}, -0.2f, 0.4f);
-  // Inference: the parameters require grad, and LSTMCell's gate slices
-  // (slice_dyn) have no gradient in a static graph yet, so a grad call runs
-  // eagerly (checked in StaticGrad tests); here the graph itself is checked.
+  // Inference: here the forward graph itself is checked (the gate slices are
+  // slice_dyn, whose gradient is slice_backward with run-time bounds).
   graph::autograd::NoGradGuard no_grad;
   static_vs_eager("LSTMNetImpl7forward", [&] { return net->forward(x, h, c); });
   net->cell->weight_ih = net->cell->weight_ih * 0.5;  // parameters are read at each call
@@ -122,6 +121,9 @@ TEST(Subset, OptionalTensors) {
   Tensor x = pattern({2, 3}, 0.5f, -0.5f);
   static_vs_eager("maybe_bias", [&] { return subset::maybe_bias(x, Tensor()); });
   static_vs_eager("maybe_bias", [&] { return subset::maybe_bias(x, pattern({3}, 1.f, 0.f)); });
+  for (bool use : {false, true})
+    static_vs_eager("bias_on_one_path",
+                    [&] { return subset::bias_on_one_path(x, pattern({4, 3}, 0.4f, 0.1f), use); });
   graph::manual_seed(1);
   auto net = std::make_shared<subset::NoBiasImpl>();
   static_vs_eager("NoBiasImpl7forward", [&] { return net->forward(pattern({5, 4}, 0.2f, -0.3f)); });

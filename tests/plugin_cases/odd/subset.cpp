@@ -119,6 +119,21 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return linear(x, w, b);
 }
 
+// `Tensor b;` assigned on one path only is an undefined tensor on the other:
+// fine as an optional operand or under `.defined()`, diagnosed elsewhere.
+[[graph::static]] Tensor bias_on_one_path(Tensor x, Tensor w, bool use) {  // lowers
+  Tensor b;
+  if (use) b = w.sum(1);
+  Tensor y = linear(x, w, b);
+  return b.defined() ? y : -y;
+}
+
+[[graph::static]] Tensor bias_read_as_value(Tensor x, Tensor w, bool use) {
+  Tensor b;
+  if (use) b = w.sum(1);  // expect@12: note: 'b' is assigned in this branch // expect@3: note: but not when the condition is false
+  return linear(x, w, b) + b;  // expect@28: 'b' is used here but is not assigned on every path through the 'if'
+}
+
 [[graph::static]] Tensor shape_ints(Tensor x) {  // lowers
   int64_t rows = x.size(0);
   int64_t cols = x.numel() / rows;
