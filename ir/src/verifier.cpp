@@ -105,10 +105,11 @@ class Verifier {
   bool dynamic_attrs(const Node* n, size_t own) {
     std::vector<int> owner(n->inputs().size(), 0);
     for (const auto& [k, v] : n->attrs()) {
-      if (!std::holds_alternative<std::string>(v)) continue;
+      const auto* text = std::get_if<std::string>(&v);
+      if (!text || text->empty() || (*text)[0] != '@') continue;  // other strings are free-form
       auto d = dynamic_attr(*n, k);
       if (!d) {
-        error(n, "attrs", "the attribute '" + k + "' is a string: only \"@i\" or \"@i:j\" (run-time inputs) are allowed");
+        error(n, "attrs", "the attribute '" + k + "' starts with '@' but is not \"@i\" or \"@i:j\" (run-time inputs)");
         return false;
       }
       if (d->end > n->inputs().size() || d->begin == d->end) {

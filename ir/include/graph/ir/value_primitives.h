@@ -33,10 +33,12 @@ bool may_be_undefined(const Value* input);
 // ---- attributes known at run time ---------------------------------------------
 // An op's attribute may come from the node's inputs instead of a constant
 // (`layer_norm(x, this->normalized_shape, ...)`, `conv2d(..., stride, padding)`
-// with members, a host int `eps`): its value is then the string "@i" (input
+// with members, a host `eps`): its value is then the string "@i" (input
 // i: an int, float or bool for a scalar attribute, or a 1-D i64 tensor for an
 // int list: a `Shape` member passed at each call) or "@i:j" (the int inputs
-// i..j-1 as an int list, `{n, h}`). These inputs follow the op's own inputs:
+// i..j-1 as an int list, `{n, h}`); a string attribute starting with '@' is
+// always such a reference (other strings are free-form notes). These inputs
+// follow the op's own inputs:
 //   layer_norm{normalized_shape="@3", eps=1e-05}(%x, %w, %b, %shape)
 // The verifier checks them, infer_types leaves what they decide unknown, and
 // the interpreter, codegen and autodiff read them at run time.
