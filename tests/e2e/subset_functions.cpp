@@ -171,4 +171,12 @@ ConvNetImpl::ConvNetImpl()
       conv2(register_module("conv2", nn::Conv2d(3, 2, nn::Size2{3, 1}, /*stride=*/nn::Size2{1, 2}, /*padding=*/nn::Size2{1, 0}))) {}
 
 [[graph::static]] Tensor ConvNetImpl::forward(Tensor x) { return conv2(relu(conv1(x))); }
+
+AttnNetImpl::AttnNetImpl()
+    : with_bias(register_module("with_bias", nn::MultiheadAttention(8, 2))),
+      without_bias(register_module("without_bias", nn::MultiheadAttention(8, 4, /*bias=*/false))) {}
+
+[[graph::static]] Tensor AttnNetImpl::forward(Tensor x) {
+  return with_bias(x) + without_bias->forward(x, x, x, Tensor(), /*is_causal=*/true);
+}
 }  // namespace subset

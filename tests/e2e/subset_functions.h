@@ -60,4 +60,9 @@ struct ConvNetImpl : graph::nn::Module {  // two Conv2d with strides and padding
   Tensor forward(Tensor x);
   graph::nn::Conv2d conv1, conv2;
 };
+struct AttnNetImpl : graph::nn::Module {  // self-attention with and without biases, causal
+  AttnNetImpl();
+  Tensor forward(Tensor x);
+  graph::nn::MultiheadAttention with_bias, without_bias;
+};
 }  // namespace subset

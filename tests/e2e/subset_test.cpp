@@ -223,4 +223,18 @@ TEST(Subset, Conv2dModuleReadsItsStrideAndPadding) {
   static_vs_eager("ConvNetImpl7forward", [&] { return net->forward(pattern({1, 2, 7, 6}, 0.2f, -0.1f)); });
 }
 
+TEST(Subset, MultiheadAttentionModules) {
+  graph::manual_seed(7);
+  auto net = std::make_shared<subset::AttnNetImpl>();
+  ASSERT_FALSE(net->without_bias->in_proj_bias.defined());
+  graph::autograd::NoGradGuard no_grad;
+  net->with_bias->in_proj_bias = pattern({24}, 0.3f, -0.2f);  // zeros by default
+  for (graph::Shape s : {graph::Shape{2, 3, 8}, graph::Shape{1, 5, 8}})
+    static_vs_eager("AttnNetImpl7forward", [&] { return net->forward(pattern(s, 0.25f, 0.1f)); });
+  // The head count is a member read at each call.
+  net->without_bias->num_heads = 2;
+  net->without_bias->head_dim = 4;
+  static_vs_eager("AttnNetImpl7forward", [&] { return net->forward(pattern({2, 3, 8}, 0.25f, 0.1f)); });
+}
+
 }  // namespace
