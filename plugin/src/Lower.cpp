@@ -1108,10 +1108,11 @@ class FunctionLowering {
       const Expr* a = c->getArg(first + i);
       if (is_tensor_record(p->getType())) {
         const auto* ce = dyn_cast<CXXConstructExpr>(strip(a));
-        const size_t i = in.size();
-        const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d) && i == 2) ||
-                              (op.id == graph::OpId::layer_norm && (i == 1 || i == 2)) ||
-                              (op.id == graph::OpId::scaled_dot_product_attention && i == 3);
+        // The operands ir::may_be_undefined accepts undefined.
+        const size_t k = in.size();
+        const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d) && k == 2) ||
+                              (op.id == graph::OpId::layer_norm && (k == 1 || k == 2)) ||
+                              (op.id == graph::OpId::scaled_dot_product_attention && k == 3);
         if (ce && ce->getNumArgs() == 0) in.push_back(node("undefined", {}, ir::Type::tensor(), l)->output());
         else in.push_back(optional ? optional_operand(a) : expr(a));
         if (!in.back()->type().is_tensor()) unsupported(a->getExprLoc(), "this operand of " + quote(op.name) + " must be a tensor");

@@ -248,3 +248,27 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   r /= 2;
   return x * r;
 }
+
+// List members as attributes: a `Shape` member is read at each call (an i64
+// tensor input); other list types and unreachable objects are diagnosed.
+struct Shaped {
+  Tensor forward_shape(Tensor x);
+  Tensor forward_vector(Tensor x);
+  Tensor forward_local(Tensor x);
+  Shape view_shape{-1, 2};
+  std::vector<int64_t> dims{1, 0};
+  double eps = 1e-5;
+};
+
+[[graph::static]] Tensor Shaped::forward_shape(Tensor x) {  // lowers
+  return layer_norm(x.reshape(view_shape), {2}, Tensor(), Tensor(), eps);
+}
+
+[[graph::static]] Tensor Shaped::forward_vector(Tensor x) {
+  return x.permute(dims);  // expect@20: the argument 'dims' of 'permute' must be a constant, a host scalar, a braced list of host integers or a member holding the list (read at each call)
+}
+
+[[graph::static]] Tensor Shaped::forward_local(Tensor x) {
+  Shaped other;  // expect@10: 'other' has type 'Shaped', which a static graph cannot hold
+  return x.reshape(other.view_shape);
+}
