@@ -1075,8 +1075,8 @@ class FunctionLowering {
   // input (host scalars too). Other ops follow their declaration: parameters
   // of type Tensor are inputs (a defaulted `Tensor()` is undefined()), a
   // std::vector<Tensor> is a list input, and every other parameter is the
-  // attribute of the same name (ops.def's conventions), whose argument must
-  // be a compile-time constant.
+  // attribute of the same name (ops.def's conventions): a compile-time
+  // constant, or a value read at run time (attribute()).
   ir::Value* op_call(const graph::OpInfo& op, const CallExpr* c, const FunctionDecl* callee) {
     SourceLocation l = c->getExprLoc();
     std::vector<const Expr*> args;
