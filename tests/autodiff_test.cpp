@@ -603,8 +603,8 @@ TEST(Autodiff, AnOpWithoutGradientOnAPathThatRequiresGradIsAnError) {
 }
 
 // reshape_dyn and slice_dyn (value_primitives.h): the plugin's views with
-// sizes read at run time. The first differentiates like reshape; the second
-// refuses rather than dropping the gradient.
+// sizes read at run time. The first differentiates like reshape, the second
+// through slice_backward with run-time bounds.
 TEST(Autodiff, ViewsWithRunTimeSizes) {
   const char* reshaped =
       "graph f(%x : Tensor) {\n"
@@ -616,14 +616,53 @@ TEST(Autodiff, ViewsWithRunTimeSizes) {
       "  return (%z)\n"
       "}\n";
   check_graph(reshaped, {values({2, 3}, -1, 1, 60)});
-  auto sliced = ir::parse(
+  const char* sliced =
       "graph f(%x : Tensor) {\n"
-      "  %0 : int = constant{value=0}()\n"
-      "  %1 : int = constant{value=1}()\n"
-      "  %y : Tensor = slice_dyn{dim=0}(%x, %0, %1, %1) @\"s.cpp\":4:5\n"
+      "  %0 : int = constant{value=1}()\n"
+      "  %n : int = tensor_size(%x, %0)\n"
+      "  %2 : int = constant{value=2}()\n"
+      "  %h : int = int_div(%n, %2)\n"
+      "  %y : Tensor = slice_dyn{dim=1}(%x, %h, %n, %0) @\"s.cpp\":4:5\n"
+      "  %z : Tensor = tanh(%y)\n"
+      "  return (%z)\n"
+      "}\n";
+  check_graph(sliced, {values({2, 5}, -1, 1, 61)});
+}
+
+// Attributes known at run time (value_primitives.h): layer_norm over a
+// normalized_shape and with an eps that are graph values, and a reduction
+// along a run-time dim; the gradient ops get them as inputs too.
+TEST(Autodiff, AttributesKnownAtRunTime) {
+  const char* norm =
+      "graph f(%x : Tensor, %w : Tensor, %b : Tensor, %e : float) {\n"
+      "  %0 : int = constant{value=-1}()\n"
+      "  %n : int = tensor_size(%x, %0)\n"
+      "  %y : Tensor = layer_norm{eps=\"@4\", normalized_shape=\"@3:4\"}(%x, %w, %b, %n, %e)\n"
+      "  %z : Tensor = tanh(%y)\n"
+      "  return (%z)\n"
+      "}\n";
+  check_graph(norm, {values({3, 4}, -1, 1, 62), values({4}, 0.5, 1.5, 63), values({4}, -1, 1, 64), 1e-3});
+  auto g = ir::parse(norm);
+  auto grads = ir::differentiate(*g, {true, true, true, false});
+  EXPECT_NE(ir::print(*grads.backward).find("layer_norm_backward{eps=\"@5\", grad_mask=[1, 1, 1], normalized_shape=\"@4:5\"}"),
+            std::string::npos)
+      << ir::print(*grads.backward);
+  // conv2d with its stride in an int64 tensor (a `Shape` member) and its
+  // padding from two host ints.
+  const char* conv =
+      "graph f(%x : Tensor, %w : Tensor, %stride : i64[?], %p : int) {\n"
+      "  %b : Tensor = undefined()\n"
+      "  %y : Tensor = conv2d{padding=\"@4:6\", stride=\"@3\"}(%x, %w, %b, %stride, %p, %p)\n"
       "  return (%y)\n"
-      "}\n");
-  expect_error([&] { ir::differentiate(*sliced, {true}); }, {"'slice_dyn'", "s.cpp:4:5", "no gradient"});
+      "}\n";
+  check_graph(conv, {values({1, 2, 5, 6}, -1, 1, 65), values({3, 2, 3, 2}, -1, 1, 66),
+                     arange(1, 3).to(kInt64), int64_t{1}});
+  // A run-time attribute that names no input, or an input of the wrong kind.
+  for (const char* bad : {"  %y : Tensor = sum{dim=\"@2\"}(%x, %d)\n", "  %y : Tensor = sum{dim=\"@0\"}(%x)\n",
+                          "  %y : Tensor = sum{dim=\"@x\"}(%x, %d)\n", "  %y : Tensor = sum(%x, %d)\n"}) {
+    auto b = ir::parse(std::string("graph f(%x : Tensor, %d : int) {\n") + bad + "  return (%y)\n}\n");
+    EXPECT_THROW(ir::verify_or_throw(*b), Error) << bad;
+  }
 }
 
 TEST(Autodiff, BadRequestsAreErrors) {

@@ -3,10 +3,12 @@
 // The attributes follow the conventions at the top of ops.def; the C++ call
 // is the public eager function the plugin lowered the node from, so eager and
 // static results agree by construction. Also the list primitives.
+#include <functional>
 #include <string>
 
 #include "emitter.h"
 #include "graph/error.h"
+#include "graph/ir/value_primitives.h"
 
 namespace graph::codegen::detail {
 
@@ -18,11 +20,25 @@ std::string ints(const std::vector<int64_t>& v) {
   return s + "}";
 }
 
-// Attribute `k` of `n` as a C++ argument, or `fallback` when absent.
-std::string attr(const ir::Node* n, const std::string& k, const std::string& fallback = "") {
+using Names = std::function<std::string(const ir::Value*)>;
+
+// Attribute `k` of `n` as a C++ argument, or `fallback` when absent. One
+// known at run time (ir/value_primitives.h) is read from the node's inputs
+// (named by `name`).
+std::string attr(const Names& name, const ir::Node* n, const std::string& k, const std::string& fallback = "") {
   if (!n->has_attr(k)) {
     if (fallback.empty()) throw Error("codegen: '" + n->op() + "' needs the attribute '" + k + "'");
     return fallback;
+  }
+  if (auto d = ir::dynamic_attr(*n, k)) {
+    if (d->range) {
+      std::string s = "::graph::Shape{";
+      for (size_t i = d->begin; i < d->end; ++i) s += (i > d->begin ? ", " : "") + name(n->input(i));
+      return s + "}";
+    }
+    const ir::Value* v = n->input(d->begin);
+    if (v->type().is_tensor()) return "::graph::detail::int_list(" + name(v) + ")";
+    return name(v);
   }
   const ir::AttrValue& a = n->attrs().at(k);
   if (auto* i = std::get_if<int64_t>(&a)) return "int64_t{" + std::to_string(*i) + "}";
@@ -40,10 +56,12 @@ std::string attr(const ir::Node* n, const std::string& k, const std::string& fal
 }
 
 // `dim` as a dim list (amax, amin and lists for sum/mean).
-std::string dims(const ir::Node* n) {
+std::string dims(const Names& name, const ir::Node* n) {
   const ir::AttrValue& a = n->attrs().at("dim");
   if (auto* i = std::get_if<int64_t>(&a)) return ints({*i});
-  return attr(n, "dim");
+  if (auto d = ir::dynamic_attr(*n, "dim"); d && !d->range && !n->input(d->begin)->type().is_tensor())
+    return "::graph::Shape{" + name(n->input(d->begin)) + "}";
+  return attr(name, n, "dim");
 }
 
 }  // namespace
@@ -51,43 +69,44 @@ std::string dims(const ir::Node* n) {
 // The eager call computing `n` (whose inputs are named by name()).
 std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
   auto in = [&](size_t i) { return name(n->input(i)); };
+  const Names nm = [&](const ir::Value* v) { return name(v); };
   const std::string f = "::graph::" + std::string(op.name);
   switch (op.id) {
     case OpId::matmul: return f + "(" + in(0) + ", " + in(1) + ")";
     case OpId::t: return in(0) + ".t()";
-    case OpId::transpose: return in(0) + ".transpose(" + attr(n, "dim0") + ", " + attr(n, "dim1") + ")";
-    case OpId::permute: return in(0) + ".permute(" + attr(n, "dims") + ")";
-    case OpId::reshape: return in(0) + ".reshape(" + attr(n, "shape") + ")";
-    case OpId::expand: return in(0) + ".expand(" + attr(n, "shape") + ")";
+    case OpId::transpose: return in(0) + ".transpose(" + attr(nm, n, "dim0") + ", " + attr(nm, n, "dim1") + ")";
+    case OpId::permute: return in(0) + ".permute(" + attr(nm, n, "dims") + ")";
+    case OpId::reshape: return in(0) + ".reshape(" + attr(nm, n, "shape") + ")";
+    case OpId::expand: return in(0) + ".expand(" + attr(nm, n, "shape") + ")";
     case OpId::slice:
-      return in(0) + ".slice(" + attr(n, "dim") + ", " + attr(n, "start") + ", " + attr(n, "end") + ", " +
-             attr(n, "step", "1") + ")";
-    case OpId::squeeze: return in(0) + ".squeeze(" + (n->has_attr("dim") ? attr(n, "dim") : "") + ")";
-    case OpId::unsqueeze: return in(0) + ".unsqueeze(" + attr(n, "dim") + ")";
-    case OpId::flatten: return in(0) + ".flatten(" + attr(n, "start_dim", "0") + ", " + attr(n, "end_dim", "-1") + ")";
+      return in(0) + ".slice(" + attr(nm, n, "dim") + ", " + attr(nm, n, "start") + ", " + attr(nm, n, "end") + ", " +
+             attr(nm, n, "step", "1") + ")";
+    case OpId::squeeze: return in(0) + ".squeeze(" + (n->has_attr("dim") ? attr(nm, n, "dim") : "") + ")";
+    case OpId::unsqueeze: return in(0) + ".unsqueeze(" + attr(nm, n, "dim") + ")";
+    case OpId::flatten: return in(0) + ".flatten(" + attr(nm, n, "start_dim", "0") + ", " + attr(nm, n, "end_dim", "-1") + ")";
     case OpId::sum:
     case OpId::mean:
     case OpId::argmax:
       if (!n->has_attr("dim")) return f + "(" + in(0) + ")";
-      return f + "(" + in(0) + ", " + attr(n, "dim") + ", " + attr(n, "keepdim", "false") + ")";
+      return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ", " + attr(nm, n, "keepdim", "false") + ")";
     case OpId::amax:
     case OpId::amin:
       if (!n->has_attr("dim")) return f + "(" + in(0) + ")";
-      return f + "(" + in(0) + ", " + dims(n) + ", " + attr(n, "keepdim", "false") + ")";
+      return f + "(" + in(0) + ", " + dims(nm, n) + ", " + attr(nm, n, "keepdim", "false") + ")";
     case OpId::softmax:
-    case OpId::log_softmax: return f + "(" + in(0) + ", " + attr(n, "dim") + ")";
+    case OpId::log_softmax: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ")";
     case OpId::where: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::layer_norm:
-      return f + "(" + in(0) + ", " + attr(n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +
-             attr(n, "eps", "1e-5") + ")";
+      return f + "(" + in(0) + ", " + attr(nm, n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +
+             attr(nm, n, "eps", "1e-5") + ")";
     case OpId::conv2d:
-      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(n, "stride", "{1, 1}") + ", " +
-             attr(n, "padding", "{0, 0}") + ", " + attr(n, "dilation", "{1, 1}") + ", " + attr(n, "groups", "1") + ")";
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(nm, n, "stride", "{1, 1}") + ", " +
+             attr(nm, n, "padding", "{0, 0}") + ", " + attr(nm, n, "dilation", "{1, 1}") + ", " + attr(nm, n, "groups", "1") + ")";
     case OpId::max_pool2d:
     case OpId::avg_pool2d:
-      return f + "(" + in(0) + ", " + attr(n, "kernel") + ", " + attr(n, "stride", "{}") + ", " +
-             attr(n, "padding", "{0, 0}") + ")";
+      return f + "(" + in(0) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
+             attr(nm, n, "padding", "{0, 0}") + ")";
     case OpId::embedding:
     case OpId::mse_loss:
     case OpId::cross_entropy: return f + "(" + in(0) + ", " + in(1) + ")";
@@ -96,15 +115,15 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
       std::string list = in(0);
       if (!n->input(0)->type().is_list()) {
         list = "std::vector<::graph::Tensor>{";
-        for (size_t i = 0; i < n->inputs().size(); ++i) list += (i ? ", " : "") + in(i);
+        for (size_t i = 0; i < ir::num_op_inputs(*n); ++i) list += (i ? ", " : "") + in(i);
         list += "}";
       }
-      return f + "(" + list + ", " + attr(n, "dim", "0") + ")";
+      return f + "(" + list + ", " + attr(nm, n, "dim", "0") + ")";
     }
-    case OpId::dropout: return f + "(" + in(0) + ", " + attr(n, "p", "0.5") + ", " + attr(n, "training", "true") + ")";
+    case OpId::dropout: return f + "(" + in(0) + ", " + attr(nm, n, "p", "0.5") + ", " + attr(nm, n, "training", "true") + ")";
     case OpId::scaled_dot_product_attention:
-      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(n, "dropout_p", "0.0") + ", " +
-             attr(n, "is_causal", "false") + ")";
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "dropout_p", "0.0") + ", " +
+             attr(nm, n, "is_causal", "false") + ")";
     default: break;
   }
   throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");

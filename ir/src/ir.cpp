@@ -117,6 +117,47 @@ bool is_value_primitive(const std::string& op) {
          op == "int_mod" || op == "reshape_dyn" || op == "slice_dyn";
 }
 
+std::optional<DynamicAttr> dynamic_attr(const Node& n, const std::string& name) {
+  auto it = n.attrs().find(name);
+  if (it == n.attrs().end()) return std::nullopt;
+  const auto* s = std::get_if<std::string>(&it->second);
+  if (!s || s->size() < 2 || (*s)[0] != '@') return std::nullopt;
+  DynamicAttr d;
+  size_t colon = s->find(':');
+  try {
+    size_t used = 0;
+    d.begin = std::stoul(s->substr(1, colon == std::string::npos ? std::string::npos : colon - 1), &used);
+    if (used + 1 != (colon == std::string::npos ? s->size() : colon)) return std::nullopt;
+    if (colon == std::string::npos) {
+      d.end = d.begin + 1;
+    } else {
+      d.range = true;
+      d.end = std::stoul(s->substr(colon + 1), &used);
+      if (colon + 1 + used != s->size() || d.end < d.begin) return std::nullopt;
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return d;
+}
+
+bool has_dynamic_attrs(const Node& n) {
+  for (const auto& [k, v] : n.attrs())
+    if (dynamic_attr(n, k)) return true;
+  return false;
+}
+
+size_t num_op_inputs(const Node& n) {
+  size_t first = n.inputs().size();
+  for (const auto& [k, v] : n.attrs())
+    if (auto d = dynamic_attr(n, k)) first = std::min(first, d->begin);
+  return first;
+}
+
+std::string dynamic_attr_ref(size_t begin, size_t end, bool range) {
+  return "@" + std::to_string(begin) + (range ? ":" + std::to_string(end) : "");
+}
+
 namespace {
 
 // Whether every use of `v` by `n` is an operand the op allows to be undefined.

@@ -58,13 +58,17 @@ class Verifier {
     const OpInfo* info = find_op(op);
     if (!info) return error(n, "op", "unknown op");
     if (!n->blocks().empty()) error(n, "op", "only If, Loop and FusionGroup own blocks");
-    if (info->num_inputs >= 0 && static_cast<int>(n->inputs().size()) != info->num_inputs)
-      return error(n, "op", "expects " + std::to_string(info->num_inputs) + " inputs, has " +
-                                std::to_string(n->inputs().size()));
-    if (info->num_inputs < 0 && n->inputs().empty()) return error(n, "op", "expects at least one input");
+    // Inputs past the op's own carry attributes known at run time.
+    const size_t own = num_op_inputs(*n);
+    if (!dynamic_attrs(n, own)) return;
+    if (info->num_inputs >= 0 && static_cast<int>(own) != info->num_inputs)
+      return error(n, "op", "expects " + std::to_string(info->num_inputs) + " inputs, has " + std::to_string(own));
+    if (info->num_inputs < 0 && own == 0) return error(n, "op", "expects at least one input");
     if (static_cast<int>(n->num_outputs()) != info->num_outputs)
       return error(n, "op", "expects " + std::to_string(info->num_outputs) + " output" +
                                 (info->num_outputs == 1 ? "" : "s"));
+    if (own != n->inputs().size() && info->kind == OpKind::Elementwise)
+      return error(n, "attrs", "an elementwise op has no attributes");
     bool any_tensor = false;
     for (const Value* v : n->inputs()) any_tensor = any_tensor || v->type().is_tensor();
     const Type& out = n->output()->type();
@@ -80,19 +84,52 @@ class Verifier {
     }
     // A list op (cat, stack) takes its tensors one per input, or as one list
     // whose length is known only at run time.
-    const bool one_list = info->num_inputs < 0 && n->inputs().size() == 1 && n->input(0)->type().is_list();
-    for (size_t i = 0; i < n->inputs().size() && !one_list; ++i)
+    const bool one_list = info->num_inputs < 0 && own == 1 && n->input(0)->type().is_list();
+    for (size_t i = 0; i < own && !one_list; ++i)
       if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
     for (const Value* o : n->outputs())
       if (!o->type().is_tensor()) error(n, "types", "the outputs must be tensors");
     if (info->kind == OpKind::Reduce) {
-      if (n->has_attr("dim") && !std::holds_alternative<int64_t>(n->attrs().at("dim")) &&
+      if (n->has_attr("dim") && !dynamic_attr(*n, "dim") && !std::holds_alternative<int64_t>(n->attrs().at("dim")) &&
           !std::holds_alternative<std::vector<int64_t>>(n->attrs().at("dim")))
         error(n, "attrs", "'dim' must be an integer or a list of integers");
-      if (n->has_attr("keepdim") && !std::holds_alternative<bool>(n->attrs().at("keepdim")))
+      if (n->has_attr("keepdim") && !dynamic_attr(*n, "keepdim") && !std::holds_alternative<bool>(n->attrs().at("keepdim")))
         error(n, "attrs", "'keepdim' must be a bool");
       if (n->has_attr("keepdim") && !n->has_attr("dim")) error(n, "attrs", "'keepdim' needs 'dim'");
     }
+  }
+
+  // Run-time attributes (value_primitives.h): each names inputs past the
+  // op's own, of the kinds an attribute can have; every such input belongs
+  // to exactly one attribute. False when the node is too broken to go on.
+  bool dynamic_attrs(const Node* n, size_t own) {
+    std::vector<int> owner(n->inputs().size(), 0);
+    for (const auto& [k, v] : n->attrs()) {
+      const auto* text = std::get_if<std::string>(&v);
+      if (!text || text->empty() || (*text)[0] != '@') continue;  // other strings are free-form
+      auto d = dynamic_attr(*n, k);
+      if (!d) {
+        error(n, "attrs", "the attribute '" + k + "' starts with '@' but is not \"@i\" or \"@i:j\" (run-time inputs)");
+        return false;
+      }
+      if (d->end > n->inputs().size() || d->begin == d->end) {
+        error(n, "attrs", "the attribute '" + k + "' names inputs the node does not have");
+        return false;
+      }
+      for (size_t i = d->begin; i < d->end; ++i) {
+        ++owner[i];
+        const Type& t = n->input(i)->type();
+        if (d->range ? t.kind != Type::Kind::Int : !(t.is_scalar() || (t.is_tensor() && (!t.dtype || *t.dtype == DType::Int64))))
+          error(n, "types", "input " + std::to_string(i) + " (the attribute '" + k + "') is " + t.str() +
+                                (d->range ? ", expected an int" : ", expected a host scalar or an i64 tensor"));
+      }
+    }
+    for (size_t i = own; i < owner.size(); ++i)
+      if (owner[i] != 1) {
+        error(n, "attrs", "input " + std::to_string(i) + " is " + (owner[i] ? "used by several attributes" : "not an attribute's"));
+        return false;
+      }
+    return true;
   }
 
   void constant(const Node* n) {

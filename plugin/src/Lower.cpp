@@ -21,6 +21,7 @@
 #include "clang/Basic/SourceManager.h"
 #include "clang/Basic/Stack.h"
 #include "graph/op_table.h"
+#include "graph/ir/value_primitives.h"
 
 namespace cxxgraph {
 
@@ -310,6 +311,7 @@ class FunctionLowering {
     if (ordered_.insert(k).second) order_.push_back(k);
     env_[k] = value;
     if (value) partial_.erase(k);
+    maybe_undefined_.erase(k);
     if (value && value->name().empty()) value->set_name(identifier(key_name(k)));
   }
 
@@ -322,6 +324,9 @@ class FunctionLowering {
 
   ir::Value* read_key(Key k, SourceLocation at) {
     ir::Value* value = env_.at(k);
+    if (auto p = maybe_undefined_.find(k); p != maybe_undefined_.end() && !optional_read_)
+      throw Unsupported{at, quote(key_name(k)) + " is used here but is not assigned on every path through the " +
+                                p->second.what + " before it", p->second.notes};
     if (!value) {
       if (auto p = partial_.find(k); p != partial_.end())
         throw Unsupported{at, quote(key_name(k)) + " is used here but is not assigned on every path through the " +
@@ -383,6 +388,17 @@ class FunctionLowering {
     for (const NamedDecl* d : dc->getPrimaryContext()->lookup(v->getDeclName()))
       if (d->getCanonicalDecl() != v->getCanonicalDecl()) return dc;
     return nullptr;
+  }
+
+  // A variable read where an undefined tensor is fine (ir::may_be_undefined):
+  // one that `Tensor y;` left undefined on some path may be read here.
+  ir::Value* optional_operand(const Expr* e) {
+    if (!isa<DeclRefExpr>(strip(e))) return expr(e);
+    bool saved = optional_read_;
+    optional_read_ = true;
+    ir::Value* v = expr(e);
+    optional_read_ = saved;
+    return v;
   }
 
   // ---- members read through `this` -------------------------------------
@@ -809,6 +825,9 @@ class FunctionLowering {
     if (const auto* c = dyn_cast<CallExpr>(e)) return call(c);
     if (const auto* m = dyn_cast<MemberExpr>(e)) return member(m);
     if (const auto* ce = dyn_cast<CXXConstructExpr>(e); ce && is_tensor_vector(ce->getType())) return new_list(ce);
+    // `Tensor()`: an undefined tensor (an absent optional operand, a default argument).
+    if (const auto* ce = dyn_cast<CXXConstructExpr>(e); ce && is_tensor_record(ce->getType()) && ce->getNumArgs() == 0)
+      return node("undefined", {}, ir::Type::tensor(), l)->output();
     if (const char* what = expression_name(e)) unsupported(l, what);
     unsupported(l, std::string("this expression (") + e->getStmtClassName() + ") cannot be lowered");
   }
@@ -1021,7 +1040,8 @@ class FunctionLowering {
                      : tensor_method(m, "size", 1)  ? "tensor_size"
                                                     : nullptr;
     if (!op) return nullptr;
-    std::vector<ir::Value*> in = {expr(m->getImplicitObjectArgument())};
+    std::vector<ir::Value*> in = {std::string(op) == "defined" ? optional_operand(m->getImplicitObjectArgument())
+                                                                : expr(m->getImplicitObjectArgument())};
     if (m->getNumArgs() == 1) in.push_back(index_value(m->getArg(0), l));
     return node(op, in, std::string(op) == "defined" ? ir::Type::bool_() : ir::Type::int_(), l)->output();
   }
@@ -1055,8 +1075,8 @@ class FunctionLowering {
   // input (host scalars too). Other ops follow their declaration: parameters
   // of type Tensor are inputs (a defaulted `Tensor()` is undefined()), a
   // std::vector<Tensor> is a list input, and every other parameter is the
-  // attribute of the same name (ops.def's conventions), whose argument must
-  // be a compile-time constant.
+  // attribute of the same name (ops.def's conventions): a compile-time
+  // constant, or a value read at run time (attribute()).
   ir::Value* op_call(const graph::OpInfo& op, const CallExpr* c, const FunctionDecl* callee) {
     SourceLocation l = c->getExprLoc();
     std::vector<const Expr*> args;
@@ -1082,20 +1102,36 @@ class FunctionLowering {
     if (in.size() == 1)
       if (ir::Value* v = dynamic_view(op, c, callee, first, in[0])) return v;
     ir::Attributes attrs;
+    std::vector<ir::Value*> runtime;  // the values of attributes known at run time
     for (unsigned i = 0; i < callee->getNumParams() && first + i < c->getNumArgs(); ++i) {
       const ParmVarDecl* p = callee->getParamDecl(i);
       const Expr* a = c->getArg(first + i);
       if (is_tensor_record(p->getType())) {
         const auto* ce = dyn_cast<CXXConstructExpr>(strip(a));
+        // The operands ir::may_be_undefined accepts undefined.
+        const size_t k = in.size();
+        const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d) && k == 2) ||
+                              (op.id == graph::OpId::layer_norm && (k == 1 || k == 2)) ||
+                              (op.id == graph::OpId::scaled_dot_product_attention && k == 3);
         if (ce && ce->getNumArgs() == 0) in.push_back(node("undefined", {}, ir::Type::tensor(), l)->output());
-        else in.push_back(expr(a));
+        else in.push_back(optional ? optional_operand(a) : expr(a));
         if (!in.back()->type().is_tensor()) unsupported(a->getExprLoc(), "this operand of " + quote(op.name) + " must be a tensor");
       } else if (is_tensor_vector(p->getType())) {
         in.push_back(expr(a));
       } else {
-        attrs[p->getName().str()] = attribute(a, op, p);
+        attrs[p->getName().str()] = attribute(a, op, p, &runtime);
       }
     }
+    // Attributes known at run time name the inputs after the op's own.
+    for (auto& [k, v] : attrs) {
+      const auto* r = std::get_if<std::string>(&v);
+      if (!r || r->rfind("@", 0) != 0) continue;
+      size_t colon = r->find(':');
+      size_t b = std::stoul(r->substr(1, colon == std::string::npos ? std::string::npos : colon - 1)) + in.size();
+      v = colon == std::string::npos ? ir::dynamic_attr_ref(b, b + 1, false)
+                                     : ir::dynamic_attr_ref(b, std::stoul(r->substr(colon + 1)) + in.size(), true);
+    }
+    in.insert(in.end(), runtime.begin(), runtime.end());
     for (ir::Value* v : in)
       if (!v) unsupported(l, quote(op.name) + " cannot be lowered here");
     ir::Node* n = node(std::string(op.name), in, ir::Type::tensor(), l);
@@ -1103,16 +1139,23 @@ class FunctionLowering {
     return n->output();
   }
 
-  // The value of an attribute argument, evaluated at build time.
-  ir::AttrValue attribute(const Expr* a, const graph::OpInfo& op, const ParmVarDecl* p) {
+  // The value of an attribute argument, evaluated at build time. With
+  // `runtime`, an argument that is not a constant is read at run time (a
+  // host scalar, a braced list of host ints, or a `Shape` member, which the
+  // prologue passes as an int64 tensor): its values are appended to
+  // `runtime` and the attribute is "@i" / "@i:j", indices into `runtime`
+  // (ir/value_primitives.h; op_call shifts them past the op's own inputs).
+  ir::AttrValue attribute(const Expr* a, const graph::OpInfo& op, const ParmVarDecl* p,
+                          std::vector<ir::Value*>* runtime = nullptr) {
     SourceLocation at = isa<CXXDefaultArgExpr>(a) ? a->getExprLoc() : a->getBeginLoc();
     const Expr* e = a;
     if (const auto* d = dyn_cast<CXXDefaultArgExpr>(e)) e = d->getExpr();
+    QualType t = p->getType().getNonReferenceType();
     auto fail = [&]() -> ir::AttrValue {
+      if (runtime && !e->isValueDependent() && !e->containsErrors()) return runtime_attribute(e, at, op, p, t, *runtime);
       unsupported(at, "the argument " + quote(p->getName()) + " of " + quote(op.name) +
                           " must be a compile-time constant (a literal or a constexpr value)");
     };
-    QualType t = p->getType().getNonReferenceType();
     if (e->isValueDependent() || e->containsErrors()) return fail();
     if (t->isBooleanType()) {
       bool b = false;
@@ -1131,6 +1174,60 @@ class FunctionLowering {
     }
     if (auto list = int_list(e)) return *list;
     return fail();
+  }
+
+  // An attribute argument known only at run time (see attribute()).
+  ir::AttrValue runtime_attribute(const Expr* e, SourceLocation at, const graph::OpInfo& op, const ParmVarDecl* p,
+                                  QualType t, std::vector<ir::Value*>& runtime) {
+    const std::string what = "the argument " + quote(p->getName()) + " of " + quote(op.name);
+    const size_t first = runtime.size();
+    auto scalar = [&](ir::Type::Kind want, const char* kind) -> ir::AttrValue {
+      ir::Value* v = expr(e);
+      const ir::Type::Kind k = v->type().kind;
+      const bool ok = k == want || (want == ir::Type::Kind::Float && k == ir::Type::Kind::Int);
+      if (!ok) unsupported(at, what + " must be " + kind + ", not a " + v->type().str());
+      runtime.push_back(v);
+      return ir::dynamic_attr_ref(first, first + 1, false);
+    };
+    if (t->isBooleanType()) return scalar(ir::Type::Kind::Bool, "a bool");
+    if (t->isIntegerType()) return scalar(ir::Type::Kind::Int, "an integer");
+    if (t->isRealFloatingType()) return scalar(ir::Type::Kind::Float, "a number");
+    // A braced list of host ints: one input per element.
+    if (auto inits = braced_inits(e)) {
+      for (const Expr* i : *inits) {
+        ir::Value* v = expr(i);
+        if (v->type().kind != ir::Type::Kind::Int)
+          unsupported(i->getExprLoc(), "an element of " + what + " must be an integer, not a " + v->type().str());
+        runtime.push_back(v);
+      }
+      if (runtime.size() == first) return std::vector<int64_t>{};
+      return ir::dynamic_attr_ref(first, runtime.size(), true);
+    }
+    // A member of the parameter's own list type (`this->normalized_shape`).
+    const Expr* m = strip(e);
+    while (const auto* ce = dyn_cast<CXXConstructExpr>(m)) {
+      if (ce->getNumArgs() != 1 || !ce->getConstructor()->isCopyOrMoveConstructor()) break;
+      m = strip(ce->getArg(0));
+    }
+    if (const auto* me = dyn_cast<MemberExpr>(m); me && isa<FieldDecl>(me->getMemberDecl()) &&
+                                                   ctx_.hasSameUnqualifiedType(me->getType().getNonReferenceType(), t)) {
+      runtime.push_back(list_member(me));
+      return ir::dynamic_attr_ref(first, first + 1, false);
+    }
+    unsupported(at, what + " must be a constant, a host scalar, a braced list of host integers or a member "
+                           "holding the list (read at each call)");
+  }
+
+  // A list member used as an attribute (`Shape normalized_shape`): a graph
+  // input that the prologue passes at each call as a 1-D int64 tensor.
+  ir::Value* list_member(const MemberExpr* m) {
+    const auto* f = cast<FieldDecl>(m->getMemberDecl());
+    std::string path = field(m);
+    if (auto it = members_.find(path); it != members_.end()) return it->second;
+    ir::Value* in = graph_->add_input(ir::Type::tensor(graph::DType::Int64, {ir::Dim::unknown()}), identifier(f->getName()));
+    captures_.push_back(path);
+    members_[path] = in;
+    return in;
   }
 
   // `x.slice(d, a, b)` and `x.view({...})` / `x.reshape({...})` with bounds
@@ -1785,10 +1882,23 @@ class FunctionLowering {
         if (st || gone) {  // a result not returned on this path, or a path that left: never read
           (t ? e : t) = placeholder(st ? *st : (t ? t : e)->type(), t ? blocks[1] : blocks[0], site.then_at);
         } else {
-          env_[k] = nullptr;
           std::string name = quote(key_name(k));
-          partial_[k] = {site.what, {{t ? site.then_at : site.else_at, name + " is assigned in this branch"},
-                                     {t ? site.else_at : site.then_at, site.else_note}}};
+          Partial why{site.what, {{t ? site.then_at : site.else_at, name + " is assigned in this branch"},
+                                  {t ? site.else_at : site.then_at, site.else_note}}};
+          if ((t ? t : e)->type().is_tensor()) {
+            // `Tensor y;` is an undefined tensor on the other path: usable
+            // where an undefined tensor is (an optional operand, `.defined()`).
+            (t ? e : t) = placeholder(ir::Type::tensor(), t ? blocks[1] : blocks[0], site.then_at);
+            blocks[0]->add_return(t);
+            blocks[1]->add_return(e);
+            ir::Value* out = n->add_output(t->type());
+            define(k, out);
+            out->set_name(identifier(key_name(k)));
+            maybe_undefined_[k] = std::move(why);
+            continue;
+          }
+          env_[k] = nullptr;
+          partial_[k] = std::move(why);
           continue;
         }
       }
@@ -2146,6 +2256,8 @@ class FunctionLowering {
   std::vector<Key> order_;
   std::unordered_map<Key, std::string> synthetic_;  // flags and result slots: their names
   std::unordered_map<Key, Partial> partial_;        // unassigned after a branch: why
+  std::unordered_map<Key, Partial> maybe_undefined_;  // a tensor undefined on some path: why
+  bool optional_read_ = false;                        // reading an optional operand or testing defined()
   std::unordered_set<Key> ordered_;                  // the keys in order_
   std::unordered_map<Key, Key> aliases_;             // const references and bindings: what they name
   std::unordered_map<const ValueDecl*, TupleVar> tuples_;

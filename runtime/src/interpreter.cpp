@@ -305,7 +305,7 @@ class Run {
       std::vector<IValue> in;
       in.reserve(n->inputs().size());
       for (const ir::Value* v : n->inputs()) in.push_back(at(v));
-      std::vector<IValue> out = (*k)(*n, in);
+      std::vector<IValue> out = detail::run_kernel(*k, *n, in);
       if (out.size() != n->num_outputs())
         throw Error(op + ": the kernel gave " + std::to_string(out.size()) + " values for " +
                     std::to_string(n->num_outputs()) + " outputs");

@@ -8,6 +8,7 @@
 
 #include "graph/error.h"
 #include "graph/interpreter.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/nn_ops.h"
 #include "graph/op_table.h"
 #include "graph/ops.h"
@@ -30,6 +31,48 @@ const Tensor& tensor_arg(const ir::Node& n, std::span<const IValue> in, size_t i
   if (i >= in.size()) throw Error(n.op() + ": missing input " + std::to_string(i));
   if (auto* t = std::get_if<Tensor>(&in[i])) return *t;
   throw Error(n.op() + ": input " + std::to_string(i) + " must be a tensor, got " + describe(in[i]));
+}
+
+std::vector<int64_t> int_list(const Tensor& t) {
+  if (!t.defined() || t.dim() != 1 || t.dtype() != kInt64)
+    throw Error("an int list must be a 1-D int64 tensor, got " + describe(IValue(t)));
+  Tensor c = t.to(kCPU).contiguous();
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+std::vector<IValue> run_kernel(const Kernel& k, const ir::Node& n, std::span<const IValue> in) {
+  if (!ir::has_dynamic_attrs(n)) return k(n, in);
+  ir::Graph scratch(n.op());
+  ir::Node* copy = scratch.top()->append(n.op());
+  copy->attrs() = n.attrs();
+  copy->set_loc(n.loc());
+  for (auto& [key, value] : copy->attrs()) {
+    auto d = ir::dynamic_attr(n, key);
+    if (!d) continue;
+    if (d->end > in.size()) throw Error(n.op() + ": the attribute '" + key + "' names missing inputs");
+    if (d->range) {
+      std::vector<int64_t> list;
+      for (size_t i = d->begin; i < d->end; ++i) {
+        const auto* v = std::get_if<int64_t>(&in[i]);
+        if (!v) throw Error(n.op() + ": the attribute '" + key + "' needs ints, got " + describe(in[i]));
+        list.push_back(*v);
+      }
+      value = std::move(list);
+    } else if (const auto* t = std::get_if<Tensor>(&in[d->begin])) {
+      value = int_list(*t);
+    } else if (const auto* i = std::get_if<int64_t>(&in[d->begin])) {
+      value = *i;
+    } else if (const auto* f = std::get_if<double>(&in[d->begin])) {
+      value = *f;
+    } else if (const auto* b = std::get_if<bool>(&in[d->begin])) {
+      value = *b;
+    } else {
+      throw Error(n.op() + ": the attribute '" + key + "' cannot be " + describe(in[d->begin]));
+    }
+  }
+  for (size_t o = 0; o < n.num_outputs(); ++o) copy->add_output(n.output(o)->type());
+  return k(*copy, in.first(ir::num_op_inputs(n)));
 }
 
 namespace {

@@ -147,7 +147,7 @@ std::vector<Tensor> GradientOp::run(std::vector<Arg> inputs) const {
   std::vector<IValue> in;
   for (Arg& a : inputs) std::visit([&](auto& v) { in.emplace_back(std::move(v)); }, a);
   std::vector<Tensor> out;
-  for (IValue& v : (*state_->kernel)(*state_->node, in)) out.push_back(std::get<Tensor>(std::move(v)));
+  for (IValue& v : run_kernel(*state_->kernel, *state_->node, in)) out.push_back(std::get<Tensor>(std::move(v)));
   return out;
 }
 

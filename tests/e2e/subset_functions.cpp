@@ -62,6 +62,13 @@ LSTMNetImpl::LSTMNetImpl()
   return relu(y);
 }
 
+[[graph::static]] Tensor bias_on_one_path(Tensor x, Tensor w, bool use) {
+  Tensor b;
+  if (use) b = w.sum(1);
+  Tensor y = linear(x, w, b);
+  return b.defined() ? y : -y;
+}
+
 NoBiasImpl::NoBiasImpl() : fc(register_module("fc", nn::Linear(4, 3, false))) {}
 
 [[graph::static]] Tensor NoBiasImpl::forward(Tensor x) { return relu(fc(x)) + 1; }
@@ -145,5 +152,31 @@ NoBiasImpl::NoBiasImpl() : fc(register_module("fc", nn::Linear(4, 3, false))) {}
     x = x - 1;
   } while (i < n);
   return x;
+}
+
+// ---- attributes known at run time -----------------------------------------------
+[[graph::static]] Tensor runtime_attrs(Tensor x, int64_t d, double eps, int64_t s) {
+  Tensor y = layer_norm(x, {x.size(-1)}, Tensor(), Tensor(), eps);  // a braced list of host ints
+  Tensor z = softmax(y, d) + log_softmax(y, -1);                     // a host int dim
+  return z.sum(d, s > 0) * s;                                          // a host bool keepdim
+}
+
+NormNetImpl::NormNetImpl()
+    : fc(register_module("fc", nn::Linear(3, 4))), ln(register_module("ln", nn::LayerNorm(graph::Shape{4}, 1e-3))) {}
+
+[[graph::static]] Tensor NormNetImpl::forward(Tensor x) { return ln(fc(x)); }
+
+ConvNetImpl::ConvNetImpl()
+    : conv1(register_module("conv1", nn::Conv2d(2, 3, 3, /*stride=*/2, /*padding=*/1))),
+      conv2(register_module("conv2", nn::Conv2d(3, 2, nn::Size2{3, 1}, /*stride=*/nn::Size2{1, 2}, /*padding=*/nn::Size2{1, 0}))) {}
+
+[[graph::static]] Tensor ConvNetImpl::forward(Tensor x) { return conv2(relu(conv1(x))); }
+
+AttnNetImpl::AttnNetImpl()
+    : with_bias(register_module("with_bias", nn::MultiheadAttention(8, 2))),
+      without_bias(register_module("without_bias", nn::MultiheadAttention(8, 4, /*bias=*/false))) {}
+
+[[graph::static]] Tensor AttnNetImpl::forward(Tensor x) {
+  return with_bias(x) + without_bias->forward(x, x, x, Tensor(), /*is_causal=*/true);
 }
 }  // namespace subset

@@ -28,6 +28,7 @@ struct LSTMNetImpl : graph::nn::Module {
 
 // Optional tensors.
 Tensor maybe_bias(Tensor x, Tensor bias);
+Tensor bias_on_one_path(Tensor x, Tensor w, bool use);  // `Tensor b;` assigned under an if
 struct NoBiasImpl : graph::nn::Module {
   NoBiasImpl();
   Tensor forward(Tensor x);
@@ -45,4 +46,23 @@ Tensor pick(Tensor x, int k);
 Tensor switch_fallthrough(Tensor x, int k);
 Tensor switch_in_loop(Tensor x, int n);
 Tensor do_while(Tensor x, int n);
+// Attributes known at run time: host scalars and ints, braced lists of them,
+// and list members (`Shape`) of graph::nn modules, read at each call.
+Tensor runtime_attrs(Tensor x, int64_t d, double eps, int64_t s);
+struct NormNetImpl : graph::nn::Module {  // Linear then LayerNorm({4})
+  NormNetImpl();
+  Tensor forward(Tensor x);
+  graph::nn::Linear fc;
+  graph::nn::LayerNorm ln;
+};
+struct ConvNetImpl : graph::nn::Module {  // two Conv2d with strides and paddings
+  ConvNetImpl();
+  Tensor forward(Tensor x);
+  graph::nn::Conv2d conv1, conv2;
+};
+struct AttnNetImpl : graph::nn::Module {  // self-attention with and without biases, causal
+  AttnNetImpl();
+  Tensor forward(Tensor x);
+  graph::nn::MultiheadAttention with_bias, without_bias;
+};
 }  // namespace subset

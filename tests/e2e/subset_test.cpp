@@ -109,9 +109,8 @@ TEST(Subset, LSTMCellModuleAndLinearWithoutBias) {
   auto net = std::make_shared<subset::LSTMNetImpl>();
   ASSERT_FALSE(net->head->bias.defined());
   Tensor x = pattern({2, 3}, 0.4f, 0.f), h = pattern({2, 4}, 0.3f, 0.1f), c = pattern({2, 4}, -0.2f, 0.4f);
-  // Inference: the parameters require grad, and LSTMCell's gate slices
-  // (slice_dyn) have no gradient in a static graph yet, so a grad call runs
-  // eagerly (checked in StaticGrad tests); here the graph itself is checked.
+  // Inference: here the forward graph itself is checked (the gate slices are
+  // slice_dyn, whose gradient is slice_backward with run-time bounds).
   graph::autograd::NoGradGuard no_grad;
   static_vs_eager("LSTMNetImpl7forward", [&] { return net->forward(x, h, c); });
   net->cell->weight_ih = net->cell->weight_ih * 0.5;  // parameters are read at each call
@@ -122,6 +121,9 @@ TEST(Subset, OptionalTensors) {
   Tensor x = pattern({2, 3}, 0.5f, -0.5f);
   static_vs_eager("maybe_bias", [&] { return subset::maybe_bias(x, Tensor()); });
   static_vs_eager("maybe_bias", [&] { return subset::maybe_bias(x, pattern({3}, 1.f, 0.f)); });
+  for (bool use : {false, true})
+    static_vs_eager("bias_on_one_path",
+                    [&] { return subset::bias_on_one_path(x, pattern({4, 3}, 0.4f, 0.1f), use); });
   graph::manual_seed(1);
   auto net = std::make_shared<subset::NoBiasImpl>();
   static_vs_eager("NoBiasImpl7forward", [&] { return net->forward(pattern({5, 4}, 0.2f, -0.3f)); });
@@ -173,6 +175,66 @@ TEST(Subset, SwitchAndDoWhile) {
   }
   for (int n : {0, 1, 4, 9}) static_vs_eager("switch_in_loop", [&] { return subset::switch_in_loop(x, n); });
   for (int n : {0, 1, 2, 5}) static_vs_eager("do_while", [&] { return subset::do_while(x, n); });
+}
+
+TEST(Subset, AttributesKnownAtRunTime) {
+  Tensor x = pattern({2, 3, 5}, 0.4f, -0.3f);
+  for (int64_t d : {-1, 0, 2})
+    for (int64_t s : {-2, 3})
+      static_vs_eager("runtime_attrs", [&] { return subset::runtime_attrs(x, d, 1e-2, s); });
+  // A bad run-time dim is an error naming it in both modes.
+  for (graph::Mode m : {compiled_mode(), graph::Mode::Eager}) {
+    graph::set_mode(m);
+    EXPECT_THROW(subset::runtime_attrs(x, 7, 1e-5, 1), graph::Error);
+  }
+  graph::set_mode(compiled_mode());
+}
+
+TEST(Subset, LayerNormModuleReadsItsShapeMember) {
+  graph::manual_seed(5);
+  auto net = std::make_shared<subset::NormNetImpl>();
+  graph::autograd::NoGradGuard no_grad;
+  net->ln->weight = pattern({4}, 0.5f, 1.f);
+  net->ln->bias = pattern({4}, 0.3f, -0.2f);
+  for (graph::Shape s : {graph::Shape{2, 3}, graph::Shape{4, 2, 3}})
+    static_vs_eager("NormNetImpl7forward", [&] { return net->forward(pattern(s, 0.3f, 0.1f)); });
+  // The member is read at each call: normalizing over the last two dims now.
+  net->ln->normalized_shape = {2, 4};
+  net->ln->weight = Tensor();
+  net->ln->bias = Tensor();
+  static_vs_eager("NormNetImpl7forward", [&] { return net->forward(pattern({3, 2, 3}, 0.3f, 0.1f)); });
+  // A shape that does not match is an error in both modes.
+  for (graph::Mode m : {compiled_mode(), graph::Mode::Eager}) {
+    graph::set_mode(m);
+    EXPECT_THROW(net->forward(pattern({3, 3, 3}, 0.3f, 0.1f)), graph::Error);
+  }
+  graph::set_mode(compiled_mode());
+}
+
+TEST(Subset, Conv2dModuleReadsItsStrideAndPadding) {
+  graph::manual_seed(6);
+  auto net = std::make_shared<subset::ConvNetImpl>();
+  graph::autograd::NoGradGuard no_grad;
+  for (graph::Shape s : {graph::Shape{1, 2, 7, 6}, graph::Shape{2, 2, 5, 9}})
+    static_vs_eager("ConvNetImpl7forward", [&] { return net->forward(pattern(s, 0.2f, -0.1f)); });
+  // Members changed after construction are seen by the next call.
+  net->conv1->stride = {1, 1};
+  net->conv1->padding = {0, 2};
+  static_vs_eager("ConvNetImpl7forward", [&] { return net->forward(pattern({1, 2, 7, 6}, 0.2f, -0.1f)); });
+}
+
+TEST(Subset, MultiheadAttentionModules) {
+  graph::manual_seed(7);
+  auto net = std::make_shared<subset::AttnNetImpl>();
+  ASSERT_FALSE(net->without_bias->in_proj_bias.defined());
+  graph::autograd::NoGradGuard no_grad;
+  net->with_bias->in_proj_bias = pattern({24}, 0.3f, -0.2f);  // zeros by default
+  for (graph::Shape s : {graph::Shape{2, 3, 8}, graph::Shape{1, 5, 8}})
+    static_vs_eager("AttnNetImpl7forward", [&] { return net->forward(pattern(s, 0.25f, 0.1f)); });
+  // The head count is a member read at each call.
+  net->without_bias->num_heads = 2;
+  net->without_bias->head_dim = 4;
+  static_vs_eager("AttnNetImpl7forward", [&] { return net->forward(pattern({2, 3, 8}, 0.25f, 0.1f)); });
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ int counter;
   return x;
 }
 
-[[graph::static]] Tensor runtime_dim(Tensor x, int d) {
-  return softmax(x, d);  // expect@21: the argument 'dim' of 'softmax' must be a compile-time constant
+[[graph::static]] Tensor float_dim(Tensor x, double d) {
+  return softmax(x, d);  // expect@21: the conversion from 'double' to 'int64_t' cannot be lowered yet
 }
 
 [[graph::static]] Tensor pointer_param(Tensor x, const float* p) {  // expect@63: parameter 'p' has type 'const float *'
@@ -51,8 +51,8 @@ int counter;
   return y;  // expect@10: 'y' is used here but is not assigned on every path
 }
 
-[[graph::static]] Tensor dynamic_dim(Tensor x, int d) {
-  return x.sum(d);  // expect@16: the argument 'dim' of 'sum' must be a compile-time constant
+[[graph::static]] Tensor dynamic_shape(Tensor x, Tensor y) {
+  return x.reshape(y.sizes());  // expect@20: the argument 'shape' of 'reshape' must be a constant, a host scalar
 }
 
 // Lowerable: no warning.

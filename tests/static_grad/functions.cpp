@@ -90,4 +90,21 @@ LSTMImpl::LSTMImpl(int64_t in, int64_t hidden, int64_t out)
   return head->forward(h);
 }
 
+AttnBlockImpl::AttnBlockImpl()
+    : attn(register_module("attn", nn::MultiheadAttention(8, 2))),
+      ln(register_module("ln", nn::LayerNorm(graph::Shape{8}, 1e-4))) {}
+
+[[graph::static]] Tensor AttnBlockImpl::forward(Tensor x) { return ln(x + attn(x)); }
+
+ConvBlockImpl::ConvBlockImpl()
+    : conv1(register_module("conv1", nn::Conv2d(2, 3, 3, /*stride=*/2, /*padding=*/1))),
+      conv2(register_module("conv2", nn::Conv2d(3, 2, nn::Size2{3, 1}, /*stride=*/nn::Size2{1, 2},
+                                                /*padding=*/nn::Size2{1, 0}))) {}
+
+[[graph::static]] Tensor ConvBlockImpl::forward(Tensor x) { return conv2(relu(conv1(x))); }
+
+[[graph::static]] Tensor embed_loss(Tensor table, Tensor idx, Tensor proj, Tensor target) {
+  return cross_entropy(matmul(tanh(embedding(table, idx)), proj), target);
+}
+
 }  // namespace sg

@@ -44,4 +44,23 @@ struct LSTMImpl : graph::nn::Module {
 };
 GRAPH_MODULE(LSTM);
 
+// graph::nn modules whose list and scalar members (normalized_shape, stride,
+// padding, num_heads, eps) are attributes the graph reads at each call.
+struct AttnBlockImpl : graph::nn::Module {  // ln(x + attn(x)), x [N, L, 8]
+  AttnBlockImpl();
+  Tensor forward(Tensor x);
+  graph::nn::MultiheadAttention attn;
+  graph::nn::LayerNorm ln;
+};
+GRAPH_MODULE(AttnBlock);
+struct ConvBlockImpl : graph::nn::Module {  // conv2(relu(conv1(x))), x [N, 2, H, W]
+  ConvBlockImpl();
+  Tensor forward(Tensor x);
+  graph::nn::Conv2d conv1, conv2;
+};
+GRAPH_MODULE(ConvBlock);
+
+// int64 inputs: embedding indices [N] and cross_entropy class targets [N].
+Tensor embed_loss(Tensor table, Tensor idx, Tensor proj, Tensor target);
+
 }  // namespace sg

@@ -229,6 +229,57 @@ TEST(StaticGrad, ModuleForwardGivesParameterGradients) {
     expect_close(grads[0][i], grads[1][i], 1e-5, "parameter " + std::to_string(i));
 }
 
+// A module's forward as one graph node with history: its output, the input's
+// gradient and every parameter's gradient equal eager autograd's.
+template <class Net>
+void module_gradients(Net& net, const char* mangled, const Tensor& input, size_t num_parameters) {
+  std::vector<Tensor> grads[2], x_grad(2), out(2);
+  for (Mode m : {Mode::Static, Mode::Eager}) {
+    graph::set_mode(m);
+    const size_t k = m == Mode::Eager;
+    net->zero_grad();
+    Tensor x = input.detach().clone().requires_grad_();
+    const uint64_t before = graph::detail::graph_calls(mangled);
+    Tensor y = net->forward(x);
+    EXPECT_EQ(graph::detail::graph_calls(mangled) - before, k ? 0u : 1u) << mangled;
+    (y * weights_like(y)).sum().backward();
+    out[k] = y.detach();
+    x_grad[k] = x.grad();
+    for (const Tensor& p : net->parameters()) grads[k].push_back(p.grad());
+  }
+  graph::set_mode(Mode::Static);
+  expect_close(out[0], out[1], 1e-5, "output");
+  expect_close(x_grad[0], x_grad[1], 1e-5, "input gradient");
+  ASSERT_EQ(grads[0].size(), num_parameters);
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    expect_close(grads[0][i], grads[1][i], 1e-5, "parameter " + std::to_string(i));
+}
+
+TEST(StaticGrad, AttentionAndLayerNormModules) {
+  graph::manual_seed(11);
+  sg::AttnBlock net;
+  // in_proj weight and bias, out_proj weight and bias, ln weight and bias.
+  module_gradients(net, "_ZN2sg13AttnBlockImpl7forwardEN5graph6TensorE", pattern({2, 3, 8}, 0.3f, -0.4f), 6);
+  module_gradients(net, "_ZN2sg13AttnBlockImpl7forwardEN5graph6TensorE", pattern({1, 5, 8}, 0.2f, 0.1f), 6);
+}
+
+TEST(StaticGrad, Conv2dModulesWithStridesAndPaddings) {
+  graph::manual_seed(12);
+  sg::ConvBlock net;
+  module_gradients(net, "_ZN2sg13ConvBlockImpl7forwardEN5graph6TensorE", pattern({2, 2, 7, 6}, 0.2f, -0.1f), 4);
+  net->conv1->stride = {1, 1};  // read at each call
+  module_gradients(net, "_ZN2sg13ConvBlockImpl7forwardEN5graph6TensorE", pattern({1, 2, 5, 4}, 0.2f, -0.1f), 4);
+}
+
+TEST(StaticGrad, Int64IndexAndTargetInputs) {
+  const Tensor idx = graph::tensor<int64_t>({0, 1, 2, 0, 1});
+  const Tensor target = graph::tensor<int64_t>({0, 1, 2, 3, 0});
+  // The indices and the targets get no gradient; the table and proj do.
+  check_gradients("_ZN2sg10embed_lossEN5graph6TensorES1_S1_S1_",
+                  [&](const std::vector<Tensor>& in) { return sg::embed_loss(in[0], idx, in[1], target); },
+                  {pattern({3, 4}, 0.5f, -0.3f), pattern({4, 4}, 0.3f, 0.2f)});
+}
+
 TEST(StaticGrad, NoGradRecordsNothing) {
   Tensor x = pattern({2, 3}, 0.5f, 0.1f).requires_grad_();
   Tensor y = pattern({3}, 0.3f, 0.2f).requires_grad_();

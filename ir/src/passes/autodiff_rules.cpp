@@ -16,6 +16,7 @@
 #include "graph/derivatives.h"
 #include "graph/error.h"
 #include "graph/op_table.h"
+#include "graph/ir/value_primitives.h"
 
 namespace graph::ir::autodiff_detail {
 
@@ -178,18 +179,24 @@ std::vector<Value*> elementwise(Scope& s, const Node& n, OpId id, Value* grad, c
 
 // OP_backward(grad, inputs...) with OP's attributes and the mask of wanted
 // gradients: one output per input.
+// Attributes known at run time (value_primitives.h) are passed on as the
+// gradient op's inputs after its own, and name them there.
 std::vector<Value*> through_backward_op(Scope& s, const Node& n, Value* grad, const std::vector<bool>& wanted) {
+  const size_t own = num_op_inputs(n);
   std::vector<Value*> in{grad};
   std::vector<int64_t> mask;
-  for (size_t i = 0; i < n.inputs().size(); ++i) {
+  for (size_t i = 0; i < own; ++i) {
     in.push_back(s.fwd(n.input(i)));
     mask.push_back(wanted[i] ? 1 : 0);
   }
-  Node* b = s.emit(n.op() + "_backward", in, n.inputs().size());
+  for (size_t i = own; i < n.inputs().size(); ++i) in.push_back(s.fwd(n.input(i)));
+  Node* b = s.emit(n.op() + "_backward", in, own);
   b->attrs() = n.attrs();
+  for (auto& [k, v] : b->attrs())
+    if (auto d = dynamic_attr(n, k)) v = dynamic_attr_ref(d->begin + 1, d->end + 1, d->range);
   b->attrs()["grad_mask"] = mask;
   std::vector<Value*> out;
-  for (size_t i = 0; i < n.inputs().size(); ++i) out.push_back(wanted[i] ? b->output(i) : nullptr);
+  for (size_t i = 0; i < n.inputs().size(); ++i) out.push_back(i < own && wanted[i] ? b->output(i) : nullptr);
   return out;
 }
 
@@ -309,7 +316,17 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
                                  const std::vector<bool>& wanted) {
   const OpInfo* info = find_op(n.op());
   if (n.op() == "reshape_dyn") return {s.emit1("reshape_as", {out_grads.at(0), s.fwd(n.input(0))})};
-  if (n.op() == "slice_dyn") no_gradient(n, "(a slice with run-time bounds) has no gradient in a static graph yet");
+  if (n.op() == "slice_dyn") {
+    // slice_backward with its bounds known at run time (value_primitives.h).
+    Node* b = s.emit("slice_backward", {out_grads.at(0), s.fwd(n.input(0)), s.fwd(n.input(1)), s.fwd(n.input(2)),
+                                        s.fwd(n.input(3))});
+    b->attrs() = {{"dim", n.attrs().at("dim")},
+                  {"start", dynamic_attr_ref(2, 3, false)},
+                  {"end", dynamic_attr_ref(3, 4, false)},
+                  {"step", dynamic_attr_ref(4, 5, false)},
+                  {"grad_mask", std::vector<int64_t>{1}}};
+    return {b->output(), nullptr, nullptr, nullptr};
+  }
   if (!info) {
     if (n.op() == "call") no_gradient(n, "cannot be differentiated: run inline_calls first");
     if (n.op() == "FusionGroup") no_gradient(n, "cannot be differentiated: differentiate before fusion");
@@ -317,6 +334,10 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
   }
   if (info->id > OpId::scaled_dot_product_attention) no_gradient(n, "is a gradient op and has no gradient itself");
   Value* g = out_grads.at(0);
+  if (has_dynamic_attrs(n)) {
+    if (info->kind != OpKind::Elementwise && find_op(n.op() + "_backward")) return through_backward_op(s, n, g, wanted);
+    no_gradient(n, "with attributes known only at run time has no gradient in a static graph yet");
+  }
   switch (info->kind) {
     case OpKind::Elementwise: return elementwise(s, n, info->id, g, wanted);
     case OpKind::Reduce:

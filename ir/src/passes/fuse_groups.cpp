@@ -19,6 +19,7 @@
 
 #include "../rewrite.h"
 #include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 
 namespace graph::ir {
@@ -123,7 +124,8 @@ void fuse_epilogue(Node* mm, Node* g) {
 
 bool reducible(const Node* r, const Block* top) {
   const OpInfo* info = find_op(r->op());
-  if (!info || info->kind != OpKind::Reduce) return false;
+  // A reduction whose dims are known only at run time stays outside.
+  if (!info || info->kind != OpKind::Reduce || has_dynamic_attrs(*r)) return false;
   const Node* g = r->input(0)->producer();
   return elementwise_group(g) && g->num_outputs() == 1 && sole_user(g->output(), top) == r;
 }

@@ -13,6 +13,7 @@
 
 #include "graph/error.h"
 #include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 
 namespace graph::ir {
@@ -640,17 +641,64 @@ class TypeInference {
     if (op == "reshape_dyn" || op == "slice_dyn") return n->output()->set_type(dynamic_view(n));
     const OpInfo* info = find_op(op);
     if (!info || n->num_outputs() != 1) return;
+    if (has_dynamic_attrs(*n)) return n->output()->set_type(with_dynamic_attrs(*info, n));
+    n->output()->set_type(by_op(*info, n));
+  }
+
+  static Type by_op(const OpInfo& op_info, Node* n) {
+    const OpInfo* info = &op_info;
     switch (info->kind) {
-      case OpKind::Elementwise: n->output()->set_type(elementwise(*info, n)); break;
-      case OpKind::Reduce: n->output()->set_type(reduce(*info, n)); break;
+      case OpKind::Elementwise: return elementwise(*info, n);
+      case OpKind::Reduce: return reduce(*info, n);
       case OpKind::Library:
-        n->output()->set_type(info->id == OpId::matmul   ? matmul(n)
-                              : info->id == OpId::conv2d ? conv2d(n)
-                                                         : same_dtype(*info, n));
-        break;
-      case OpKind::View: n->output()->set_type(view(*info, n)); break;
-      case OpKind::Other: n->output()->set_type(other(*info, n)); break;
+        return info->id == OpId::matmul   ? matmul(n)
+               : info->id == OpId::conv2d ? conv2d(n)
+                                          : same_dtype(*info, n);
+      case OpKind::View: return view(*info, n);
+      case OpKind::Other: return other(*info, n);
     }
+    return Type::tensor();
+  }
+
+  // An op with attributes known only at run time (value_primitives.h): what
+  // does not depend on them. The dtype and, for ops whose shape the
+  // attributes do not change (layer_norm, softmax, dropout), the shape are
+  // inferred as for the op without them; conv2d and the pools keep their
+  // rank, batch and channels; other shapes are unknown.
+  static Type with_dynamic_attrs(const OpInfo& info, Node* n) {
+    const Attributes saved = n->attrs();
+    for (auto it = n->attrs().begin(); it != n->attrs().end();)
+      it = dynamic_attr(*n, it->first) ? n->attrs().erase(it) : std::next(it);
+    Type out = Type::tensor();
+    const bool keeps_shape = info.id == OpId::layer_norm || info.id == OpId::softmax ||
+                             info.id == OpId::log_softmax || info.id == OpId::dropout;
+    try {
+      if (info.id == OpId::conv2d) {
+        out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
+        const Dims* x = dims_of(n->input(0));
+        const Dims* w = dims_of(n->input(1));
+        if (x && x->size() != 4) shape_error(n, "the input must be 4-D [N, C, H, W], is " + dims_str(*x));
+        if (x && w && w->size() == 4) out.dims = Dims{(*x)[0], (*w)[0], Dim::unknown(), Dim::unknown()};
+      } else if (info.id == OpId::max_pool2d || info.id == OpId::avg_pool2d) {
+        out = same_dtype(info, n);
+        if (const Dims* x = dims_of(n->input(0)); x && x->size() >= 2) {
+          Dims d(x->begin(), x->end() - 2);
+          d.push_back(Dim::unknown());
+          d.push_back(Dim::unknown());
+          out.dims = std::move(d);
+        }
+      } else if (info.kind == OpKind::View || info.id == OpId::cat || info.id == OpId::stack) {
+        out.dtype = n->input(0)->type().dtype;  // sizes and dims from the run-time attributes
+      } else {
+        out = by_op(info, n);
+        if (!keeps_shape) out.dims.reset();
+      }
+    } catch (...) {
+      n->attrs() = saved;
+      throw;
+    }
+    n->attrs() = saved;
+    return out;
   }
 
   // reshape_dyn and slice_dyn: the input's dtype; the rank is known, the
@@ -729,11 +777,33 @@ class TypeInference {
 
 }  // namespace
 
+namespace {
+
+// Whether `v` reaches, directly or through views, an operand that must hold
+// integer indices: embedding's indices, cross_entropy's class targets.
+bool used_as_indices(const Value* v, int depth = 0) {
+  if (depth > 16) return false;
+  for (const Node* n : v->users()) {
+    const OpInfo* info = find_op(n->op());
+    const bool view = n->op() == "reshape_dyn" || n->op() == "slice_dyn" || (info && info->kind == OpKind::View);
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      if (n->input(i) != v) continue;
+      if (info && (info->id == OpId::embedding || info->id == OpId::cross_entropy) && i == 1) return true;
+      if (view && i == 0 && n->num_outputs() == 1 && used_as_indices(n->output(), depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void infer_types(Graph& g, DType tensor_default) {
   for (const auto& in : g.inputs()) {
     if (!in->type().is_tensor() || in->type().dtype) continue;
     Type t = in->type();
-    t.dtype = tensor_default;
+    // Index inputs are int64 (the dtype the eager ops take); others get the
+    // dtype the graph is specialized for.
+    t.dtype = used_as_indices(in.get()) ? DType::Int64 : tensor_default;
     in->set_type(std::move(t));
   }
   TypeInference().block(g.top());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 
 namespace graph::ir {
@@ -67,7 +68,7 @@ const Node* producer_op(const Value* v, OpId id) {
   const Node* p = v->producer();
   if (!p) return nullptr;
   const OpInfo* info = find_op(p->op());
-  return info && info->id == id ? p : nullptr;
+  return info && info->id == id && !has_dynamic_attrs(*p) ? p : nullptr;
 }
 
 // ---- rules ---------------------------------------------------------------------
@@ -191,7 +192,8 @@ void simplify_block(Block* b) {
   for (Node* n : order) {
     for (const auto& inner : n->blocks()) simplify_block(inner.get());
     const OpInfo* info = find_op(n->op());
-    if (!info || n->num_outputs() != 1) continue;
+    // Attributes known only at run time (value_primitives.h) are not compared.
+    if (!info || n->num_outputs() != 1 || has_dynamic_attrs(*n)) continue;
     for (Rule rule : kRules) {
       Value* to = rule(n, *info);
       if (!to) continue;

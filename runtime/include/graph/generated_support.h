@@ -144,6 +144,10 @@ inline int64_t int_mod(int64_t a, int64_t b) {
   return b == -1 ? 0 : a % b;
 }
 
+// An int list attribute known at run time, held in a 1-D int64 tensor (a
+// `Shape` member passed to the graph); interpreter_kernels.cpp.
+std::vector<int64_t> int_list(const Tensor& t);
+
 // list_get: element `i` of `l`, negative from the end, range-checked.
 inline const Tensor& list_get(const std::vector<Tensor>& l, int64_t i) {
   const int64_t n = static_cast<int64_t>(l.size());

@@ -50,6 +50,13 @@ const Kernel* find_kernel(std::string_view op);
 // entries), or nullptr (grad_kernels.cpp).
 const Kernel* find_backward_kernel(std::string_view op);
 
+// Runs `k` on `n`. A node with attributes known at run time
+// (ir/value_primitives.h) gets them from its inputs: the kernel sees a copy of
+// the node with those attributes as constants, and only the op's own inputs.
+std::vector<IValue> run_kernel(const Kernel& k, const ir::Node& n, std::span<const IValue> in);
+// An int list held in a 1-D int64 tensor (a `Shape` member passed to a graph).
+std::vector<int64_t> int_list(const Tensor& t);
+
 // Accessors that throw graph::Error naming the node on a kind mismatch.
 const Tensor& tensor_arg(const ir::Node& n, std::span<const IValue> in, size_t i);
 // An int, float or bool input as a Scalar; a 0-d tensor stays a tensor.

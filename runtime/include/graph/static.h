@@ -76,9 +76,18 @@ struct Registrar {
 bool explain_enabled();
 void explain(std::string_view function, std::string_view why);
 
+// An int list (a `Shape` member a graph takes as an attribute at run time)
+// as the 1-D int64 tensor the graph reads it from.
+inline Tensor int_list_tensor(const Shape& v) {
+  Tensor t = empty(Shape{static_cast<int64_t>(v.size())}, kInt64);
+  for (size_t i = 0; i < v.size(); ++i) t.data_ptr<int64_t>()[i] = v[i];
+  return t;
+}
+
 template <class T>
 Arg to_arg(const T& v) {
   if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return v;
+  else if constexpr (std::is_same_v<T, Shape>) return int_list_tensor(v);
   else if constexpr (std::is_same_v<T, bool>) return v;
   else if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(v);
   else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);

@@ -119,6 +119,21 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return linear(x, w, b);
 }
 
+// `Tensor b;` assigned on one path only is an undefined tensor on the other:
+// fine as an optional operand or under `.defined()`, diagnosed elsewhere.
+[[graph::static]] Tensor bias_on_one_path(Tensor x, Tensor w, bool use) {  // lowers
+  Tensor b;
+  if (use) b = w.sum(1);
+  Tensor y = linear(x, w, b);
+  return b.defined() ? y : -y;
+}
+
+[[graph::static]] Tensor bias_read_as_value(Tensor x, Tensor w, bool use) {
+  Tensor b;
+  if (use) b = w.sum(1);  // expect@12: note: 'b' is assigned in this branch // expect@3: note: but not when the condition is false
+  return linear(x, w, b) + b;  // expect@28: 'b' is used here but is not assigned on every path through the 'if'
+}
+
 [[graph::static]] Tensor shape_ints(Tensor x) {  // lowers
   int64_t rows = x.size(0);
   int64_t cols = x.numel() / rows;
@@ -130,8 +145,8 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x.slice(0, k, x.size(0));
 }
 
-[[graph::static]] Tensor runtime_dim(Tensor x, int d) {
-  return x.sum(d);  // expect@16: the argument 'dim' of 'sum' must be a compile-time constant
+[[graph::static]] Tensor runtime_dim(Tensor x, int d) {  // lowers
+  return x.sum(d);  // sum{dim="@1"}(x, d)
 }
 
 [[graph::static]] Tensor sizes_vector(Tensor x) {
@@ -232,4 +247,28 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   double r = a;
   r /= 2;
   return x * r;
+}
+
+// List members as attributes: a `Shape` member is read at each call (an i64
+// tensor input); other list types and unreachable objects are diagnosed.
+struct Shaped {
+  Tensor forward_shape(Tensor x);
+  Tensor forward_vector(Tensor x);
+  Tensor forward_local(Tensor x);
+  Shape view_shape{-1, 2};
+  std::vector<int64_t> dims{1, 0};
+  double eps = 1e-5;
+};
+
+[[graph::static]] Tensor Shaped::forward_shape(Tensor x) {  // lowers
+  return layer_norm(x.reshape(view_shape), {2}, Tensor(), Tensor(), eps);
+}
+
+[[graph::static]] Tensor Shaped::forward_vector(Tensor x) {
+  return x.permute(dims);  // expect@20: the argument 'dims' of 'permute' must be a constant, a host scalar, a braced list of host integers or a member holding the list (read at each call)
+}
+
+[[graph::static]] Tensor Shaped::forward_local(Tensor x) {
+  Shaped other;  // expect@10: 'other' has type 'Shaped', which a static graph cannot hold
+  return x.reshape(other.view_shape);
 }

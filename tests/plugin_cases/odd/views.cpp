@@ -1,6 +1,7 @@
 // Views and ops with attributes: the Tensor parameters of a GRAPH_OP
 // declaration are inputs, every other parameter is the attribute of the same
-// name, and its argument must be a compile-time constant.
+// name: a compile-time constant, or a host value read at run time (a scalar,
+// a braced list of host ints, a list member).
 #include <graph/graph.h>
 
 using namespace graph;
@@ -37,20 +38,24 @@ constexpr int kDim = 1;
   return max_pool2d(y, {2, 2}) + avg_pool2d(y, {2, 2}, {2, 2}, {0, 0});
 }
 
-[[graph::static]] Tensor runtime_dim(Tensor x, int d) {
-  return softmax(x, d);  // expect@21: the argument 'dim' of 'softmax' must be a compile-time constant
+[[graph::static]] Tensor runtime_dim(Tensor x, int d) {  // lowers
+  return softmax(x, d);  // an attribute read at run time: softmax{dim="@1"}(x, d)
 }
 
 [[graph::static]] Tensor runtime_shape(Tensor x, Tensor y) {
-  return x.reshape(y.sizes());  // expect@20: the argument 'shape' of 'reshape' must be a compile-time constant
+  return x.reshape(y.sizes());  // expect@20: the argument 'shape' of 'reshape' must be a constant, a host scalar, a braced list of host integers or a member holding the list (read at each call)
 }
 
 [[graph::static]] Tensor runtime_slice(Tensor x, int n) {  // lowers
   return x.slice(0, 0, n);
 }
 
-[[graph::static]] Tensor runtime_keepdim(Tensor x, bool k) {
-  return x.sum(1, k);  // expect@19: the argument 'keepdim' of 'sum' must be a compile-time constant
+[[graph::static]] Tensor runtime_keepdim(Tensor x, bool k) {  // lowers
+  return x.sum(1, k);
+}
+
+[[graph::static]] Tensor float_dim(Tensor x, double d) {
+  return softmax(x, d);  // expect@21: the conversion from 'double' to 'int64_t' cannot be lowered yet
 }
 
 [[graph::static]] Tensor not_an_op(Tensor x) {

@@ -14,6 +14,7 @@
 // reshape_dyn and slice_dyn are reshape and slice whose sizes are known only
 // at run time (e.g. from tensor_size); the verifier checks their signatures,
 // infer_types keeps the input's dtype (and rank), dce may remove them.
+#include <optional>
 #include <string>
 
 #include "graph/ir/ir.h"
@@ -28,5 +29,29 @@ bool is_value_primitive(const std::string& op);
 // attention's mask) or inside an If on that test. The input guards (codegen's
 // and the interpreter's) accept an undefined tensor there.
 bool may_be_undefined(const Value* input);
+
+// ---- attributes known at run time ---------------------------------------------
+// An op's attribute may come from the node's inputs instead of a constant
+// (`layer_norm(x, this->normalized_shape, ...)`, `conv2d(..., stride, padding)`
+// with members, a host `eps`): its value is then the string "@i" (input
+// i: an int, float or bool for a scalar attribute, or a 1-D i64 tensor for an
+// int list: a `Shape` member passed at each call) or "@i:j" (the int inputs
+// i..j-1 as an int list, `{n, h}`); a string attribute starting with '@' is
+// always such a reference (other strings are free-form notes). These inputs
+// follow the op's own inputs:
+//   layer_norm{normalized_shape="@3", eps=1e-05}(%x, %w, %b, %shape)
+// The verifier checks them, infer_types leaves what they decide unknown, and
+// the interpreter, codegen and autodiff read them at run time.
+struct DynamicAttr {
+  size_t begin = 0, end = 0;  // the inputs [begin, end)
+  bool range = false;         // "@i:j": ints as a list
+};
+// The run-time attribute `name` of `n`, or nullopt when it is absent or a constant.
+std::optional<DynamicAttr> dynamic_attr(const Node& n, const std::string& name);
+bool has_dynamic_attrs(const Node& n);
+// The op's own inputs: those before the first run-time attribute's.
+size_t num_op_inputs(const Node& n);
+// "@i" / "@i:j".
+std::string dynamic_attr_ref(size_t begin, size_t end, bool range);
 
 }  // namespace graph::ir
