@@ -284,6 +284,18 @@ bool StaticFunction::ready() {
   return true;
 }
 
+bool StaticFunction::split_ready() {
+  if (mode() == Mode::Eager) {
+    explain(demangled(name_), "the mode is eager (GRAPH_MODE=eager or graph::set_mode)");
+    return false;
+  }
+  if (tracing()) {
+    explain(demangled(name_), "graph::trace is recording this thread's eager ops");
+    return false;
+  }
+  return true;
+}
+
 bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) {
   CompiledGraph* g = load(graph_);
   if (n_in != g->num_inputs || n_out != g->num_outputs) {

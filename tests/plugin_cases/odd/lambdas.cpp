@@ -20,8 +20,8 @@ using namespace graph;
   return g(x);
 }
 
-[[graph::static]] Tensor lambda_immediate(Tensor x) {
-  Tensor y = [&] { return x * x; }();  // expect@14: calls to lambdas cannot be lowered yet
+[[graph::static]] Tensor lambda_immediate(Tensor x) {  // lowers: lambda_immediate.region1
+  Tensor y = [&] { return x * x; }();  // expect@14: calls to lambdas cannot be lowered yet; it runs eagerly before a static region
   return y;
 }
 
@@ -32,8 +32,8 @@ using namespace graph;
   return acc;
 }
 
-[[graph::static]] Tensor lambda_unused(Tensor x) {
-  auto unused = [] { return 1; };  // expect@17: lambdas cannot be lowered yet
+[[graph::static]] Tensor lambda_unused(Tensor x) {  // lowers: lambda_unused.region1
+  auto unused = [] { return 1; };  // expect@17: lambdas cannot be lowered yet; it runs eagerly before a static region
   return x;
 }
 

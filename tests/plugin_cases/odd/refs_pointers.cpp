@@ -34,13 +34,13 @@ Tensor Weights::shared;
   return (x);
 }
 
-[[graph::static]] Tensor auto_non_tensor(Tensor x) {
-  auto sizes = x.sizes();  // expect@8: 'sizes' has type 'Shape', which a static graph cannot hold
+[[graph::static]] Tensor auto_non_tensor(Tensor x) {  // lowers: auto_non_tensor.region1
+  auto sizes = x.sizes();  // expect@8: 'sizes' has type 'Shape', which a static graph cannot hold; it runs eagerly before a static region
   return x;
 }
 
-[[graph::static]] Tensor auto_init_list(Tensor x) {
-  auto l = {x, x};  // expect@8: 'l' has type 'std::initializer_list<Tensor>', which a static graph cannot hold
+[[graph::static]] Tensor auto_init_list(Tensor x) {  // lowers: auto_init_list.region1
+  auto l = {x, x};  // expect@8: 'l' has type 'std::initializer_list<Tensor>', which a static graph cannot hold; it runs eagerly before a static region
   return x;
 }
 
@@ -115,9 +115,9 @@ Tensor Weights::shared;
   return *new Tensor(x);  // expect@10: the operator '*' cannot be lowered: pointers are not supported
 }
 
-[[graph::static]] Tensor global_assign_after_read(Tensor x) {
-  Tensor y = G;
-  G = y + x;  // expect@3: the global 'G' cannot be assigned in a static graph: the graph only reads globals
+[[graph::static]] Tensor global_assign_after_read(Tensor x) {  // lowers: global_assign_after_read.region0
+  Tensor y = G;  // lowers: global_assign_after_read.region1
+  G = y + x;  // expect@3: the global 'G' cannot be assigned in a static graph: the graph only reads globals; it runs eagerly between two static regions
   return y;
 }
 
@@ -129,7 +129,7 @@ Tensor Weights::shared;
   return x * Weights::shared;
 }
 
-[[graph::static]] Tensor global_compound(Tensor x) {
+[[graph::static]] Tensor global_compound(Tensor x) {  // lowers: global_compound.region1
   G = G;  // expect@3: the global 'G' cannot be assigned
   return x;
 }
