@@ -1601,6 +1601,9 @@ class FunctionLowering {
   }
 
   void return_(const ReturnStmt* r) {
+    if (frame_->results.empty())  // only a static region before a graph break has no results
+      throw Unsupported{r->getBeginLoc(), "this 'return' comes before a graph break, which a static region cannot end with",
+                        {}, /*breakable=*/false};
     if (!r->getRetValue()) unsupported(r->getBeginLoc(), "a 'return' without a value cannot be lowered");
     std::vector<ir::Value*> values = result_values(r->getRetValue());
     for (size_t i = 0; i < values.size(); ++i) define(&frame_->slots[i], values[i]);

@@ -303,7 +303,7 @@ class Consumer : public ASTConsumer {
           }
           if (!sp) {
             std::vector<std::pair<SourceLocation, std::string>> notes = u.notes;
-            if (no_break && no_break->message != u.message)
+            if (no_break && (no_break->message != u.message || no_break->loc != u.loc))
               notes.push_back({no_break->loc.isValid() ? no_break->loc : u.loc,
                                "no graph break is possible around it: " + no_break->message});
             diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd, notes);
