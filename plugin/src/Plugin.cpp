@@ -490,6 +490,19 @@ class Consumer : public ASTConsumer {
     offsets.push_back(sm.getFileOffset(rbrace));
     for (size_t i = 0; i < n; ++i)
       if (offsets[i] >= offsets[i + 1]) return std::nullopt;
+    // The statements are copied as text, region by region: a preprocessor
+    // directive between them (#if ... #endif) could end up split.
+    {
+      llvm::StringRef text = sm.getBufferData(sm.getMainFileID()).substr(offsets[0], offsets[n] - offsets[0]);
+      llvm::SmallVector<llvm::StringRef> lines;
+      text.split(lines, '\n');
+      for (llvm::StringRef l : lines)
+        if (l.ltrim().starts_with("#"))
+          throw Unsupported{first.loc,
+                            "the body has a preprocessor directive between its statements, which a graph break "
+                            "cannot split",
+                            {}, false};
+    }
 
     // The top-level statement in [lo, hi) that `u` is about, if it can be an island.
     auto island_of = [&](const Unsupported& u, size_t lo, size_t hi) -> std::optional<size_t> {
@@ -707,7 +720,10 @@ class Consumer : public ASTConsumer {
       };
 
       std::string& p = sp.prologue;
-      p = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash + "\"); if (" +
+      // The variables crossing a break are parameters of the lambdas, of the
+      // same names as the function's parameters they may hide: no -Wshadow.
+      p = " _Pragma(\"GCC diagnostic push\") _Pragma(\"GCC diagnostic ignored \\\"-Wshadow\\\"\")"
+          " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash + "\"); if (" +
           result_type + " _graph_r{}; _graph_sf.run_split(_graph_r, " + eager_call(fd, result_type) + ", [&]() -> " +
           result_type + " {";
       for (size_t j = 0; j < spans.size(); ++j)
@@ -721,7 +737,7 @@ class Consumer : public ASTConsumer {
         p += " auto _graph_k" + std::to_string(j) + " = [&](" + ps + ") -> " + result_type + " {" +
              text(island_at[j - 1], island_at[j - 1] + 1) + region(j) + " };";
       }
-      p += region(0) + " })) return _graph_r;\n#line " +
+      p += region(0) + " })) return _graph_r; _Pragma(\"GCC diagnostic pop\")\n#line " +
            std::to_string(sm.getExpansionLineNumber(sp.lbrace)) + " \"" + origin + "\"\n" +
            std::string(sm.getExpansionColumnNumber(sp.lbrace), ' ');
       return sp;

@@ -86,3 +86,13 @@ std::string describe(const Tensor& t);
   log_tensor(r);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op // expect@14: note: no graph break is possible around it: 'r' is used after a graph break but cannot cross it: it is a reference
   return r * 2;
 }
+
+// The statements are copied region by region: a preprocessor directive
+// between them could be split, so there is no break.
+[[graph::static]] Tensor directive_between(Tensor x) {
+  Tensor y = x * 2;
+#ifndef CXXGRAPH_NEVER_DEFINED
+  log_tensor(y);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op // expect@3: note: no graph break is possible around it: the body has a preprocessor directive between its statements
+#endif
+  return y;
+}
