@@ -27,6 +27,11 @@ add_test(NAME e2e_graph_break_check COMMAND e2e_test --gtest_filter=GraphBreak.M
 set_tests_properties(e2e_graph_break_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
   PASS_REGULAR_EXPRESSION "graph check: breaks::Scaler::forward\\(graph::Tensor\\) \\(break_functions.cpp:62\\): output 0 max \\|graph - eager\\| = 0\n"
   FAIL_REGULAR_EXPRESSION "FAILED|= [1-9]")
+# GRAPH_EXPLAIN=1: a region whose guard fails says so, naming the function's line.
+add_test(NAME e2e_graph_break_explain COMMAND e2e_test --gtest_filter=GraphBreak.GuardFailureRunsTheRegionEagerly)
+set_tests_properties(e2e_graph_break_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAIN=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got double"
+  FAIL_REGULAR_EXPRESSION "FAILED")
 
 # The C++ subset: tuples, optional tensors, shapes as host ints, switch,
 # do-while, integer / and % (subset_functions.cpp), compiled and interpreted.

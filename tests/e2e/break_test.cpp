@@ -166,6 +166,28 @@ TEST_F(GraphBreak, GuardFailureRunsTheRegionEagerly) {
   expect_close((graph::tanh(y) * x) * 2 - y, r);
 }
 
+// Training through a split function: each region records one node on the
+// eager tape, the eager statement between them records its own ops, and the
+// gradients equal eager autograd's.
+TEST_F(GraphBreak, GradientsFlowThroughRegionsAndTheIsland) {
+  const std::string name = "_ZN6breaks14island_assignsEN5graph6TensorES1_";
+  Tensor grads[2][2];
+  for (int eager = 0; eager < 2; ++eager) {
+    graph::set_mode(eager ? graph::Mode::Eager : compiled_mode());
+    Tensor x = pattern({2, 3}, 0.5f, -1.0f).requires_grad_(), w = pattern({3, 4}, -0.3f, 0.7f).requires_grad_();
+    uint64_t before = calls(name + ".region1");
+    Tensor y = breaks::island_assigns(x, w);
+    EXPECT_EQ(calls(name + ".region1"), before + (eager ? 0 : 1));
+    (y * pattern({2, 4}, 0.9f, 0.1f)).sum().backward();
+    grads[eager][0] = x.grad();
+    grads[eager][1] = w.grad();
+  }
+  graph::set_mode(compiled_mode());
+  ASSERT_TRUE(grads[0][0].defined() && grads[0][1].defined());
+  expect_close(grads[1][0], grads[0][0]);
+  expect_close(grads[1][1], grads[0][1]);
+}
+
 }  // namespace
 
 // GRAPH_MODE=eager (ctest e2e_graph_mode_eager): the whole eager body runs,
