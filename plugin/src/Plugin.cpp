@@ -562,16 +562,19 @@ class Consumer : public ASTConsumer {
     };
     // Every variable crossing the break at p must be a tensor, a list of
     // tensors or a host scalar, held by value.
+    auto cannot_cross = [&](const ValueDecl* d) -> std::string {
+      const auto* v = dyn_cast<VarDecl>(d);
+      if (!v) return "a structured binding";
+      if (!break_type(v->getType(), ctx.getPrintingPolicy())) return "of type " + quote(v->getType().getAsString());
+      if (!isa<ParmVarDecl>(v) && (!v->hasLocalStorage() || v->getType()->isReferenceType()))
+        return v->getType()->isReferenceType() ? "a reference" : "not an automatic variable";
+      return "";
+    };
     auto check_crossing = [&](size_t p) {
       for (size_t i = p; i < n; ++i)
         for (const auto& [d, at] : refs[i]) {
           if (declared[d].first >= static_cast<long>(p)) continue;
-          const auto* v = dyn_cast<VarDecl>(d);
-          std::string why;
-          if (!v) why = "a structured binding";
-          else if (!break_type(v->getType(), ctx.getPrintingPolicy())) why = "of type " + quote(v->getType().getAsString());
-          else if (!isa<ParmVarDecl>(v) && (!v->hasLocalStorage() || v->getType()->isReferenceType()))
-            why = v->getType()->isReferenceType() ? "a reference" : "not an automatic variable";
+          std::string why = cannot_cross(d);
           if (!why.empty())
             throw Unsupported{at,
                               quote(d->getName()) + " is used after a graph break but cannot cross it: it is " + why +
@@ -591,23 +594,31 @@ class Consumer : public ASTConsumer {
       return std::nullopt;
     }
     while (true) {
-      // Regions between islands: [begin, end) each.
-      std::vector<std::pair<size_t, size_t>> spans;
-      size_t b = 0;
+      // Islands next to each other run as one eager stretch [begin, end);
+      // the regions lie between them.
+      std::vector<std::pair<size_t, size_t>> stretches, spans;
       for (size_t i : islands) {
-        spans.push_back({b, i});
-        b = i + 1;
+        if (!stretches.empty() && stretches.back().second == i) stretches.back().second = i + 1;
+        else stretches.push_back({i, i + 1});
+      }
+      size_t b = 0;
+      for (const auto& [from, to] : stretches) {
+        spans.push_back({b, from});
+        b = to;
       }
       spans.push_back({b, n});
-      for (size_t i : islands) check_crossing(i);
-      for (const auto& [from, to] : spans)
-        if (from < to) check_crossing(from);
+      // Checked once the islands are known: a statement reading a variable
+      // an island declared and no region can hold becomes an island itself.
+      auto check_all = [&] {
+        for (const auto& [from, to] : stretches) check_crossing(from);
+        for (const auto& [from, to] : spans)
+          if (from < to) check_crossing(from);
+      };
 
-      // Variables live into island j (index j in `islands`, j = 1.. in
-      // regions' numbering): declared before it, read from it on.
-      std::vector<size_t> island_at(islands.begin(), islands.end());
+      // Variables live into eager stretch j - 1 (before region j): declared
+      // before it, read from it on.
       std::vector<std::vector<const ValueDecl*>> params(spans.size());
-      for (size_t j = 1; j < spans.size(); ++j) params[j] = live(island_at[j - 1], island_at[j - 1], n);
+      for (size_t j = 1; j < spans.size(); ++j) params[j] = live(stretches[j - 1].first, stretches[j - 1].first, n);
 
       std::vector<std::optional<Lowered>> lowered(spans.size());
       std::vector<std::vector<const ValueDecl*>> outputs(spans.size());
@@ -622,7 +633,8 @@ class Consumer : public ASTConsumer {
         r.end = body->body_begin() + to;
         r.last = last;
         r.boundary = to < n ? stmts[to]->getBeginLoc() : body->getRBracLoc();
-        for (const ValueDecl* d : live(from, from, to)) r.inputs.push_back(cast<VarDecl>(d));
+        for (const ValueDecl* d : live(from, from, to))
+          if (cannot_cross(d).empty()) r.inputs.push_back(cast<VarDecl>(d));
         if (!last) {
           std::set<const ValueDecl*> touched;
           for (size_t i = from; i < to; ++i)
@@ -638,13 +650,17 @@ class Consumer : public ASTConsumer {
           lowered[j] = lower_region(ctx, fd, r);
         } catch (const Unsupported& u) {
           std::optional<size_t> i = island_of(u, from, to);
-          if (!i) throw;
+          if (!i) {
+            check_all();  // the clearer reason, when there is one
+            throw;
+          }
           islands.insert(*i);
           reasons.emplace(*i, u);
           retry = true;
         }
       }
       if (retry) continue;
+      check_all();
 
       // Every region lowered: compile them, then write the prologue.
       Split sp;
@@ -661,13 +677,14 @@ class Consumer : public ASTConsumer {
         if (graph_of[j] >= 0) sp.regions[graph_of[j]].stem = stem(identifier(fd->getNameAsString()) + ".region" +
                                                                      std::to_string(j), file_names);
 
-      for (size_t k = 0; k < island_at.size(); ++k) {
+      for (size_t k = 0; k < stretches.size(); ++k) {
         bool before = false, after = false;
         for (size_t j = 0; j < spans.size(); ++j)
           if (graph_of[j] >= 0) (j <= k ? before : after) = true;
-        sp.breaks.push_back({reasons.at(island_at[k]), before && after ? "between two static regions"
-                                                       : before       ? "after a static region"
-                                                                      : "before a static region"});
+        for (size_t i = stretches[k].first; i < stretches[k].second; ++i)
+          sp.breaks.push_back({reasons.at(i), before && after ? "between two static regions"
+                                              : before       ? "after a static region"
+                                                             : "before a static region"});
       }
 
       const std::string origin = main_file_path(sm);
@@ -735,7 +752,7 @@ class Consumer : public ASTConsumer {
         for (const ValueDecl* d : params[j])
           ps += (ps.empty() ? "" : ", ") + *break_type(d->getType(), ctx.getPrintingPolicy()) + " " + d->getNameAsString();
         p += " auto _graph_k" + std::to_string(j) + " = [&](" + ps + ") -> " + result_type + " {" +
-             text(island_at[j - 1], island_at[j - 1] + 1) + region(j) + " };";
+             text(stretches[j - 1].first, stretches[j - 1].second) + region(j) + " };";
       }
       p += region(0) + " })) return _graph_r; _Pragma(\"GCC diagnostic pop\")\n#line " +
            std::to_string(sm.getExpansionLineNumber(sp.lbrace)) + " \"" + origin + "\"\n" +

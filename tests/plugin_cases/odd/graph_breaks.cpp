@@ -36,12 +36,20 @@ std::string describe(const Tensor& t);
   return y * static_cast<float>(describe(y).size());  // expect@33: the conversion from 'size_type' to 'float' cannot be lowered yet; it runs eagerly after a static region
 }
 
-// Two breaks in a row: no region between them.
+// Two breaks in a row run as one eager stretch: no region between them.
 [[graph::static]] Tensor adjacent_breaks(Tensor x) {  // lowers: adjacent_breaks.region0
   Tensor y = x * 2;
   log_tensor(y);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op; it runs eagerly between two static regions
   log_tensor(x);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op; it runs eagerly between two static regions
-  return x - y;  // lowers: adjacent_breaks.region2
+  return x - y;  // lowers: adjacent_breaks.region1
+}
+
+// So a variable no region can hold may pass between adjacent eager statements.
+[[graph::static]] Tensor sizes_then_print(Tensor x) {  // lowers: sizes_then_print.region0
+  Tensor y = relu(x);
+  auto s = y.sizes();  // expect@8: 's' has type 'Shape', which a static graph cannot hold; it runs eagerly between two static regions
+  std::printf("%lld\n", static_cast<long long>(s[0]));  // expect@3: the call to 'printf' cannot be lowered: it is not a graph op; it runs eagerly between two static regions
+  return y * 2;  // lowers: sizes_then_print.region1
 }
 
 // An island that declares a scalar the next region reads.
@@ -70,7 +78,8 @@ std::string describe(const Tensor& t);
 // What the island declares cannot cross into the next region.
 [[graph::static]] Tensor string_crosses(Tensor x) {
   std::string s = describe(x);  // expect@15: 's' has type 'std::string', which a static graph cannot hold
-  return x * static_cast<float>(s.size());  // expect@33: note: no graph break is possible around it: 's' is used after a graph break but cannot cross it: it is of type 'std::string'
+  Tensor y = x * 2;
+  return y * static_cast<float>(s.size());  // expect@33: note: no graph break is possible around it: 's' is used after a graph break but cannot cross it: it is of type 'std::string'
 }
 
 // A region before a break cannot return: the rest would have to be skipped.

@@ -54,10 +54,11 @@ Tensor Weights::shared;
   return r;
 }
 
+// The reference and the assignment through it run as one eager stretch.
 [[graph::static]] Tensor ref_alias_then_assign(Tensor x) {
-  Tensor& r = x;  // expect@11: non-const reference variables cannot be lowered; use a value
-  r = x + 1;
-  return x;
+  Tensor& r = x;  // expect@11: non-const reference variables cannot be lowered; use a value; it runs eagerly before a static region
+  r = x + 1;  // expect@3: only local variables and parameters can be assigned; it runs eagerly before a static region
+  return x;  // lowers: ref_alias_then_assign.region1
 }
 
 [[graph::static]] Tensor auto_ref(Tensor x) {
@@ -106,9 +107,9 @@ Tensor Weights::shared;
 }
 
 [[graph::static]] Tensor new_delete(Tensor x) {
-  Tensor* p = new Tensor(x);  // expect@11: 'p' has type 'Tensor *', which a static graph cannot hold
-  delete p;
-  return x;
+  Tensor* p = new Tensor(x);  // expect@11: 'p' has type 'Tensor *', which a static graph cannot hold; it runs eagerly before a static region
+  delete p;  // expect@3: 'delete' cannot be lowered; it runs eagerly before a static region
+  return x;  // lowers: new_delete.region1
 }
 
 [[graph::static]] Tensor new_expression(Tensor x) {
