@@ -3,20 +3,35 @@
 # tolerance_test.cpp (reliability): the fused code against eager on random
 # inputs of several sizes, within README's tolerance; it lives here so that
 # these functions' kernels are generated and compiled once.
+# break_test.cpp: graph breaks (break_functions.cpp), split into static
+# regions around the statements that run eagerly.
 add_executable(e2e_test ${CMAKE_CURRENT_LIST_DIR}/e2e/e2e_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/static_functions.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/reliability/tolerance_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/reliability/tolerance_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/break_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/e2e/break_functions.cpp)
 target_link_libraries(e2e_test PRIVATE cxxgraph::runtime GTest::gtest_main)
-cxxgraph_static_graphs(e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/static_functions.cpp)
+cxxgraph_static_graphs(e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/static_functions.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/e2e/break_functions.cpp)
 target_compile_definitions(e2e_test PRIVATE CXXGRAPH_GENERATED_DIR="${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/e2e_test")
 gtest_discover_tests(e2e_test TEST_FILTER "-EagerEnv.*" PROPERTIES LABELS e2e)
 add_test(NAME e2e_graph_mode_eager COMMAND e2e_test --gtest_filter=EagerEnv.*)
 set_tests_properties(e2e_graph_mode_eager PROPERTIES ENVIRONMENT GRAPH_MODE=eager LABELS e2e
-  PASS_REGULAR_EXPRESSION "\\[  PASSED  \\] 1 test" FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+  PASS_REGULAR_EXPRESSION "\\[  PASSED  \\] 2 tests" FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
 # Every graph the plugin emitted for these functions, run by the interpreter
 # instead of the generated code, against the eager bodies.
-add_test(NAME e2e_graph_mode_interpret COMMAND e2e_test --gtest_filter=StaticGraph.*)
+add_test(NAME e2e_graph_mode_interpret COMMAND e2e_test --gtest_filter=StaticGraph.*:GraphBreak.*)
 set_tests_properties(e2e_graph_mode_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
   FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+# GRAPH_CHECK=1 on a function split by a graph break: its whole result
+# (regions and eager statement) against its eager body.
+add_test(NAME e2e_graph_break_check COMMAND e2e_test --gtest_filter=GraphBreak.MemberFunctionReadsThis)
+set_tests_properties(e2e_graph_break_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "graph check: breaks::Scaler::forward\\(graph::Tensor\\) \\(break_functions.cpp:62\\): output 0 max \\|graph - eager\\| = 0\n"
+  FAIL_REGULAR_EXPRESSION "FAILED|= [1-9]")
+# GRAPH_EXPLAIN=1: a region whose guard fails says so, naming the function's line.
+add_test(NAME e2e_graph_break_explain COMMAND e2e_test --gtest_filter=GraphBreak.GuardFailureRunsTheRegionEagerly)
+set_tests_properties(e2e_graph_break_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAIN=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got double"
+  FAIL_REGULAR_EXPRESSION "FAILED")
 
 # The C++ subset: tuples, optional tensors, shapes as host ints, switch,
 # do-while, integer / and % (subset_functions.cpp), compiled and interpreted.

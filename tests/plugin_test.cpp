@@ -84,20 +84,37 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
     EXPECT_NE(line.find(e.text), std::string::npos) << line;
     EXPECT_NE(line.find("[-Wgraph-fallback]"), std::string::npos) << line;
   }
-  // One warning per function, each followed by the note naming it.
-  size_t warnings = 0, notes = 0;
+  // One warning per function. The unlowerable statement directly in the
+  // body of io, uses_try and float_to_int is a graph break: it runs eagerly
+  // before the static rest of the function. Every other warning is followed
+  // by the note naming its function, which runs eagerly.
+  size_t warnings = 0, notes = 0, breaks = 0;
   for (size_t p = 0; (p = r.output.find("[-Wgraph-fallback]", p)) != std::string::npos; ++p) ++warnings;
   for (size_t p = 0; (p = r.output.find("will run eagerly", p)) != std::string::npos; ++p) ++notes;
+  for (size_t p = 0; (p = r.output.find("; it runs eagerly before a static region [", p)) != std::string::npos; ++p)
+    ++breaks;
   EXPECT_EQ(warnings, expected.size()) << r.output;
-  EXPECT_EQ(notes, expected.size());
-  EXPECT_NE(r.output.find("note: 'io' will run eagerly"), std::string::npos) << r.output;
-  // Only the lowerable function got a graph and a prologue.
+  EXPECT_EQ(breaks, 3u) << r.output;
+  EXPECT_EQ(notes, expected.size() - breaks);
+  EXPECT_NE(r.output.find("fallbacks.cpp:13:3: warning: the call to 'printf' cannot be lowered: it is not a graph op; "
+                          "it runs eagerly before a static region [-Wgraph-fallback]"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("note: 'io' will run eagerly"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note: 'pointer_param' will run eagerly"), std::string::npos) << r.output;
+  // The lowerable function got a graph and a prologue; each function with a
+  // break got the static region after it.
   EXPECT_TRUE(fs::exists(out / "fine.graph"));
   EXPECT_FALSE(fs::exists(out / "io.graph"));
+  for (const char* region : {"io.region1.graph", "uses_try.region1.graph", "float_to_int.region1.graph"})
+    EXPECT_TRUE(fs::exists(out / region)) << region;
+  EXPECT_FALSE(fs::exists(out / "pointer_param.graph"));
   std::string copy = read(out / "copy.cpp");
-  size_t prologues = 0;
+  size_t prologues = 0, splits = 0;
   for (size_t p = 0; (p = copy.find("_graph_sf.run(", p)) != std::string::npos; ++p) ++prologues;
+  for (size_t p = 0; (p = copy.find("_graph_sf.run_split(", p)) != std::string::npos; ++p) ++splits;
   EXPECT_EQ(prologues, 1u);
+  EXPECT_EQ(splits, 3u);
 }
 
 TEST(Plugin, WerrorTurnsFallbacksIntoErrors) {

@@ -215,6 +215,48 @@ class FunctionLowering {
     return out;
   }
 
+  // One static region of a function split by graph breaks (Lower.h).
+  Lowered run_region(const Region& region) {
+    check_kind();
+    Lowered out;
+    out.graph = std::make_unique<ir::Graph>(identifier(fd_->getNameAsString()) + "_region" +
+                                            std::to_string(region.index));
+    graph_ = out.graph.get();
+    block_ = graph_->top();
+    Frame frame(fd_, isa<CXXMethodDecl>(fd_) && cast<CXXMethodDecl>(fd_)->isInstance() ? "this" : "");
+    if (region.last)
+      frame.results = result_types(fd_->getReturnType(), fd_->getReturnTypeSourceRange().getBegin(),
+                                   &out.result_type);
+    frame.range = {region.begin, region.end};
+    for (const VarDecl* v : region.inputs) {
+      auto t = ir_type(v->getType());
+      if (!t)
+        throw Unsupported{v->getLocation(), quote(v->getName()) + " cannot cross a graph break: " + kAcceptedTypes,
+                          {}, /*breakable=*/false};
+      define(v, graph_->add_input(*t, identifier(v->getName())));
+      out.call_args.push_back(v->getNameAsString());
+    }
+    std::vector<ir::Value*> results = function_body(frame);
+    if (region.last) {
+      for (ir::Value* r : results) graph_->top()->add_return(r);
+    } else {
+      std::string types;
+      for (const VarDecl* v : region.outputs) {
+        ir::Value* value = read(v, region.boundary);
+        graph_->top()->add_return(value);
+        std::string spelling = value->type().is_tensor() ? "::graph::Tensor"
+                               : value->type().is_list()
+                                   ? "::std::vector<::graph::Tensor>"
+                                   : v->getType().getNonReferenceType().getCanonicalType().getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
+        types += (types.empty() ? "" : ", ") + spelling;
+      }
+      out.result_type = "::std::tuple<" + types + ">";
+    }
+    for (const auto& name : captures_) out.call_args.push_back(name);
+    remove_unused_flags();
+    return out;
+  }
+
  private:
   // One function being lowered: the annotated one, or a callee inlined into it.
   struct Frame {
@@ -225,6 +267,8 @@ class FunctionLowering {
     // Their addresses are the keys of the flags and results in the environment.
     char returned = 0, skip = 0, stop = 0;
     std::deque<char> slots;
+    // A static region's statements instead of the whole body (run_region).
+    std::optional<std::pair<Region::StmtIt, Region::StmtIt>> range = std::nullopt;
   };
 
   // What kind of function this is, before anything looks at the body: the
@@ -1465,14 +1509,40 @@ class FunctionLowering {
     const auto* body = cast<CompoundStmt>(frame.fd->getBody());
     set_flag(&frame.returned, false, body->getLBracLoc());
     set_flag(&frame.skip, false, body->getLBracLoc());
-    seq(body->body_begin(), body->body_end());
-    if (!is_const(env_.at(&frame.returned), true))
-      unsupported(body->getRBracLoc(), "the function must end with 'return <tensor>;' on every path");
+    if (frame.range) {
+      seq(frame.range->first, frame.range->second);
+      if (frame.results.empty()) {
+        // A region before a graph break: the rest of the body must run.
+        if (!is_const(env_.at(&frame.returned), false))
+          throw Unsupported{first_return(frame.range->first, frame.range->second),
+                            "this 'return' comes before a graph break, which a static region cannot end with",
+                            {}, /*breakable=*/false};
+      } else if (!is_const(env_.at(&frame.returned), true)) {
+        unsupported(body->getRBracLoc(), "the function must end with 'return <tensor>;' on every path");
+      }
+    } else {
+      seq(body->body_begin(), body->body_end());
+      if (!is_const(env_.at(&frame.returned), true))
+        unsupported(body->getRBracLoc(), "the function must end with 'return <tensor>;' on every path");
+    }
     std::vector<ir::Value*> out;
     for (char& slot : frame.slots) out.push_back(env_.at(&slot));
     frames_.pop_back();
     frame_ = saved;
     return out;
+  }
+
+  static SourceLocation first_return(Region::StmtIt it, Region::StmtIt end) {
+    std::function<const ReturnStmt*(const Stmt*)> find = [&](const Stmt* s) -> const ReturnStmt* {
+      if (!s || isa<LambdaExpr>(s)) return nullptr;
+      if (const auto* r = dyn_cast<ReturnStmt>(s)) return r;
+      for (const Stmt* c : s->children())
+        if (const ReturnStmt* r = find(c)) return r;
+      return nullptr;
+    };
+    for (; it != end; ++it)
+      if (const ReturnStmt* r = find(*it)) return r->getBeginLoc();
+    return it == end ? SourceLocation() : (*it)->getBeginLoc();
   }
 
   bool is_const(const ir::Value* v, bool b) const {
@@ -1531,6 +1601,9 @@ class FunctionLowering {
   }
 
   void return_(const ReturnStmt* r) {
+    if (frame_->results.empty())  // only a static region before a graph break has no results
+      throw Unsupported{r->getBeginLoc(), "this 'return' comes before a graph break, which a static region cannot end with",
+                        {}, /*breakable=*/false};
     if (!r->getRetValue()) unsupported(r->getBeginLoc(), "a 'return' without a value cannot be lowered");
     std::vector<ir::Value*> values = result_values(r->getRetValue());
     for (size_t i = 0; i < values.size(); ++i) define(&frame_->slots[i], values[i]);
@@ -2274,5 +2347,17 @@ class FunctionLowering {
 }  // namespace
 
 Lowered lower_function(ASTContext& ctx, const FunctionDecl* fd) { return FunctionLowering(ctx, fd).run(); }
+
+std::optional<std::string> break_type(QualType t, const PrintingPolicy& policy) {
+  auto it = ir_type(t);
+  if (!it) return std::nullopt;
+  if (it->is_tensor()) return "::graph::Tensor";
+  if (it->is_list()) return "::std::vector<::graph::Tensor>";
+  return t.getNonReferenceType().getCanonicalType().getUnqualifiedType().getAsString(policy);
+}
+
+Lowered lower_region(ASTContext& ctx, const FunctionDecl* fd, const Region& region) {
+  return FunctionLowering(ctx, fd).run_region(region);
+}
 
 }  // namespace cxxgraph

@@ -11,12 +11,14 @@
 // lowering never changes the AST and never evaluates dependent code (so it
 // refuses templates before looking at their bodies).
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Decl.h"
+#include "clang/AST/Stmt.h"
 #include "graph/ir/ir.h"
 
 namespace cxxgraph {
@@ -30,6 +32,9 @@ struct Unsupported {
   // Notes reported after the warning (e.g. at each branch of an `if` that
   // leaves a variable unassigned on one path).
   std::vector<std::pair<clang::SourceLocation, std::string>> notes = {};
+  // False where the statement at `loc` must not become a graph break (the
+  // error is about the graph as a whole, or about the break itself).
+  bool breakable = true;
 };
 
 // 'name', the quoting every diagnostic uses for names and types.
@@ -54,5 +59,25 @@ struct Lowered {
 // functions and member functions whose bodies are visible are inlined;
 // members read through `this` become graph inputs.
 Lowered lower_function(clang::ASTContext& ctx, const clang::FunctionDecl* fd);
+
+// One static region of a function split by graph breaks: the top-level
+// statements [begin, end) of its body. `inputs` (locals and parameters
+// declared before the region) become graph inputs, in order, then the
+// captures; a region before a break returns `outputs` (result_type is
+// "::std::tuple<...>" of them), the last region returns the function's
+// result. A region before a break must not return.
+struct Region {
+  using StmtIt = clang::CompoundStmt::const_body_iterator;
+  size_t index = 0;
+  StmtIt begin = nullptr, end = nullptr;
+  std::vector<const clang::VarDecl*> inputs, outputs;
+  bool last = false;
+  clang::SourceLocation boundary;  // where the outputs are read (the break)
+};
+Lowered lower_region(clang::ASTContext& ctx, const clang::FunctionDecl* fd, const Region& region);
+
+// How a value of type `t` is spelled when it crosses a graph break (a
+// tensor, a list of tensors, a host scalar), or nullopt when it cannot.
+std::optional<std::string> break_type(clang::QualType t, const clang::PrintingPolicy& policy);
 
 }  // namespace cxxgraph

@@ -11,6 +11,7 @@
 // into Clang's frames: every entry point catches and reports.
 //
 // Options reach the plugin as -fplugin-arg-cxxgraph-<key>=<value>.
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
@@ -158,6 +159,14 @@ class Diagnostics {
       if (where.isValid()) engine_.Report(where, note_) << styled(what);
     engine_.Report(fd->getLocation(), eager_note_) << display(fd);
   }
+  // A statement that runs eagerly between static regions (a graph break).
+  void graph_break(SourceLocation at, const std::string& why, const std::string& where,
+                   const std::vector<std::pair<SourceLocation, std::string>>& notes) {
+    if (!seen_.insert({at.getRawEncoding(), why}).second) return;
+    engine_.Report(at, fallback_) << styled(why) + "; it runs eagerly " + where;
+    for (const auto& [loc, what] : notes)
+      if (loc.isValid()) engine_.Report(loc, note_) << styled(what);
+  }
   void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << styled(what); }
   void internal(const FunctionDecl* fd, const std::string& what) {
     engine_.Report(fd->getLocation(), internal_) << display(fd) << styled(what);
@@ -273,9 +282,38 @@ class Consumer : public ASTConsumer {
     std::map<std::string, int> file_names;
     for (FunctionDecl* fd : collector.found) {
       // Whatever goes wrong for one function leaves it eager, never the file.
-      std::optional<Compiled> c;
+      std::vector<Compiled> cs;
+      std::string prologue;
+      SourceLocation lbrace;
       try {
-        c = compile(ctx, fd, file_names);
+        try {
+          cs.push_back(compile(ctx, fd, file_names));
+          prologue = cs.back().prologue;
+          lbrace = cs.back().lbrace;
+        } catch (const Unsupported& u) {
+          // A statement directly in the body: maybe a graph break.
+          std::optional<Split> sp;
+          std::optional<Unsupported> no_break;
+          if (u.breakable) {
+            try {
+              sp = split(ctx, fd, u, file_names);
+            } catch (const Unsupported& why) {
+              no_break = why;
+            }
+          }
+          if (!sp) {
+            std::vector<std::pair<SourceLocation, std::string>> notes = u.notes;
+            if (no_break && (no_break->message != u.message || no_break->loc != u.loc))
+              notes.push_back({no_break->loc.isValid() ? no_break->loc : u.loc,
+                               "no graph break is possible around it: " + no_break->message});
+            diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd, notes);
+            continue;
+          }
+          for (const auto& [why, where] : sp->breaks) diags_.graph_break(why.loc, why.message, where, why.notes);
+          cs = std::move(sp->regions);
+          prologue = sp->prologue;
+          lbrace = sp->lbrace;
+        }
       } catch (const Unsupported& u) {
         diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd, u.notes);
       } catch (const std::exception& e) {
@@ -283,15 +321,17 @@ class Consumer : public ASTConsumer {
       } catch (...) {
         diags_.internal(fd, "unknown exception");
       }
-      if (!c) continue;
-      rewriter.InsertTextAfterToken(c->lbrace, c->prologue);
-      if (!opts_.graph_dir.empty()) {
-        graph_files.push_back({opts_.graph_dir + "/" + c->stem + ".graph", c->lowered_text});
-        graph_files.push_back({opts_.graph_dir + "/" + c->stem + ".opt.graph", graph::ir::print(*c->optimized)});
+      if (cs.empty()) continue;
+      rewriter.InsertTextAfterToken(lbrace, prologue);
+      for (Compiled& c : cs) {
+        if (!opts_.graph_dir.empty()) {
+          graph_files.push_back({opts_.graph_dir + "/" + c.stem + ".graph", c.lowered_text});
+          graph_files.push_back({opts_.graph_dir + "/" + c.stem + ".opt.graph", graph::ir::print(*c.optimized)});
+        }
+        units.push_back(c.unit);
+        optimized.push_back(std::move(c.optimized));
+        gradients.push_back(std::move(c.gradient));
       }
-      units.push_back(c->unit);
-      optimized.push_back(std::move(c->optimized));
-      gradients.push_back(std::move(c->gradient));
     }
 
     // -Werror=graph-fallback made a fallback an error: like any error, it
@@ -327,19 +367,28 @@ class Consumer : public ASTConsumer {
     return loc.isValid() ? loc : fallback;
   }
 
-  // Lowers, checks, optimizes and test-generates one function; throws
-  // Unsupported (user-facing), or anything else (our bug).
-  Compiled compile(ASTContext& ctx, FunctionDecl* fd, std::map<std::string, int>& file_names) {
-    SourceManager& sm = ctx.getSourceManager();
+  // The checks before lowering: where the prologue can go.
+  static void check_rewritable(SourceManager& sm, FunctionDecl* fd) {
     if (!sm.isInMainFile(sm.getExpansionLoc(fd->getLocation())))
-      throw Unsupported{fd->getLocation(), "annotated functions defined in headers cannot be rewritten yet"};
+      throw Unsupported{fd->getLocation(), "annotated functions defined in headers cannot be rewritten yet", {}, false};
     // The prologue goes after the body's `{`, which must be in the file.
     const auto* body = dyn_cast_or_null<CompoundStmt>(fd->getBody());
     if (body && !Rewriter::isRewritable(body->getLBracLoc()))
-      throw Unsupported{body->getLBracLoc(), "the body of an annotated function cannot come from a macro"};
-    Lowered lowered = lower_function(ctx, fd);  // checks the kind of function and its body first
-    body = cast<CompoundStmt>(fd->getBody());
+      throw Unsupported{body->getLBracLoc(), "the body of an annotated function cannot come from a macro", {}, false};
+  }
 
+  // The whole definition as written (a name from a macro argument included).
+  static std::string body_hash(ASTContext& ctx, FunctionDecl* fd) {
+    SourceManager& sm = ctx.getSourceManager();
+    CharSourceRange range = sm.getExpansionRange(fd->getSourceRange());
+    return hex(fnv1a(Lexer::getSourceText(range, sm, ctx.getLangOpts())));
+  }
+
+  // Checks, optimizes and test-generates one lowered graph, registered as
+  // (mangled, hash); the .graph files' stem is left to the caller.
+  Compiled finish(ASTContext& ctx, FunctionDecl* fd, Lowered& lowered, const std::string& mangled,
+                  const std::string& hash) {
+    SourceManager& sm = ctx.getSourceManager();
     // The graph as lowered, then a verified, optimized copy for codegen.
     Compiled c;
     std::string text = graph::ir::print(*lowered.graph);
@@ -351,14 +400,10 @@ class Consumer : public ASTConsumer {
       graph::ir::run_pipeline(*c.optimized, graph::ir::default_pipeline());
     } catch (const graph::ir::GraphError& e) {
       // A shape or dtype that can never work: the user's error, at its line.
-      throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message};
+      throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message, {}, false};
     }
     graph::ir::verify_or_throw(*c.optimized);
 
-    // The whole definition as written (a name from a macro argument included).
-    CharSourceRange range = sm.getExpansionRange(fd->getSourceRange());
-    std::string hash = hex(fnv1a(Lexer::getSourceText(range, sm, ctx.getLangOpts())));
-    std::string mangled = ASTNameGenerator(ctx).getName(fd);
     PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
     std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
                                                std::to_string(where.getLine())
@@ -368,12 +413,29 @@ class Consumer : public ASTConsumer {
     c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get()};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
     if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");
+    c.lowered_text = text;
+    return c;
+  }
+
+  static std::string stem(const std::string& base, std::map<std::string, int>& file_names) {
+    std::string s = base;
+    if (int n = file_names[s]++) s += "." + std::to_string(n);
+    return s;
+  }
+
+  // Lowers, checks, optimizes and test-generates one function; throws
+  // Unsupported (user-facing), or anything else (our bug).
+  Compiled compile(ASTContext& ctx, FunctionDecl* fd, std::map<std::string, int>& file_names) {
+    check_rewritable(ctx.getSourceManager(), fd);
+    Lowered lowered = lower_function(ctx, fd);  // checks the kind of function and its body first
+    const auto* body = cast<CompoundStmt>(fd->getBody());
+    std::string hash = body_hash(ctx, fd);
+    std::string mangled = ASTNameGenerator(ctx).getName(fd);
+    Compiled c = finish(ctx, fd, lowered, mangled, hash);
 
     // Only now, when nothing can fail any more, the name of its .graph files
     // (written with the other outputs, unless the file has errors).
-    c.stem = identifier(fd->getNameAsString());
-    if (int n = file_names[c.stem]++) c.stem += "." + std::to_string(n);
-    c.lowered_text = text;
+    c.stem = stem(identifier(fd->getNameAsString()), file_names);
 
     c.lbrace = body->getLBracLoc();
     c.prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
@@ -382,6 +444,321 @@ class Consumer : public ASTConsumer {
     for (const std::string& a : lowered.call_args) c.prologue += ", " + a;
     c.prologue += ")) return _graph_r;";
     return c;
+  }
+
+  // ---- graph breaks -------------------------------------------------------
+  // A function whose body has statements that cannot be lowered directly in
+  // its top-level braces runs as static regions (each its own graph, named
+  // "<mangled>.region<k>") around those statements, which run eagerly (the
+  // islands). The prologue becomes, on its own lines (#line keeps every
+  // statement's line and column):
+  //
+  //   static StaticFunction _graph_sf(...); if (R _graph_r{}; _graph_sf.run_split(_graph_r, eager, [&]() -> R {
+  //     static StaticFunction _graph_sf0(...), ...;
+  //     auto _graph_k1 = [&](<live variables>) -> R { <island 1> <region 1> return _graph_k2(...); };
+  //     <region 0> return _graph_k1(...);
+  //   })) return _graph_r;
+  //
+  // where a region is "{ if (its graph ran) return _graph_k<next>(<its outputs>); }" followed by its
+  // statements as written (its eager fallback). Each island's statement is
+  // emitted as written with the variables live across it as locals of the
+  // same names, so it may read, assign and declare them, and `return`.
+  struct Split {
+    std::vector<Compiled> regions;
+    std::vector<std::pair<Unsupported, std::string>> breaks;  // why, "between two static regions"
+    SourceLocation lbrace;
+    std::string prologue;
+  };
+
+  // Throws Unsupported when a break is impossible; nullopt when the statement
+  // at `first` is not one (nested in a compound statement, not in the body).
+  std::optional<Split> split(ASTContext& ctx, FunctionDecl* fd, const Unsupported& first,
+                             std::map<std::string, int>& file_names) {
+    SourceManager& sm = ctx.getSourceManager();
+    const auto* body = dyn_cast_or_null<CompoundStmt>(fd->getBody());
+    if (!body || body->body_empty()) return std::nullopt;
+    const std::vector<const Stmt*> stmts(body->body_begin(), body->body_end());
+    const size_t n = stmts.size();
+    std::vector<unsigned> offsets;  // where each statement starts in the main file, then the `}`
+    for (const Stmt* st : stmts) {
+      SourceLocation at = sm.getExpansionLoc(st->getBeginLoc());
+      if (!sm.isInMainFile(at)) return std::nullopt;
+      offsets.push_back(sm.getFileOffset(at));
+    }
+    SourceLocation rbrace = sm.getExpansionLoc(body->getRBracLoc());
+    if (!sm.isInMainFile(rbrace)) return std::nullopt;
+    offsets.push_back(sm.getFileOffset(rbrace));
+    for (size_t i = 0; i < n; ++i)
+      if (offsets[i] >= offsets[i + 1]) return std::nullopt;
+    // The statements are copied as text, region by region: a preprocessor
+    // directive between them (#if ... #endif) could end up split.
+    {
+      llvm::StringRef text = sm.getBufferData(sm.getMainFileID()).substr(offsets[0], offsets[n] - offsets[0]);
+      llvm::SmallVector<llvm::StringRef> lines;
+      text.split(lines, '\n');
+      for (llvm::StringRef l : lines)
+        if (l.ltrim().starts_with("#"))
+          throw Unsupported{first.loc,
+                            "the body has a preprocessor directive between its statements, which a graph break "
+                            "cannot split",
+                            {}, false};
+    }
+
+    // The top-level statement in [lo, hi) that `u` is about, if it can be an island.
+    auto island_of = [&](const Unsupported& u, size_t lo, size_t hi) -> std::optional<size_t> {
+      if (!u.breakable || u.loc.isInvalid()) return std::nullopt;
+      SourceLocation at = sm.getExpansionLoc(u.loc);
+      for (size_t i = lo; i < hi; ++i) {
+        SourceLocation b = sm.getExpansionLoc(stmts[i]->getBeginLoc());
+        SourceLocation e = sm.getExpansionLoc(stmts[i]->getEndLoc());
+        if (sm.isBeforeInTranslationUnit(at, b) || sm.isBeforeInTranslationUnit(e, at)) continue;
+        if (isa<CompoundStmt, IfStmt, WhileStmt, DoStmt, ForStmt, CXXForRangeStmt, SwitchStmt, AttributedStmt,
+                LabelStmt, NullStmt>(stmts[i]))
+          return std::nullopt;
+        return i;
+      }
+      return std::nullopt;
+    };
+
+    // Variables of the function: parameters first (position -1), then the
+    // ones each top-level statement declares. And what each statement reads.
+    std::map<const ValueDecl*, std::pair<long, size_t>> declared;  // statement (-1: parameter), order
+    size_t order = 0;
+    for (const ParmVarDecl* p : fd->parameters())
+      if (!p->getName().empty()) declared[p] = {-1, order++};
+    for (size_t i = 0; i < n; ++i)
+      if (const auto* ds = dyn_cast<DeclStmt>(stmts[i]))
+        for (const Decl* d : ds->decls()) {
+          if (const auto* dd = dyn_cast<DecompositionDecl>(d)) {
+            for (const BindingDecl* b : dd->bindings()) declared[b] = {static_cast<long>(i), order++};
+          } else if (const auto* v = dyn_cast<VarDecl>(d)) {
+            declared[v] = {static_cast<long>(i), order++};
+          }
+        }
+    struct Refs : RecursiveASTVisitor<Refs> {
+      std::vector<std::pair<const ValueDecl*, SourceLocation>> found;
+      bool VisitDeclRefExpr(DeclRefExpr* e) {
+        found.push_back({e->getDecl(), e->getLocation()});
+        return true;
+      }
+    };
+    std::vector<std::vector<std::pair<const ValueDecl*, SourceLocation>>> refs(n);
+    for (size_t i = 0; i < n; ++i) {
+      Refs r;
+      r.TraverseStmt(const_cast<Stmt*>(stmts[i]));
+      for (const auto& x : r.found)
+        if (declared.count(x.first)) refs[i].push_back(x);
+    }
+    auto by_order = [&](const ValueDecl* a, const ValueDecl* b) { return declared[a].second < declared[b].second; };
+    // Variables declared before statement p and read in [from, to), in order.
+    auto live = [&](size_t p, size_t from, size_t to) {
+      std::vector<const ValueDecl*> out;
+      std::set<const ValueDecl*> seen;
+      for (size_t i = from; i < to; ++i)
+        for (const auto& [d, at] : refs[i])
+          if (declared[d].first < static_cast<long>(p) && seen.insert(d).second) out.push_back(d);
+      std::sort(out.begin(), out.end(), by_order);
+      return out;
+    };
+    // Every variable crossing the break at p must be a tensor, a list of
+    // tensors or a host scalar, held by value.
+    auto cannot_cross = [&](const ValueDecl* d) -> std::string {
+      const auto* v = dyn_cast<VarDecl>(d);
+      if (!v) return "a structured binding";
+      if (!break_type(v->getType(), ctx.getPrintingPolicy())) return "of type " + quote(v->getType().getAsString());
+      if (!isa<ParmVarDecl>(v) && (!v->hasLocalStorage() || v->getType()->isReferenceType()))
+        return v->getType()->isReferenceType() ? "a reference" : "not an automatic variable";
+      return "";
+    };
+    auto check_crossing = [&](size_t p) {
+      for (size_t i = p; i < n; ++i)
+        for (const auto& [d, at] : refs[i]) {
+          if (declared[d].first >= static_cast<long>(p)) continue;
+          std::string why = cannot_cross(d);
+          if (!why.empty())
+            throw Unsupported{at,
+                              quote(d->getName()) + " is used after a graph break but cannot cross it: it is " + why +
+                                  "; only tensors, lists of tensors and host scalars held by value can",
+                              {}, false};
+        }
+    };
+
+    const std::string mangled = ASTNameGenerator(ctx).getName(fd);
+    const std::string hash = body_hash(ctx, fd);
+    std::set<size_t> islands;
+    std::map<size_t, Unsupported> reasons;
+    if (auto i = island_of(first, 0, n)) {
+      islands.insert(*i);
+      reasons.emplace(*i, first);
+    } else {
+      return std::nullopt;
+    }
+    while (true) {
+      // Islands next to each other run as one eager stretch [begin, end);
+      // the regions lie between them.
+      std::vector<std::pair<size_t, size_t>> stretches, spans;
+      for (size_t i : islands) {
+        if (!stretches.empty() && stretches.back().second == i) stretches.back().second = i + 1;
+        else stretches.push_back({i, i + 1});
+      }
+      size_t b = 0;
+      for (const auto& [from, to] : stretches) {
+        spans.push_back({b, from});
+        b = to;
+      }
+      spans.push_back({b, n});
+      // Checked once the islands are known: a statement reading a variable
+      // an island declared and no region can hold becomes an island itself.
+      auto check_all = [&] {
+        for (const auto& [from, to] : stretches) check_crossing(from);
+        for (const auto& [from, to] : spans)
+          if (from < to) check_crossing(from);
+      };
+
+      // Variables live into eager stretch j - 1 (before region j): declared
+      // before it, read from it on.
+      std::vector<std::vector<const ValueDecl*>> params(spans.size());
+      for (size_t j = 1; j < spans.size(); ++j) params[j] = live(stretches[j - 1].first, stretches[j - 1].first, n);
+
+      std::vector<std::optional<Lowered>> lowered(spans.size());
+      std::vector<std::vector<const ValueDecl*>> outputs(spans.size());
+      bool retry = false;
+      for (size_t j = 0; j < spans.size() && !retry; ++j) {
+        auto [from, to] = spans[j];
+        if (from == to) continue;
+        const bool last = j + 1 == spans.size();
+        Region r;
+        r.index = j;
+        r.begin = body->body_begin() + from;
+        r.end = body->body_begin() + to;
+        r.last = last;
+        r.boundary = to < n ? stmts[to]->getBeginLoc() : body->getRBracLoc();
+        for (const ValueDecl* d : live(from, from, to))
+          if (cannot_cross(d).empty()) r.inputs.push_back(cast<VarDecl>(d));
+        if (!last) {
+          std::set<const ValueDecl*> touched;
+          for (size_t i = from; i < to; ++i)
+            for (const auto& [d, at] : refs[i]) touched.insert(d);
+          for (const auto& [d, pos] : declared)
+            if (pos.first >= static_cast<long>(from) && pos.first < static_cast<long>(to)) touched.insert(d);
+          for (const ValueDecl* d : params[j + 1])
+            if (touched.count(d)) outputs[j].push_back(d);
+          if (outputs[j].empty()) continue;  // nothing to compute for later: runs as written
+          for (const ValueDecl* d : outputs[j]) r.outputs.push_back(cast<VarDecl>(d));
+        }
+        try {
+          lowered[j] = lower_region(ctx, fd, r);
+        } catch (const Unsupported& u) {
+          std::optional<size_t> i = island_of(u, from, to);
+          if (!i) {
+            check_all();  // the clearer reason, when there is one
+            throw;
+          }
+          islands.insert(*i);
+          reasons.emplace(*i, u);
+          retry = true;
+        }
+      }
+      if (retry) continue;
+      check_all();
+
+      // Every region lowered: compile them, then write the prologue.
+      Split sp;
+      sp.lbrace = body->getLBracLoc();
+      std::vector<int> graph_of(spans.size(), -1);
+      for (size_t j = 0; j < spans.size(); ++j) {
+        if (!lowered[j]) continue;
+        Compiled c = finish(ctx, fd, *lowered[j], mangled + ".region" + std::to_string(j), hash);
+        graph_of[j] = static_cast<int>(sp.regions.size());
+        sp.regions.push_back(std::move(c));
+      }
+      if (sp.regions.empty()) return std::nullopt;  // no static region: the function runs eagerly
+      for (size_t j = 0; j < spans.size(); ++j)
+        if (graph_of[j] >= 0) sp.regions[graph_of[j]].stem = stem(identifier(fd->getNameAsString()) + ".region" +
+                                                                     std::to_string(j), file_names);
+
+      for (size_t k = 0; k < stretches.size(); ++k) {
+        bool before = false, after = false;
+        for (size_t j = 0; j < spans.size(); ++j)
+          if (graph_of[j] >= 0) (j <= k ? before : after) = true;
+        for (size_t i = stretches[k].first; i < stretches[k].second; ++i)
+          sp.breaks.push_back({reasons.at(i), before && after ? "between two static regions"
+                                              : before       ? "after a static region"
+                                                             : "before a static region"});
+      }
+
+      const std::string origin = main_file_path(sm);
+      const llvm::StringRef buffer = sm.getBufferData(sm.getMainFileID());
+      // Statements [from, to) as written, on their own lines and columns.
+      auto text = [&](size_t from, size_t to) -> std::string {
+        if (from == to) return "";
+        SourceLocation at = sm.getExpansionLoc(stmts[from]->getBeginLoc());
+        return "\n#line " + std::to_string(sm.getExpansionLineNumber(at)) + " \"" + origin + "\"\n" +
+               std::string(sm.getExpansionColumnNumber(at) - 1, ' ') +
+               buffer.substr(offsets[from], offsets[to] - offsets[from]).str() + "\n";
+      };
+      std::string result_type = lowered.back() ? lowered.back()->result_type
+                                               : fd->getReturnType().getCanonicalType().getAsString(
+                                                     ctx.getPrintingPolicy());
+      auto names = [&](const std::vector<const ValueDecl*>& vs) {
+        std::string s;
+        for (const ValueDecl* d : vs) s += (s.empty() ? "" : ", ") + d->getNameAsString();
+        return s;
+      };
+      // Region j's code: its graph, else its statements, then the next island.
+      auto region = [&](size_t j) {
+        auto [from, to] = spans[j];
+        const bool last = j + 1 == spans.size();
+        const std::string next = "_graph_k" + std::to_string(j + 1);
+        std::string s;
+        if (graph_of[j] >= 0) {
+          const std::string sf = "_graph_sf" + std::to_string(j);
+          std::string args;
+          for (const std::string& a : lowered[j]->call_args) args += ", " + a;
+          if (last) {
+            s += " { " + result_type + " _graph_o{}; if (" + sf + ".run(_graph_o, nullptr" + args +
+                 ")) return _graph_o; }";
+          } else {
+            std::string call;
+            for (const ValueDecl* d : params[j + 1]) {
+              auto it = std::find(outputs[j].begin(), outputs[j].end(), d);
+              call += (call.empty() ? "" : ", ") +
+                      (it == outputs[j].end() ? d->getNameAsString()
+                                              : "::std::get<" + std::to_string(it - outputs[j].begin()) +
+                                                    ">(_graph_o)");
+            }
+            s += " { " + lowered[j]->result_type + " _graph_o; if (" + sf + ".run(_graph_o, nullptr" + args +
+                 ")) return " + next + "(" + call + "); }";
+          }
+        }
+        s += text(from, to);
+        if (!last) s += " return " + next + "(" + names(params[j + 1]) + ");";
+        return s;
+      };
+
+      std::string& p = sp.prologue;
+      // The variables crossing a break are parameters of the lambdas, of the
+      // same names as the function's parameters they may hide: no -Wshadow.
+      p = " _Pragma(\"GCC diagnostic push\") _Pragma(\"GCC diagnostic ignored \\\"-Wshadow\\\"\")"
+          " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash + "\"); if (" +
+          result_type + " _graph_r{}; _graph_sf.run_split(_graph_r, " + eager_call(fd, result_type) + ", [&]() -> " +
+          result_type + " {";
+      for (size_t j = 0; j < spans.size(); ++j)
+        if (graph_of[j] >= 0)
+          p += " static ::graph::detail::StaticFunction _graph_sf" + std::to_string(j) + "(\"" + mangled +
+               ".region" + std::to_string(j) + "\", \"" + hash + "\");";
+      for (size_t j = spans.size() - 1; j >= 1; --j) {
+        std::string ps;
+        for (const ValueDecl* d : params[j])
+          ps += (ps.empty() ? "" : ", ") + *break_type(d->getType(), ctx.getPrintingPolicy()) + " " + d->getNameAsString();
+        p += " auto _graph_k" + std::to_string(j) + " = [&](" + ps + ") -> " + result_type + " {" +
+             text(stretches[j - 1].first, stretches[j - 1].second) + region(j) + " };";
+      }
+      p += region(0) + " })) return _graph_r; _Pragma(\"GCC diagnostic pop\")\n#line " +
+           std::to_string(sm.getExpansionLineNumber(sp.lbrace)) + " \"" + origin + "\"\n" +
+           std::string(sm.getExpansionColumnNumber(sp.lbrace), ' ');
+      return sp;
+    }
   }
 
   // For GRAPH_CHECK, a lambda calling the function again with its own

@@ -245,9 +245,17 @@ bool StaticFunction::take_eager_turn() const {
   return true;
 }
 
+// "model.cpp:12" for a function split by graph breaks: its regions' source.
+static const char* split_source(const char* name) {
+  const std::string prefix = std::string(name) + ".region";
+  for (const CompiledGraph* g : registered_graphs())
+    if (std::string_view(g->mangled_name).starts_with(prefix)) return g->source;
+  return "?";
+}
+
 void StaticFunction::report_check(const Arg* graph, const Arg* eager, size_t n) {
   const CompiledGraph* g = load(graph_);
-  std::string line = "graph check: " + demangled(name_) + " (" + (g ? g->source : "?") + "):";
+  std::string line = "graph check: " + demangled(name_) + " (" + (g ? g->source : split_source(name_)) + "):";
   for (size_t i = 0; i < n; ++i) {
     const Difference d = difference(graph[i], eager[i]);
     char buf[64];
@@ -279,6 +287,18 @@ bool StaticFunction::ready() {
   }
   if (tracing()) {  // the tracer sees eager ops only
     explain(g->source, "graph::trace is recording this thread's eager ops");
+    return false;
+  }
+  return true;
+}
+
+bool StaticFunction::split_ready() {
+  if (mode() == Mode::Eager) {
+    explain(split_source(name_), "the mode is eager (GRAPH_MODE=eager or graph::set_mode)");
+    return false;
+  }
+  if (tracing()) {
+    explain(split_source(name_), "graph::trace is recording this thread's eager ops");
     return false;
   }
   return true;

@@ -241,12 +241,17 @@ TEST_F(StaticGraph, GuardFailureRunsEagerBody) {
   EXPECT_EQ(r.dtype(), graph::kFloat32);
 }
 
-TEST_F(StaticGraph, FallbackFunctionRunsEagerly) {
+// fflush() is a graph break: it runs eagerly, the `return` after it is a
+// static region; the function as a whole has no graph.
+TEST_F(StaticGraph, FallbackStatementRunsEagerly) {
   Tensor x = pattern({2}, 1.0f, 0.0f);
   EXPECT_TRUE(graph::detail::registered_graphs().size() >= 10);
   for (const auto* g : graph::detail::registered_graphs())
     EXPECT_NE(std::string(g->mangled_name), "_ZN3e2e10falls_backEN5graph6TensorE");
+  const char* region = "_ZN3e2e10falls_backEN5graph6TensorE.region1";
+  uint64_t before = calls(region);
   expect_close(x + 1.0f, e2e::falls_back(x));
+  EXPECT_EQ(calls(region), before + 1);
 }
 
 TEST_F(StaticGraph, ErrorsInsideGraphThrow) {

@@ -108,7 +108,8 @@ Tensor G_W1, G_W2, G_b;
   return acc;
 }
 
-// Not lowerable (I/O): the plugin warns and this function runs eagerly.
+// Not lowerable (I/O): the plugin warns, fflush runs eagerly (a graph break)
+// and the `return` is a static region.
 [[graph::static]] Tensor falls_back(Tensor x) {
   std::fflush(stdout);
   return x + 1;

@@ -163,7 +163,24 @@ class StaticFunction {
     return true;
   }
 
+  // A function split by graph breaks: `split` runs its static regions (each
+  // its own StaticFunction, named "<mangled>.region<k>") and the eager
+  // statements between them, and gives the function's result. False means
+  // "run the eager body": the mode is eager, the thread is tracing, or this
+  // is GRAPH_CHECK's eager turn. GRAPH_CHECK compares the whole result.
+  template <class R, class E, class S>
+  bool run_split(R& result, E&& eager, S&& split) {
+    if (take_eager_turn()) return false;
+    if (!split_ready()) return false;
+    result = split();
+    if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<E>>)
+      if (check_enabled()) check(result, eager);
+    return true;
+  }
+
  private:
+  bool split_ready();  // mode is Static or Interpret and not tracing; explains otherwise
+
   // GRAPH_CHECK: the eager result of the same call, compared output by output.
   template <class R, class E>
   void check(const R& graph_result, E& eager) {

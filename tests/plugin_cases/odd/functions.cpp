@@ -33,8 +33,8 @@ struct Derived : Layer {
   return x * factorial(x, n - 1);  // expect@14: the recursive call to 'factorial' cannot be lowered
 }
 
-[[graph::static]] Tensor recurse(Tensor x, int n) {
-  Tensor y = n > 0 ? recurse(x, n - 1) : x;  // expect@22: the recursive call to 'recurse' cannot be lowered
+[[graph::static]] Tensor recurse(Tensor x, int n) {  // lowers: recurse.region1
+  Tensor y = n > 0 ? recurse(x, n - 1) : x;  // expect@22: the recursive call to 'recurse' cannot be lowered; it runs eagerly before a static region
   return y;
 }
 

@@ -16,24 +16,25 @@ using namespace graph;
 
 [[graph::static]] Tensor lambda_capture_copy(Tensor x) {
   Tensor y = x * 2;
-  auto g = [y](Tensor t) { return t - y; };  // expect@12: lambdas cannot be lowered yet
-  return g(x);
+  auto g = [y](Tensor t) { return t - y; };  // expect@12: lambdas cannot be lowered yet; it runs eagerly after a static region
+  return g(x);  // expect@10: calls to lambdas cannot be lowered yet; it runs eagerly after a static region // lowers: lambda_capture_copy.region0
 }
 
-[[graph::static]] Tensor lambda_immediate(Tensor x) {
-  Tensor y = [&] { return x * x; }();  // expect@14: calls to lambdas cannot be lowered yet
+[[graph::static]] Tensor lambda_immediate(Tensor x) {  // lowers: lambda_immediate.region1
+  Tensor y = [&] { return x * x; }();  // expect@14: calls to lambdas cannot be lowered yet; it runs eagerly before a static region
   return y;
 }
 
-[[graph::static]] Tensor lambda_mutating(Tensor x) {
+// The lambda and its call run as one eager stretch; acc crosses both ways.
+[[graph::static]] Tensor lambda_mutating(Tensor x) {  // lowers: lambda_mutating.region0
   Tensor acc = x;
-  auto bump = [&acc] { acc = acc + 1; };  // expect@15: lambdas cannot be lowered yet
-  bump();
-  return acc;
+  auto bump = [&acc] { acc = acc + 1; };  // expect@15: lambdas cannot be lowered yet; it runs eagerly between two static regions
+  bump();  // expect@3: calls to lambdas cannot be lowered yet; it runs eagerly between two static regions
+  return acc;  // lowers: lambda_mutating.region1
 }
 
-[[graph::static]] Tensor lambda_unused(Tensor x) {
-  auto unused = [] { return 1; };  // expect@17: lambdas cannot be lowered yet
+[[graph::static]] Tensor lambda_unused(Tensor x) {  // lowers: lambda_unused.region1
+  auto unused = [] { return 1; };  // expect@17: lambdas cannot be lowered yet; it runs eagerly before a static region
   return x;
 }
 

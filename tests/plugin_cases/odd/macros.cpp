@@ -48,7 +48,7 @@ STATIC Tensor attribute_from_macro(Tensor x) {  // lowers
 }
 
 #define CALL_PRINTF() std::printf("x")
-[[graph::static]] Tensor call_in_macro(Tensor x) {
-  CALL_PRINTF();  // expect@3: the call to 'printf' cannot be lowered: it is not a graph op
+[[graph::static]] Tensor call_in_macro(Tensor x) {  // lowers: call_in_macro.region1
+  CALL_PRINTF();  // expect@3: the call to 'printf' cannot be lowered: it is not a graph op; it runs eagerly before a static region
   return x;
 }

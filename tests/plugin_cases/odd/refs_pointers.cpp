@@ -34,13 +34,13 @@ Tensor Weights::shared;
   return (x);
 }
 
-[[graph::static]] Tensor auto_non_tensor(Tensor x) {
-  auto sizes = x.sizes();  // expect@8: 'sizes' has type 'Shape', which a static graph cannot hold
+[[graph::static]] Tensor auto_non_tensor(Tensor x) {  // lowers: auto_non_tensor.region1
+  auto sizes = x.sizes();  // expect@8: 'sizes' has type 'Shape', which a static graph cannot hold; it runs eagerly before a static region
   return x;
 }
 
-[[graph::static]] Tensor auto_init_list(Tensor x) {
-  auto l = {x, x};  // expect@8: 'l' has type 'std::initializer_list<Tensor>', which a static graph cannot hold
+[[graph::static]] Tensor auto_init_list(Tensor x) {  // lowers: auto_init_list.region1
+  auto l = {x, x};  // expect@8: 'l' has type 'std::initializer_list<Tensor>', which a static graph cannot hold; it runs eagerly before a static region
   return x;
 }
 
@@ -54,10 +54,11 @@ Tensor Weights::shared;
   return r;
 }
 
+// The reference and the assignment through it run as one eager stretch.
 [[graph::static]] Tensor ref_alias_then_assign(Tensor x) {
-  Tensor& r = x;  // expect@11: non-const reference variables cannot be lowered; use a value
-  r = x + 1;
-  return x;
+  Tensor& r = x;  // expect@11: non-const reference variables cannot be lowered; use a value; it runs eagerly before a static region
+  r = x + 1;  // expect@3: only local variables and parameters can be assigned; it runs eagerly before a static region
+  return x;  // lowers: ref_alias_then_assign.region1
 }
 
 [[graph::static]] Tensor auto_ref(Tensor x) {
@@ -106,18 +107,18 @@ Tensor Weights::shared;
 }
 
 [[graph::static]] Tensor new_delete(Tensor x) {
-  Tensor* p = new Tensor(x);  // expect@11: 'p' has type 'Tensor *', which a static graph cannot hold
-  delete p;
-  return x;
+  Tensor* p = new Tensor(x);  // expect@11: 'p' has type 'Tensor *', which a static graph cannot hold; it runs eagerly before a static region
+  delete p;  // expect@3: 'delete' cannot be lowered; it runs eagerly before a static region
+  return x;  // lowers: new_delete.region1
 }
 
 [[graph::static]] Tensor new_expression(Tensor x) {
   return *new Tensor(x);  // expect@10: the operator '*' cannot be lowered: pointers are not supported
 }
 
-[[graph::static]] Tensor global_assign_after_read(Tensor x) {
-  Tensor y = G;
-  G = y + x;  // expect@3: the global 'G' cannot be assigned in a static graph: the graph only reads globals
+[[graph::static]] Tensor global_assign_after_read(Tensor x) {  // lowers: global_assign_after_read.region0
+  Tensor y = G;  // lowers: global_assign_after_read.region1
+  G = y + x;  // expect@3: the global 'G' cannot be assigned in a static graph: the graph only reads globals; it runs eagerly between two static regions
   return y;
 }
 
@@ -129,7 +130,7 @@ Tensor Weights::shared;
   return x * Weights::shared;
 }
 
-[[graph::static]] Tensor global_compound(Tensor x) {
+[[graph::static]] Tensor global_compound(Tensor x) {  // lowers: global_compound.region1
   G = G;  // expect@3: the global 'G' cannot be assigned
   return x;
 }

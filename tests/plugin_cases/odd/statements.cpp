@@ -20,8 +20,8 @@ struct Pair {
   return x;
 }
 
-[[graph::static]] Tensor try_catch(Tensor x) {
-  try {  // expect@3: 'try' blocks cannot be lowered
+[[graph::static]] Tensor try_catch(Tensor x) {  // lowers: try_catch.region1
+  try {  // expect@3: 'try' blocks cannot be lowered; it runs eagerly before a static region
     x = relu(x);
   } catch (...) {
   }
@@ -87,8 +87,8 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x;
 }
 
-[[graph::static]] Tensor statement_expression(Tensor x) {
-  Tensor y = ({ x * 2; });  // expect@14: statement expressions cannot be lowered
+[[graph::static]] Tensor statement_expression(Tensor x) {  // lowers: statement_expression.region1
+  Tensor y = ({ x * 2; });  // expect@14: statement expressions cannot be lowered; it runs eagerly before a static region
   return y;
 }
 
@@ -117,20 +117,20 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x * a;
 }
 
-[[graph::static]] Tensor comma_in_expression(Tensor x) {
-  Tensor y = (relu(x), x * 2);  // expect@22: the operator ',' cannot be lowered yet
+[[graph::static]] Tensor comma_in_expression(Tensor x) {  // lowers: comma_in_expression.region1
+  Tensor y = (relu(x), x * 2);  // expect@22: the operator ',' cannot be lowered yet; it runs eagerly before a static region
   return y;
 }
 
-[[graph::static]] Tensor ternary_side_effect(Tensor x, bool c) {
-  int n = 0;
-  int k = c ? n++ : 3;  // expect@16: the operator '++' inside an expression cannot be lowered; use it as a statement
+[[graph::static]] Tensor ternary_side_effect(Tensor x, bool c) {  // lowers: ternary_side_effect.region0
+  int n = 0;  // lowers: ternary_side_effect.region1
+  int k = c ? n++ : 3;  // expect@16: the operator '++' inside an expression cannot be lowered; use it as a statement; it runs eagerly between two static regions
   return x * k;
 }
 
-[[graph::static]] Tensor ternary_assign(Tensor x, Tensor y, bool c) {
-  Tensor z = x;
-  c ? (z = y) : (z = x);  // expect@10: an assignment inside an expression cannot be lowered; assign in its own statement
+[[graph::static]] Tensor ternary_assign(Tensor x, Tensor y, bool c) {  // lowers: ternary_assign.region0
+  Tensor z = x;  // lowers: ternary_assign.region1
+  c ? (z = y) : (z = x);  // expect@10: an assignment inside an expression cannot be lowered; assign in its own statement; it runs eagerly between two static regions
   return z;
 }
 
@@ -144,8 +144,8 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x * r;
 }
 
-[[graph::static]] Tensor inline_asm(Tensor x) {
-  asm("nop");  // expect@3: inline assembly cannot be lowered
+[[graph::static]] Tensor inline_asm(Tensor x) {  // lowers: inline_asm.region1
+  asm("nop");  // expect@3: inline assembly cannot be lowered; it runs eagerly before a static region
   return x;
 }
 
@@ -190,13 +190,13 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x * k + m;
 }
 
-[[graph::static]] Tensor narrowing(Tensor x, long n) {
-  int k = n;  // expect@11: the conversion from 'long' to 'int' may change the value and cannot be lowered
+[[graph::static]] Tensor narrowing(Tensor x, long n) {  // lowers: narrowing.region1
+  int k = n;  // expect@11: the conversion from 'long' to 'int' may change the value and cannot be lowered; it runs eagerly before a static region
   return x * k;
 }
 
-[[graph::static]] Tensor bool_compound(Tensor x, bool b) {
-  b += 1;  // expect@5: compound assignment to the bool 'b' cannot be lowered
+[[graph::static]] Tensor bool_compound(Tensor x, bool b) {  // lowers: bool_compound.region1
+  b += 1;  // expect@5: compound assignment to the bool 'b' cannot be lowered; it runs eagerly before a static region
   return x * b;
 }
 
@@ -244,8 +244,8 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x;
 }
 
-[[graph::static]] Tensor function_name(Tensor x) {
-  const char* name = __func__;  // expect@15: 'name' has type 'const char *', which a static graph cannot hold
+[[graph::static]] Tensor function_name(Tensor x) {  // lowers: function_name.region1
+  const char* name = __func__;  // expect@15: 'name' has type 'const char *', which a static graph cannot hold; it runs eagerly before a static region
   return x;
 }
 

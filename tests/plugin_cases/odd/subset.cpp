@@ -154,8 +154,8 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x * static_cast<int64_t>(s.size());
 }
 
-[[graph::static]] Tensor size_as_int(Tensor x) {
-  int n = x.size(0);  // expect@11: the conversion from 'int64_t' to 'int' may change the value and cannot be lowered
+[[graph::static]] Tensor size_as_int(Tensor x) {  // lowers: size_as_int.region1
+  int n = x.size(0);  // expect@11: the conversion from 'int64_t' to 'int' may change the value and cannot be lowered; it runs eagerly before a static region
   return x * n;
 }
 

@@ -10,6 +10,6 @@ using namespace graph;
 [[graph::static]] Tensor fine(Tensor x) { return relu(x); }
 
 [[graph::static]] Tensor falls_back(Tensor x) {
-  std::puts("hi");  // expect@3: error: the call to 'puts' cannot be lowered: it is not a graph op
+  std::puts("hi");  // expect@3: error: the call to 'puts' cannot be lowered: it is not a graph op; it runs eagerly before a static region
   return x;
 }

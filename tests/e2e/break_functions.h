@@ -1,0 +1,29 @@
+#pragma once
+// Annotated functions with graph breaks (break_functions.cpp): a statement
+// directly in the body that cannot be lowered runs eagerly between static
+// regions. break_test.cpp runs each as its regions and eagerly and compares.
+#include <graph/graph.h>
+
+namespace breaks {
+using graph::Tensor;
+
+// The eager islands' helpers, defined in break_test.cpp: the plugin cannot
+// see their bodies, so a statement calling one is a graph break. Each call
+// is counted, and observe() keeps the sum of what it saw.
+void observe(const Tensor& t);
+Tensor shift_eagerly(const Tensor& t, float by);
+double max_abs(const Tensor& t);
+
+Tensor print_between(Tensor x, float s);
+Tensor cout_between(Tensor x);
+Tensor island_assigns(Tensor x, Tensor w);
+Tensor two_islands(Tensor x, int n);
+Tensor island_declares(Tensor x);
+Tensor island_returns(Tensor x);
+
+struct Scaler {
+  Tensor w;
+  [[graph::static]] Tensor forward(Tensor x);
+};
+
+}  // namespace breaks
