@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "collapse.h"
 #include "graph/error.h"
 
 namespace graph::cuda {
@@ -20,35 +21,7 @@ FusedGeometry collapse_fused(const char* what, int ndim, const int64_t* shape, i
                 " operands (at most " + std::to_string(kMaxFusedOperands) + ")");
   if (ndim < 0 || ndim > 64) throw Error(std::string(what) + ": cuda: rank " + std::to_string(ndim) + " (at most 64)");
   FusedGeometry g;
-  g.operands = operands;
-  int64_t sizes[64];
-  int64_t st[kMaxFusedOperands][64];
-  int n = 0;
-  for (int d = 0; d < ndim; ++d) {
-    g.numel *= shape[d];
-    if (shape[d] == 1) continue;
-    // Merge into the previous dim when every operand steps across the pair
-    // as one: stride(prev) == stride(d) * size(d) (as collapse() does).
-    bool merge = n > 0;
-    for (int k = 0; merge && k < operands; ++k) merge = st[k][n - 1] == strides[k][d] * shape[d];
-    if (merge) {
-      sizes[n - 1] *= shape[d];
-      for (int k = 0; k < operands; ++k) st[k][n - 1] = strides[k][d];
-      continue;
-    }
-    sizes[n] = shape[d];
-    for (int k = 0; k < operands; ++k) st[k][n] = strides[k][d];
-    ++n;
-  }
-  if (n > kMaxDims)
-    throw Error(std::string(what) + ": cuda: " + std::to_string(n) +
-                " non-mergeable dims after collapsing (fused kernels take at most " + std::to_string(kMaxDims) +
-                "); make the operands contiguous first");
-  g.ndim = n;
-  for (int d = 0; d < n; ++d) {
-    g.sizes[d] = sizes[d];
-    for (int k = 0; k < operands; ++k) g.strides[k][d] = st[k][d];
-  }
+  detail::collapse_into<kMaxFusedOperands, kMaxDims>(g, what, "fused kernels", ndim, shape, operands, strides);
   return g;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "collapse.h"
 #include "graph/error.h"
 
 namespace graph::cuda {
@@ -14,38 +15,9 @@ Geometry collapse(const char* op, int ndim, const int64_t* shape, int operands,
   if (operands < 1 || operands > kMaxOperands)
     throw Error(std::string(op) + ": cuda: " + std::to_string(operands) + " operands (at most " +
                 std::to_string(kMaxOperands) + ")");
+  if (ndim > 64) throw Error(std::string(op) + ": cuda: more than 64 dims");
   Geometry g;
-  g.operands = operands;
-  int64_t sizes[64];
-  int64_t st[kMaxOperands][64];
-  int n = 0;
-  for (int d = 0; d < ndim; ++d) {
-    g.numel *= shape[d];
-    if (shape[d] == 1) continue;
-    // Merge into the previous dim when every operand steps across the pair
-    // as one: stride(prev) == stride(d) * size(d).
-    bool merge = n > 0;
-    for (int k = 0; merge && k < operands; ++k)
-      merge = st[k][n - 1] == strides[k][d] * shape[d];
-    if (merge) {
-      sizes[n - 1] *= shape[d];
-      for (int k = 0; k < operands; ++k) st[k][n - 1] = strides[k][d];
-      continue;
-    }
-    if (n == 64) throw Error(std::string(op) + ": cuda: more than 64 dims");
-    sizes[n] = shape[d];
-    for (int k = 0; k < operands; ++k) st[k][n] = strides[k][d];
-    ++n;
-  }
-  if (n > kMaxDims)
-    throw Error(std::string(op) + ": cuda: " + std::to_string(n) +
-                " non-mergeable dims after collapsing (the CUDA kernels take at most " +
-                std::to_string(kMaxDims) + "); make the operands contiguous first");
-  g.ndim = n;
-  for (int d = 0; d < n; ++d) {
-    g.sizes[d] = sizes[d];
-    for (int k = 0; k < operands; ++k) g.strides[k][d] = st[k][d];
-  }
+  detail::collapse_into<kMaxOperands, kMaxDims>(g, op, "the CUDA kernels", ndim, shape, operands, strides);
   return g;
 }
 

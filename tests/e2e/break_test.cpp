@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "break_functions.h"
+#include "e2e_util.h"
 
 namespace breaks {
 
@@ -36,28 +37,10 @@ namespace {
 
 using graph::Tensor;
 
-Tensor pattern(graph::Shape shape, float scale, float shift) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  Tensor t = graph::arange(0, n).to(graph::kFloat32).view(shape);
-  return graph::tanh(t * scale + shift);
-}
-
-void expect_close(const Tensor& want, const Tensor& got, float tol = 1e-5f) {
-  ASSERT_EQ(want.sizes(), got.sizes());
-  Tensor a = want.to(graph::kFloat32).contiguous(), b = got.to(graph::kFloat32).contiguous();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    float x = a.data_ptr<float>()[i], y = b.data_ptr<float>()[i];
-    ASSERT_NEAR(x, y, tol * (1 + std::fabs(x))) << "element " << i;
-  }
-}
-
-uint64_t calls(const std::string& mangled) { return graph::detail::graph_calls(mangled); }
-
-graph::Mode compiled_mode() {
-  const char* m = std::getenv("GRAPH_MODE");
-  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
-}
+using e2e::calls;
+using e2e::compiled_mode;
+using e2e::expect_close;
+using e2e::pattern;
 
 // Runs `f` with its static regions (each region in `regions` must run once)
 // and eagerly (none may run), and compares the two results.

@@ -15,38 +15,17 @@
 #include <vector>
 
 #include "graph/ir/ir.h"
+#include "e2e_util.h"
 #include "static_functions.h"
 
 namespace {
 
 using graph::Tensor;
 
-// Deterministic inputs in [-1, 1] without a random generator.
-Tensor pattern(graph::Shape shape, float scale, float shift) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  Tensor t = graph::arange(0, n).to(graph::kFloat32).view(shape);
-  return graph::tanh(t * scale + shift);
-}
-
-void expect_close(const Tensor& eager, const Tensor& fused, float tol = 1e-5f) {
-  ASSERT_EQ(eager.sizes(), fused.sizes());
-  ASSERT_EQ(eager.dtype(), fused.dtype());
-  Tensor a = eager.to(graph::kFloat32).contiguous(), b = fused.to(graph::kFloat32).contiguous();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    float x = a.data_ptr<float>()[i], y = b.data_ptr<float>()[i];
-    ASSERT_NEAR(x, y, tol * (1 + std::fabs(x))) << "element " << i;
-  }
-}
-
-uint64_t calls(const char* mangled) { return graph::detail::graph_calls(mangled); }
-
-// Static, or Interpret when CTest runs the suite with GRAPH_MODE=interpret:
-// then every "compiled graph" below runs on the interpreter.
-graph::Mode compiled_mode() {
-  const char* m = std::getenv("GRAPH_MODE");
-  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
-}
+using e2e::calls;
+using e2e::compiled_mode;
+using e2e::expect_close;
+using e2e::pattern;
 
 // Runs `f` as the compiled graph (asserting the graph ran once) and eagerly
 // (asserting it did not), and compares the results.
