@@ -26,14 +26,6 @@ namespace detail {
 
 namespace {
 
-// Work that runs once before the loop (fusion_kernel.cpp's hoisted()).
-bool hoisted_node(const ir::Node* m) {
-  if (m->op() == "constant") return true;
-  for (const ir::Value* v : m->inputs())
-    if (v->type().is_tensor()) return false;
-  return true;
-}
-
 // Element types the generated kernels handle: those with a plain device
 // spelling (graph::Half and graph::BFloat16 are host types).
 bool device_type(DType d) {
@@ -88,7 +80,7 @@ KernelPlan kernel_plan(const LoopSpec& spec) {
     if (v->type().is_tensor()) p.tensors.push_back(v);
   std::set<const ir::Value*> seen;
   for (const ir::Node* m : spec.members) {
-    if (hoisted_node(m)) continue;
+    if (hoisted(m)) continue;
     for (const ir::Value* v : m->inputs())
       if (!v->type().is_tensor() && seen.insert(v).second) p.scalars.push_back(v);
   }
@@ -102,7 +94,7 @@ KernelPlan kernel_plan(const LoopSpec& spec) {
              (v->type().dtype ? std::string(dtype_name(*v->type().dtype)) : std::string("of unknown dtype")) +
              ", which the generated kernels do not handle");
   for (const ir::Node* m : spec.members) {
-    if (hoisted_node(m)) continue;
+    if (hoisted(m)) continue;
     const OpInfo* op = find_op(m->op());
     if (!op) {
       refuse("op '" + m->op() + "' is not in the op table");

@@ -65,6 +65,9 @@ KernelPlan kernel_plan(const LoopSpec& spec);
 // group's reduction. Throws for an unknown kind.
 std::string fusion_kind(const ir::Node* n);
 LoopSpec group_loop(const ir::Node* n);
+// Work in a group that does not depend on the element (constants and
+// scalar-only arithmetic): it runs once, before the loop (fusion_kernel.cpp).
+bool hoisted(const ir::Node* m);
 // Kernel k of the graph function `fn`, and its registry key.
 std::string kernel_name(const std::string& fn, size_t k);
 std::string kernel_key(const std::string& mangled, const std::string& hash, size_t k);

@@ -26,16 +26,15 @@
 
 namespace graph::codegen::detail {
 
-namespace {
-
-// Work in a group that does not depend on the element: constants and
-// scalar-only arithmetic run once, before the loop.
 bool hoisted(const ir::Node* m) {
   if (m->op() == "constant") return true;
   for (const ir::Value* v : m->inputs())
     if (v->type().is_tensor()) return false;
   return true;
 }
+
+namespace {
+
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;

@@ -1949,30 +1949,30 @@ class FunctionLowering {
       ir::Value* t = then_env.at(k);
       ir::Value* e = else_env.at(k);
       if (t == outer->second && e == outer->second) continue;
+      // Set when a tensor is assigned on one path only (see below).
+      std::optional<Partial> undefined_on_a_path;
       if ((!t || !e) && (t || e)) {
+        // The path that did not assign k: its value slot and its block.
+        ir::Value*& missing = t ? e : t;
+        ir::Block* missing_block = t ? blocks[1] : blocks[0];
+        const ir::Type& assigned_type = (t ? t : e)->type();
         const ir::Type* st = slot_type(k);
         const bool gone = flag_true_in(t ? else_env : then_env, &frame_->skip);
         if (st || gone) {  // a result not returned on this path, or a path that left: never read
-          (t ? e : t) = placeholder(st ? *st : (t ? t : e)->type(), t ? blocks[1] : blocks[0], site.then_at);
+          missing = placeholder(st ? *st : assigned_type, missing_block, site.then_at);
         } else {
           std::string name = quote(key_name(k));
           Partial why{site.what, {{t ? site.then_at : site.else_at, name + " is assigned in this branch"},
                                   {t ? site.else_at : site.then_at, site.else_note}}};
-          if ((t ? t : e)->type().is_tensor()) {
-            // `Tensor y;` is an undefined tensor on the other path: usable
-            // where an undefined tensor is (an optional operand, `.defined()`).
-            (t ? e : t) = placeholder(ir::Type::tensor(), t ? blocks[1] : blocks[0], site.then_at);
-            blocks[0]->add_return(t);
-            blocks[1]->add_return(e);
-            ir::Value* out = n->add_output(t->type());
-            define(k, out);
-            out->set_name(identifier(key_name(k)));
-            maybe_undefined_[k] = std::move(why);
+          if (!assigned_type.is_tensor()) {
+            env_[k] = nullptr;
+            partial_[k] = std::move(why);
             continue;
           }
-          env_[k] = nullptr;
-          partial_[k] = std::move(why);
-          continue;
+          // `Tensor y;` is an undefined tensor on the other path: usable
+          // where an undefined tensor is (an optional operand, `.defined()`).
+          missing = placeholder(ir::Type::tensor(), missing_block, site.then_at);
+          undefined_on_a_path = std::move(why);
         }
       }
       if (!t || !e) {
@@ -1994,6 +1994,7 @@ class FunctionLowering {
       ir::Value* out = n->add_output(t->type());
       define(k, out);
       out->set_name(identifier(key_name(k)));
+      if (undefined_on_a_path) maybe_undefined_[k] = std::move(*undefined_on_a_path);  // after define(), which clears it
     }
   }
 

@@ -37,10 +37,7 @@ namespace {
 
 using graph::Tensor;
 
-using e2e::calls;
-using e2e::compiled_mode;
-using e2e::expect_close;
-using e2e::pattern;
+using namespace e2e;  // pattern, expect_close, calls, compiled_mode
 
 // Runs `f` with its static regions (each region in `regions` must run once)
 // and eagerly (none may run), and compares the two results.

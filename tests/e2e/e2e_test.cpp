@@ -22,10 +22,7 @@ namespace {
 
 using graph::Tensor;
 
-using e2e::calls;
-using e2e::compiled_mode;
-using e2e::expect_close;
-using e2e::pattern;
+using namespace e2e;  // pattern, expect_close, calls, compiled_mode
 
 // Runs `f` as the compiled graph (asserting the graph ran once) and eagerly
 // (asserting it did not), and compares the results.

@@ -28,23 +28,7 @@ inline constexpr int kMaxFusedScalars = 16;   // host scalars the element body r
 // first, then tensor inputs), after the same collapse as the eager kernels'
 // Geometry: size-1 dims dropped, dims merged where every operand is
 // contiguous across them.
-struct FusedGeometry {
-  int ndim = 0;  // 0: a single element
-  int operands = 0;
-  int64_t numel = 1;
-  int64_t sizes[kMaxDims] = {};
-  int64_t strides[kMaxFusedOperands][kMaxDims] = {};
-
-  // Every operand dense (one dim of stride 1), or a single element: the
-  // kernel indexes every operand with the element index itself.
-  GRAPH_CUDA_HD bool contiguous() const {
-    if (ndim == 0) return true;
-    if (ndim != 1) return false;
-    for (int k = 0; k < operands; ++k)
-      if (strides[k][0] != 1) return false;
-    return true;
-  }
-};
+using FusedGeometry = BasicGeometry<kMaxFusedOperands>;
 
 // What a kernel of N operands receives: FusedGeometry cut to its N rows, so
 // the kernel parameter stays small.

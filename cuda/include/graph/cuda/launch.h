@@ -23,14 +23,19 @@ namespace graph::cuda {
 inline constexpr int kMaxDims = 8;      // after collapsing; more is an error
 inline constexpr int kMaxOperands = 3;  // output + two inputs
 
-struct Geometry {
+// A shape with one stride row per operand, after collapsing (collapse()):
+// the eager kernels' Geometry (MaxOperands = kMaxOperands) and the generated
+// kernels' FusedGeometry (fused.h).
+template <int MaxOperands>
+struct BasicGeometry {
   int ndim = 0;  // 0: a single element
   int operands = 0;
   int64_t numel = 1;
   int64_t sizes[kMaxDims] = {};
-  int64_t strides[kMaxOperands][kMaxDims] = {};  // in elements
+  int64_t strides[MaxOperands][kMaxDims] = {};  // in elements
 
-  // Every operand dense (stride 1) over one dim, or a single element.
+  // Every operand dense (stride 1) over one dim, or a single element: a
+  // kernel may index every operand with the element index itself.
   GRAPH_CUDA_HD bool contiguous() const {
     if (ndim == 0) return true;
     if (ndim != 1) return false;
@@ -39,6 +44,7 @@ struct Geometry {
     return true;
   }
 };
+using Geometry = BasicGeometry<kMaxOperands>;
 
 // The Geometry of `operands` tensors viewed at `shape` (rank `ndim`) with
 // element strides strides[k][d]; size-1 dims dropped and adjacent dims merged
