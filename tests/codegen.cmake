@@ -8,7 +8,7 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
 
-set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused)
+set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused strip_mined)
 set(_cxxgraph_codegen_generated)
 foreach(_case IN LISTS _cxxgraph_codegen_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
@@ -44,7 +44,7 @@ endif()
 # The dense path of a generated fused loop must stay vectorized (GCC's
 # remarks name the loop's line; see codegen_vectorize.cmake).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  foreach(_case chain8 matmul_epilogue)
+  foreach(_case chain8 matmul_epilogue strip_mined)
     add_test(NAME codegen_vectorized_${_case}
       COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER}
         -DSOURCE=${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/${_case}.graph.cpp

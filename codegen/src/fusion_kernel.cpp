@@ -407,9 +407,12 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
          " elements, one loop per expensive op, values between loops in L1.");
     open("for (int64_t b = 0; b < n; b += " + std::to_string(kBlock) + ")");
     line("const int64_t m = n - b < " + std::to_string(kBlock) + " ? n - b : " + std::to_string(kBlock) + ";");
-    for (const ir::Value* v : buffered)
-      line("alignas(64) " + std::string(element_type(*v->type().dtype)) + " " + buffer[v] + "[" +
+    // Bools are kept as int32_t (stage_statements).
+    for (const ir::Value* v : buffered) {
+      const DType d = *v->type().dtype;
+      line("alignas(64) " + std::string(d == DType::Bool ? "int32_t" : element_type(d)) + " " + buffer[v] + "[" +
            std::to_string(kBlock) + "];");
+    }
   }
   for (size_t s = 0; s < stages.size(); ++s) {
     // Where this stage reads each value it does not compute.
@@ -477,8 +480,14 @@ std::string Emitter::stage_statements(const std::vector<const ir::Node*>& ops,
     return el[v] = n;
   };
   std::string out;
-  for (const auto& [v, expr] : sources)
-    out += indent + "const " + element_type(*v->type().dtype) + " " + local(v) + " = " + expr + ";\n";
+  for (const auto& [v, expr] : sources) {
+    // A bool read back from a block buffer stays int32_t (0 or 1): GCC
+    // vectorizes no loop that converts a loaded bool to float.
+    const bool from_buffer = expr.compare(0, 2, "t_") == 0;
+    const DType d = *v->type().dtype;
+    out += indent + "const " + (d == DType::Bool && from_buffer ? "int32_t" : element_type(d)) + " " + local(v) +
+           " = " + expr + ";\n";
+  }
   for (const ir::Node* m : ops) out += indent + scalar_call(m, el, local(m->output())) + "\n";
   for (const auto& [target, v] : writes) out += indent + target + " = " + el.at(v) + ";\n";
   return out;
