@@ -479,6 +479,17 @@ void for_each_isa(F body) {
   graph::cpu::set_isa(best);
 }
 
+// f() computed with the baseline variant, the reference every variant must
+// match; the variant in use is restored after.
+template <class F>
+auto at_baseline(F f) {
+  const int was = graph::cpu::isa();
+  graph::cpu::set_isa(graph::cpu::kBaseline);
+  auto r = f();
+  graph::cpu::set_isa(was);
+  return r;
+}
+
 TEST(CpuIsa, SetIsaStaysWithinWhatTheCpuHas) {
   const int best = graph::cpu::best_isa();
   EXPECT_EQ(graph::cpu::set_isa(graph::cpu::kAvx512 + 5), best);
@@ -496,12 +507,13 @@ TEST(Generated, Chain8VariantsGiveEagerBits) {
   for_each_isa([](const std::string& isa) {
     for (int64_t n : {1, 3, 17, 129}) {
       const Tensor x = values({n, 4}, 11), b = values({4}, 12);
-      expect_bitwise(tensor_out(call("cg_chain8", {x, b, 0.75}, 1), 0), chain8_eager(x, b, 0.75),
-                     isa + ", rows=" + std::to_string(n));
+      const Tensor want = at_baseline([&] { return chain8_eager(x, b, 0.75); });
+      expect_bitwise(chain8_eager(x, b, 0.75), want, isa + ", eager, rows=" + std::to_string(n));
+      expect_bitwise(tensor_out(call("cg_chain8", {x, b, 0.75}, 1), 0), want, isa + ", rows=" + std::to_string(n));
       const Tensor xt = values({4, n}, 14).t();
       const Tensor bs = values({8}, 15).slice(0, 0, 8, 2);
-      expect_bitwise(tensor_out(call("cg_chain8", {xt, bs, 1.25}, 1), 0), chain8_eager(xt, bs, 1.25),
-                     isa + ", strided rows=" + std::to_string(n));
+      expect_bitwise(tensor_out(call("cg_chain8", {xt, bs, 1.25}, 1), 0),
+                     at_baseline([&] { return chain8_eager(xt, bs, 1.25); }), isa + ", strided rows=" + std::to_string(n));
     }
   });
 }
@@ -513,9 +525,16 @@ TEST(Generated, OneLoopVariantsGiveEagerBits) {
       const std::string at = isa + ", n=" + std::to_string(n);
       const auto check = [&](const Tensor& x, const Tensor& y, const std::string& what) {
         const std::vector<Arg> out = call("one_loop", {x, y}, 2);
-        const Tensor a = graph::add(x, y);
-        expect_bitwise(tensor_out(out, 0), graph::relu(graph::exp(graph::mul(a, x))), what + ", output 0");
-        expect_bitwise(tensor_out(out, 1), a, what + ", output 1");
+        // The eager ops, here with the baseline variant and with this one.
+        const auto eager = [&] {
+          const Tensor a = graph::add(x, y);
+          return std::vector<Tensor>{graph::relu(graph::exp(graph::mul(a, x))), a};
+        };
+        const std::vector<Tensor> want = at_baseline(eager), here = eager();
+        for (size_t k = 0; k < 2; ++k) {
+          expect_bitwise(tensor_out(out, k), want[k], what + ", output " + std::to_string(k));
+          expect_bitwise(here[k], want[k], what + ", eager, output " + std::to_string(k));
+        }
       };
       check(values({n}, 16), values({n}, 17), at + ", dense");
       check(values({2, n}, 18), values({n}, 19), at + ", broadcast rows");
@@ -539,7 +558,7 @@ TEST(Generated, StripMinedGroupGivesEagerBits) {
   // one dense run, and transposed / sliced operands (the strided loop).
   const auto check = [](const Tensor& x, const Tensor& b, double s, const std::string& what) {
     const std::vector<Arg> out = call("cg_strip_mined", {x, b, s}, 3);
-    const std::vector<Tensor> want = strip_mined_eager(x, b, s);
+    const std::vector<Tensor> want = at_baseline([&] { return strip_mined_eager(x, b, s); });
     for (size_t k = 0; k < 3; ++k) expect_bitwise(tensor_out(out, k), want[k], what + ", output " + std::to_string(k));
   };
   for_each_isa([&](const std::string& isa) {
