@@ -401,8 +401,6 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   open("struct " + kernel);
   open("GRAPH_ISA_INLINE static void run(" + join(params, ", ") + ")");
   if (blocked) {
-    std::vector<std::string> names;
-    for (const auto& st : stages) names.push_back(describe(st));
     line("// Strip-mined: " + std::to_string(expensive) + " expensive ops (graph/op_cost.h) make this loop");
     line("// compute-bound; blocks of " + std::to_string(kBlock) +
          " elements, one loop per expensive op, values between loops in L1.");
