@@ -272,6 +272,13 @@ class FunctionLowering {
           out.outputs.push_back(*break_type(v->getType(), ctx_.getPrintingPolicy()) + "(" + args + ")");
           continue;
         }
+        // `Tensor y;` not assigned yet (an island after the region assigns
+        // it): the next piece gets an undefined tensor, as in C++.
+        if (Key k = resolve(v); is_tensor_record(v->getType()) && env_.count(k) && !env_.at(k) &&
+                                !partial_.count(k) && !maybe_undefined_.count(k)) {
+          out.outputs.push_back("::graph::Tensor()");
+          continue;
+        }
         out.outputs.push_back(output(read(v, region.boundary), v->getType()));
       }
       out.result_type = "::std::tuple<" + types + ">";

@@ -712,6 +712,8 @@ class Consumer : public ASTConsumer {
         }
         try {
           lowered[j] = lower_region(ctx, fd, r);
+          // Nothing to compute (only `Tensor y;` declared): runs as written.
+          if (!last && lowered[j]->result_type == "::std::tuple<>") lowered[j].reset();
         } catch (const Unsupported& u) {
           std::optional<size_t> i = island_of(u, from, to);
           if (!i) {
@@ -810,8 +812,9 @@ class Consumer : public ASTConsumer {
       };
 
       // The declarations of the constants that island j - 1 and region j
-      // read (and those their initializers read), as written, for the
-      // lambda _graph_k<j> to declare again.
+      // read (and those their initializers read), and of the local types,
+      // aliases and using-directives before them, as written, for the lambda
+      // _graph_k<j> to declare again.
       auto constants = [&](size_t j) {
         const size_t p = stretches[j - 1].first;
         std::set<const ValueDecl*> need;
@@ -822,6 +825,23 @@ class Consumer : public ASTConsumer {
         for (size_t i = p; i-- > 0;) {
           const auto* ds = dyn_cast<DeclStmt>(stmts[i]);
           if (!ds) continue;
+          const VarDecl* var = nullptr;
+          const NamedDecl* type = nullptr;
+          for (const Decl* d : ds->decls()) {
+            if (const auto* v = dyn_cast<VarDecl>(d)) var = v;
+            else if (isa<TypeDecl, UsingDecl, UsingDirectiveDecl, UsingEnumDecl, NamespaceAliasDecl>(d))
+              type = cast<NamedDecl>(d);
+          }
+          if (!var) {  // only names things: cheap to declare again
+            decls.push_back(i);
+            continue;
+          }
+          if (type && !is_constant(var))
+            throw Unsupported{type->getLocation(),
+                              "this declaration declares " + quote(type->getName()) + " together with the variable " +
+                                  quote(var->getName()) + ", which a graph break after it cannot split; declare "
+                                  "them separately",
+                              {}, false};
           const ValueDecl* needed = nullptr;
           for (const Decl* d : ds->decls())
             if (const auto* v = dyn_cast<ValueDecl>(d); v && need.count(v)) needed = v;
@@ -855,6 +875,8 @@ class Consumer : public ASTConsumer {
       // The variables crossing a break are parameters of the lambdas, of the
       // same names as the function's parameters they may hide: no -Wshadow.
       p = " _Pragma(\"GCC diagnostic push\") _Pragma(\"GCC diagnostic ignored \\\"-Wshadow\\\"\")"
+          " _Pragma(\"GCC diagnostic ignored \\\"-Wunused-local-typedefs\\\"\")"
+          " _Pragma(\"GCC diagnostic ignored \\\"-Wunused-variable\\\"\")"
           " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash + "\"); if (" +
           result_type + " _graph_r{}; _graph_sf.run_split(_graph_r, " + eager_call(fd, result_type) + ", [&]() -> " +
           result_type + " {";
