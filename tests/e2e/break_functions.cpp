@@ -132,4 +132,16 @@ using namespace graph;
   return std::get<kIndex>(t) * kScale + std::get<kTwice - 6>(t);
 }
 
+// Declared before the island, assigned on each path of it, read after it.
+[[graph::static]] Tensor assigned_in_island(Tensor x, bool c) {
+  Tensor y;
+  int n = 3;
+  if (c) {
+    y = shift_eagerly(x, 1.0f) * n;
+  } else {
+    y = x - n;
+  }
+  return y * x;
+}
+
 }  // namespace breaks

@@ -29,6 +29,7 @@ Tensor loop_returns(Tensor x, int n);
 Tensor switch_island(Tensor x, int k);
 Tensor tuples_cross(Tensor x, bool shift);
 Tensor constants_cross(Tensor x);
+Tensor assigned_in_island(Tensor x, bool c);
 
 struct Scaler {
   Tensor w;

@@ -236,6 +236,15 @@ TEST_F(GraphBreak, ConstantsStayConstants) {
   expect_close(x * 7, r);
 }
 
+// `Tensor y;` declared in a region (undefined there), assigned on both paths
+// of the island, read by the next region.
+TEST_F(GraphBreak, DeclaredBeforeAssignedInTheIsland) {
+  const std::string name = "_ZN6breaks18assigned_in_islandEN5graph6TensorEb";
+  Tensor x = pattern({2, 2}, 0.9f, -0.6f);
+  expect_close((x + 1) * 3 * x, regions_vs_eager(name, {1}, [&] { return breaks::assigned_in_island(x, true); }));
+  expect_close((x - 3) * x, regions_vs_eager(name, {1}, [&] { return breaks::assigned_in_island(x, false); }));
+}
+
 // Gradients through functions split around nested islands equal eager
 // autograd's.
 TEST_F(GraphBreak, GradientsThroughNestedIslands) {
