@@ -496,16 +496,20 @@ class Consumer : public ASTConsumer {
     offsets.push_back(sm.getFileOffset(rbrace));
     for (size_t i = 0; i < n; ++i)
       if (offsets[i] >= offsets[i + 1]) return std::nullopt;
-    // The statements are copied as text, region by region: a preprocessor
-    // directive between them (#if ... #endif) could end up split.
+    // The statements are copied as text, region by region, into the
+    // prologue after the `{`: a preprocessor directive in the body (#if ...
+    // #endif, a #define the statements use) could end up split or too late.
     {
-      llvm::StringRef text = sm.getBufferData(sm.getMainFileID()).substr(offsets[0], offsets[n] - offsets[0]);
+      SourceLocation lbrace = sm.getExpansionLoc(body->getLBracLoc());
+      const unsigned from = sm.isInMainFile(lbrace) && sm.getFileOffset(lbrace) < offsets[0] ? sm.getFileOffset(lbrace)
+                                                                                             : offsets[0];
+      llvm::StringRef text = sm.getBufferData(sm.getMainFileID()).substr(from, offsets[n] - from);
       llvm::SmallVector<llvm::StringRef> lines;
       text.split(lines, '\n');
       for (llvm::StringRef l : lines)
         if (l.ltrim().starts_with("#"))
           throw Unsupported{first.loc,
-                            "the body has a preprocessor directive between its statements, which a graph break "
+                            "the body has a preprocessor directive among its statements, which a graph break "
                             "cannot split",
                             {}, false};
     }
@@ -838,7 +842,10 @@ class Consumer : public ASTConsumer {
           }
           if (type && !is_constant(var))
             throw Unsupported{type->getLocation(),
-                              "this declaration declares " + quote(type->getName()) + " together with the variable " +
+                              "this declaration declares " +
+                                  (type->getNameAsString().empty() ? std::string("a type")
+                                                                   : quote(type->getNameAsString())) +
+                                  " together with the variable " +
                                   quote(var->getName()) + ", which a graph break after it cannot split; declare "
                                   "them separately",
                               {}, false};

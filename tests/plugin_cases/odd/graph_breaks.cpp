@@ -178,7 +178,15 @@ done:
 [[graph::static]] Tensor directive_between(Tensor x) {
   Tensor y = x * 2;
 #ifndef CXXGRAPH_NEVER_DEFINED
-  log_tensor(y);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op // expect@3: note: no graph break is possible around it: the body has a preprocessor directive between its statements
+  log_tensor(y);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op // expect@3: note: no graph break is possible around it: the body has a preprocessor directive among its statements
 #endif
+  return y;
+}
+
+// A directive before the first statement: the prologue goes before it.
+[[graph::static]] Tensor define_in_body(Tensor x) {
+#define CXXGRAPH_LOG(v) log_tensor(v)
+  Tensor y = x * 2;
+  if (y.dim() > 0) CXXGRAPH_LOG(y);  // expect@20: the call to 'log_tensor' cannot be lowered: it is not a graph op // expect@20: note: no graph break is possible around it: the body has a preprocessor directive among its statements
   return y;
 }
