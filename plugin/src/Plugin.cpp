@@ -760,8 +760,7 @@ class Consumer : public ASTConsumer {
           if (std::string kind = compound_kind(stmts[i]); !kind.empty() && sm.getExpansionLoc(b.why.loc) != at) {
             b.what = "the " + kind + " at line " + std::to_string(sm.getExpansionLineNumber(at)) +
                      " that contains it";
-            b.why.notes.push_back({at, "this " + kind + " runs eagerly as a whole, between the static regions "
-                                       "before and after it"});
+            b.why.notes.push_back({at, "this " + kind + " runs eagerly as a whole, " + b.where});
           }
           sp.breaks.push_back(std::move(b));
         }

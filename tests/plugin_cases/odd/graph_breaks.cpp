@@ -82,7 +82,7 @@ std::pair<Tensor, double> pair_of(const Tensor& t);
 // A loop: the island assigns a tensor the next region reads, and may return.
 [[graph::static]] Tensor loop_island(Tensor x, int n) {  // lowers: loop_island.region0
   Tensor y = relu(x);
-  for (int i = 0; i < n; ++i) {  // expect@3: note: this 'for' loop runs eagerly as a whole
+  for (int i = 0; i < n; ++i) {  // expect@3: note: this 'for' loop runs eagerly as a whole, between two static regions
     y = y + 1;
     log_tensor(y);  // expect@5: the call to 'log_tensor' cannot be lowered: it is not a graph op; the 'for' loop at line 85 that contains it runs eagerly between two static regions
     if (i == 3) return y;
