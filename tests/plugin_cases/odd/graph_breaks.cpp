@@ -190,3 +190,17 @@ done:
   if (y.dim() > 0) CXXGRAPH_LOG(y);  // expect@20: the call to 'log_tensor' cannot be lowered: it is not a graph op // expect@20: note: no graph break is possible around it: the body has a preprocessor directive among its statements
   return y;
 }
+
+// Bindings of a temporary by const reference cross like values; a tensor
+// declared before the island and assigned in it crosses undefined.
+[[graph::static]] Tensor const_binding_and_late_tensor(Tensor x, bool c) {  // lowers: const_binding_and_late_tensor.region0
+  const auto& [a, k] = std::make_pair(x * 2, 3);
+  Tensor y;
+  if (c) {  // expect@3: note: this 'if' statement runs eagerly as a whole, between two static regions
+    log_tensor(a);  // expect@5: the call to 'log_tensor' cannot be lowered: it is not a graph op; the 'if' statement at line 199 that contains it runs eagerly between two static regions
+    y = a * k;
+  } else {
+    y = x;
+  }
+  return y + a;  // lowers: const_binding_and_late_tensor.region1
+}
