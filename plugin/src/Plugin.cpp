@@ -835,11 +835,8 @@ class Consumer : public ASTConsumer {
             else if (isa<TypeDecl, UsingDecl, UsingDirectiveDecl, UsingEnumDecl, NamespaceAliasDecl>(d))
               type = cast<NamedDecl>(d);
           }
-          if (!var) {  // only names things: cheap to declare again
-            decls.push_back(i);
-            continue;
-          }
-          if (type && !is_constant(var))
+          const bool names_only = !var;  // cheap to declare again, needed or not
+          if (var && type && !is_constant(var))
             throw Unsupported{type->getLocation(),
                               "this declaration declares " +
                                   (type->getNameAsString().empty() ? std::string("a type")
@@ -851,22 +848,26 @@ class Consumer : public ASTConsumer {
           const ValueDecl* needed = nullptr;
           for (const Decl* d : ds->decls())
             if (const auto* v = dyn_cast<ValueDecl>(d); v && need.count(v)) needed = v;
-          if (!needed) continue;
-          for (const Decl* d : ds->decls())
-            if (const auto* v = dyn_cast<VarDecl>(d); v && !is_constant(v))
-              throw Unsupported{needed->getLocation(),
-                                quote(needed->getName()) + " is a constant used after a graph break, declared "
-                                "together with " + quote(v->getName()) + ", which is not one; declare it on its own "
-                                "to let the pieces after the break declare it again",
-                                {}, false};
+          if (!needed && !names_only) continue;
+          if (needed)
+            for (const Decl* d : ds->decls())
+              if (const auto* v = dyn_cast<VarDecl>(d); v && !is_constant(v))
+                throw Unsupported{needed->getLocation(),
+                                  quote(needed->getName()) + " is a constant used after a graph break, declared "
+                                  "together with " + quote(v->getName()) + ", which is not one; declare it on its own "
+                                  "to let the pieces after the break declare it again",
+                                  {}, false};
+          // What it reads must be there too: constants (declared again in
+          // turn) and the variables live into _graph_k<j>.
           for (const auto& [d, at] : refs[i]) {
             if (declared[d].first >= static_cast<long>(i) || declared[d].first < 0) continue;
             if (is_constant(d)) {
               need.insert(d);
             } else if (std::find(params[j].begin(), params[j].end(), d) == params[j].end()) {
               throw Unsupported{at,
-                                "the constant " + quote(needed->getName()) + " is used after a graph break, but its "
-                                "initializer reads " + quote(d->getName()) + ", which is not live there",
+                                (needed ? "the constant " + quote(needed->getName()) : std::string("this declaration")) +
+                                    " is used after a graph break, but it reads " + quote(d->getName()) +
+                                    ", which is not live there",
                                 {}, false};
             }
           }
