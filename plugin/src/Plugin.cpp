@@ -866,8 +866,8 @@ class Consumer : public ASTConsumer {
             } else if (std::find(params[j].begin(), params[j].end(), d) == params[j].end()) {
               throw Unsupported{at,
                                 (needed ? "the constant " + quote(needed->getName()) : std::string("this declaration")) +
-                                    " is used after a graph break, but it reads " + quote(d->getName()) +
-                                    ", which is not live there",
+                                    " reads " + quote(d->getName()) + ", which a graph break after it does not keep, "
+                                    "so the code after the break cannot declare it again",
                                 {}, false};
             }
           }

@@ -204,3 +204,12 @@ done:
   }
   return y + a;  // lowers: const_binding_and_late_tensor.region1
 }
+
+// A local alias is declared again after a break: what it reads must be kept.
+[[graph::static]] Tensor alias_reads_local(Tensor x) {
+  Tensor y = x * 2;
+  using T = decltype(y);  // expect@22: note: no graph break is possible around it: this declaration reads 'y', which a graph break after it does not keep
+  log_tensor(x);  // expect@3: the call to 'log_tensor' cannot be lowered: it is not a graph op
+  T z = x + 1;
+  return z;
+}
