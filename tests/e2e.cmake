@@ -15,7 +15,7 @@ target_compile_definitions(e2e_test PRIVATE CXXGRAPH_GENERATED_DIR="${CMAKE_CURR
 gtest_discover_tests(e2e_test TEST_FILTER "-EagerEnv.*" PROPERTIES LABELS e2e)
 add_test(NAME e2e_graph_mode_eager COMMAND e2e_test --gtest_filter=EagerEnv.*)
 set_tests_properties(e2e_graph_mode_eager PROPERTIES ENVIRONMENT GRAPH_MODE=eager LABELS e2e
-  PASS_REGULAR_EXPRESSION "\\[  PASSED  \\] 2 tests" FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+  PASS_REGULAR_EXPRESSION "\\[  PASSED  \\] 3 tests" FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
 # Every graph the plugin emitted for these functions, run by the interpreter
 # instead of the generated code, against the eager bodies.
 add_test(NAME e2e_graph_mode_interpret COMMAND e2e_test --gtest_filter=StaticGraph.*:GraphBreak.*)
@@ -26,6 +26,11 @@ set_tests_properties(e2e_graph_mode_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=
 add_test(NAME e2e_graph_break_check COMMAND e2e_test --gtest_filter=GraphBreak.MemberFunctionReadsThis)
 set_tests_properties(e2e_graph_break_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
   PASS_REGULAR_EXPRESSION "graph check: breaks::Scaler::forward\\(graph::Tensor\\) \\(break_functions.cpp:62\\): output 0 max \\|graph - eager\\| = 0\n"
+  FAIL_REGULAR_EXPRESSION "FAILED|= [1-9]")
+# The same for a function split around an `if` holding the eager statement.
+add_test(NAME e2e_graph_break_nested_check COMMAND e2e_test --gtest_filter=GraphBreak.NestedIfIsland)
+set_tests_properties(e2e_graph_break_nested_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "graph check: breaks::nested_if\\(graph::Tensor, bool\\) \\(break_functions.cpp:69\\): output 0 max \\|graph - eager\\| = 0\n"
   FAIL_REGULAR_EXPRESSION "FAILED|= [1-9]")
 # GRAPH_EXPLAIN=1: a region whose guard fails says so, naming the function's line.
 add_test(NAME e2e_graph_break_explain COMMAND e2e_test --gtest_filter=GraphBreak.GuardFailureRunsTheRegionEagerly)

@@ -228,11 +228,22 @@ class FunctionLowering {
       frame.results = result_types(fd_->getReturnType(), fd_->getReturnTypeSourceRange().getBegin(),
                                    &out.result_type);
     frame.range = {region.begin, region.end};
-    for (const VarDecl* v : region.inputs) {
+    for (const ValueDecl* v : region.inputs) {
+      const auto* var = dyn_cast<VarDecl>(v);
+      if (auto elems = tuple_elements(v->getType()); elems && var) {
+        // One graph input per element, passed as std::get<i>(t).
+        const TupleVar& tv = declare_tuple(var, *elems, var->getLocation());
+        for (size_t i = 0; i < tv.keys.size(); ++i) {
+          define(tv.keys[i], graph_->add_input(tv.types[i], identifier(key_name(tv.keys[i]))));
+          out.call_args.push_back("::std::get<" + std::to_string(i) + ">(" + v->getNameAsString() + ")");
+        }
+        continue;
+      }
       auto t = ir_type(v->getType());
       if (!t)
         throw Unsupported{v->getLocation(), quote(v->getName()) + " cannot cross a graph break: " + kAcceptedTypes,
                           {}, /*breakable=*/false};
+      if (!var) synthetic_[v] = v->getName().str();  // a structured binding
       define(v, graph_->add_input(*t, identifier(v->getName())));
       out.call_args.push_back(v->getNameAsString());
     }
@@ -241,14 +252,34 @@ class FunctionLowering {
       for (ir::Value* r : results) graph_->top()->add_return(r);
     } else {
       std::string types;
-      for (const VarDecl* v : region.outputs) {
-        ir::Value* value = read(v, region.boundary);
+      size_t index = 0;
+      auto output = [&](ir::Value* value, QualType t) {
         graph_->top()->add_return(value);
         std::string spelling = value->type().is_tensor() ? "::graph::Tensor"
                                : value->type().is_list()
                                    ? "::std::vector<::graph::Tensor>"
-                                   : v->getType().getNonReferenceType().getCanonicalType().getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
+                                   : t.getNonReferenceType().getCanonicalType().getUnqualifiedType().getAsString(
+                                         ctx_.getPrintingPolicy());
         types += (types.empty() ? "" : ", ") + spelling;
+        return "::std::get<" + std::to_string(index++) + ">(_graph_o)";
+      };
+      for (const ValueDecl* v : region.outputs) {
+        if (auto elems = tuple_elements(v->getType()); elems && tuples_.count(v)) {
+          const TupleVar& tv = tuples_.at(v);
+          std::string args;
+          for (size_t i = 0; i < tv.keys.size(); ++i)
+            args += (args.empty() ? "" : ", ") + output(read_key(resolve(tv.keys[i]), region.boundary), (*elems)[i]);
+          out.outputs.push_back(*break_type(v->getType(), ctx_.getPrintingPolicy()) + "(" + args + ")");
+          continue;
+        }
+        // `Tensor y;` not assigned yet (an island after the region assigns
+        // it): the next piece gets an undefined tensor, as in C++.
+        if (Key k = resolve(v); is_tensor_record(v->getType()) && env_.count(k) && !env_.at(k) &&
+                                !partial_.count(k) && !maybe_undefined_.count(k)) {
+          out.outputs.push_back("::graph::Tensor()");
+          continue;
+        }
+        out.outputs.push_back(output(read(v, region.boundary), v->getType()));
       }
       out.result_type = "::std::tuple<" + types + ">";
     }
@@ -1515,8 +1546,7 @@ class FunctionLowering {
         // A region before a graph break: the rest of the body must run.
         if (!is_const(env_.at(&frame.returned), false))
           throw Unsupported{first_return(frame.range->first, frame.range->second),
-                            "this 'return' comes before a graph break, which a static region cannot end with",
-                            {}, /*breakable=*/false};
+                            "this 'return' comes before a graph break, which a static region cannot end with"};
       } else if (!is_const(env_.at(&frame.returned), true)) {
         unsupported(body->getRBracLoc(), "the function must end with 'return <tensor>;' on every path");
       }
@@ -1602,8 +1632,7 @@ class FunctionLowering {
 
   void return_(const ReturnStmt* r) {
     if (frame_->results.empty())  // only a static region before a graph break has no results
-      throw Unsupported{r->getBeginLoc(), "this 'return' comes before a graph break, which a static region cannot end with",
-                        {}, /*breakable=*/false};
+      throw Unsupported{r->getBeginLoc(), "this 'return' comes before a graph break, which a static region cannot end with"};
     if (!r->getRetValue()) unsupported(r->getBeginLoc(), "a 'return' without a value cannot be lowered");
     std::vector<ir::Value*> values = result_values(r->getRetValue());
     for (size_t i = 0; i < values.size(); ++i) define(&frame_->slots[i], values[i]);
@@ -1718,6 +1747,8 @@ class FunctionLowering {
         continue;
       }
       if (v->isLocalExternDecl()) unsupported(v->getLocation(), "local 'extern' declarations cannot be lowered");
+      // `static const int k = 3;`: a constant, folded where it is read.
+      if (v->isStaticLocal() && v->isUsableInConstantExpressions(ctx_)) continue;
       if (v->isStaticLocal())
         unsupported(v->getLocation(), std::string(v->getTSCSpec() == TSCS_unspecified ? "static" : "thread_local") +
                                           " local variables cannot be lowered");
@@ -2350,6 +2381,17 @@ class FunctionLowering {
 Lowered lower_function(ASTContext& ctx, const FunctionDecl* fd) { return FunctionLowering(ctx, fd).run(); }
 
 std::optional<std::string> break_type(QualType t, const PrintingPolicy& policy) {
+  if (auto elems = tuple_elements(t)) {
+    std::string s;
+    for (QualType e : *elems) {
+      if (e->isReferenceType()) return std::nullopt;
+      auto one = break_type(e, policy);
+      if (!one || tuple_elements(e)) return std::nullopt;
+      s += (s.empty() ? "" : ", ") + *one;
+    }
+    const bool pair = t.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl()->getName() == "pair";
+    return std::string(pair ? "::std::pair<" : "::std::tuple<") + s + ">";
+  }
   auto it = ir_type(t);
   if (!it) return std::nullopt;
   if (it->is_tensor()) return "::graph::Tensor";

@@ -53,6 +53,10 @@ struct Lowered {
   // The C++ type the prologue's result variable has: the function's result
   // ("::graph::Tensor", "::std::tuple<::graph::Tensor, int>", ...).
   std::string result_type;
+  // For a region before a graph break: each of Region::outputs as a C++
+  // expression over the region's result `_graph_o` (a tuple or pair output
+  // spans several graph outputs and is rebuilt from them).
+  std::vector<std::string> outputs;
 };
 
 // Lowers `fd`; throws Unsupported. `fd` must be a definition. Calls to
@@ -61,23 +65,25 @@ struct Lowered {
 Lowered lower_function(clang::ASTContext& ctx, const clang::FunctionDecl* fd);
 
 // One static region of a function split by graph breaks: the top-level
-// statements [begin, end) of its body. `inputs` (locals and parameters
-// declared before the region) become graph inputs, in order, then the
-// captures; a region before a break returns `outputs` (result_type is
-// "::std::tuple<...>" of them), the last region returns the function's
-// result. A region before a break must not return.
+// statements [begin, end) of its body. `inputs` (locals, parameters and
+// structured bindings declared before the region) become graph inputs, in
+// order (a std::tuple/std::pair one input per element), then the captures; a
+// region before a break returns `outputs` (result_type is "::std::tuple<...>"
+// of them, tuples flattened), the last region returns the function's result.
+// A region before a break must not return.
 struct Region {
   using StmtIt = clang::CompoundStmt::const_body_iterator;
   size_t index = 0;
   StmtIt begin = nullptr, end = nullptr;
-  std::vector<const clang::VarDecl*> inputs, outputs;
+  std::vector<const clang::ValueDecl*> inputs, outputs;
   bool last = false;
   clang::SourceLocation boundary;  // where the outputs are read (the break)
 };
 Lowered lower_region(clang::ASTContext& ctx, const clang::FunctionDecl* fd, const Region& region);
 
 // How a value of type `t` is spelled when it crosses a graph break (a
-// tensor, a list of tensors, a host scalar), or nullopt when it cannot.
+// tensor, a list of tensors, a host scalar, a std::tuple/std::pair of
+// those), or nullopt when it cannot.
 std::optional<std::string> break_type(clang::QualType t, const clang::PrintingPolicy& policy);
 
 }  // namespace cxxgraph

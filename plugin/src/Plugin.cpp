@@ -159,11 +159,12 @@ class Diagnostics {
       if (where.isValid()) engine_.Report(where, note_) << styled(what);
     engine_.Report(fd->getLocation(), eager_note_) << display(fd);
   }
-  // A statement that runs eagerly between static regions (a graph break).
-  void graph_break(SourceLocation at, const std::string& why, const std::string& where,
+  // A statement that runs eagerly between static regions (a graph break);
+  // `what` names what runs eagerly ("it", or the statement containing it).
+  void graph_break(SourceLocation at, const std::string& why, const std::string& what, const std::string& where,
                    const std::vector<std::pair<SourceLocation, std::string>>& notes) {
     if (!seen_.insert({at.getRawEncoding(), why}).second) return;
-    engine_.Report(at, fallback_) << styled(why) + "; it runs eagerly " + where;
+    engine_.Report(at, fallback_) << styled(why) + "; " + what + " runs eagerly " + where;
     for (const auto& [loc, what] : notes)
       if (loc.isValid()) engine_.Report(loc, note_) << styled(what);
   }
@@ -309,7 +310,7 @@ class Consumer : public ASTConsumer {
             diags_.fallback(u.loc.isValid() ? u.loc : fd->getLocation(), u.message, fd, notes);
             continue;
           }
-          for (const auto& [why, where] : sp->breaks) diags_.graph_break(why.loc, why.message, where, why.notes);
+          for (const Break& b : sp->breaks) diags_.graph_break(b.why.loc, b.why.message, b.what, b.where, b.why.notes);
           cs = std::move(sp->regions);
           prologue = sp->prologue;
           lbrace = sp->lbrace;
@@ -463,9 +464,14 @@ class Consumer : public ASTConsumer {
   // statements as written (its eager fallback). Each island's statement is
   // emitted as written with the variables live across it as locals of the
   // same names, so it may read, assign and declare them, and `return`.
+  struct Break {
+    Unsupported why;
+    std::string what;   // "it", or "the 'if' statement at line 12 that contains it"
+    std::string where;  // "between two static regions", ...
+  };
   struct Split {
     std::vector<Compiled> regions;
-    std::vector<std::pair<Unsupported, std::string>> breaks;  // why, "between two static regions"
+    std::vector<Break> breaks;
     SourceLocation lbrace;
     std::string prologue;
   };
@@ -490,21 +496,45 @@ class Consumer : public ASTConsumer {
     offsets.push_back(sm.getFileOffset(rbrace));
     for (size_t i = 0; i < n; ++i)
       if (offsets[i] >= offsets[i + 1]) return std::nullopt;
-    // The statements are copied as text, region by region: a preprocessor
-    // directive between them (#if ... #endif) could end up split.
+    // The statements are copied as text, region by region, into the
+    // prologue after the `{`: a preprocessor directive in the body (#if ...
+    // #endif, a #define the statements use) could end up split or too late.
     {
-      llvm::StringRef text = sm.getBufferData(sm.getMainFileID()).substr(offsets[0], offsets[n] - offsets[0]);
+      SourceLocation lbrace = sm.getExpansionLoc(body->getLBracLoc());
+      const unsigned from = sm.isInMainFile(lbrace) && sm.getFileOffset(lbrace) < offsets[0] ? sm.getFileOffset(lbrace)
+                                                                                             : offsets[0];
+      llvm::StringRef text = sm.getBufferData(sm.getMainFileID()).substr(from, offsets[n] - from);
       llvm::SmallVector<llvm::StringRef> lines;
       text.split(lines, '\n');
       for (llvm::StringRef l : lines)
         if (l.ltrim().starts_with("#"))
           throw Unsupported{first.loc,
-                            "the body has a preprocessor directive between its statements, which a graph break "
+                            "the body has a preprocessor directive among its statements, which a graph break "
                             "cannot split",
                             {}, false};
     }
 
-    // The top-level statement in [lo, hi) that `u` is about, if it can be an island.
+    // The islands and regions become separate lambdas: a jump between them
+    // would not compile.
+    {
+      struct Jumps : RecursiveASTVisitor<Jumps> {
+        SourceLocation at;
+        bool VisitGotoStmt(GotoStmt* g) { return note(g->getBeginLoc()); }
+        bool VisitIndirectGotoStmt(IndirectGotoStmt* g) { return note(g->getBeginLoc()); }
+        bool VisitLabelStmt(LabelStmt* l) { return note(l->getBeginLoc()); }
+        bool note(SourceLocation l) {
+          if (at.isInvalid()) at = l;
+          return true;
+        }
+      } jumps;
+      jumps.TraverseStmt(const_cast<CompoundStmt*>(body));
+      if (jumps.at.isValid())
+        throw Unsupported{jumps.at, "the function uses 'goto' or labels, which a graph break cannot split", {}, false};
+    }
+
+    // The top-level statement in [lo, hi) that `u` is about: the statement
+    // itself, or the `if`, loop, `switch` or block it is nested in (which
+    // then runs eagerly as a whole).
     auto island_of = [&](const Unsupported& u, size_t lo, size_t hi) -> std::optional<size_t> {
       if (!u.breakable || u.loc.isInvalid()) return std::nullopt;
       SourceLocation at = sm.getExpansionLoc(u.loc);
@@ -512,12 +542,22 @@ class Consumer : public ASTConsumer {
         SourceLocation b = sm.getExpansionLoc(stmts[i]->getBeginLoc());
         SourceLocation e = sm.getExpansionLoc(stmts[i]->getEndLoc());
         if (sm.isBeforeInTranslationUnit(at, b) || sm.isBeforeInTranslationUnit(e, at)) continue;
-        if (isa<CompoundStmt, IfStmt, WhileStmt, DoStmt, ForStmt, CXXForRangeStmt, SwitchStmt, AttributedStmt,
-                LabelStmt, NullStmt>(stmts[i]))
-          return std::nullopt;
+        if (isa<NullStmt>(stmts[i])) return std::nullopt;
         return i;
       }
       return std::nullopt;
+    };
+    // What a nested island is called in the warning, or "" for a simple statement.
+    auto compound_kind = [](const Stmt* st) -> std::string {
+      while (const auto* a = dyn_cast<AttributedStmt>(st)) st = a->getSubStmt();
+      if (isa<IfStmt>(st)) return "'if' statement";
+      if (isa<ForStmt, CXXForRangeStmt>(st)) return "'for' loop";
+      if (isa<WhileStmt>(st)) return "'while' loop";
+      if (isa<DoStmt>(st)) return "'do' loop";
+      if (isa<SwitchStmt>(st)) return "'switch' statement";
+      if (isa<CXXTryStmt>(st)) return "'try' block";
+      if (isa<CompoundStmt>(st)) return "block";
+      return "";
     };
 
     // Variables of the function: parameters first (position -1), then the
@@ -550,21 +590,49 @@ class Consumer : public ASTConsumer {
         if (declared.count(x.first)) refs[i].push_back(x);
     }
     auto by_order = [&](const ValueDecl* a, const ValueDecl* b) { return declared[a].second < declared[b].second; };
+    // Constants (constexpr locals, const ones usable in constant expressions,
+    // `static const` ones with a constant initializer) do not cross a break:
+    // each piece after it declares them again, as written, so they stay
+    // constants there (a template argument, a static_assert, an array bound).
+    auto is_constant = [&](const ValueDecl* d) {
+      const auto* v = dyn_cast<VarDecl>(d);
+      if (!v || isa<ParmVarDecl, DecompositionDecl>(v) || v->getType()->isReferenceType() || !v->getInit())
+        return false;
+      if (v->isUsableInConstantExpressions(ctx)) return true;
+      return v->isStaticLocal() && v->getType().isConstQualified() &&
+             v->getInit()->isConstantInitializer(ctx, false);
+    };
     // Variables declared before statement p and read in [from, to), in order.
     auto live = [&](size_t p, size_t from, size_t to) {
       std::vector<const ValueDecl*> out;
       std::set<const ValueDecl*> seen;
       for (size_t i = from; i < to; ++i)
         for (const auto& [d, at] : refs[i])
-          if (declared[d].first < static_cast<long>(p) && seen.insert(d).second) out.push_back(d);
+          if (declared[d].first < static_cast<long>(p) && !is_constant(d) && seen.insert(d).second) out.push_back(d);
       std::sort(out.begin(), out.end(), by_order);
       return out;
     };
     // Every variable crossing the break at p must be a tensor, a list of
-    // tensors or a host scalar, held by value.
+    // tensors or a host scalar, or a std::tuple/std::pair of those, held by
+    // value (a structured binding of a tuple by value, too).
     auto cannot_cross = [&](const ValueDecl* d) -> std::string {
+      if (const auto* b = dyn_cast<BindingDecl>(d)) {
+        if (!break_type(b->getType(), ctx.getPrintingPolicy()))
+          return "a structured binding of type " + quote(b->getType().getAsString());
+        const auto* dd = dyn_cast_or_null<DecompositionDecl>(b->getDecomposedDecl());
+        if (!dd) return "a structured binding";
+        if (dd->getType()->isReferenceType()) {
+          // `const auto& [a, b] = f(x);` holds a temporary, like a value;
+          // `auto& [a, b] = t;` names t's elements, which cannot be split off.
+          const Expr* init = dd->getInit();
+          if (const auto* c = dyn_cast_or_null<ExprWithCleanups>(init)) init = c->getSubExpr();
+          if (!isa_and_nonnull<MaterializeTemporaryExpr>(init))
+            return "a structured binding that refers to the elements of another variable";
+        }
+        return "";
+      }
       const auto* v = dyn_cast<VarDecl>(d);
-      if (!v) return "a structured binding";
+      if (!v) return "not a variable";
       if (!break_type(v->getType(), ctx.getPrintingPolicy())) return "of type " + quote(v->getType().getAsString());
       if (!isa<ParmVarDecl>(v) && (!v->hasLocalStorage() || v->getType()->isReferenceType()))
         return v->getType()->isReferenceType() ? "a reference" : "not an automatic variable";
@@ -573,12 +641,12 @@ class Consumer : public ASTConsumer {
     auto check_crossing = [&](size_t p) {
       for (size_t i = p; i < n; ++i)
         for (const auto& [d, at] : refs[i]) {
-          if (declared[d].first >= static_cast<long>(p)) continue;
+          if (declared[d].first >= static_cast<long>(p) || is_constant(d)) continue;
           std::string why = cannot_cross(d);
           if (!why.empty())
             throw Unsupported{at,
                               quote(d->getName()) + " is used after a graph break but cannot cross it: it is " + why +
-                                  "; only tensors, lists of tensors and host scalars held by value can",
+                                  "; only tensors, lists of tensors, host scalars and tuples or pairs of those held by value can",
                               {}, false};
         }
     };
@@ -634,7 +702,7 @@ class Consumer : public ASTConsumer {
         r.last = last;
         r.boundary = to < n ? stmts[to]->getBeginLoc() : body->getRBracLoc();
         for (const ValueDecl* d : live(from, from, to))
-          if (cannot_cross(d).empty()) r.inputs.push_back(cast<VarDecl>(d));
+          if (cannot_cross(d).empty()) r.inputs.push_back(d);
         if (!last) {
           std::set<const ValueDecl*> touched;
           for (size_t i = from; i < to; ++i)
@@ -644,10 +712,12 @@ class Consumer : public ASTConsumer {
           for (const ValueDecl* d : params[j + 1])
             if (touched.count(d)) outputs[j].push_back(d);
           if (outputs[j].empty()) continue;  // nothing to compute for later: runs as written
-          for (const ValueDecl* d : outputs[j]) r.outputs.push_back(cast<VarDecl>(d));
+          for (const ValueDecl* d : outputs[j]) r.outputs.push_back(d);
         }
         try {
           lowered[j] = lower_region(ctx, fd, r);
+          // Nothing to compute (only `Tensor y;` declared): runs as written.
+          if (!last && lowered[j]->result_type == "::std::tuple<>") lowered[j].reset();
         } catch (const Unsupported& u) {
           std::optional<size_t> i = island_of(u, from, to);
           if (!i) {
@@ -681,10 +751,19 @@ class Consumer : public ASTConsumer {
         bool before = false, after = false;
         for (size_t j = 0; j < spans.size(); ++j)
           if (graph_of[j] >= 0) (j <= k ? before : after) = true;
-        for (size_t i = stretches[k].first; i < stretches[k].second; ++i)
-          sp.breaks.push_back({reasons.at(i), before && after ? "between two static regions"
-                                              : before       ? "after a static region"
-                                                             : "before a static region"});
+        for (size_t i = stretches[k].first; i < stretches[k].second; ++i) {
+          Break b{reasons.at(i), "it", before && after ? "between two static regions"
+                                       : before       ? "after a static region"
+                                                      : "before a static region"};
+          // Nested in an `if`, a loop, a `switch` or a block: all of it runs eagerly.
+          SourceLocation at = sm.getExpansionLoc(stmts[i]->getBeginLoc());
+          if (std::string kind = compound_kind(stmts[i]); !kind.empty() && sm.getExpansionLoc(b.why.loc) != at) {
+            b.what = "the " + kind + " at line " + std::to_string(sm.getExpansionLineNumber(at)) +
+                     " that contains it";
+            b.why.notes.push_back({at, "this " + kind + " runs eagerly as a whole, " + b.where});
+          }
+          sp.breaks.push_back(std::move(b));
+        }
       }
 
       const std::string origin = main_file_path(sm);
@@ -724,8 +803,7 @@ class Consumer : public ASTConsumer {
               auto it = std::find(outputs[j].begin(), outputs[j].end(), d);
               call += (call.empty() ? "" : ", ") +
                       (it == outputs[j].end() ? d->getNameAsString()
-                                              : "::std::get<" + std::to_string(it - outputs[j].begin()) +
-                                                    ">(_graph_o)");
+                                              : lowered[j]->outputs.at(it - outputs[j].begin()));
             }
             s += " { " + lowered[j]->result_type + " _graph_o; if (" + sf + ".run(_graph_o, nullptr" + args +
                  ")) return " + next + "(" + call + "); }";
@@ -736,10 +814,76 @@ class Consumer : public ASTConsumer {
         return s;
       };
 
+      // The declarations of the constants that island j - 1 and region j
+      // read (and those their initializers read), and of the local types,
+      // aliases and using-directives before them, as written, for the lambda
+      // _graph_k<j> to declare again.
+      auto constants = [&](size_t j) {
+        const size_t p = stretches[j - 1].first;
+        std::set<const ValueDecl*> need;
+        for (size_t i = p; i < spans[j].second; ++i)
+          for (const auto& [d, at] : refs[i])
+            if (declared[d].first < static_cast<long>(p) && is_constant(d)) need.insert(d);
+        std::vector<size_t> decls;
+        for (size_t i = p; i-- > 0;) {
+          const auto* ds = dyn_cast<DeclStmt>(stmts[i]);
+          if (!ds) continue;
+          const VarDecl* var = nullptr;
+          const NamedDecl* type = nullptr;
+          for (const Decl* d : ds->decls()) {
+            if (const auto* v = dyn_cast<VarDecl>(d)) var = v;
+            else if (isa<TypeDecl, UsingDecl, UsingDirectiveDecl, UsingEnumDecl, NamespaceAliasDecl>(d))
+              type = cast<NamedDecl>(d);
+          }
+          const bool names_only = !var;  // cheap to declare again, needed or not
+          if (var && type && !is_constant(var))
+            throw Unsupported{type->getLocation(),
+                              "this declaration declares " +
+                                  (type->getNameAsString().empty() ? std::string("a type")
+                                                                   : quote(type->getNameAsString())) +
+                                  " together with the variable " +
+                                  quote(var->getName()) + ", which a graph break after it cannot split; declare "
+                                  "them separately",
+                              {}, false};
+          const ValueDecl* needed = nullptr;
+          for (const Decl* d : ds->decls())
+            if (const auto* v = dyn_cast<ValueDecl>(d); v && need.count(v)) needed = v;
+          if (!needed && !names_only) continue;
+          if (needed)
+            for (const Decl* d : ds->decls())
+              if (const auto* v = dyn_cast<VarDecl>(d); v && !is_constant(v))
+                throw Unsupported{needed->getLocation(),
+                                  quote(needed->getName()) + " is a constant used after a graph break, declared "
+                                  "together with " + quote(v->getName()) + ", which is not one; declare it on its own "
+                                  "to let the pieces after the break declare it again",
+                                  {}, false};
+          // What it reads must be there too: constants (declared again in
+          // turn) and the variables live into _graph_k<j>.
+          for (const auto& [d, at] : refs[i]) {
+            if (declared[d].first >= static_cast<long>(i) || declared[d].first < 0) continue;
+            if (is_constant(d)) {
+              need.insert(d);
+            } else if (std::find(params[j].begin(), params[j].end(), d) == params[j].end()) {
+              throw Unsupported{at,
+                                (needed ? "the constant " + quote(needed->getName()) : std::string("this declaration")) +
+                                    " reads " + quote(d->getName()) + ", which a graph break after it does not keep, "
+                                    "so the code after the break cannot declare it again",
+                                {}, false};
+            }
+          }
+          decls.push_back(i);
+        }
+        std::string s;
+        for (auto it = decls.rbegin(); it != decls.rend(); ++it) s += text(*it, *it + 1);
+        return s;
+      };
+
       std::string& p = sp.prologue;
       // The variables crossing a break are parameters of the lambdas, of the
       // same names as the function's parameters they may hide: no -Wshadow.
       p = " _Pragma(\"GCC diagnostic push\") _Pragma(\"GCC diagnostic ignored \\\"-Wshadow\\\"\")"
+          " _Pragma(\"GCC diagnostic ignored \\\"-Wunused-local-typedefs\\\"\")"
+          " _Pragma(\"GCC diagnostic ignored \\\"-Wunused-variable\\\"\")"
           " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash + "\"); if (" +
           result_type + " _graph_r{}; _graph_sf.run_split(_graph_r, " + eager_call(fd, result_type) + ", [&]() -> " +
           result_type + " {";
@@ -752,7 +896,7 @@ class Consumer : public ASTConsumer {
         for (const ValueDecl* d : params[j])
           ps += (ps.empty() ? "" : ", ") + *break_type(d->getType(), ctx.getPrintingPolicy()) + " " + d->getNameAsString();
         p += " auto _graph_k" + std::to_string(j) + " = [&](" + ps + ") -> " + result_type + " {" +
-             text(stretches[j - 1].first, stretches[j - 1].second) + region(j) + " };";
+             constants(j) + text(stretches[j - 1].first, stretches[j - 1].second) + region(j) + " };";
       }
       p += region(0) + " })) return _graph_r; _Pragma(\"GCC diagnostic pop\")\n#line " +
            std::to_string(sm.getExpansionLineNumber(sp.lbrace)) + " \"" + origin + "\"\n" +

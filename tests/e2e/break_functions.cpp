@@ -65,4 +65,83 @@ using namespace graph;
   return y + w;
 }
 
+// Nested in an `if`: the whole `if` is the island; it reads and assigns y.
+[[graph::static]] Tensor nested_if(Tensor x, bool verbose) {
+  Tensor y = relu(x) * 2;
+  double scale = 0.5;
+  if (verbose) {
+    observe(y);
+    y = y + 1;
+    scale = 2.0;
+  }
+  return y * x * scale;
+}
+
+// Nested in a loop: the loop is the island; it may return from the function.
+[[graph::static]] Tensor loop_returns(Tensor x, int n) {
+  Tensor y = x * 0.5f;
+  for (int i = 0; i < n; ++i) {
+    y = shift_eagerly(y, 1.0f);
+    if (i == 2) return y * 10;
+  }
+  return y + x;
+}
+
+// Nested in a `switch`, followed by a block: one eager stretch.
+[[graph::static]] Tensor switch_island(Tensor x, int k) {
+  Tensor y = exp(x) - 1;
+  int extra = 0;
+  switch (k) {
+    case 0:
+      observe(y);
+      y = y * 3;
+      break;
+    case 1:
+      return shift_eagerly(y, 4.0f);
+    default:
+      extra = k;
+  }
+  {
+    Tensor z = shift_eagerly(y, 0.25f);
+    y = z * 2;
+  }
+  return y + x * extra;
+}
+
+// Tuples, pairs and structured bindings crossing breaks both ways: defined in
+// a region and read in the island and after it, defined in the island and
+// read by the next region, assigned in a nested island.
+[[graph::static]] Tensor tuples_cross(Tensor x, bool shift) {
+  std::tuple<Tensor, int> t{relu(x), 3};
+  auto [a, b] = std::make_pair(x * 2, 1.5);
+  observe(a);
+  std::pair<Tensor, double> p = scaled_pair(a);
+  Tensor c = p.first * p.second + std::get<0>(t);
+  if (shift) t = std::make_tuple(shift_eagerly(std::get<0>(t), 1.0f), 4);
+  return std::get<0>(t) * std::get<1>(t) + a * b + c;
+}
+
+// Constants used in constant expressions after a break stay constants.
+[[graph::static]] Tensor constants_cross(Tensor x) {
+  constexpr int kIndex = 1;
+  static const int kScale = 3;
+  const int kTwice = kScale * 2;
+  std::tuple<Tensor, Tensor> t{x, x * 2};
+  observe(x);
+  static_assert(kIndex == 1 && kTwice == 6, "constants after a break");
+  return std::get<kIndex>(t) * kScale + std::get<kTwice - 6>(t);
+}
+
+// Declared before the island, assigned on each path of it, read after it.
+[[graph::static]] Tensor assigned_in_island(Tensor x, bool c) {
+  Tensor y;
+  int n = 3;
+  if (c) {
+    y = shift_eagerly(x, 1.0f) * n;
+  } else {
+    y = x - n;
+  }
+  return y * x;
+}
+
 }  // namespace breaks

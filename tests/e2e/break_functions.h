@@ -4,6 +4,9 @@
 // regions. break_test.cpp runs each as its regions and eagerly and compares.
 #include <graph/graph.h>
 
+#include <tuple>
+#include <utility>
+
 namespace breaks {
 using graph::Tensor;
 
@@ -13,6 +16,7 @@ using graph::Tensor;
 void observe(const Tensor& t);
 Tensor shift_eagerly(const Tensor& t, float by);
 double max_abs(const Tensor& t);
+std::pair<Tensor, double> scaled_pair(const Tensor& t);  // {t * 2, 0.25}
 
 Tensor print_between(Tensor x, float s);
 Tensor cout_between(Tensor x);
@@ -20,6 +24,12 @@ Tensor island_assigns(Tensor x, Tensor w);
 Tensor two_islands(Tensor x, int n);
 Tensor island_declares(Tensor x);
 Tensor island_returns(Tensor x);
+Tensor nested_if(Tensor x, bool verbose);
+Tensor loop_returns(Tensor x, int n);
+Tensor switch_island(Tensor x, int k);
+Tensor tuples_cross(Tensor x, bool shift);
+Tensor constants_cross(Tensor x);
+Tensor assigned_in_island(Tensor x, bool c);
 
 struct Scaler {
   Tensor w;

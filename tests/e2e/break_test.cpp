@@ -31,6 +31,8 @@ Tensor shift_eagerly(const Tensor& t, float by) {
 
 double max_abs(const Tensor& t) { return graph::abs(t).reshape({-1}).amax({0}).item<float>(); }
 
+std::pair<Tensor, double> scaled_pair(const Tensor& t) { return {t * 2, 0.25}; }
+
 }  // namespace breaks
 
 namespace {
@@ -169,6 +171,105 @@ TEST_F(GraphBreak, GradientsFlowThroughRegionsAndTheIsland) {
   expect_close(grads[1][1], grads[0][1]);
 }
 
+// An unlowerable statement nested in an `if`: the whole `if` runs eagerly
+// between the two regions, reading and assigning a tensor and a double they
+// hold; both branches.
+TEST_F(GraphBreak, NestedIfIsland) {
+  const std::string name = "_ZN6breaks9nested_ifEN5graph6TensorEb";
+  Tensor x = pattern({3, 4}, 0.4f, -0.8f);
+  for (bool verbose : {false, true}) {
+    Tensor r = regions_vs_eager(name, {0, 1}, [&] { return breaks::nested_if(x, verbose); });
+    Tensor y = graph::relu(x) * 2;
+    expect_close(verbose ? (y + 1) * x * 2.0 : y * x * 0.5, r);
+  }
+}
+
+// Nested in a loop: the loop runs eagerly, once per call; a `return` inside
+// it returns from the function (the region after it does not run).
+TEST_F(GraphBreak, LoopIslandAndReturnFromIt) {
+  const std::string name = "_ZN6breaks12loop_returnsEN5graph6TensorEi";
+  Tensor x = pattern({5}, 0.6f, -1.3f);
+  int shifts = breaks::shift_calls;
+  Tensor r = regions_vs_eager(name, {0, 1}, [&] { return breaks::loop_returns(x, 2); });
+  EXPECT_EQ(breaks::shift_calls, shifts + 4) << "2 trips, compiled and eager";
+  expect_close(x * 0.5f + 2 + x, r);
+  uint64_t after = calls(name + ".region1");
+  r = regions_vs_eager(name, {0}, [&] { return breaks::loop_returns(x, 5); });
+  EXPECT_EQ(calls(name + ".region1"), after) << "the island returned: region 1 must not run";
+  expect_close((x * 0.5f + 3) * 10, r);
+}
+
+// Nested in a `switch` (with a `return` in one case) next to a block that
+// declares its own tensor: one eager stretch between two regions.
+TEST_F(GraphBreak, SwitchAndBlockIsland) {
+  const std::string name = "_ZN6breaks13switch_islandEN5graph6TensorEi";
+  Tensor x = pattern({2, 3}, 0.3f, -0.5f);
+  Tensor y = graph::exp(x) - 1;
+  expect_close(((y * 3) + 0.25f) * 2, regions_vs_eager(name, {0, 1}, [&] { return breaks::switch_island(x, 0); }));
+  uint64_t after = calls(name + ".region1");
+  expect_close(y + 4, regions_vs_eager(name, {0}, [&] { return breaks::switch_island(x, 1); }));
+  EXPECT_EQ(calls(name + ".region1"), after);
+  expect_close((y + 0.25f) * 2 + x * 5,
+               regions_vs_eager(name, {0, 1}, [&] { return breaks::switch_island(x, 5); }));
+}
+
+// A tuple and structured bindings defined in a region cross two breaks, a
+// pair defined in an island crosses into the next region, and a nested
+// island assigns the tuple.
+TEST_F(GraphBreak, TuplesPairsAndBindingsCross) {
+  const std::string name = "_ZN6breaks12tuples_crossEN5graph6TensorEb";
+  Tensor x = pattern({4}, 0.5f, -0.9f);
+  for (bool shift : {false, true}) {
+    Tensor r = regions_vs_eager(name, {0, 1, 2}, [&] { return breaks::tuples_cross(x, shift); });
+    Tensor a = x * 2, t0 = graph::relu(x);
+    Tensor c = a * 2 * 0.25 + t0;
+    expect_close((shift ? t0 + 1 : t0) * (shift ? 4 : 3) + a * 1.5 + c, r);
+  }
+}
+
+// constexpr and static const locals declared before a break are used in
+// constant expressions after it (std::get<kIndex>, static_assert).
+TEST_F(GraphBreak, ConstantsStayConstants) {
+  Tensor x = pattern({3}, 0.7f, -0.4f);
+  Tensor r = regions_vs_eager("_ZN6breaks15constants_crossEN5graph6TensorE", {0, 1},
+                              [&] { return breaks::constants_cross(x); });
+  expect_close(x * 7, r);
+}
+
+// `Tensor y;` declared in a region (undefined there), assigned on both paths
+// of the island, read by the next region.
+TEST_F(GraphBreak, DeclaredBeforeAssignedInTheIsland) {
+  const std::string name = "_ZN6breaks18assigned_in_islandEN5graph6TensorEb";
+  Tensor x = pattern({2, 2}, 0.9f, -0.6f);
+  expect_close((x + 1) * 3 * x, regions_vs_eager(name, {1}, [&] { return breaks::assigned_in_island(x, true); }));
+  expect_close((x - 3) * x, regions_vs_eager(name, {1}, [&] { return breaks::assigned_in_island(x, false); }));
+}
+
+// Gradients through functions split around nested islands equal eager
+// autograd's.
+TEST_F(GraphBreak, GradientsThroughNestedIslands) {
+  for (int which = 0; which < 3; ++which) {
+    Tensor grads[2];
+    for (int eager = 0; eager < 2; ++eager) {
+      graph::set_mode(eager ? graph::Mode::Eager : compiled_mode());
+      Tensor x = pattern({2, 3}, 0.45f, -0.7f).requires_grad_();
+      Tensor y = which == 0   ? breaks::nested_if(x, true)
+                 : which == 1 ? breaks::tuples_cross(x, true)
+                              : breaks::loop_returns(x, 2);
+      (y * pattern({2, 3}, -0.8f, 0.3f)).sum().backward();
+      grads[eager] = x.grad();
+    }
+    graph::set_mode(compiled_mode());
+    ASSERT_TRUE(grads[0].defined()) << which;
+    expect_close(grads[1], grads[0]);
+  }
+  // And against the hand-derived gradient of nested_if(x, true) = (2 relu(x) + 1) x * 2.
+  Tensor x = pattern({2, 3}, 0.45f, -0.7f).requires_grad_(), g = pattern({2, 3}, -0.8f, 0.3f);
+  (breaks::nested_if(x, true) * g).sum().backward();
+  Tensor xd = x.detach(), pos = (xd > 0).to(graph::kFloat32);
+  expect_close(((graph::relu(xd) * 2 + 1) * 2 + pos * 4 * xd) * g, x.grad());
+}
+
 }  // namespace
 
 // GRAPH_MODE=eager (ctest e2e_graph_mode_eager): the whole eager body runs,
@@ -186,4 +287,18 @@ TEST(EagerEnv, GraphBreaksRunTheEagerBody) {
   EXPECT_EQ(breaks::observed_calls, seen + 2);
   Tensor a = graph::sigmoid(x) * 2, b = a * a + x;
   expect_close(b - a * 3, r);
+}
+
+// GRAPH_MODE=eager: functions split around nested islands run their bodies.
+TEST(EagerEnv, NestedGraphBreaksRunTheEagerBody) {
+  const char* m = std::getenv("GRAPH_MODE");
+  if (!m || std::string(m) != "eager") GTEST_SKIP() << "needs GRAPH_MODE=eager";
+  Tensor x = pattern({4}, 0.7f, -1.1f);
+  const std::string name = "_ZN6breaks12tuples_crossEN5graph6TensorEb";
+  uint64_t r0 = calls(name + ".region0"), r2 = calls(name + ".region2");
+  Tensor r = breaks::tuples_cross(x, true);
+  EXPECT_EQ(calls(name + ".region0"), r0);
+  EXPECT_EQ(calls(name + ".region2"), r2);
+  Tensor a = x * 2, t0 = graph::relu(x);
+  expect_close((t0 + 1) * 4 + a * 1.5 + (a * 2 * 0.25 + t0), r);
 }

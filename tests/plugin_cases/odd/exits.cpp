@@ -107,12 +107,12 @@ using namespace graph;
   return acc;
 }
 
-[[graph::static]] Tensor range_for_ref_write(std::vector<Tensor> xs) {
+[[graph::static]] Tensor range_for_ref_write(std::vector<Tensor> xs) {  // lowers: range_for_ref_write.region1
   for (Tensor& t : xs) t = t + 1;  // expect@16: the loop variable 't' is a non-const reference
   return xs[0];
 }
 
-[[graph::static]] Tensor range_for_ints(Tensor x) {
+[[graph::static]] Tensor range_for_ints(Tensor x) {  // lowers: range_for_ints.region1
   for (int k : {1, 2, 3}) x = x * k;  // expect@3: range-based 'for' loops over 'std::initializer_list<int>' cannot be lowered
   return x;
 }

@@ -15,7 +15,7 @@ struct Pair {
   Tensor a, b;
 };
 
-[[graph::static]] Tensor throws(Tensor x, bool bad) {
+[[graph::static]] Tensor throws(Tensor x, bool bad) {  // lowers: throws.region1
   if (bad) throw std::runtime_error("bad");  // expect@12: 'throw' cannot be lowered
   return x;
 }
@@ -66,7 +66,7 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x;
 }
 
-[[graph::static]] Tensor range_for_array(Tensor x) {
+[[graph::static]] Tensor range_for_array(Tensor x) {  // lowers: range_for_array.region1
   for (int k : {1, 2, 3}) x = x * k;  // expect@3: range-based 'for' loops over 'std::initializer_list<int>' cannot be lowered
   return x;
 }
@@ -107,7 +107,7 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x * calls;
 }
 
-[[graph::static]] Tensor structured_binding(Tensor x) {
+[[graph::static]] Tensor structured_binding(Tensor x) {  // lowers: structured_binding.region1
   auto [a, b] = Pair{x, x * 2};  // expect@8: structured bindings of 'Pair' cannot be lowered; only of 'std::tuple' and 'std::pair'
   return a + b;
 }
@@ -154,14 +154,14 @@ again:  // expect@1: 'goto' and labels cannot be lowered
   return x + G2;
 }
 
-[[graph::static]] Tensor for_ever(Tensor x) {
+[[graph::static]] Tensor for_ever(Tensor x) {  // lowers: for_ever.region1
   for (;;) {  // expect@3: a 'for' without a condition cannot be lowered
     x = x + 1;
   }
   return x;
 }
 
-[[graph::static]] Tensor while_decl(Tensor x, int n) {
+[[graph::static]] Tensor while_decl(Tensor x, int n) {  // lowers: while_decl.region1
   while (int k = n) {  // expect@3: a 'while' with a declaration in its condition cannot be lowered yet
     n = n - 1;
     x = x + k;

@@ -71,7 +71,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return std::get<0>(u);
 }
 
-[[graph::static]] Tensor get_by_type(Tensor x) {
+[[graph::static]] Tensor get_by_type(Tensor x) {  // lowers: get_by_type.region0
   std::tuple<Tensor, int> t{x, 1};
   return std::get<Tensor>(t);  // expect@10: 'std::get' is lowered with an index ('std::get<0>(t)'), not a type
 }
@@ -81,7 +81,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x;
 }
 
-[[graph::static]] Tensor tuple_converts(Tensor x) {
+[[graph::static]] Tensor tuple_converts(Tensor x) {  // lowers: tuple_converts.region1
   std::tuple<Tensor, double> t = std::make_tuple(x, 1);  // expect@34: element 1 of this tuple is a int, not a float; the graph does not convert it
   return std::get<0>(t);
 }
@@ -91,7 +91,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return p.first;
 }
 
-[[graph::static]] Tensor binds_struct(Tensor x) {
+[[graph::static]] Tensor binds_struct(Tensor x) {  // lowers: binds_struct.region1
   struct S {
     Tensor a, b;
   };
@@ -190,7 +190,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x;
 }
 
-[[graph::static]] Tensor switch_continue(Tensor x, int n) {
+[[graph::static]] Tensor switch_continue(Tensor x, int n) {  // lowers: switch_continue.region1
   for (int i = 0; i < n; ++i) {
     switch (i) {
       case 0:
@@ -201,7 +201,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x;
 }
 
-[[graph::static]] Tensor duffs_device(Tensor x, int k) {
+[[graph::static]] Tensor duffs_device(Tensor x, int k) {  // lowers: duffs_device.region1
   switch (k) {
     case 0:
       if (k == 0) {
@@ -212,7 +212,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x;
 }
 
-[[graph::static]] Tensor switch_on_float(Tensor x, double v) {
+[[graph::static]] Tensor switch_on_float(Tensor x, double v) {  // lowers: switch_on_float.region1
   switch (static_cast<int>(v)) {  // expect@28: the conversion from 'double' to 'int' cannot be lowered yet
     case 1:
       x = x + 1;
@@ -220,7 +220,7 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x;
 }
 
-[[graph::static]] Tensor switch_case_range(Tensor x, int k) {
+[[graph::static]] Tensor switch_case_range(Tensor x, int k) {  // lowers: switch_case_range.region1
   switch (k) {
     case 1 ... 3:  // expect@5: case ranges cannot be lowered
       x = x + 1;
