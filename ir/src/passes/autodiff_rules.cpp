@@ -218,16 +218,26 @@ std::vector<int64_t> inverse_permutation(const Node& n) {
   return inv;
 }
 
+// `x` and, after it, the forward node's run-time attribute inputs
+// (value_primitives.h), for a backward node of one own input that takes the
+// forward node's attributes as they are: their "@i" indices stay right.
+std::vector<Value*> with_runtime_inputs(Scope& s, const Node& n, Value* x) {
+  std::vector<Value*> in{x};
+  for (size_t i = num_op_inputs(n); i < n.inputs().size(); ++i) in.push_back(s.fwd(n.input(i)));
+  return in;
+}
+
 Value* softmax_grad(Scope& s, const Node& n, Value* g) {
   Value* y = s.fwd(n.output());
+  // `dim` may be known only at run time: sum's own input is one, as softmax's.
   Attributes along{{"dim", n.attrs().at("dim")}, {"keepdim", true}};
   if (n.op() == "softmax") {  // y * (g - sum(g * y, dim, keepdim))
     Value* gy = s.emit1("mul", {g, y});
-    Value* sum = with_attrs(s.emit("sum", {gy}), along)->output();
+    Value* sum = with_attrs(s.emit("sum", with_runtime_inputs(s, n, gy)), along)->output();
     return s.emit1("mul", {y, s.emit1("sub", {g, sum})});
   }
   // log_softmax: g - exp(y) * sum(g, dim, keepdim)
-  Value* sum = with_attrs(s.emit("sum", {g}), along)->output();
+  Value* sum = with_attrs(s.emit("sum", with_runtime_inputs(s, n, g)), along)->output();
   return s.emit1("sub", {g, s.emit1("mul", {s.emit1("exp", {y}), sum})});
 }
 
@@ -272,8 +282,33 @@ std::vector<Value*> cat_grad(Scope& s, const Node& n, Value* g, const std::vecto
   throw Error("autodiff: '" + n.op() + "'" + where + " " + why);
 }
 
+// permute{dims="@1"} / {dims="@1:k"}: the inverse permutation at run time.
+Value* inverse_permutation_at_run_time(Scope& s, const Node& n) {
+  const DynamicAttr d = *dynamic_attr(n, "dims");
+  Value* dims = nullptr;
+  if (d.range) {
+    std::vector<Value*> ints;
+    for (size_t i = d.begin; i < d.end; ++i) ints.push_back(s.fwd(n.input(i)));
+    dims = s.emit1("make_shape", ints);
+  } else {
+    dims = s.fwd(n.input(d.begin));
+    if (!dims->type().is_tensor()) dims = s.emit1("make_shape", {dims});
+  }
+  return s.emit1("inverse_permutation", {dims});
+}
+
 std::vector<Value*> view_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
   const std::string& op = n.op();
+  if (has_dynamic_attrs(n)) {
+    // Attributes known at run time: the same rules, with those values.
+    std::vector<Value*> out(n.inputs().size(), nullptr);
+    if (op == "transpose") out[0] = with_attrs(s.emit("transpose", with_runtime_inputs(s, n, g)), n.attrs())->output();
+    else if (op == "permute") out[0] = with_attrs(s.emit("permute", {g, inverse_permutation_at_run_time(s, n)}), {{"dims", std::string("@1")}})->output();
+    else if (op == "slice") return through_backward_op(s, n, g, wanted);
+    else if (op == "expand") out[0] = s.emit1("sum_to", {g, s.fwd(n.input(0))});
+    else out[0] = s.emit1("reshape_as", {g, s.fwd(n.input(0))});  // reshape, flatten, squeeze, unsqueeze
+    return out;
+  }
   if (op == "t") return {s.emit1("t", {g})};
   if (op == "transpose") return {with_attrs(s.emit("transpose", {g}), n.attrs())->output()};
   if (op == "permute") return {with_attrs(s.emit("permute", {g}), {{"dims", inverse_permutation(n)}})->output()};
@@ -336,6 +371,12 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
   Value* g = out_grads.at(0);
   if (has_dynamic_attrs(n)) {
     if (info->kind != OpKind::Elementwise && find_op(n.op() + "_backward")) return through_backward_op(s, n, g, wanted);
+    if (info->kind == OpKind::View) return view_grad(s, n, g, wanted);
+    if (info->id == OpId::softmax || info->id == OpId::log_softmax) {
+      std::vector<Value*> out(n.inputs().size(), nullptr);
+      out[0] = softmax_grad(s, n, g);
+      return out;
+    }
     no_gradient(n, "with attributes known only at run time has no gradient in a static graph yet");
   }
   switch (info->kind) {

@@ -639,6 +639,7 @@ class TypeInference {
     if (op == "Loop") return loop(n);
     if (op == "FusionGroup") return fusion_group(n);
     if (op == "reshape_dyn" || op == "slice_dyn") return n->output()->set_type(dynamic_view(n));
+    if (op == "tensor_sizes" || op == "make_shape" || op == "shape_set" || op == "inverse_permutation") return n->output()->set_type(shape_value(n));
     const OpInfo* info = find_op(op);
     if (!info || n->num_outputs() != 1) return;
     if (has_dynamic_attrs(*n)) return n->output()->set_type(with_dynamic_attrs(*info, n));
@@ -699,6 +700,21 @@ class TypeInference {
     }
     n->attrs() = saved;
     return out;
+  }
+
+  // An int list held in a 1-D int64 tensor (value_primitives.h): its length
+  // is the rank of tensor_sizes' tensor, make_shape's number of ints, or the
+  // length of the list shape_set copies.
+  static Type shape_value(const Node* n) {
+    Dim len = Dim::unknown();
+    if (n->op() == "make_shape") {
+      len = Dim::of(static_cast<int64_t>(n->inputs().size()));
+    } else if (n->op() == "tensor_sizes") {
+      if (const auto& d = n->input(0)->type().dims) len = Dim::of(static_cast<int64_t>(d->size()));
+    } else if (const auto& d = n->input(0)->type().dims; d && d->size() == 1) {
+      len = (*d)[0];
+    }
+    return Type::tensor(DType::Int64, {len});
   }
 
   // reshape_dyn and slice_dyn: the input's dtype; the rank is known, the
