@@ -872,6 +872,7 @@ class FunctionLowering {
     e = strip(e);
     SourceLocation l = e->getExprLoc();
     if (ir::Value* c = fold(e)) return c;  // constants behind the conversions strip() removed
+    if (is_int_list(e->getType()) && !isa<CallExpr>(e)) return shape_value(e, l);
     if (const auto* d = dyn_cast<DeclRefExpr>(e)) {
       if (isa<VarDecl, BindingDecl>(d->getDecl())) return read(cast<ValueDecl>(d->getDecl()), l);
       unsupported(l, quote(d->getDecl()->getNameAsString()) + " cannot be used in a static graph");
@@ -1075,6 +1076,14 @@ class FunctionLowering {
       ir::Value* sv = shape_value(m->getImplicitObjectArgument(), l);
       return node("shape_get", {sv, index_value(m->getArg(0), l)}, ir::Type::int_(), l)->output();
     }
+    if (is_int_list(c->getType()) && !annotated_op(callee)) {
+      if (const auto* m = dyn_cast<CXXMemberCallExpr>(c); m && tensor_method(m, "sizes", 0)) return shape_value(c, l);
+    }
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(c); m && is_int_list(m->getObjectType()))
+      unsupported(l, "the call to " + quote(m->getMethodDecl() ? m->getMethodDecl()->getNameAsString() : "?") +
+                         " on an int list cannot be lowered: an int list in a static graph is read ('s[i]', "
+                         "'s.at(i)', 's.size()') and its elements assigned ('s[i] = v'); build it from a tensor's "
+                         "'sizes()' or a braced list");
     if (is_lambda_call(callee)) unsupported(l, "calls to lambdas cannot be lowered yet");
     if (const auto* m = dyn_cast_or_null<CXXMethodDecl>(callee);
         m && (m->isCopyAssignmentOperator() || m->isMoveAssignmentOperator()))
@@ -1332,6 +1341,9 @@ class FunctionLowering {
     if (const auto* d = dyn_cast<DeclRefExpr>(s); d && isa<VarDecl>(d->getDecl()) && is_int_list(d->getType()) &&
                                                    env_.count(resolve(d->getDecl())))
       return read(cast<ValueDecl>(d->getDecl()), l);
+    // A member (`this->dims`): a graph input the prologue passes at each call.
+    if (const auto* me = dyn_cast<MemberExpr>(s); me && isa<FieldDecl>(me->getMemberDecl()) && is_int_list(me->getType()))
+      return list_member(me);
     if (auto inits = braced_inits(s)) {
       std::vector<ir::Value*> ints;
       for (const Expr* i : *inits) {
