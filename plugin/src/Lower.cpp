@@ -1972,6 +1972,22 @@ class FunctionLowering {
 
   // `v op= rhs` on a host scalar or a tensor (Tensor's `+=` rebinds v).
   ir::Value* compound(const char* op, const Expr* lhs, const Expr* rhs_expr, SourceLocation l, llvm::StringRef spelling) {
+    // `s[i] op= rhs` on a local int list: shape_get, the int op, shape_set.
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(lhs->IgnoreParenImpCasts());
+        oc && oc->getOperator() == OO_Subscript && is_int_list(oc->getArg(0)->getType())) {
+      Key k = assigned_var(oc->getArg(0));
+      ir::Value* list = read_key(k, l);
+      ir::Value* i = index_value(oc->getArg(1), l);
+      ir::Value* rhs = operand(rhs_expr);
+      if (rhs->type().kind != ir::Type::Kind::Int)
+        unsupported(rhs_expr->getExprLoc(), "an element of an int list must be an integer, not a " + rhs->type().str());
+      std::string name = op;
+      if (name == "div") name = "int_div";
+      ir::Value* cur = node("shape_get", {list, i}, ir::Type::int_(), l)->output();
+      ir::Value* value = node(name, {cur, rhs}, ir::Type::int_(), l)->output();
+      define(k, node("shape_set", {list, i, value}, ir::Type::tensor(), l)->output());
+      return value;
+    }
     Key v = assigned_var(lhs);
     ir::Value* cur = read_key(v, l);
     ir::Value* rhs = operand(rhs_expr);
@@ -2132,6 +2148,10 @@ class FunctionLowering {
     auto add = [&](Key k) {
       if (env_.count(k) && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
     };
+    // `s[i] = v` writes the int list `s`.
+    if (const auto* oc = lhs ? dyn_cast<CXXOperatorCallExpr>(lhs->IgnoreParenImpCasts()) : nullptr;
+        oc && oc->getOperator() == OO_Subscript && is_int_list(oc->getArg(0)->getType()))
+      lhs = oc->getArg(0);
     if (lhs) {
       const Expr* target = lhs->IgnoreParenImpCasts();
       const auto* d = dyn_cast<DeclRefExpr>(target);

@@ -181,6 +181,13 @@ static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
   return y.permute(dims) * s.at(0);
 }
 
+[[graph::static]] Tensor shape_branches(Tensor x, int k) {
+  auto s = x.sizes();
+  if (k > 0) s[0] = -1;                    // an If output
+  for (int i = 1; i < k; ++i) s[1] /= 2;   // a Loop-carried list
+  return x.reshape(s).sum(0);
+}
+
 [[graph::static]] Tensor permute_ints(Tensor x, int64_t a) { return x.permute({a, 1 - a, 2}).sum(-1); }
 
 NormNetImpl::NormNetImpl()

@@ -206,6 +206,12 @@ TEST(Subset, IntListsKnownAtRunTime) {
     for (int64_t i = 0; i < 3; ++i)
       for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(c.data_ptr<float>()[i * 4 + j], 4.0f * float(j * 3 + i));
   }
+  for (int k : {0, 1, 2, 3}) {
+    static_vs_eager("shape_branches", [&] { return subset::shape_branches(pattern({4, 6}, 0.2f, 0.f), k); });
+    graph::set_mode(compiled_mode());
+    const int64_t cols[] = {6, 6, 3, 1};  // [4, 6], [-1, 6], [-1, 3], [-1, 1], summed over dim 0
+    EXPECT_EQ(subset::shape_branches(pattern({4, 6}, 0.2f, 0.f), k).sizes(), (graph::Shape{cols[k]}));
+  }
   for (int64_t a : {0, 1}) static_vs_eager("permute_ints", [&] { return subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), a); });
   // Sizes that do not fit are errors at run time in both modes; the graph's
   // names the op and the source line.

@@ -61,6 +61,13 @@ static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
   return reshape_to(x, s).permute(dims) + x.reshape(t).sum(0) * t[1];
 }
 
+[[graph::static]] Tensor shape_through_control_flow(Tensor x, int k) {  // lowers
+  auto s = x.sizes();
+  if (k > 0) s[0] = -1;  // an If output: the edited or the original list
+  for (int i = 1; i < k; ++i) s[1] *= 1;  // a Loop-carried list
+  return x.reshape(s);
+}
+
 Shape opaque_dims();
 
 [[graph::static]] Tensor opaque_shape(Tensor x) {
