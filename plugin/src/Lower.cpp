@@ -215,7 +215,9 @@ class FunctionLowering {
         }
         continue;
       }
-      auto t = ir_type(p->getType());
+      // An int list (`const Shape&`, `std::vector<int64_t>`): the prologue passes it as a 1-D int64 tensor.
+      auto t = is_int_list(p->getType()) ? std::optional(ir::Type::tensor(graph::DType::Int64, {ir::Dim::unknown()}))
+                                         : ir_type(p->getType());
       if (!t)
         unsupported(p->getLocation(), "parameter " + quote(p->getName()) + " has type " + type_name(p->getType()) +
                                           "; " + kAcceptedTypes);

@@ -188,6 +188,10 @@ static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
   return x.reshape(s).sum(0);
 }
 
+[[graph::static]] Tensor shape_params(Tensor x, const Shape& s, std::vector<int64_t> dims) {
+  return x.reshape(s).permute(dims) * static_cast<int64_t>(dims.size());
+}
+
 [[graph::static]] Tensor permute_ints(Tensor x, int64_t a) { return x.permute({a, 1 - a, 2}).sum(-1); }
 
 NormNetImpl::NormNetImpl()

@@ -212,6 +212,8 @@ TEST(Subset, IntListsKnownAtRunTime) {
     const int64_t cols[] = {6, 6, 3, 1};  // [4, 6], [-1, 6], [-1, 3], [-1, 1], summed over dim 0
     EXPECT_EQ(subset::shape_branches(pattern({4, 6}, 0.2f, 0.f), k).sizes(), (graph::Shape{cols[k]}));
   }
+  static_vs_eager("shape_params", [&] { return subset::shape_params(x, {3, -1}, {1, 0}); });
+  static_vs_eager("shape_params", [&] { return subset::shape_params(x, {2, 3, 2}, {2, 0, 1}); });
   for (int64_t a : {0, 1}) static_vs_eager("permute_ints", [&] { return subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), a); });
   // Sizes that do not fit are errors at run time in both modes; the graph's
   // names the op and the source line.
@@ -220,6 +222,8 @@ TEST(Subset, IntListsKnownAtRunTime) {
     EXPECT_THROW(subset::reshape_like(x, pattern({5, 2}, 0.3f, 0.2f)), graph::Error);
     EXPECT_THROW(subset::view_expand(pattern({2, 4}, 0.5f, 0.f), like), graph::Error);
     EXPECT_THROW(subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), 2), graph::Error);
+    EXPECT_THROW(subset::shape_params(x, {5, -1}, {1, 0}), graph::Error);
+    EXPECT_THROW(subset::shape_params(x, {3, -1}, {0, 0}), graph::Error);
   }
   graph::set_mode(compiled_mode());
   try {
@@ -227,7 +231,7 @@ TEST(Subset, IntListsKnownAtRunTime) {
     ADD_FAILURE() << "no error";
   } catch (const graph::Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("reshape"), std::string::npos) << what;
+    EXPECT_NE(what.find("reshape: shape [10, -1] is invalid for input of size 12"), std::string::npos) << what;
     EXPECT_NE(what.find("subset_functions.cpp:" + std::to_string(subset::kLocalShapeReshapeLine)), std::string::npos) << what;
   }
 }

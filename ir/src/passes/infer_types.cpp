@@ -666,7 +666,31 @@ class TypeInference {
   // attributes do not change (layer_norm, softmax, dropout), the shape are
   // inferred as for the op without them; conv2d and the pools keep their
   // rank, batch and channels; other shapes are unknown.
+  // The rank of a view whose attributes are known at run time, when it is
+  // known anyway: reshape and expand make as many dims as their list has
+  // ints, permute and transpose keep the rank, unsqueeze adds one.
+  static std::optional<size_t> dynamic_view_rank(const OpInfo& info, const Node* n) {
+    const auto& in = n->input(0)->type().dims;
+    switch (info.id) {
+      case OpId::reshape:
+      case OpId::expand: {
+        auto d = dynamic_attr(*n, "shape");
+        if (!d) return std::nullopt;
+        if (d->range) return d->end - d->begin;
+        const Type& t = n->input(d->begin)->type();
+        if (t.is_tensor() && t.dims && t.dims->size() == 1 && (*t.dims)[0].is_static())
+          return static_cast<size_t>((*t.dims)[0].size);
+        return std::nullopt;
+      }
+      case OpId::permute:
+      case OpId::transpose: return in ? std::optional<size_t>(in->size()) : std::nullopt;
+      case OpId::unsqueeze: return in ? std::optional<size_t>(in->size() + 1) : std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
   static Type with_dynamic_attrs(const OpInfo& info, Node* n) {
+    const std::optional<size_t> view_rank = info.kind == OpKind::View ? dynamic_view_rank(info, n) : std::nullopt;
     const Attributes saved = n->attrs();
     for (auto it = n->attrs().begin(); it != n->attrs().end();)
       it = dynamic_attr(*n, it->first) ? n->attrs().erase(it) : std::next(it);
@@ -690,6 +714,7 @@ class TypeInference {
         }
       } else if (info.kind == OpKind::View || info.id == OpId::cat || info.id == OpId::stack) {
         out.dtype = n->input(0)->type().dtype;  // sizes and dims from the run-time attributes
+        if (view_rank) out.dims = std::vector<Dim>(*view_rank, Dim::unknown());
       } else {
         out = by_op(info, n);
         if (!keeps_shape) out.dims.reset();
