@@ -721,6 +721,15 @@ TEST(Autodiff, ViewsSoftmaxAndWhereWithRunTimeAttributes) {
       "}\n";
   const Tensor x = values({3, 4}, -1, 1, 75), other = values({3, 4}, -1, 1, 76);
   for (int64_t d : {0, 1, -1}) check_graph(soft, {x, d, gt(x, other), values({4}, -1, 1, 77)});
+  // cat and stack along a run-time dim.
+  const char* joined =
+      "graph f(%a : Tensor, %b : Tensor, %d : int) {\n"
+      "  %c : Tensor = cat{dim=\"@2\"}(%a, %b, %d)\n"
+      "  %s : Tensor = stack{dim=\"@2\"}(%a, %a, %d)\n"
+      "  %t : Tensor = tanh(%s)\n"
+      "  return (%c, %t)\n"
+      "}\n";
+  for (int64_t d : {0, 1, -1}) check_graph(joined, {values({2, 3}, -1, 1, 78), values({2, 3}, -1, 1, 79), d});
   // A permutation that is not one: an error from the forward (eager's) and,
   // differentiated, from the backward's inverse, never a crash.
   auto bad = ir::parse(permuted);
