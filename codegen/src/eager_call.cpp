@@ -157,7 +157,14 @@ bool Emitter::primitive(const ir::Node* n) {
   else if (op == "tensor_sizes") line("const ::graph::Tensor " + out + " = ::graph::detail::sizes_tensor(" + in(0) + ");");
   else if (op == "inverse_permutation")
     line("const ::graph::Tensor " + out + " = " + at_source(n, "permute", "::graph::detail::inverse_permutation(" + in(0) + ")") + ";");
-  else if (op == "make_shape") {
+  else if (op == "full_dyn") {
+    DType dt{};
+    if (!dtype_from_token(n->s("dtype"), dt)) throw Error("codegen: full_dyn: unknown dtype '" + n->s("dtype") + "'");
+    line("const ::graph::Tensor " + out + " = " +
+         at_source(n, "full", "::graph::full(::graph::detail::int_list(" + in(0) + "), " + in(1) +
+                                  ", static_cast<::graph::DType>(" + std::to_string(static_cast<int>(dt)) + "))") +
+         ";");
+  } else if (op == "make_shape") {
     std::string ints;
     for (size_t i = 0; i < n->inputs().size(); ++i) ints += (i ? ", " : "") + in(i);
     line("const ::graph::Tensor " + out + " = ::graph::detail::make_shape({" + ints + "});");

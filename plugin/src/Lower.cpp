@@ -1059,6 +1059,7 @@ class FunctionLowering {
       return node(callee->getName() == "min" ? "minimum" : "maximum", {a, b}, a->type(), l)->output();
     }
     if (ir::Value* v = tensor_metadata(c)) return v;
+    if (ir::Value* v = factory(c, callee)) return v;
     if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) {
       if (is_vector_method(m, "size")) unsupported(l, "'size()' of a vector is lowered only when converted to 'int'");
       if (is_vector_method(m, "at") || is_vector_method(m, "operator[]")) return list_get(m->getImplicitObjectArgument(), c->getArg(0), l);
@@ -1091,6 +1092,35 @@ class FunctionLowering {
         m && (m->isCopyAssignmentOperator() || m->isMoveAssignmentOperator()))
       unsupported(l, "an assignment inside an expression cannot be lowered; assign in its own statement");
     return inline_call(c, callee);
+  }
+
+  // `zeros(sizes)`, `ones(sizes, dtype)`, `full(sizes, value, dtype)` (graph's
+  // factories): full_dyn{dtype}(sizes, value), the sizes an int list known at
+  // run time (`y.sizes()`, a local Shape, `{n, 4}`), the dtype a constant.
+  // nullptr for other calls.
+  ir::Value* factory(const CallExpr* c, const FunctionDecl* callee) {
+    if (!callee || !callee->getIdentifier() || !in_graph_namespace(callee->getDeclContext()) || isa<CXXMethodDecl>(callee))
+      return nullptr;
+    const llvm::StringRef name = callee->getName();
+    const bool is_full = name == "full";
+    if ((name != "zeros" && name != "ones" && !is_full) || callee->getNumParams() != (is_full ? 3u : 2u) ||
+        c->getNumArgs() != callee->getNumParams() || !is_int_list(callee->getParamDecl(0)->getType()))
+      return nullptr;
+    SourceLocation l = c->getExprLoc();
+    ir::Value* sizes = shape_value(c->getArg(0), c->getArg(0)->getExprLoc());
+    ir::Value* value = is_full ? expr(c->getArg(1)) : constant(name == "ones" ? 1.0 : 0.0, l);
+    if (!value->type().is_scalar())
+      unsupported(c->getArg(1)->getExprLoc(), "the value of 'full' must be a host scalar, not a " + value->type().str());
+    const Expr* d = c->getArg(is_full ? 2 : 1);
+    if (const auto* da = dyn_cast<CXXDefaultArgExpr>(d)) d = da->getExpr();
+    Expr::EvalResult r;
+    if (d->isValueDependent() || !d->EvaluateAsRValue(r, ctx_) || !r.Val.isInt())
+      unsupported(d->getExprLoc(), "the dtype of " + quote(name) + " must be a compile-time constant ('graph::kFloat32')");
+    const uint64_t index = r.Val.getInt().getZExtValue();
+    if (index >= std::size(graph::kAllDTypes)) unsupported(d->getExprLoc(), "this dtype is not one cxxgraph knows");
+    ir::Node* n = node("full_dyn", {sizes, value}, ir::Type::tensor(), l);
+    n->attrs()["dtype"] = std::string(graph::dtype_token(static_cast<graph::DType>(index)));
+    return n->output();
   }
 
   ir::Value* list_get(const Expr* list, const Expr* index, SourceLocation l) {

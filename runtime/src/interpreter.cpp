@@ -407,6 +407,15 @@ class Run {
     else if (op == "slice_dyn") out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
     else if (op == "tensor_sizes") out = detail::sizes_tensor(tensor(0));
     else if (op == "inverse_permutation") out = detail::inverse_permutation(tensor(0));
+    else if (op == "full_dyn") {
+      DType dt{};
+      if (!dtype_from_token(n->s("dtype"), dt)) throw Error("full_dyn: unknown dtype '" + n->s("dtype") + "'");
+      const IValue& v = at(n->input(1));
+      const Scalar value = std::holds_alternative<double>(v) ? Scalar(std::get<double>(v))
+                           : std::holds_alternative<bool>(v) ? Scalar(std::get<bool>(v))
+                                                              : Scalar(integer(1));
+      out = full(detail::int_list(tensor(0)), value, dt);
+    }
     else if (op == "shape_get") out = detail::shape_get(tensor(0), integer(1));
     else if (op == "shape_set") out = detail::shape_set(tensor(0), integer(1), integer(2));
     else if (op == "make_shape") {

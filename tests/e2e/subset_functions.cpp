@@ -192,6 +192,15 @@ static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
   return x.reshape(s).permute(dims) * static_cast<int64_t>(dims.size());
 }
 
+// Factories with sizes known at run time: full_dyn.
+[[graph::static]] Tensor factories(Tensor x, double v, int64_t n) {
+  auto s = x.sizes();
+  Tensor a = x + ones(s) * 2;
+  Tensor b = full({n, x.size(1)}, v);
+  Tensor c = zeros(x.sizes(), kInt64) + 1;
+  return a.sum(0) + b.sum(0) + c.sum(0);
+}
+
 [[graph::static]] Tensor permute_ints(Tensor x, int64_t a) { return x.permute({a, 1 - a, 2}).sum(-1); }
 
 NormNetImpl::NormNetImpl()

@@ -214,6 +214,14 @@ TEST(Subset, IntListsKnownAtRunTime) {
   }
   static_vs_eager("shape_params", [&] { return subset::shape_params(x, {3, -1}, {1, 0}); });
   static_vs_eager("shape_params", [&] { return subset::shape_params(x, {2, 3, 2}, {2, 0, 1}); });
+  for (int64_t n : {0, 1, 4}) static_vs_eager("factories", [&] { return subset::factories(x, 0.25, n); });
+  {
+    graph::set_mode(compiled_mode());
+    Tensor f = subset::factories(graph::zeros({2, 3}), 0.5, 3);  // 2 * 2 + 3 * 0.5 + 2 = 7.5
+    ASSERT_EQ(f.sizes(), (graph::Shape{3}));
+    ASSERT_EQ(f.dtype(), graph::kFloat32);
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(f.contiguous().data_ptr<float>()[i], 7.5f);
+  }
   for (int64_t a : {0, 1}) static_vs_eager("permute_ints", [&] { return subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), a); });
   // Sizes that do not fit are errors at run time in both modes; the graph's
   // names the op and the source line.
@@ -224,6 +232,7 @@ TEST(Subset, IntListsKnownAtRunTime) {
     EXPECT_THROW(subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), 2), graph::Error);
     EXPECT_THROW(subset::shape_params(x, {5, -1}, {1, 0}), graph::Error);
     EXPECT_THROW(subset::shape_params(x, {3, -1}, {0, 0}), graph::Error);
+    EXPECT_THROW(subset::factories(x, 0.25, -2), graph::Error);
   }
   graph::set_mode(compiled_mode());
   try {

@@ -120,7 +120,7 @@ ConvBlockImpl::ConvBlockImpl()
   Tensor a = x.view(s).permute(dims).transpose(d, 1 - d);  // [3, 4]
   Tensor r = y.slice(0, 0, 1).expand(y.sizes());
   Tensor p = softmax(a * 2.0f, d) + log_softmax(y, d);
-  return where(a > r, p * r, sigmoid(a) * y);
+  return where(a > r, p * r, sigmoid(a) * y) + full(y.sizes(), 0.5) * a;
 }
 
 }  // namespace sg

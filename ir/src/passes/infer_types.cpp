@@ -639,6 +639,7 @@ class TypeInference {
     if (op == "Loop") return loop(n);
     if (op == "FusionGroup") return fusion_group(n);
     if (op == "reshape_dyn" || op == "slice_dyn") return n->output()->set_type(dynamic_view(n));
+    if (op == "full_dyn") return n->output()->set_type(full_dyn(n));
     if (op == "tensor_sizes" || op == "make_shape" || op == "shape_set" || op == "inverse_permutation") return n->output()->set_type(shape_value(n));
     const OpInfo* info = find_op(op);
     if (!info || n->num_outputs() != 1) return;
@@ -740,6 +741,18 @@ class TypeInference {
       len = (*d)[0];
     }
     return Type::tensor(DType::Int64, {len});
+  }
+
+  // full_dyn: its dtype, and as many dims as its sizes have ints.
+  static Type full_dyn(const Node* n) {
+    Type out = Type::tensor();
+    DType d{};
+    if (n->has_attr("dtype"))
+      if (const auto* s = std::get_if<std::string>(&n->attrs().at("dtype")); s && dtype_from_token(*s, d)) out.dtype = d;
+    const Type& sizes = n->input(0)->type();
+    if (sizes.dims && sizes.dims->size() == 1 && (*sizes.dims)[0].is_static())
+      out.dims = std::vector<Dim>(static_cast<size_t>((*sizes.dims)[0].size), Dim::unknown());
+    return out;
   }
 
   // reshape_dyn and slice_dyn: the input's dtype; the rank is known, the

@@ -19,6 +19,8 @@
 //   shape_set(%s, %i, %v)       Tensor: a copy of %s with %s[%i] = %v
 //   inverse_permutation(%p)     Tensor: q with q[p[i]] = i (permute's gradient;
 //                               negative dims count from the end, checked)
+//   full_dyn{dtype}(%s, %v)     Tensor: graph::full(%s, %v, dtype) (zeros, ones,
+//                               full with sizes known at run time; CPU)
 // reshape_dyn and slice_dyn are reshape and slice whose sizes are known only
 // at run time (e.g. from tensor_size); the verifier checks their signatures,
 // infer_types keeps the input's dtype (and rank), dce may remove them.
