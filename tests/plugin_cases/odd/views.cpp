@@ -68,6 +68,14 @@ static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
   return x.reshape(s);
 }
 
+[[graph::static]] Tensor factory_sizes(Tensor x, Tensor y, int n) {  // lowers
+  return x * ones(y.sizes()) + full({n, x.size(-1)}, 0.5) + zeros(x.sizes(), kFloat32);  // full_dyn
+}
+
+[[graph::static]] Tensor factory_dtype(Tensor x) {
+  return zeros(x.sizes(), x.dtype());  // expect@29: the dtype of 'zeros' must be a compile-time constant
+}
+
 Shape opaque_dims();
 
 [[graph::static]] Tensor opaque_shape(Tensor x) {
