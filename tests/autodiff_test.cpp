@@ -665,6 +665,78 @@ TEST(Autodiff, AttributesKnownAtRunTime) {
   }
 }
 
+// Views, softmax and where over attributes known only at run time: int lists
+// the graph computes (tensor_sizes, make_shape, shape_set) and host ints.
+// reshape/view/squeeze/unsqueeze go back through reshape_as, expand through
+// sum_to, transpose with the same run-time dims, permute through the inverse
+// permutation computed at run time, softmax's sum along the run-time dim.
+TEST(Autodiff, ViewsSoftmaxAndWhereWithRunTimeAttributes) {
+  const char* reshaped =
+      "graph f(%x : Tensor, %like : Tensor) {\n"
+      "  %s : Tensor = tensor_sizes(%like)\n"
+      "  %y : Tensor = reshape{shape=\"@1\"}(%x, %s)\n"
+      "  %z : Tensor = mul(%y, %like)\n"
+      "  return (%z)\n"
+      "}\n";
+  check_graph(reshaped, {values({2, 6}, -1, 1, 70), values({3, 4}, -1, 1, 71)});
+  const char* expanded =
+      "graph f(%x : Tensor, %y : Tensor) {\n"
+      "  %s : Tensor = tensor_sizes(%y)\n"
+      "  %0 : int = constant{value=0}()\n"
+      "  %1 : int = constant{value=1}()\n"
+      "  %s1 : Tensor = shape_set(%s, %0, %1)\n"
+      "  %v : Tensor = reshape{shape=\"@1\"}(%x, %s1)\n"
+      "  %e : Tensor = expand{shape=\"@1\"}(%v, %s)\n"
+      "  %z : Tensor = mul(%e, %y)\n"
+      "  return (%z)\n"
+      "}\n";
+  check_graph(expanded, {values({4}, -1, 1, 72), values({3, 4}, -1, 1, 73)});
+  const char* permuted =
+      "graph f(%x : Tensor, %a : int, %b : int) {\n"
+      "  %2 : int = constant{value=2}()\n"
+      "  %p : Tensor = make_shape(%b, %2, %a)\n"
+      "  %y : Tensor = permute{dims=\"@1\"}(%x, %p)\n"
+      "  %w : Tensor = permute{dims=\"@1:4\"}(%y, %a, %2, %b)\n"
+      "  %t : Tensor = transpose{dim0=\"@1\", dim1=\"@2\"}(%w, %a, %b)\n"
+      "  %z : Tensor = tanh(%t)\n"
+      "  return (%z)\n"
+      "}\n";
+  for (auto [a, b] : {std::pair<int64_t, int64_t>{0, 1}, {0, -2}, {-3, 1}})
+    check_graph(permuted, {values({2, 3, 4}, -1, 1, 74), a, b});
+  auto p = ir::parse(permuted);
+  auto pg = ir::differentiate(*p, {true, false, false});
+  EXPECT_NE(ir::print(*pg.backward).find("inverse_permutation("), std::string::npos) << ir::print(*pg.backward);
+  const char* soft =
+      "graph f(%x : Tensor, %d : int, %c : Tensor, %r : Tensor) {\n"
+      "  %s : Tensor = softmax{dim=\"@1\"}(%x, %d)\n"
+      "  %l : Tensor = log_softmax{dim=\"@1\"}(%x, %d)\n"
+      "  %m : Tensor = tensor_sizes(%x)\n"
+      "  %e : Tensor = expand{shape=\"@1\"}(%r, %m)\n"
+      "  %w : Tensor = where(%c, %s, %e)\n"
+      "  %u : Tensor = unsqueeze{dim=\"@1\"}(%w, %d)\n"
+      "  %q : Tensor = squeeze{dim=\"@1\"}(%u, %d)\n"
+      "  %z : Tensor = mul(%q, %l)\n"
+      "  %f : Tensor = flatten{start_dim=\"@1\"}(%z, %d)\n"
+      "  return (%f)\n"
+      "}\n";
+  const Tensor x = values({3, 4}, -1, 1, 75), other = values({3, 4}, -1, 1, 76);
+  for (int64_t d : {0, 1, -1}) check_graph(soft, {x, d, gt(x, other), values({4}, -1, 1, 77)});
+  // cat and stack along a run-time dim.
+  const char* joined =
+      "graph f(%a : Tensor, %b : Tensor, %d : int) {\n"
+      "  %c : Tensor = cat{dim=\"@2\"}(%a, %b, %d)\n"
+      "  %s : Tensor = stack{dim=\"@2\"}(%a, %a, %d)\n"
+      "  %t : Tensor = tanh(%s)\n"
+      "  return (%c, %t)\n"
+      "}\n";
+  for (int64_t d : {0, 1, -1}) check_graph(joined, {values({2, 3}, -1, 1, 78), values({2, 3}, -1, 1, 79), d});
+  // A permutation that is not one: an error from the forward (eager's) and,
+  // differentiated, from the backward's inverse, never a crash.
+  auto bad = ir::parse(permuted);
+  auto bg = ir::differentiate(*bad, {true, false, false});
+  EXPECT_THROW(run(*bg.forward, {values({2, 3, 4}, -1, 1, 74), int64_t{0}, int64_t{0}}), Error);
+}
+
 TEST(Autodiff, BadRequestsAreErrors) {
   auto g = ir::parse("graph f(%n : int, %x : Tensor) {\n  %y : Tensor = mul(%x, %n)\n  return (%y)\n}\n");
   expect_error([&] { ir::differentiate(*g, {true}); }, {"2 inputs", "1 entries"});

@@ -102,9 +102,11 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
       << r.output;
   EXPECT_EQ(r.output.find("note: 'io' will run eagerly"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("note: 'pointer_param' will run eagerly"), std::string::npos) << r.output;
-  // The lowerable function got a graph and a prologue; each function with a
-  // break got the static region after it.
+  // The lowerable functions (fine, and dynamic_shape: a reshape to another
+  // tensor's sizes) got a graph and a prologue; each function with a break
+  // got the static region after it.
   EXPECT_TRUE(fs::exists(out / "fine.graph"));
+  EXPECT_TRUE(fs::exists(out / "dynamic_shape.graph"));
   EXPECT_FALSE(fs::exists(out / "io.graph"));
   for (const char* region : {"io.region1.graph", "uses_try.region1.graph", "float_to_int.region1.graph"})
     EXPECT_TRUE(fs::exists(out / region)) << region;
@@ -113,7 +115,7 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
   size_t prologues = 0, splits = 0;
   for (size_t p = 0; (p = copy.find("_graph_sf.run(", p)) != std::string::npos; ++p) ++prologues;
   for (size_t p = 0; (p = copy.find("_graph_sf.run_split(", p)) != std::string::npos; ++p) ++splits;
-  EXPECT_EQ(prologues, 1u);
+  EXPECT_EQ(prologues, 2u);
   EXPECT_EQ(splits, 3u);
 }
 

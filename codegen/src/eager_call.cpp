@@ -154,6 +154,25 @@ bool Emitter::primitive(const ir::Node* n) {
     line("const int64_t " + out + " = " + at_source(n, "size", in(0) + ".size(" + in(1) + ")") + ";");
   else if (op == "int_div" || op == "int_mod")
     line("const int64_t " + out + " = " + at_source(n, op, "::graph::detail::" + op + "(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == "tensor_sizes") line("const ::graph::Tensor " + out + " = ::graph::detail::sizes_tensor(" + in(0) + ");");
+  else if (op == "inverse_permutation")
+    line("const ::graph::Tensor " + out + " = " + at_source(n, "permute", "::graph::detail::inverse_permutation(" + in(0) + ")") + ";");
+  else if (op == "full_dyn") {
+    DType dt{};
+    if (!dtype_from_token(n->s("dtype"), dt)) throw Error("codegen: full_dyn: unknown dtype '" + n->s("dtype") + "'");
+    line("const ::graph::Tensor " + out + " = " +
+         at_source(n, "full", "::graph::full(::graph::detail::int_list(" + in(0) + "), " + in(1) +
+                                  ", static_cast<::graph::DType>(" + std::to_string(static_cast<int>(dt)) + "))") +
+         ";");
+  } else if (op == "make_shape") {
+    std::string ints;
+    for (size_t i = 0; i < n->inputs().size(); ++i) ints += (i ? ", " : "") + in(i);
+    line("const ::graph::Tensor " + out + " = ::graph::detail::make_shape({" + ints + "});");
+  } else if (op == "shape_get")
+    line("const int64_t " + out + " = " + at_source(n, op, "::graph::detail::shape_get(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == "shape_set")
+    line("const ::graph::Tensor " + out + " = " +
+         at_source(n, op, "::graph::detail::shape_set(" + in(0) + ", " + in(1) + ", " + in(2) + ")") + ";");
   else if (op == "reshape_dyn") {
     std::string sizes;
     for (size_t i = 1; i < n->inputs().size(); ++i) sizes += (i > 1 ? ", " : "") + in(i);

@@ -114,7 +114,8 @@ void replace_uses(Block* root, Value* from, Value* to, const Block* skip) {
 
 bool is_value_primitive(const std::string& op) {
   return op == "defined" || op == "tensor_dim" || op == "tensor_size" || op == "tensor_numel" || op == "int_div" ||
-         op == "int_mod" || op == "reshape_dyn" || op == "slice_dyn";
+         op == "int_mod" || op == "reshape_dyn" || op == "slice_dyn" || op == "tensor_sizes" || op == "make_shape" ||
+         op == "shape_get" || op == "shape_set" || op == "inverse_permutation" || op == "full_dyn";
 }
 
 std::optional<DynamicAttr> dynamic_attr(const Node& n, const std::string& name) {

@@ -173,9 +173,34 @@ class Verifier {
                                {"tensor_numel", {K::Tensor}, K::Int},
                                {"int_div", {K::Int, K::Int}, K::Int},
                                {"int_mod", {K::Int, K::Int}, K::Int},
-                               {"slice_dyn", {K::Tensor, K::Int, K::Int, K::Int}, K::Tensor}};
+                               {"slice_dyn", {K::Tensor, K::Int, K::Int, K::Int}, K::Tensor},
+                               {"tensor_sizes", {K::Tensor}, K::Tensor},
+                               {"inverse_permutation", {K::Tensor}, K::Tensor},
+                               {"shape_get", {K::Tensor, K::Int}, K::Int},
+                               {"shape_set", {K::Tensor, K::Int, K::Int}, K::Tensor}};
     if (n->op() == "slice_dyn" && !(n->has_attr("dim") && std::holds_alternative<int64_t>(n->attrs().at("dim"))))
       error(n, "attrs", "slice_dyn needs the integer 'dim'");
+    if (n->op() == "full_dyn") {
+      // (Tensor sizes, scalar value) -> Tensor, with a dtype token
+      if (!n->blocks().empty() || n->inputs().size() != 2 || n->num_outputs() != 1)
+        return error(n, "op", "expects sizes and a value, 1 output and no blocks");
+      if (!n->input(0)->type().is_tensor()) error(n, "types", "input 0 must be the sizes (an i64 tensor)");
+      if (!n->input(1)->type().is_scalar()) error(n, "types", "input 1 must be a host scalar");
+      const auto* d = n->has_attr("dtype") ? std::get_if<std::string>(&n->attrs().at("dtype")) : nullptr;
+      DType dt{};
+      if (!d || !dtype_from_token(*d, dt)) error(n, "attrs", "full_dyn needs 'dtype', a dtype token (\"f32\")");
+      if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
+      return;
+    }
+    if (n->op() == "make_shape") {
+      // (int...) -> Tensor
+      if (!n->blocks().empty() || n->num_outputs() != 1)
+        return error(n, "op", "expects ints, 1 output and no blocks");
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (n->input(i)->type().kind != K::Int) error(n, "types", "input " + std::to_string(i) + " must be an int");
+      if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
+      return;
+    }
     if (n->op() == "reshape_dyn") {
       // (Tensor, int...) -> Tensor
       if (!n->blocks().empty() || n->inputs().empty() || n->num_outputs() != 1)

@@ -62,6 +62,24 @@ bool is_tensor_vector(QualType t) {
   return args.size() >= 1 && args[0].getKind() == TemplateArgument::Type && is_tensor_record(args[0].getAsType());
 }
 
+// graph::Shape (graph::SmallVector<int64_t, N>) or a std::vector of a signed
+// integer: an int list. A local one (`auto s = x.sizes();`) is a 1-D int64
+// tensor in the graph (ir/value_primitives.h), which a run-time list
+// attribute reads.
+bool is_int_list(QualType t) {
+  t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  const auto* rd = dyn_cast_or_null<ClassTemplateSpecializationDecl>(t->getAsCXXRecordDecl());
+  if (!rd || !rd->getIdentifier()) return false;
+  const bool vec = rd->getName() == "vector" && rd->isInStdNamespace();
+  const bool small = rd->getName() == "SmallVector" && in_graph_namespace(rd->getDeclContext());
+  if (!vec && !small) return false;
+  const TemplateArgumentList& args = rd->getTemplateArgs();
+  if (args.size() < 1 || args[0].getKind() != TemplateArgument::Type) return false;
+  const auto* bt = dyn_cast<BuiltinType>(args[0].getAsType().getCanonicalType().getTypePtr());
+  return bt && (bt->getKind() == BuiltinType::Int || bt->getKind() == BuiltinType::Long ||
+                bt->getKind() == BuiltinType::LongLong);
+}
+
 // std::tuple<...> or std::pair<...>: its element types, else nullopt.
 std::optional<std::vector<QualType>> tuple_elements(QualType t) {
   t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
@@ -197,7 +215,9 @@ class FunctionLowering {
         }
         continue;
       }
-      auto t = ir_type(p->getType());
+      // An int list (`const Shape&`, `std::vector<int64_t>`): the prologue passes it as a 1-D int64 tensor.
+      auto t = is_int_list(p->getType()) ? std::optional(ir::Type::tensor(graph::DType::Int64, {ir::Dim::unknown()}))
+                                         : ir_type(p->getType());
       if (!t)
         unsupported(p->getLocation(), "parameter " + quote(p->getName()) + " has type " + type_name(p->getType()) +
                                           "; " + kAcceptedTypes);
@@ -378,7 +398,7 @@ class FunctionLowering {
   void define(Key k, ir::Value* value) {
     if (value && !synthetic(k)) {
       const auto* v = static_cast<const VarDecl*>(k);
-      auto t = ir_type(v->getType());
+      auto t = is_int_list(v->getType()) ? std::optional(ir::Type::tensor()) : ir_type(v->getType());
       if (!t || t->kind != value->type().kind)
         unsupported(v->getLocation(), "the value assigned to " + quote(v->getName()) + " is a " +
                                           value->type().str() + ", not the variable's " + type_name(v->getType()));
@@ -885,6 +905,7 @@ class FunctionLowering {
     e = strip(e);
     SourceLocation l = e->getExprLoc();
     if (ir::Value* c = fold(e)) return c;  // constants behind the conversions strip() removed
+    if (is_int_list(e->getType()) && !isa<CallExpr>(e)) return shape_value(e, l);
     if (const auto* d = dyn_cast<DeclRefExpr>(e)) {
       if (isa<VarDecl, BindingDecl>(d->getDecl())) return read(cast<ValueDecl>(d->getDecl()), l);
       unsupported(l, quote(d->getDecl()->getNameAsString()) + " cannot be used in a static graph");
@@ -921,6 +942,11 @@ class FunctionLowering {
         if (const auto* m = dyn_cast<CXXMemberCallExpr>(strip(c->getSubExpr()));
             m && is_vector_method(m, "size") && ir_type(c->getType()) && !c->getType()->isBooleanType())
           return node("list_len", {expr(m->getImplicitObjectArgument())}, ir::Type::int_(), l)->output();
+        if (const auto* m = dyn_cast<CXXMemberCallExpr>(strip(c->getSubExpr()));
+            m && m->getMethodDecl() && m->getMethodDecl()->getIdentifier() && m->getMethodDecl()->getName() == "size" &&
+            m->getNumArgs() == 0 && is_int_list(m->getObjectType()) && ir_type(c->getType()) &&
+            !c->getType()->isBooleanType())
+          return node("tensor_numel", {shape_value(m->getImplicitObjectArgument(), l)}, ir::Type::int_(), l)->output();
         if (from->isBooleanType() && ir_type(c->getType())) return bool_to_int(expr(c->getSubExpr()), l);
         if (ir_type(from) && ir_type(c->getType()))
           unsupported(l, "the conversion from " + type_name(from) + " to " + type_name(c->getType()) +
@@ -1064,6 +1090,7 @@ class FunctionLowering {
       return node(callee->getName() == "min" ? "minimum" : "maximum", {a, b}, a->type(), l)->output();
     }
     if (ir::Value* v = tensor_metadata(c)) return v;
+    if (ir::Value* v = factory(c, callee)) return v;
     if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) {
       if (is_vector_method(m, "size")) unsupported(l, "'size()' of a vector is lowered only when converted to 'int'");
       if (is_vector_method(m, "at") || is_vector_method(m, "operator[]")) return list_get(m->getImplicitObjectArgument(), c->getArg(0), l);
@@ -1071,11 +1098,60 @@ class FunctionLowering {
     if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(c);
         oc && oc->getOperator() == OO_Subscript && is_tensor_vector(oc->getArg(0)->getType()))
       return list_get(oc->getArg(0), oc->getArg(1), l);
+    // `s[i]`, `s.at(i)` of an int list (`x.sizes()`, a local Shape).
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(c);
+        oc && oc->getOperator() == OO_Subscript && is_int_list(oc->getArg(0)->getType())) {
+      ir::Value* sv = shape_value(oc->getArg(0), l);
+      return node("shape_get", {sv, index_value(oc->getArg(1), l)}, ir::Type::int_(), l)->output();
+    }
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(c); m && m->getMethodDecl() && m->getMethodDecl()->getIdentifier() &&
+                                                        m->getMethodDecl()->getName() == "at" && m->getNumArgs() == 1 &&
+                                                        is_int_list(m->getObjectType())) {
+      ir::Value* sv = shape_value(m->getImplicitObjectArgument(), l);
+      return node("shape_get", {sv, index_value(m->getArg(0), l)}, ir::Type::int_(), l)->output();
+    }
+    if (is_int_list(c->getType()) && !annotated_op(callee)) {
+      if (const auto* m = dyn_cast<CXXMemberCallExpr>(c); m && tensor_method(m, "sizes", 0)) return shape_value(c, l);
+    }
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(c); m && is_int_list(m->getObjectType()))
+      unsupported(l, "the call to " + quote(m->getMethodDecl() ? m->getMethodDecl()->getNameAsString() : "?") +
+                         " on an int list cannot be lowered: an int list in a static graph is read ('s[i]', "
+                         "'s.at(i)', 's.size()') and its elements assigned ('s[i] = v'); build it from a tensor's "
+                         "'sizes()' or a braced list");
     if (is_lambda_call(callee)) unsupported(l, "calls to lambdas cannot be lowered yet");
     if (const auto* m = dyn_cast_or_null<CXXMethodDecl>(callee);
         m && (m->isCopyAssignmentOperator() || m->isMoveAssignmentOperator()))
       unsupported(l, "an assignment inside an expression cannot be lowered; assign in its own statement");
     return inline_call(c, callee);
+  }
+
+  // `zeros(sizes)`, `ones(sizes, dtype)`, `full(sizes, value, dtype)` (graph's
+  // factories): full_dyn{dtype}(sizes, value), the sizes an int list known at
+  // run time (`y.sizes()`, a local Shape, `{n, 4}`), the dtype a constant.
+  // nullptr for other calls.
+  ir::Value* factory(const CallExpr* c, const FunctionDecl* callee) {
+    if (!callee || !callee->getIdentifier() || !in_graph_namespace(callee->getDeclContext()) || isa<CXXMethodDecl>(callee))
+      return nullptr;
+    const llvm::StringRef name = callee->getName();
+    const bool is_full = name == "full";
+    if ((name != "zeros" && name != "ones" && !is_full) || callee->getNumParams() != (is_full ? 3u : 2u) ||
+        c->getNumArgs() != callee->getNumParams() || !is_int_list(callee->getParamDecl(0)->getType()))
+      return nullptr;
+    SourceLocation l = c->getExprLoc();
+    ir::Value* sizes = shape_value(c->getArg(0), c->getArg(0)->getExprLoc());
+    ir::Value* value = is_full ? expr(c->getArg(1)) : constant(name == "ones" ? 1.0 : 0.0, l);
+    if (!value->type().is_scalar())
+      unsupported(c->getArg(1)->getExprLoc(), "the value of 'full' must be a host scalar, not a " + value->type().str());
+    const Expr* d = c->getArg(is_full ? 2 : 1);
+    if (const auto* da = dyn_cast<CXXDefaultArgExpr>(d)) d = da->getExpr();
+    Expr::EvalResult r;
+    if (d->isValueDependent() || !d->EvaluateAsRValue(r, ctx_) || !r.Val.isInt())
+      unsupported(d->getExprLoc(), "the dtype of " + quote(name) + " must be a compile-time constant ('graph::kFloat32')");
+    const uint64_t index = r.Val.getInt().getZExtValue();
+    if (index >= std::size(graph::kAllDTypes)) unsupported(d->getExprLoc(), "this dtype is not one cxxgraph knows");
+    ir::Node* n = node("full_dyn", {sizes, value}, ir::Type::tensor(), l);
+    n->attrs()["dtype"] = std::string(graph::dtype_token(static_cast<graph::DType>(index)));
+    return n->output();
   }
 
   ir::Value* list_get(const Expr* list, const Expr* index, SourceLocation l) {
@@ -1278,6 +1354,12 @@ class FunctionLowering {
       if (runtime.size() == first) return std::vector<int64_t>{};
       return ir::dynamic_attr_ref(first, runtime.size(), true);
     }
+    // An int list the graph computes: `y.sizes()`, a local `Shape`.
+    if (is_int_list(t))
+      if (ir::Value* s = shape_value(e, at, /*required=*/false)) {
+        runtime.push_back(s);
+        return ir::dynamic_attr_ref(first, first + 1, false);
+      }
     // A member of the parameter's own list type (`this->normalized_shape`).
     const Expr* m = strip(e);
     while (const auto* ce = dyn_cast<CXXConstructExpr>(m)) {
@@ -1289,8 +1371,54 @@ class FunctionLowering {
       runtime.push_back(list_member(me));
       return ir::dynamic_attr_ref(first, first + 1, false);
     }
-    unsupported(at, what + " must be a constant, a host scalar, a braced list of host integers or a member "
-                           "holding the list (read at each call)");
+    unsupported(at, what + " must be a constant, a host scalar, a braced list of host integers, a tensor's "
+                           "'sizes()', a local int list or a member holding the list (read at each call)");
+  }
+
+  // An int list as a graph value, a 1-D int64 tensor (value_primitives.h):
+  // `x.sizes()` (tensor_sizes), a local int list variable, a braced list of
+  // host ints (make_shape), or a copy or conversion of one of those. Other
+  // expressions are unsupported (nullptr when not `required`).
+  ir::Value* shape_value(const Expr* e, SourceLocation at, bool required = true) {
+    if (!e) return node("make_shape", {}, ir::Type::tensor(graph::DType::Int64, {ir::Dim::of(0)}), at)->output();
+    const Expr* s = strip(e);
+    while (const auto* ce = dyn_cast<CXXConstructExpr>(s)) {
+      if (ce->getNumArgs() == 1 && is_int_list(ce->getArg(0)->getType())) {
+        s = strip(ce->getArg(0));
+        continue;
+      }
+      // std::vector's (initializer_list, allocator = {}).
+      bool defaulted_rest = ce->getNumArgs() >= 2;
+      for (unsigned i = 1; i < ce->getNumArgs(); ++i) defaulted_rest = defaulted_rest && isa<CXXDefaultArgExpr>(ce->getArg(i));
+      if (defaulted_rest && isa<CXXStdInitializerListExpr>(ce->getArg(0)->IgnoreImplicit())) {
+        s = ce->getArg(0)->IgnoreImplicit();
+        break;
+      }
+      break;
+    }
+    if (const auto* ce = dyn_cast<CXXConstructExpr>(s); ce && ce->getNumArgs() == 0)
+      return node("make_shape", {}, ir::Type::tensor(graph::DType::Int64, {ir::Dim::of(0)}), at)->output();
+    SourceLocation l = s->getExprLoc();
+    if (const auto* m = dyn_cast<CXXMemberCallExpr>(s); m && tensor_method(m, "sizes", 0))
+      return node("tensor_sizes", {expr(m->getImplicitObjectArgument())}, ir::Type::tensor(), l)->output();
+    if (const auto* d = dyn_cast<DeclRefExpr>(s); d && isa<VarDecl>(d->getDecl()) && is_int_list(d->getType()) &&
+                                                   env_.count(resolve(d->getDecl())))
+      return read(cast<ValueDecl>(d->getDecl()), l);
+    // A member (`this->dims`): a graph input the prologue passes at each call.
+    if (const auto* me = dyn_cast<MemberExpr>(s); me && isa<FieldDecl>(me->getMemberDecl()) && is_int_list(me->getType()))
+      return list_member(me);
+    if (auto inits = braced_inits(s)) {
+      std::vector<ir::Value*> ints;
+      for (const Expr* i : *inits) {
+        ints.push_back(expr(i));
+        if (ints.back()->type().kind != ir::Type::Kind::Int)
+          unsupported(i->getExprLoc(), "an element of an int list must be an integer, not a " + ints.back()->type().str());
+      }
+      return node("make_shape", ints, ir::Type::tensor(), l)->output();
+    }
+    if (!required) return nullptr;
+    unsupported(at, "this int list cannot be lowered: build it from a tensor's 'sizes()', a braced list of "
+                    "integers or another local int list");
   }
 
   // A list member used as an attribute (`Shape normalized_shape`): a graph
@@ -1446,6 +1574,10 @@ class FunctionLowering {
       if (tuple_elements(p->getType())) {
         tuple_param(p);
         tuple_params.push_back({p, tuple_values(a)});
+        continue;
+      }
+      if (is_int_list(p->getType())) {  // `const Shape& s`: the list as a graph value
+        params.push_back({p, shape_value(a, a->getExprLoc())});
         continue;
       }
       auto t = ir_type(p->getType());
@@ -1769,6 +1901,10 @@ class FunctionLowering {
           continue;
         }
       }
+      if (is_int_list(v->getType())) {
+        define(v, shape_value(init, v->getLocation()));
+        continue;
+      }
       if (!ir_type(v->getType()))
         unsupported(v->getLocation(), quote(v->getName()) + " has type " + type_name(v->getType()) +
                                           ", which a static graph cannot hold");
@@ -1815,6 +1951,20 @@ class FunctionLowering {
 
   ir::Value* assign(const Expr* lhs, const Expr* rhs) {
     if (tuple_assign(lhs, rhs)) return constant(true, rhs->getExprLoc());  // (a chain's value: never used)
+    // `s[i] = v` on a local int list: shape_set.
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(lhs->IgnoreParenImpCasts());
+        oc && oc->getOperator() == OO_Subscript && is_int_list(oc->getArg(0)->getType())) {
+      Key k = assigned_var(oc->getArg(0));
+      SourceLocation l = oc->getExprLoc();
+      ir::Value* cur = read_key(k, l);
+      ir::Value* i = index_value(oc->getArg(1), l);
+      ir::Value* value = assignment(rhs);
+      if (!value) value = expr(rhs);
+      if (value->type().kind != ir::Type::Kind::Int)
+        unsupported(rhs->getExprLoc(), "an element of an int list must be an integer, not a " + value->type().str());
+      define(k, node("shape_set", {cur, i, value}, ir::Type::tensor(), l)->output());
+      return value;
+    }
     Key v = assigned_var(lhs);
     ir::Value* value = assignment(rhs);
     if (!value) value = expr(rhs);
@@ -1885,6 +2035,22 @@ class FunctionLowering {
 
   // `v op= rhs` on a host scalar or a tensor (Tensor's `+=` rebinds v).
   ir::Value* compound(const char* op, const Expr* lhs, const Expr* rhs_expr, SourceLocation l, llvm::StringRef spelling) {
+    // `s[i] op= rhs` on a local int list: shape_get, the int op, shape_set.
+    if (const auto* oc = dyn_cast<CXXOperatorCallExpr>(lhs->IgnoreParenImpCasts());
+        oc && oc->getOperator() == OO_Subscript && is_int_list(oc->getArg(0)->getType())) {
+      Key k = assigned_var(oc->getArg(0));
+      ir::Value* list = read_key(k, l);
+      ir::Value* i = index_value(oc->getArg(1), l);
+      ir::Value* rhs = operand(rhs_expr);
+      if (rhs->type().kind != ir::Type::Kind::Int)
+        unsupported(rhs_expr->getExprLoc(), "an element of an int list must be an integer, not a " + rhs->type().str());
+      std::string name = op;
+      if (name == "div") name = "int_div";
+      ir::Value* cur = node("shape_get", {list, i}, ir::Type::int_(), l)->output();
+      ir::Value* value = node(name, {cur, rhs}, ir::Type::int_(), l)->output();
+      define(k, node("shape_set", {list, i, value}, ir::Type::tensor(), l)->output());
+      return value;
+    }
     Key v = assigned_var(lhs);
     ir::Value* cur = read_key(v, l);
     ir::Value* rhs = operand(rhs_expr);
@@ -2045,6 +2211,10 @@ class FunctionLowering {
     auto add = [&](Key k) {
       if (env_.count(k) && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
     };
+    // `s[i] = v` writes the int list `s`.
+    if (const auto* oc = lhs ? dyn_cast<CXXOperatorCallExpr>(lhs->IgnoreParenImpCasts()) : nullptr;
+        oc && oc->getOperator() == OO_Subscript && is_int_list(oc->getArg(0)->getType()))
+      lhs = oc->getArg(0);
     if (lhs) {
       const Expr* target = lhs->IgnoreParenImpCasts();
       const auto* d = dyn_cast<DeclRefExpr>(target);

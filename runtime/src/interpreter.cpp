@@ -405,7 +405,24 @@ class Run {
     else if (op == "int_div") out = detail::int_div(integer(0), integer(1));
     else if (op == "int_mod") out = detail::int_mod(integer(0), integer(1));
     else if (op == "slice_dyn") out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
-    else if (op == "reshape_dyn") {
+    else if (op == "tensor_sizes") out = detail::sizes_tensor(tensor(0));
+    else if (op == "inverse_permutation") out = detail::inverse_permutation(tensor(0));
+    else if (op == "full_dyn") {
+      DType dt{};
+      if (!dtype_from_token(n->s("dtype"), dt)) throw Error("full_dyn: unknown dtype '" + n->s("dtype") + "'");
+      const IValue& v = at(n->input(1));
+      const Scalar value = std::holds_alternative<double>(v) ? Scalar(std::get<double>(v))
+                           : std::holds_alternative<bool>(v) ? Scalar(std::get<bool>(v))
+                                                              : Scalar(integer(1));
+      out = full(detail::int_list(tensor(0)), value, dt);
+    }
+    else if (op == "shape_get") out = detail::shape_get(tensor(0), integer(1));
+    else if (op == "shape_set") out = detail::shape_set(tensor(0), integer(1), integer(2));
+    else if (op == "make_shape") {
+      Shape v;
+      for (size_t i = 0; i < n->inputs().size(); ++i) v.push_back(integer(i));
+      out = detail::int_list_tensor(v);
+    } else if (op == "reshape_dyn") {
       Shape sizes;
       for (size_t i = 1; i < n->inputs().size(); ++i) sizes.push_back(integer(i));
       out = tensor(0).reshape(sizes);

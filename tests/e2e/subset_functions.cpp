@@ -161,6 +161,48 @@ NoBiasImpl::NoBiasImpl() : fc(register_module("fc", nn::Linear(4, 3, false))) {}
   return z.sum(d, s > 0) * s;                                          // a host bool keepdim
 }
 
+// Int lists the graph computes: run-time list attributes of reshape, view,
+// expand and permute (tensor_sizes, shape_get/shape_set, make_shape).
+[[graph::static]] Tensor reshape_like(Tensor x, Tensor like) { return x.reshape(like.sizes()) + like; }
+
+[[graph::static]] Tensor view_expand(Tensor x, Tensor like) { return x.view(x.sizes()).expand(like.sizes()) * like; }
+
+// A helper taking an int list, inlined into local_shape.
+const int kLocalShapeReshapeLine = __LINE__ + 1;
+static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
+
+[[graph::static]] Tensor local_shape(Tensor x, int64_t k) {
+  auto s = x.sizes();
+  int n = s.size();
+  s[0] = s[0] * k;
+  s[n - 1] = -1;
+  std::vector<int64_t> dims = {1, 0};
+  Tensor y = reshape_to(x, s);  // a wrong k: the error names reshape_to's line
+  return y.permute(dims) * s.at(0);
+}
+
+[[graph::static]] Tensor shape_branches(Tensor x, int k) {
+  auto s = x.sizes();
+  if (k > 0) s[0] = -1;                    // an If output
+  for (int i = 1; i < k; ++i) s[1] /= 2;   // a Loop-carried list
+  return x.reshape(s).sum(0);
+}
+
+[[graph::static]] Tensor shape_params(Tensor x, const Shape& s, std::vector<int64_t> dims) {
+  return x.reshape(s).permute(dims) * static_cast<int64_t>(dims.size());
+}
+
+// Factories with sizes known at run time: full_dyn.
+[[graph::static]] Tensor factories(Tensor x, double v, int64_t n) {
+  auto s = x.sizes();
+  Tensor a = x + ones(s) * 2;
+  Tensor b = full({n, x.size(1)}, v);
+  Tensor c = zeros(x.sizes(), kInt64) + 1;
+  return a.sum(0) + b.sum(0) + c.sum(0);
+}
+
+[[graph::static]] Tensor permute_ints(Tensor x, int64_t a) { return x.permute({a, 1 - a, 2}).sum(-1); }
+
 NormNetImpl::NormNetImpl()
     : fc(register_module("fc", nn::Linear(3, 4))), ln(register_module("ln", nn::LayerNorm(graph::Shape{4}, 1e-3))) {}
 

@@ -49,6 +49,16 @@ Tensor do_while(Tensor x, int n);
 // Attributes known at run time: host scalars and ints, braced lists of them,
 // and list members (`Shape`) of graph::nn modules, read at each call.
 Tensor runtime_attrs(Tensor x, int64_t d, double eps, int64_t s);
+// Int lists known at run time: another tensor's sizes(), a local Shape edited
+// element by element, a local std::vector<int64_t>.
+Tensor reshape_like(Tensor x, Tensor like);    // x.reshape(like.sizes()) + like
+Tensor view_expand(Tensor x, Tensor like);     // x.view(x.sizes()).expand(like.sizes()) * like
+Tensor local_shape(Tensor x, int64_t k);       // x [a, b]: reshape to [a * k, -1], then permute {1, 0}
+Tensor shape_branches(Tensor x, int k);        // sizes edited in an if and a loop, then reshape
+Tensor shape_params(Tensor x, const graph::Shape& s, std::vector<int64_t> dims);  // int lists as parameters
+Tensor factories(Tensor x, double v, int64_t n);  // x [r, c]: sum_0(x + 2) + n * v + r per column
+Tensor permute_ints(Tensor x, int64_t a);      // x.permute({a, 1 - a, 2}) with host ints
+extern const int kLocalShapeReshapeLine;       // the reshape local_shape runs (subset_functions.cpp)
 struct NormNetImpl : graph::nn::Module {  // Linear then LayerNorm({4})
   NormNetImpl();
   Tensor forward(Tensor x);

@@ -190,6 +190,61 @@ TEST(Subset, AttributesKnownAtRunTime) {
   graph::set_mode(compiled_mode());
 }
 
+TEST(Subset, IntListsKnownAtRunTime) {
+  Tensor x = pattern({2, 6}, 0.4f, -0.3f), like = pattern({3, 4}, 0.3f, 0.2f);
+  static_vs_eager("reshape_like", [&] { return subset::reshape_like(x, like); });
+  static_vs_eager("reshape_like", [&] { return subset::reshape_like(x, pattern({12}, 0.2f, 0.1f)); });
+  static_vs_eager("view_expand", [&] { return subset::view_expand(pattern({1, 4}, 0.5f, 0.f), like); });
+  static_vs_eager("view_expand", [&] { return subset::view_expand(pattern({3, 1}, 0.5f, 0.f), like); });
+  for (int64_t k : {1, 2, 3}) static_vs_eager("local_shape", [&] { return subset::local_shape(x, k); });
+  // Hand-computed: x [2, 6] -> reshape [4, 3] -> permute -> [3, 4], times s[0] = 4.
+  {
+    graph::set_mode(compiled_mode());
+    Tensor y = subset::local_shape(graph::arange(0, 12).to(graph::kFloat32).view({2, 6}), 2);
+    ASSERT_EQ(y.sizes(), (graph::Shape{3, 4}));
+    Tensor c = y.contiguous();
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(c.data_ptr<float>()[i * 4 + j], 4.0f * float(j * 3 + i));
+  }
+  for (int k : {0, 1, 2, 3}) {
+    static_vs_eager("shape_branches", [&] { return subset::shape_branches(pattern({4, 6}, 0.2f, 0.f), k); });
+    graph::set_mode(compiled_mode());
+    const int64_t cols[] = {6, 6, 3, 1};  // [4, 6], [-1, 6], [-1, 3], [-1, 1], summed over dim 0
+    EXPECT_EQ(subset::shape_branches(pattern({4, 6}, 0.2f, 0.f), k).sizes(), (graph::Shape{cols[k]}));
+  }
+  static_vs_eager("shape_params", [&] { return subset::shape_params(x, {3, -1}, {1, 0}); });
+  static_vs_eager("shape_params", [&] { return subset::shape_params(x, {2, 3, 2}, {2, 0, 1}); });
+  for (int64_t n : {0, 1, 4}) static_vs_eager("factories", [&] { return subset::factories(x, 0.25, n); });
+  {
+    graph::set_mode(compiled_mode());
+    Tensor f = subset::factories(graph::zeros({2, 3}), 0.5, 3);  // 2 * 2 + 3 * 0.5 + 2 = 7.5
+    ASSERT_EQ(f.sizes(), (graph::Shape{3}));
+    ASSERT_EQ(f.dtype(), graph::kFloat32);
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(f.contiguous().data_ptr<float>()[i], 7.5f);
+  }
+  for (int64_t a : {0, 1}) static_vs_eager("permute_ints", [&] { return subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), a); });
+  // Sizes that do not fit are errors at run time in both modes; the graph's
+  // names the op and the source line.
+  for (graph::Mode m : {compiled_mode(), graph::Mode::Eager}) {
+    graph::set_mode(m);
+    EXPECT_THROW(subset::reshape_like(x, pattern({5, 2}, 0.3f, 0.2f)), graph::Error);
+    EXPECT_THROW(subset::view_expand(pattern({2, 4}, 0.5f, 0.f), like), graph::Error);
+    EXPECT_THROW(subset::permute_ints(pattern({2, 3, 4}, 0.3f, 0.f), 2), graph::Error);
+    EXPECT_THROW(subset::shape_params(x, {5, -1}, {1, 0}), graph::Error);
+    EXPECT_THROW(subset::shape_params(x, {3, -1}, {0, 0}), graph::Error);
+    EXPECT_THROW(subset::factories(x, 0.25, -2), graph::Error);
+  }
+  graph::set_mode(compiled_mode());
+  try {
+    subset::local_shape(x, 5);  // [10, -1] from 12 elements
+    ADD_FAILURE() << "no error";
+  } catch (const graph::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("reshape: shape [10, -1] is invalid for input of size 12"), std::string::npos) << what;
+    EXPECT_NE(what.find("subset_functions.cpp:" + std::to_string(subset::kLocalShapeReshapeLine)), std::string::npos) << what;
+  }
+}
+
 TEST(Subset, LayerNormModuleReadsItsShapeMember) {
   graph::manual_seed(5);
   auto net = std::make_shared<subset::NormNetImpl>();

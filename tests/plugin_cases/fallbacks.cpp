@@ -52,7 +52,13 @@ int counter;
 }
 
 [[graph::static]] Tensor dynamic_shape(Tensor x, Tensor y) {
-  return x.reshape(y.sizes());  // expect@20: the argument 'shape' of 'reshape' must be a constant, a host scalar
+  return x.reshape(y.sizes());  // lowers: reshape{shape="@1"}(x, tensor_sizes(y))
+}
+
+Shape opaque_shape();
+
+[[graph::static]] Tensor opaque_dynamic_shape(Tensor x) {
+  return x.reshape(opaque_shape());  // expect@20: the argument 'shape' of 'reshape' must be a constant, a host scalar
 }
 
 // Lowerable: no warning.

@@ -107,4 +107,20 @@ ConvBlockImpl::ConvBlockImpl()
   return cross_entropy(matmul(tanh(embedding(table, idx)), proj), target);
 }
 
+// Views, softmax and where over attributes known only at run time: another
+// tensor's sizes, a local Shape edited element by element, a local
+// std::vector<int64_t>, host ints.
+[[graph::static]] Tensor reshape_like(Tensor x, Tensor like) { return tanh(x.reshape(like.sizes())) * like; }
+
+[[graph::static]] Tensor shape_edits(Tensor x, Tensor y, int64_t d) {
+  auto s = x.sizes();  // x [2, 6] -> s = [3, -1]
+  s[0] = s[1] / 2;
+  s[1] = -1;
+  std::vector<int64_t> dims = {1, 0};
+  Tensor a = x.view(s).permute(dims).transpose(d, 1 - d);  // [3, 4]
+  Tensor r = y.slice(0, 0, 1).expand(y.sizes());
+  Tensor p = softmax(a * 2.0f, d) + log_softmax(y, d);
+  return where(a > r, p * r, sigmoid(a) * y) + full(y.sizes(), 0.5) * a;
+}
+
 }  // namespace sg

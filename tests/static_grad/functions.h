@@ -63,4 +63,9 @@ GRAPH_MODULE(ConvBlock);
 // int64 inputs: embedding indices [N] and cross_entropy class targets [N].
 Tensor embed_loss(Tensor table, Tensor idx, Tensor proj, Tensor target);
 
+// Run-time list attributes (reshape/view/expand/permute from sizes() and
+// local shapes), a run-time transpose/softmax dim, where over them.
+Tensor reshape_like(Tensor x, Tensor like);           // x [2, 6], like [3, 4]
+Tensor shape_edits(Tensor x, Tensor y, int64_t d);    // x [2, 6], y [3, 4], d 0 or 1
+
 }  // namespace sg

@@ -280,6 +280,48 @@ TEST(StaticGrad, Int64IndexAndTargetInputs) {
                   {pattern({3, 4}, 0.5f, -0.3f), pattern({4, 4}, 0.3f, 0.2f)});
 }
 
+TEST(StaticGrad, ViewsAndSoftmaxWithRunTimeAttributes) {
+  check_gradients("_ZN2sg12reshape_likeEN5graph6TensorES1_",
+                  [](const std::vector<Tensor>& in) {
+                    Tensor y = sg::reshape_like(in[0], in[1]);
+                    return (y * weights_like(y).to(y.dtype())).sum();
+                  },
+                  {pattern({2, 6}, 0.4f, -0.3f), pattern({3, 4}, 0.3f, 0.2f)});
+  for (int64_t d : {0, 1})
+    check_gradients("_ZN2sg11shape_editsEN5graph6TensorES1_l",
+                    [d](const std::vector<Tensor>& in) {
+                      Tensor y = sg::shape_edits(in[0], in[1], d);
+                      return (y * weights_like(y).to(y.dtype())).sum();
+                    },
+                    {pattern({2, 6}, 0.45f, -0.35f), pattern({3, 4}, 0.3f, 0.25f)});
+}
+
+// Training through the generated backward graph: SGD steps on both inputs
+// follow the eager run's.
+TEST(StaticGrad, TrainsThroughRunTimeViews) {
+  Tensor params[2][2];
+  for (Mode m : {Mode::Static, Mode::Eager}) {
+    graph::set_mode(m);
+    const size_t k = m == Mode::Eager;
+    Tensor x = pattern({2, 6}, 0.45f, -0.35f).requires_grad_(), y = pattern({3, 4}, 0.3f, 0.25f).requires_grad_();
+    const uint64_t before = graph::detail::graph_calls("_ZN2sg11shape_editsEN5graph6TensorES1_l");
+    for (int step = 0; step < 5; ++step) {
+      Tensor out = sg::shape_edits(x, y, step % 2);
+      ((out - 0.5) * (out - 0.5)).sum().backward();
+      graph::NoGradGuard no_grad;
+      x = (x - x.grad() * 0.1).detach().requires_grad_();
+      y = (y - y.grad() * 0.1).detach().requires_grad_();
+    }
+    EXPECT_EQ(graph::detail::graph_calls("_ZN2sg11shape_editsEN5graph6TensorES1_l") - before, k ? 0u : 5u);
+    params[k][0] = x.detach();
+    params[k][1] = y.detach();
+  }
+  graph::set_mode(Mode::Static);
+  expect_close(params[0][0], params[1][0], 1e-5, "x after 5 steps");
+  expect_close(params[0][1], params[1][1], 1e-5, "y after 5 steps");
+  EXPECT_GT(graph::abs(params[0][0] - pattern({2, 6}, 0.45f, -0.35f)).sum().item<float>(), 1e-3f) << "nothing trained";
+}
+
 TEST(StaticGrad, NoGradRecordsNothing) {
   Tensor x = pattern({2, 3}, 0.5f, 0.1f).requires_grad_();
   Tensor y = pattern({3}, 0.3f, 0.2f).requires_grad_();

@@ -218,16 +218,26 @@ std::vector<int64_t> inverse_permutation(const Node& n) {
   return inv;
 }
 
+// `x` and, after it, the forward node's run-time attribute inputs
+// (value_primitives.h), for a backward node of one own input that takes the
+// forward node's attributes as they are: their "@i" indices stay right.
+std::vector<Value*> with_runtime_inputs(Scope& s, const Node& n, Value* x) {
+  std::vector<Value*> in{x};
+  for (size_t i = num_op_inputs(n); i < n.inputs().size(); ++i) in.push_back(s.fwd(n.input(i)));
+  return in;
+}
+
 Value* softmax_grad(Scope& s, const Node& n, Value* g) {
   Value* y = s.fwd(n.output());
+  // `dim` may be known only at run time: sum's own input is one, as softmax's.
   Attributes along{{"dim", n.attrs().at("dim")}, {"keepdim", true}};
   if (n.op() == "softmax") {  // y * (g - sum(g * y, dim, keepdim))
     Value* gy = s.emit1("mul", {g, y});
-    Value* sum = with_attrs(s.emit("sum", {gy}), along)->output();
+    Value* sum = with_attrs(s.emit("sum", with_runtime_inputs(s, n, gy)), along)->output();
     return s.emit1("mul", {y, s.emit1("sub", {g, sum})});
   }
   // log_softmax: g - exp(y) * sum(g, dim, keepdim)
-  Value* sum = with_attrs(s.emit("sum", {g}), along)->output();
+  Value* sum = with_attrs(s.emit("sum", with_runtime_inputs(s, n, g)), along)->output();
   return s.emit1("sub", {g, s.emit1("mul", {s.emit1("exp", {y}), sum})});
 }
 
@@ -238,29 +248,56 @@ std::vector<Value*> where_grad(Scope& s, const Node& n, Value* g) {
           s.emit1("sum_to", {s.emit1("where", {cond, zero, g}), s.fwd(n.input(2))})};
 }
 
+[[noreturn]] void no_gradient(const Node& n, const std::string& why);
+
+// cat's and stack's `dim`: a constant, or a host int known at run time
+// (value_primitives.h) that a backward node with one own input reads as "@1".
+struct ListDim {
+  AttrValue attr;
+  std::vector<Value*> extra;  // the run-time value, after the backward node's own inputs
+};
+ListDim list_dim(Scope& s, const Node& n) {
+  if (auto d = dynamic_attr(n, "dim")) {
+    if (d->range || !n.input(d->begin)->type().is_scalar())
+      no_gradient(n, "with a run-time 'dim' that is not one host int has no gradient in a static graph");
+    return {std::string("@"), {s.fwd(n.input(d->begin))}};
+  }
+  return {n.has_attr("dim") ? n.i("dim") : int64_t{0}, {}};
+}
+// The "@k" of a ListDim for a backward node with `own` own inputs.
+AttrValue dim_for(const ListDim& d, size_t own) {
+  if (d.extra.empty()) return d.attr;
+  return dynamic_attr_ref(own, own + 1, false);
+}
+std::vector<Value*> plus(std::vector<Value*> in, const ListDim& d) {
+  in.insert(in.end(), d.extra.begin(), d.extra.end());
+  return in;
+}
+
 // stack's gradient of input i: slice i of grad along dim, without that dim.
 std::vector<Value*> stack_grad(Scope& s, const Node& n, Value* g) {
-  const int64_t dim = n.has_attr("dim") ? n.i("dim") : 0;
+  const ListDim dim = list_dim(s, n);
   std::vector<Value*> out;
-  for (size_t i = 0; i < n.inputs().size(); ++i) {
+  for (size_t i = 0; i < num_op_inputs(n); ++i) {
     const auto k = static_cast<int64_t>(i);
-    Node* slice = with_attrs(s.emit("slice", {g}), {{"dim", dim}, {"start", k}, {"end", k + 1}, {"step", int64_t{1}}});
-    out.push_back(with_attrs(s.emit("squeeze", {slice->output()}), {{"dim", dim}})->output());
+    Node* slice = with_attrs(s.emit("slice", plus({g}, dim)),
+                             {{"dim", dim_for(dim, 1)}, {"start", k}, {"end", k + 1}, {"step", int64_t{1}}});
+    out.push_back(with_attrs(s.emit("squeeze", plus({slice->output()}, dim)), {{"dim", dim_for(dim, 1)}})->output());
   }
+  out.resize(n.inputs().size(), nullptr);
   return out;
 }
 
 std::vector<Value*> cat_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
+  const ListDim dim = list_dim(s, n);
+  const size_t own = num_op_inputs(n);
   std::vector<Value*> in{g};
-  for (Value* x : n.inputs()) in.push_back(s.fwd(x));
-  std::vector<Value*> out;
-  for (size_t i = 0; i < n.inputs().size(); ++i) {
-    if (!wanted[i]) {
-      out.push_back(nullptr);
-      continue;
-    }
-    const int64_t dim = n.has_attr("dim") ? n.i("dim") : 0;
-    out.push_back(with_attrs(s.emit("cat_backward", in), {{"dim", dim}, {"index", static_cast<int64_t>(i)}})->output());
+  for (size_t i = 0; i < own; ++i) in.push_back(s.fwd(n.input(i)));
+  std::vector<Value*> out(n.inputs().size(), nullptr);
+  for (size_t i = 0; i < own; ++i) {
+    if (!wanted[i]) continue;
+    out[i] = with_attrs(s.emit("cat_backward", plus(in, dim)),
+                        {{"dim", dim_for(dim, own + 1)}, {"index", static_cast<int64_t>(i)}})->output();
   }
   return out;
 }
@@ -272,8 +309,33 @@ std::vector<Value*> cat_grad(Scope& s, const Node& n, Value* g, const std::vecto
   throw Error("autodiff: '" + n.op() + "'" + where + " " + why);
 }
 
+// permute{dims="@1"} / {dims="@1:k"}: the inverse permutation at run time.
+Value* inverse_permutation_at_run_time(Scope& s, const Node& n) {
+  const DynamicAttr d = *dynamic_attr(n, "dims");
+  Value* dims = nullptr;
+  if (d.range) {
+    std::vector<Value*> ints;
+    for (size_t i = d.begin; i < d.end; ++i) ints.push_back(s.fwd(n.input(i)));
+    dims = s.emit1("make_shape", ints);
+  } else {
+    dims = s.fwd(n.input(d.begin));
+    if (!dims->type().is_tensor()) dims = s.emit1("make_shape", {dims});
+  }
+  return s.emit1("inverse_permutation", {dims});
+}
+
 std::vector<Value*> view_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
   const std::string& op = n.op();
+  if (has_dynamic_attrs(n)) {
+    // Attributes known at run time: the same rules, with those values.
+    std::vector<Value*> out(n.inputs().size(), nullptr);
+    if (op == "transpose") out[0] = with_attrs(s.emit("transpose", with_runtime_inputs(s, n, g)), n.attrs())->output();
+    else if (op == "permute") out[0] = with_attrs(s.emit("permute", {g, inverse_permutation_at_run_time(s, n)}), {{"dims", std::string("@1")}})->output();
+    else if (op == "slice") return through_backward_op(s, n, g, wanted);
+    else if (op == "expand") out[0] = s.emit1("sum_to", {g, s.fwd(n.input(0))});
+    else out[0] = s.emit1("reshape_as", {g, s.fwd(n.input(0))});  // reshape, flatten, squeeze, unsqueeze
+    return out;
+  }
   if (op == "t") return {s.emit1("t", {g})};
   if (op == "transpose") return {with_attrs(s.emit("transpose", {g}), n.attrs())->output()};
   if (op == "permute") return {with_attrs(s.emit("permute", {g}), {{"dims", inverse_permutation(n)}})->output()};
@@ -335,7 +397,15 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
   if (info->id > OpId::scaled_dot_product_attention) no_gradient(n, "is a gradient op and has no gradient itself");
   Value* g = out_grads.at(0);
   if (has_dynamic_attrs(n)) {
+    if (info->id == OpId::cat || info->id == OpId::stack)
+      return info->id == OpId::cat ? cat_grad(s, n, g, wanted) : stack_grad(s, n, g);
     if (info->kind != OpKind::Elementwise && find_op(n.op() + "_backward")) return through_backward_op(s, n, g, wanted);
+    if (info->kind == OpKind::View) return view_grad(s, n, g, wanted);
+    if (info->id == OpId::softmax || info->id == OpId::log_softmax) {
+      std::vector<Value*> out(n.inputs().size(), nullptr);
+      out[0] = softmax_grad(s, n, g);
+      return out;
+    }
     no_gradient(n, "with attributes known only at run time has no gradient in a static graph yet");
   }
   switch (info->kind) {

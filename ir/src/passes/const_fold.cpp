@@ -16,6 +16,7 @@
 
 #include "../rewrite.h"
 #include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
 #include "graph/scalar_ops.h"
 
@@ -126,6 +127,7 @@ class Folder {
     if (n->op() == "Loop") return loop(n);
     for (const auto& inner : n->blocks()) block(inner.get());
     const OpInfo* info = find_op(n->op());
+    if (info && has_dynamic_attrs(*n)) constant_lists(n);
     if (!info || info->kind != OpKind::Elementwise || n->num_outputs() != 1 || !n->output()->type().is_scalar())
       return;
     std::vector<Number> in;
@@ -139,6 +141,59 @@ class Folder {
     Value* folded = make_constant(n, *result);
     replace_uses(n->owner(), n->output(), folded);
     detail::erase_node(n);
+  }
+
+  // The ints of a run-time list attribute (value_primitives.h) when all are
+  // constants: "@i:j" over constant ints, or "@i" naming a make_shape of
+  // constant ints (`std::vector<int64_t> dims = {1, 0}; x.permute(dims)`).
+  static std::optional<std::vector<int64_t>> constant_list(const Node* n, const DynamicAttr& d) {
+    std::vector<const Value*> ints;
+    if (d.range) {
+      for (size_t i = d.begin; i < d.end; ++i) ints.push_back(n->input(i));
+    } else {
+      const Node* p = n->input(d.begin)->producer();
+      if (!p || p->op() != "make_shape") return std::nullopt;
+      for (const Value* v : p->inputs()) ints.push_back(v);
+    }
+    std::vector<int64_t> out;
+    for (const Value* v : ints) {
+      auto c = constant_of(v);
+      if (!c || !std::holds_alternative<int64_t>(*c)) return std::nullopt;
+      out.push_back(std::get<int64_t>(*c));
+    }
+    return out;
+  }
+
+  // Such attributes become constant ones and their inputs go (shape
+  // inference then sees them); the other run-time attributes are renumbered.
+  static void constant_lists(Node* n) {
+    Attributes attrs = n->attrs();
+    std::vector<bool> drop(n->inputs().size(), false);
+    bool changed = false;
+    for (const auto& [k, v] : n->attrs()) {
+      auto d = dynamic_attr(*n, k);
+      if (!d || d->end > n->inputs().size()) continue;
+      auto list = constant_list(n, *d);
+      if (!list) continue;
+      attrs[k] = *list;
+      for (size_t i = d->begin; i < d->end; ++i) drop[i] = true;
+      changed = true;
+    }
+    if (!changed) return;
+    std::vector<size_t> index(n->inputs().size(), 0);
+    std::vector<Value*> kept;
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      index[i] = kept.size();
+      if (!drop[i]) kept.push_back(n->input(i));
+    }
+    for (const auto& [k, v] : n->attrs()) {
+      auto d = dynamic_attr(*n, k);
+      if (!d || drop[d->begin]) continue;
+      attrs[k] = dynamic_attr_ref(index[d->begin], index[d->end - 1] + 1, d->range);
+    }
+    n->drop_inputs();
+    for (Value* v : kept) n->add_input(v);
+    n->attrs() = std::move(attrs);
   }
 
   // The taken block's nodes move before the If; its returns replace the

@@ -639,6 +639,8 @@ class TypeInference {
     if (op == "Loop") return loop(n);
     if (op == "FusionGroup") return fusion_group(n);
     if (op == "reshape_dyn" || op == "slice_dyn") return n->output()->set_type(dynamic_view(n));
+    if (op == "full_dyn") return n->output()->set_type(full_dyn(n));
+    if (op == "tensor_sizes" || op == "make_shape" || op == "shape_set" || op == "inverse_permutation") return n->output()->set_type(shape_value(n));
     const OpInfo* info = find_op(op);
     if (!info || n->num_outputs() != 1) return;
     if (has_dynamic_attrs(*n)) return n->output()->set_type(with_dynamic_attrs(*info, n));
@@ -665,7 +667,31 @@ class TypeInference {
   // attributes do not change (layer_norm, softmax, dropout), the shape are
   // inferred as for the op without them; conv2d and the pools keep their
   // rank, batch and channels; other shapes are unknown.
+  // The rank of a view whose attributes are known at run time, when it is
+  // known anyway: reshape and expand make as many dims as their list has
+  // ints, permute and transpose keep the rank, unsqueeze adds one.
+  static std::optional<size_t> dynamic_view_rank(const OpInfo& info, const Node* n) {
+    const auto& in = n->input(0)->type().dims;
+    switch (info.id) {
+      case OpId::reshape:
+      case OpId::expand: {
+        auto d = dynamic_attr(*n, "shape");
+        if (!d) return std::nullopt;
+        if (d->range) return d->end - d->begin;
+        const Type& t = n->input(d->begin)->type();
+        if (t.is_tensor() && t.dims && t.dims->size() == 1 && (*t.dims)[0].is_static())
+          return static_cast<size_t>((*t.dims)[0].size);
+        return std::nullopt;
+      }
+      case OpId::permute:
+      case OpId::transpose: return in ? std::optional<size_t>(in->size()) : std::nullopt;
+      case OpId::unsqueeze: return in ? std::optional<size_t>(in->size() + 1) : std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
   static Type with_dynamic_attrs(const OpInfo& info, Node* n) {
+    const std::optional<size_t> view_rank = info.kind == OpKind::View ? dynamic_view_rank(info, n) : std::nullopt;
     const Attributes saved = n->attrs();
     for (auto it = n->attrs().begin(); it != n->attrs().end();)
       it = dynamic_attr(*n, it->first) ? n->attrs().erase(it) : std::next(it);
@@ -689,6 +715,7 @@ class TypeInference {
         }
       } else if (info.kind == OpKind::View || info.id == OpId::cat || info.id == OpId::stack) {
         out.dtype = n->input(0)->type().dtype;  // sizes and dims from the run-time attributes
+        if (view_rank) out.dims = std::vector<Dim>(*view_rank, Dim::unknown());
       } else {
         out = by_op(info, n);
         if (!keeps_shape) out.dims.reset();
@@ -698,6 +725,33 @@ class TypeInference {
       throw;
     }
     n->attrs() = saved;
+    return out;
+  }
+
+  // An int list held in a 1-D int64 tensor (value_primitives.h): its length
+  // is the rank of tensor_sizes' tensor, make_shape's number of ints, or the
+  // length of the list shape_set copies.
+  static Type shape_value(const Node* n) {
+    Dim len = Dim::unknown();
+    if (n->op() == "make_shape") {
+      len = Dim::of(static_cast<int64_t>(n->inputs().size()));
+    } else if (n->op() == "tensor_sizes") {
+      if (const auto& d = n->input(0)->type().dims) len = Dim::of(static_cast<int64_t>(d->size()));
+    } else if (const auto& d = n->input(0)->type().dims; d && d->size() == 1) {
+      len = (*d)[0];
+    }
+    return Type::tensor(DType::Int64, {len});
+  }
+
+  // full_dyn: its dtype, and as many dims as its sizes have ints.
+  static Type full_dyn(const Node* n) {
+    Type out = Type::tensor();
+    DType d{};
+    if (n->has_attr("dtype"))
+      if (const auto* s = std::get_if<std::string>(&n->attrs().at("dtype")); s && dtype_from_token(*s, d)) out.dtype = d;
+    const Type& sizes = n->input(0)->type();
+    if (sizes.dims && sizes.dims->size() == 1 && (*sizes.dims)[0].is_static())
+      out.dims = std::vector<Dim>(static_cast<size_t>((*sizes.dims)[0].size), Dim::unknown());
     return out;
   }
 

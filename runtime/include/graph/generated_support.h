@@ -149,6 +149,46 @@ inline int64_t int_mod(int64_t a, int64_t b) {
 // `Shape` member passed to the graph); interpreter_kernels.cpp.
 std::vector<int64_t> int_list(const Tensor& t);
 
+// Int lists the graph computes (`x.sizes()`, a local `Shape`), held like a
+// `Shape` member in a 1-D int64 CPU tensor (ir/value_primitives.h).
+inline Tensor sizes_tensor(const Tensor& t) { return int_list_tensor(t.sizes()); }
+inline Tensor make_shape(std::initializer_list<int64_t> v) {
+  Shape s;
+  for (int64_t i : v) s.push_back(i);
+  return int_list_tensor(s);
+}
+// The index of element `i` (negative from the end) of an int list of n.
+inline int64_t shape_index(int64_t i, int64_t n, const char* what) {
+  if (i < -n || i >= n)
+    throw Error(std::string(what) + ": index " + std::to_string(i) + " is out of range for a shape of " +
+                std::to_string(n) + " dims");
+  return i < 0 ? i + n : i;
+}
+inline int64_t shape_get(const Tensor& s, int64_t i) {
+  const std::vector<int64_t> v = int_list(s);
+  return v[static_cast<size_t>(shape_index(i, static_cast<int64_t>(v.size()), "shape_get"))];
+}
+inline Tensor shape_set(const Tensor& s, int64_t i, int64_t value) {
+  std::vector<int64_t> v = int_list(s);
+  v[static_cast<size_t>(shape_index(i, static_cast<int64_t>(v.size()), "shape_set"))] = value;
+  Shape out(v.begin(), v.end());
+  return int_list_tensor(out);
+}
+
+// permute's gradient permutes by the inverse of `p` (1-D int64).
+inline Tensor inverse_permutation(const Tensor& p) {
+  const std::vector<int64_t> dims = int_list(p);
+  const auto rank = static_cast<int64_t>(dims.size());
+  Shape inv(dims.size(), -1);
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = dims[static_cast<size_t>(i)] < 0 ? dims[static_cast<size_t>(i)] + rank : dims[static_cast<size_t>(i)];
+    if (d < 0 || d >= rank || inv[static_cast<size_t>(d)] != -1)
+      throw Error("permute: the dims are not a permutation of " + std::to_string(rank) + " dims");
+    inv[static_cast<size_t>(d)] = i;
+  }
+  return int_list_tensor(inv);
+}
+
 // list_get: element `i` of `l`, negative from the end, range-checked.
 inline const Tensor& list_get(const std::vector<Tensor>& l, int64_t i) {
   const int64_t n = static_cast<int64_t>(l.size());

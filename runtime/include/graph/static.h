@@ -88,6 +88,9 @@ template <class T>
 Arg to_arg(const T& v) {
   if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return v;
   else if constexpr (std::is_same_v<T, Shape>) return int_list_tensor(v);
+  else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<int>> ||
+                     std::is_same_v<T, std::vector<long long>>)
+    return int_list_tensor(Shape(v.begin(), v.end()));
   else if constexpr (std::is_same_v<T, bool>) return v;
   else if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(v);
   else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);

@@ -149,8 +149,8 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
   return x.sum(d);  // sum{dim="@1"}(x, d)
 }
 
-[[graph::static]] Tensor sizes_vector(Tensor x) {
-  auto s = x.sizes();  // expect@8: 's' has type 'Shape', which a static graph cannot hold
+[[graph::static]] Tensor sizes_vector(Tensor x) {  // lowers
+  auto s = x.sizes();  // tensor_sizes(x): an i64 tensor; s.size() is its numel
   return x * static_cast<int64_t>(s.size());
 }
 
@@ -250,7 +250,8 @@ std::pair<Tensor, int> with_count(Tensor x, int n) { return {x * n, n + 1}; }
 }
 
 // List members as attributes: a `Shape` member is read at each call (an i64
-// tensor input); other list types and unreachable objects are diagnosed.
+// tensor input), as is a std::vector<int64_t> one; unreachable objects are
+// diagnosed.
 struct Shaped {
   Tensor forward_shape(Tensor x);
   Tensor forward_vector(Tensor x);
@@ -264,8 +265,8 @@ struct Shaped {
   return layer_norm(x.reshape(view_shape), {2}, Tensor(), Tensor(), eps);
 }
 
-[[graph::static]] Tensor Shaped::forward_vector(Tensor x) {
-  return x.permute(dims);  // expect@20: the argument 'dims' of 'permute' must be a constant, a host scalar, a braced list of host integers or a member holding the list (read at each call)
+[[graph::static]] Tensor Shaped::forward_vector(Tensor x) {  // lowers
+  return x.permute(dims);  // a std::vector<int64_t> member, read at each call
 }
 
 [[graph::static]] Tensor Shaped::forward_local(Tensor x) {

@@ -42,8 +42,57 @@ constexpr int kDim = 1;
   return softmax(x, d);  // an attribute read at run time: softmax{dim="@1"}(x, d)
 }
 
-[[graph::static]] Tensor runtime_shape(Tensor x, Tensor y) {
-  return x.reshape(y.sizes());  // expect@20: the argument 'shape' of 'reshape' must be a constant, a host scalar, a braced list of host integers or a member holding the list (read at each call)
+[[graph::static]] Tensor runtime_shape(Tensor x, Tensor y) {  // lowers
+  return x.reshape(y.sizes()).view(x.sizes()).expand(y.sizes());  // reshape{shape="@1"}(x, tensor_sizes(y))
+}
+
+// Local int lists: another tensor's sizes edited element by element, a
+// std::vector<int64_t>, a helper taking `const Shape&`.
+static Tensor reshape_to(Tensor x, const Shape& s) { return x.reshape(s); }
+
+[[graph::static]] Tensor local_shapes(Tensor x, Tensor y, int k) {  // lowers
+  auto s = y.sizes();
+  const int n = s.size();
+  s[0] = s.at(n - 1) * k;
+  s[n - 1] = -1;
+  Shape t = s;
+  t[0] = 2;
+  std::vector<int64_t> dims = {1, 0};
+  return reshape_to(x, s).permute(dims) + x.reshape(t).sum(0) * t[1];
+}
+
+[[graph::static]] Tensor shape_through_control_flow(Tensor x, int k) {  // lowers
+  auto s = x.sizes();
+  if (k > 0) s[0] = -1;  // an If output: the edited or the original list
+  for (int i = 1; i < k; ++i) s[1] *= 1;  // a Loop-carried list
+  return x.reshape(s);
+}
+
+[[graph::static]] Tensor factory_sizes(Tensor x, Tensor y, int n) {  // lowers
+  return x * ones(y.sizes()) + full({n, x.size(-1)}, 0.5) + zeros(x.sizes(), kFloat32);  // full_dyn
+}
+
+[[graph::static]] Tensor factory_dtype(Tensor x) {
+  return zeros(x.sizes(), x.dtype());  // expect@29: the dtype of 'zeros' must be a compile-time constant
+}
+
+Shape opaque_dims();
+
+[[graph::static]] Tensor opaque_shape(Tensor x) {
+  Shape s = opaque_dims();  // expect@9: this int list cannot be lowered: build it from a tensor's 'sizes()'
+  return x.reshape(s);
+}
+
+[[graph::static]] Tensor growing_shape(Tensor x) {
+  Shape s = x.sizes();
+  s.push_back(1);  // expect@5: the call to 'push_back' on an int list cannot be lowered
+  return x.reshape(s);
+}
+
+[[graph::static]] Tensor float_in_shape(Tensor x, double f) {
+  Shape s = x.sizes();
+  s[0] = f;  // expect@10: the conversion from 'double' to 'long' cannot be lowered yet
+  return x.reshape(s);
 }
 
 [[graph::static]] Tensor runtime_slice(Tensor x, int n) {  // lowers

@@ -11,6 +11,16 @@
 //   int_mod(%a, %b)             int: C++'s a % b (the sign of a)
 //   reshape_dyn(%t, %s0, ...)   Tensor: %t.reshape({%s0, ...}) (ints; -1 infers)
 //   slice_dyn{dim}(%t, %start, %end, %step)   Tensor: %t.slice(dim, ...)
+// Int lists known at run time (`x.sizes()`, a local `Shape`) are 1-D int64
+// tensors on the CPU, the form a run-time list attribute reads ("@i"):
+//   tensor_sizes(%t)            Tensor i64[rank]: %t.sizes()
+//   make_shape(%a, %b, ...)     Tensor i64[n]: the ints {%a, %b, ...}
+//   shape_get(%s, %i)           int: %s[%i] (negative from the end, checked)
+//   shape_set(%s, %i, %v)       Tensor: a copy of %s with %s[%i] = %v
+//   inverse_permutation(%p)     Tensor: q with q[p[i]] = i (permute's gradient;
+//                               negative dims count from the end, checked)
+//   full_dyn{dtype}(%s, %v)     Tensor: graph::full(%s, %v, dtype) (zeros, ones,
+//                               full with sizes known at run time; CPU)
 // reshape_dyn and slice_dyn are reshape and slice whose sizes are known only
 // at run time (e.g. from tensor_size); the verifier checks their signatures,
 // infer_types keeps the input's dtype (and rank), dce may remove them.
