@@ -515,25 +515,16 @@ std::string Emitter::scalar_call(const ir::Node* m, const std::unordered_map<con
 // (arguments converted to its compute type), stores.
 std::string Emitter::element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
                                   const std::vector<std::string>& stores, const std::string& indent) {
-  std::unordered_map<const ir::Value*, std::string> el;
-  std::set<std::string> used;
-  auto local = [&](const ir::Value* v) {
-    std::string base = "e_" + (v->name().empty() ? std::string("t") : sanitize_identifier(v->name()));
-    std::string n = base;
-    for (int i = 1; used.count(n); ++i) n = base + "_" + std::to_string(i);
-    used.insert(n);
-    return el[v] = n;
-  };
-  std::string out;
+  std::vector<std::pair<const ir::Value*, std::string>> sources;
   size_t k = 0;
-  for (const ir::Value* p : spec.reads) {
-    if (!p->type().is_tensor()) continue;
-    out += indent + "const " + element_type(*p->type().dtype) + " " + local(p) + " = " + loads[k++] + ";\n";
-  }
+  for (const ir::Value* p : spec.reads)
+    if (p->type().is_tensor()) sources.emplace_back(p, loads[k++]);
+  std::vector<const ir::Node*> ops;
   for (const ir::Node* m : spec.members)
-    if (!hoisted(m)) out += indent + scalar_call(m, el, local(m->output())) + "\n";
-  for (size_t j = 0; j < stores.size(); ++j) out += indent + stores[j] + " = " + el.at(spec.results[j]) + ";\n";
-  return out;
+    if (!hoisted(m)) ops.push_back(m);
+  std::vector<std::pair<std::string, const ir::Value*>> writes;
+  for (size_t j = 0; j < stores.size(); ++j) writes.emplace_back(stores[j], spec.results[j]);
+  return stage_statements(ops, sources, writes, indent);
 }
 
 }  // namespace graph::codegen::detail
