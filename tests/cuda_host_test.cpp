@@ -13,6 +13,7 @@
 #include "../runtime/src/storage.h"
 #include "graph/cuda/allocator.h"
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
 #include "graph/generated_support.h"
@@ -285,10 +286,51 @@ TEST(CudaDispatch, OpsWithoutACudaKernelStopBeforeTouchingDeviceMemory) {
   EXPECT_EQ(error_of([&] { x.get().data_ptr<float>(); }),
             "data_ptr: the tensor of shape [2, 3] is on cuda, and this op has no CUDA kernel yet; move it with "
             ".to(kCPU)");
-  const std::string e = error_of([&] { graph::cat({x.get(), x.get()}, 0); });
-  EXPECT_NE(e.find("this op has no CUDA kernel yet"), std::string::npos) << e;
-  const std::string ln = error_of([&] { graph::layer_norm(x.get(), {3}, graph::Tensor(), graph::Tensor(), 1e-5); });
-  EXPECT_NE(ln.find("this op has no CUDA kernel yet"), std::string::npos) << ln;
+}
+
+// Ops with a CUDA path go to the device (and, here without one, stop at the
+// first allocation or copy naming the missing device), never reading device
+// memory from the host; mixed devices are refused first, on any machine.
+TEST(CudaDispatch, NnOpsTakeTheDevicePathOrRefuseMixedDevices) {
+  FakeCudaTensor x({1, 2, 5, 5}), w({3, 2, 3, 3}), table({4, 3});
+  const graph::Tensor cpu_w = graph::ones({3, 2, 3, 3}), cpu_x = graph::ones({1, 2, 5, 5});
+  EXPECT_EQ(error_of([&] { graph::conv2d(x.get(), cpu_w); }),
+            "conv2d: expected tensors on one device, got cuda [1, 2, 5, 5] and cpu [3, 2, 3, 3]; move one with "
+            ".to(kCUDA) or .to(kCPU)");
+  EXPECT_NE(error_of([&] { graph::conv2d(cpu_x, w.get()); }).find("conv2d: expected tensors on one device, got cpu"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { graph::conv2d(x.get(), w.get(), graph::ones({3})); })
+                .find("conv2d: expected input, weight and bias on one device, got the bias on cpu"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { graph::cat({x.get(), cpu_x}, 0); }),
+            "cat: expected tensors on one device, got cuda and cpu (shapes [1, 2, 5, 5], [1, 2, 5, 5])");
+  EXPECT_EQ(error_of([&] { graph::where(graph::ones({5}, graph::kBool), x.get(), graph::zeros({})); }),
+            "where: expected tensors on one device, got a cpu tensor of shape [5] among cuda tensors; move it "
+            "with .to(kCUDA)");
+  EXPECT_EQ(error_of([&] { graph::embedding(table.get(), graph::zeros({2}, graph::kInt64)); }),
+            "embedding: expected weight and indices on one device, got cuda and cpu (weight shape [4, 3], indices "
+            "shape [2])");
+  if (graph::cuda_is_available()) GTEST_SKIP() << "a CUDA device is present (the device tests run these)";
+  const std::vector<std::function<void()>> ops{
+      [&] { graph::conv2d(x.get(), w.get()); },
+      [&] { graph::max_pool2d(x.get(), {2}); },
+      [&] { graph::avg_pool2d(x.get(), {2}); },
+      [&] { graph::layer_norm(x.get(), {5}, graph::Tensor(), graph::Tensor(), 1e-5); },
+      [&] { graph::cat({x.get(), x.get()}, 1); },
+      [&] { graph::stack({x.get(), x.get()}, 0); },
+      [&] { graph::where(graph::gt(x.get(), 0.0), x.get(), graph::zeros({})); },
+      [&] { graph::zeros({2, 3}, graph::kFloat32, graph::kCUDA); },
+      [&] { graph::empty({2, 3}, graph::kFloat32, graph::kCUDA); },
+      [&] { graph::arange(0, 5, 1, graph::kCUDA); }};
+  for (const auto& f : ops) {
+    const std::string e = error_of(f);
+    EXPECT_NE(e.find("no CUDA device"), std::string::npos) << e;
+  }
+  // On the CPU the device overloads are the plain factories.
+  const graph::Tensor z = graph::full({2}, 2.5, graph::kFloat64, graph::kCPU);
+  EXPECT_EQ(z.device(), graph::kCPU);
+  EXPECT_EQ(z.data_ptr<double>()[1], 2.5);
+  EXPECT_EQ(graph::arange(1, 7, 2, graph::kCPU).data_ptr<int64_t>()[2], 5);
 }
 
 TEST(CudaDispatch, AHostScalarWithACudaTensorGoesToTheDevice) {
@@ -431,6 +473,125 @@ TEST(CudaFused, DispatchChecksKeyAndDevicesBeforeAnyKernel) {
   EXPECT_EQ(host_scalar(true).i, 1);
   EXPECT_EQ(host_scalar(false).i, 0);
   EXPECT_EQ(host_scalar(0.25).f, 0.25);
+}
+
+// ---- cuDNN plans (dnn.h) ------------------------------------------------------
+
+graph::cuda::ConvShape conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t k, int64_t s,
+                            int64_t p, int64_t d, int64_t groups) {
+  graph::cuda::ConvShape c;
+  c.N = N, c.C = C, c.H = H, c.W = W, c.Cout = Cout, c.kH = k, c.kW = k;
+  c.sH = c.sW = s, c.pH = c.pW = p, c.dH = c.dW = d, c.groups = groups;
+  return c;
+}
+
+TEST(CudaDnn, ConvDescriptorsFollowPyTorchsOutputShape) {
+  using graph::cuda::conv_descriptors;
+  // 32x32, 3x3 kernel, stride 1, padding 1: same size.
+  auto d = conv_descriptors(conv(8, 3, 32, 32, 16, 3, 1, 1, 1, 1));
+  EXPECT_EQ(std::vector<int>(d.y, d.y + 4), (std::vector<int>{8, 16, 32, 32}));
+  EXPECT_EQ(std::vector<int>(d.w, d.w + 4), (std::vector<int>{16, 3, 3, 3}));
+  EXPECT_EQ(std::vector<int>(d.x, d.x + 4), (std::vector<int>{8, 3, 32, 32}));
+  EXPECT_FALSE(d.float64);
+  // floor((7 - 2*(3-1) - 1) / 2) + 1 = 2 with dilation 2, stride 2.
+  d = conv_descriptors(conv(1, 4, 7, 7, 6, 3, 2, 0, 2, 2));
+  EXPECT_EQ(d.y[2], 2);
+  EXPECT_EQ(d.y[3], 2);
+  EXPECT_EQ(d.w[1], 2);  // C / groups
+  EXPECT_EQ(d.groups, 2);
+  EXPECT_EQ(d.dilation[0], 2);
+  EXPECT_EQ(d.stride[1], 2);
+  // Asymmetric: 5x9 input, kernel 3x1, stride (2, 3), padding (1, 0).
+  graph::cuda::ConvShape a = conv(2, 1, 5, 9, 1, 1, 1, 0, 1, 1);
+  a.kH = 3, a.kW = 1, a.sH = 2, a.sW = 3, a.pH = 1, a.pW = 0, a.dtype = graph::kFloat64;
+  d = conv_descriptors(a);
+  EXPECT_EQ(d.y[2], 3);  // (5 + 2 - 3) / 2 + 1
+  EXPECT_EQ(d.y[3], 3);  // (9 - 1) / 3 + 1
+  EXPECT_EQ(d.pad[0], 1);
+  EXPECT_EQ(d.pad[1], 0);
+  EXPECT_TRUE(d.float64);
+}
+
+TEST(CudaDnn, ConvDescriptorsRefuseWhatCudnnCannotTake) {
+  using graph::cuda::conv_descriptors;
+  EXPECT_NE(error_of([] { conv_descriptors(conv(1, 3, 8, 8, 4, 3, 1, 0, 1, 2)); }).find("groups=2 does not divide 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { conv_descriptors(conv(1, 1, 2, 2, 1, 5, 1, 0, 1, 1)); })
+                .find("padded input 2x2 is smaller than the dilated kernel 5x5"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { conv_descriptors(conv(1, 1, int64_t{1} << 32, 1, 1, 1, 1, 0, 1, 1)); })
+                .find("outside cuDNN's int range"),
+            std::string::npos);
+  auto h = conv(1, 1, 4, 4, 1, 1, 1, 0, 1, 1);
+  h.dtype = graph::kFloat16;
+  EXPECT_EQ(error_of([&] { conv_descriptors(h); }), "conv2d: cuda: float32 or float64 only, got half");
+}
+
+TEST(CudaDnn, AlgorithmChoiceTakesTheFirstThatSucceedsWithinTheWorkspace) {
+  using graph::cuda::AlgoPerf;
+  using graph::cuda::choose_algorithm;
+  const std::vector<AlgoPerf> perfs{{6, false, 0, true}, {1, true, 900, true}, {0, true, 0, true}, {2, true, 100, false}};
+  EXPECT_EQ(choose_algorithm("conv2d", perfs, 1000).algo, 1);  // the failed one skipped
+  EXPECT_EQ(choose_algorithm("conv2d", perfs, 899).algo, 0);   // too big skipped
+  EXPECT_EQ(error_of([&] { choose_algorithm("conv2d", {{1, true, 900, true}, {2, true, 500, true}}, 100); }),
+            "conv2d: cuda: every cuDNN algorithm needs more workspace than the 100 bytes allowed (the smallest, "
+            "algorithm 2, needs 500)");
+  EXPECT_EQ(error_of([&] { choose_algorithm("conv2d backward", {{3, false, 0, true}}, 100); }),
+            "conv2d backward: cuda: cuDNN supports no algorithm for this shape (1 tried)");
+  EXPECT_EQ(error_of([&] { choose_algorithm("conv2d", {}, 100); }),
+            "conv2d: cuda: cuDNN supports no algorithm for this shape (0 tried)");
+  // The budget: a quarter of free memory, within [16 MiB, 1 GiB].
+  EXPECT_EQ(graph::cuda::conv_workspace_limit(0), size_t{16} << 20);
+  EXPECT_EQ(graph::cuda::conv_workspace_limit(size_t{400} << 20), size_t{100} << 20);
+  EXPECT_EQ(graph::cuda::conv_workspace_limit(size_t{80} << 30), size_t{1} << 30);
+}
+
+TEST(CudaDnn, AlgorithmCacheIsPerPassShapeAndDtype) {
+  using graph::cuda::ConvAlgoCache;
+  using graph::cuda::ConvPass;
+  const auto s = conv(8, 3, 32, 32, 16, 3, 1, 1, 1, 1);
+  auto s2 = s;
+  s2.dtype = graph::kFloat64;
+  auto s3 = s;
+  s3.pW = 0;
+  const std::string k = ConvAlgoCache::key(ConvPass::Forward, s);
+  EXPECT_EQ(k, "fwd,8,3,32,32,16,3,3,1,1,1,1,1,1,1,float");
+  const std::set<std::string> keys{k, ConvAlgoCache::key(ConvPass::BackwardData, s),
+                                   ConvAlgoCache::key(ConvPass::BackwardFilter, s),
+                                   ConvAlgoCache::key(ConvPass::Forward, s2), ConvAlgoCache::key(ConvPass::Forward, s3)};
+  EXPECT_EQ(keys.size(), 5u);
+  ConvAlgoCache cache;
+  graph::cuda::AlgoPerf a;
+  EXPECT_FALSE(cache.find(k, &a));
+  cache.insert(k, {4, true, 64, true});
+  cache.insert(k, {5, true, 0, true});  // the first insert wins
+  ASSERT_TRUE(cache.find(k, &a));
+  EXPECT_EQ(a.algo, 4);
+  EXPECT_EQ(a.workspace, 64u);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(CudaDnn, PoolDescriptors) {
+  graph::cuda::PoolShape p;
+  p.planes = 6, p.H = 7, p.W = 8, p.kH = 3, p.kW = 2, p.sH = 2, p.sW = 2, p.pH = 1, p.pW = 0;
+  auto d = graph::cuda::pool_descriptors(p);
+  EXPECT_EQ(d.mode, graph::cuda::PoolMode::Max);
+  EXPECT_EQ(std::vector<int>(d.x, d.x + 4), (std::vector<int>{1, 6, 7, 8}));
+  EXPECT_EQ(std::vector<int>(d.y, d.y + 4), (std::vector<int>{1, 6, 4, 4}));  // (7+2-3)/2+1, (8-2)/2+1
+  EXPECT_EQ(d.window[0], 3);
+  EXPECT_EQ(d.pad[0], 1);
+  EXPECT_EQ(d.stride[1], 2);
+  p.max = false;
+  p.dtype = graph::kFloat64;
+  d = graph::cuda::pool_descriptors(p);
+  EXPECT_EQ(d.mode, graph::cuda::PoolMode::AverageIncludePad);
+  EXPECT_TRUE(d.float64);
+  p.kH = 10;
+  EXPECT_EQ(error_of([&] { graph::cuda::pool_descriptors(p); }),
+            "avg_pool2d: cuda: the window 10x2 is larger than the padded input 9x8");
+  p.kH = 3;
+  p.dtype = graph::kInt32;
+  EXPECT_EQ(error_of([&] { graph::cuda::pool_descriptors(p); }), "avg_pool2d: cuda: float32 or float64 only, got int");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "graph/cpu_loop.h"
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
 #include "graph/generated_support.h"
 #include "graph/memory.h"
@@ -43,6 +44,9 @@ namespace graph::detail {
 
 void* device_allocate(Device d, size_t nbytes) {
   if (d == Device::CPU) return memory::allocate(nbytes);
+  // Without a device cudaMalloc fails like an out-of-memory: say why instead.
+  static const bool has_device = cuda::device_count() > 0;
+  if (!has_device) cuda::require_device("allocate on cuda");
   return cuda::device_allocator().allocate(nbytes);
 }
 
@@ -158,6 +162,161 @@ Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
   const int64_t batch = out.numel() / (m * n);
   cuda::gemm(a.dtype(), ca.raw_data(), cb.raw_data(), out.raw_data(), batch, m, n, k, m * k, k * n);
   return out;
+}
+
+void require_cuda(const std::string& what) { cuda::require_device(what); }
+
+Tensor full_on(Device d, const Shape& sizes, Scalar value, DType dtype) {
+  if (d == Device::CPU) return full(sizes, value, dtype);
+  cuda::require_device("full(kCUDA)");
+  Tensor out = empty_on(Device::CUDA, sizes, dtype);
+  if (out.numel()) cuda_copy_into(out, full({}, value, dtype));
+  return out;
+}
+
+// ---- nn ops ------------------------------------------------------------------
+
+namespace {
+
+cuda::ConvShape conv_shape(const Shape& x, const Shape& w, DType t, const Conv2dParams& p) {
+  cuda::ConvShape s;
+  s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
+  s.Cout = w[0], s.kH = w[2], s.kW = w[3];
+  s.sH = p.sH, s.sW = p.sW, s.pH = p.pH, s.pW = p.pW, s.dH = p.dH, s.dW = p.dW, s.groups = p.groups;
+  s.dtype = t;
+  return s;
+}
+
+Shape dims4(const int (&d)[4]) { return {d[0], d[1], d[2], d[3]}; }
+
+cuda::PoolShape pool_shape(const Shape& x, DType t, const Pool2dParams& p) {
+  cuda::PoolShape s;
+  s.planes = x.size() == 4 ? x[0] * x[1] : x[0];
+  s.H = x[x.size() - 2], s.W = x[x.size() - 1];
+  s.kH = p.kH, s.kW = p.kW, s.sH = p.sH, s.sW = p.sW, s.pH = p.pH, s.pW = p.pW;
+  s.max = p.max;
+  s.dtype = t;
+  return s;
+}
+
+void zero_fill(const Tensor& t) {
+  cuda::memset_zero(t.raw_data(), static_cast<size_t>(t.numel()) * element_size(t.dtype()));
+}
+
+}  // namespace
+
+Tensor cuda_conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p) {
+  const cuda::ConvShape s = conv_shape(x.sizes(), w.sizes(), x.dtype(), p);
+  const cuda::ConvDescriptors d = cuda::conv_descriptors(s);
+  Tensor out = empty_on(Device::CUDA, dims4(d.y), x.dtype());
+  if (out.numel() == 0) return out;
+  if (s.C == 0) {  // an empty sum
+    zero_fill(out);
+    return out;
+  }
+  cuda::conv2d_forward(s, x.raw_data(), w.raw_data(), out.raw_data());
+  return out;
+}
+
+Tensor cuda_conv2d_grad_input(const Tensor& w, const Tensor& go, const Shape& x_shape, const Conv2dParams& p) {
+  const cuda::ConvShape s = conv_shape(x_shape, w.sizes(), w.dtype(), p);
+  Tensor gx = empty_on(Device::CUDA, x_shape, w.dtype());
+  if (gx.numel() == 0) return gx;
+  if (go.numel() == 0) {
+    zero_fill(gx);
+    return gx;
+  }
+  cuda::conv2d_backward_data(s, w.raw_data(), go.raw_data(), gx.raw_data());
+  return gx;
+}
+
+Tensor cuda_conv2d_grad_weight(const Tensor& x, const Tensor& go, const Shape& w_shape, const Conv2dParams& p) {
+  const cuda::ConvShape s = conv_shape(x.sizes(), w_shape, x.dtype(), p);
+  Tensor gw = empty_on(Device::CUDA, w_shape, x.dtype());
+  if (gw.numel() == 0) return gw;
+  if (go.numel() == 0) {
+    zero_fill(gw);
+    return gw;
+  }
+  cuda::conv2d_backward_filter(s, x.raw_data(), go.raw_data(), gw.raw_data());
+  return gw;
+}
+
+Tensor cuda_pool2d(const Tensor& x, const Pool2dParams& p, const Shape& out_shape) {
+  Tensor out = empty_on(Device::CUDA, out_shape, x.dtype());
+  if (out.numel() == 0) return out;
+  cuda::pool2d_forward(pool_shape(x.sizes(), x.dtype(), p), x.raw_data(), out.raw_data());
+  return out;
+}
+
+Tensor cuda_pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& go, const Pool2dParams& p) {
+  Tensor gx = empty_on(Device::CUDA, x.sizes(), x.dtype());
+  if (gx.numel() == 0) return gx;
+  if (go.numel() == 0) {
+    zero_fill(gx);
+    return gx;
+  }
+  cuda::pool2d_backward(pool_shape(x.sizes(), x.dtype(), p), x.raw_data(), y.raw_data(), go.raw_data(), gx.raw_data());
+  return gx;
+}
+
+std::vector<Tensor> cuda_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t M, double eps) {
+  const int64_t rows = M == 0 ? 0 : x.numel() / M;
+  Tensor y = empty_on(Device::CUDA, x.sizes(), x.dtype());
+  Tensor mean = empty_on(Device::CUDA, {rows}, x.dtype()), rstd = empty_on(Device::CUDA, {rows}, x.dtype());
+  cuda::layer_norm_rows(x.dtype(), x.raw_data(), w.defined() ? w.raw_data() : nullptr,
+                        b.defined() ? b.raw_data() : nullptr, y.raw_data(), mean.raw_data(), rstd.raw_data(), rows, M,
+                        eps);
+  return {y, mean, rstd};
+}
+
+std::vector<Tensor> cuda_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                             const Tensor& rstd, int64_t M, bool need_x, bool need_w, bool need_b) {
+  const int64_t rows = M == 0 ? 0 : x.numel() / M;
+  Tensor gx = need_x ? empty_on(Device::CUDA, x.sizes(), x.dtype()) : Tensor();
+  Tensor gw = need_w ? empty_on(Device::CUDA, w.sizes(), x.dtype()) : Tensor();
+  Tensor gb = need_b ? empty_on(Device::CUDA, w.defined() ? w.sizes() : Shape{M}, x.dtype()) : Tensor();
+  if (rows == 0) {  // no rows: zero weight and bias gradients
+    for (Tensor* t : {&gw, &gb})
+      if (t->defined()) zero_fill(*t);
+    return {gx, gw, gb};
+  }
+  cuda::layer_norm_backward_rows(x.dtype(), g.raw_data(), x.raw_data(), w.defined() ? w.raw_data() : nullptr,
+                                 mean.raw_data(), rstd.raw_data(), need_x ? gx.raw_data() : nullptr,
+                                 need_w ? gw.raw_data() : nullptr, need_b ? gb.raw_data() : nullptr, rows, M);
+  return {gx, gw, gb};
+}
+
+Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape) {
+  const Tensor dc = on_device(cond), da = on_device(a), db = on_device(b);
+  Tensor out = empty_on(Device::CUDA, shape, a.dtype());
+  std::vector<Shape> strides{out.strides(), cpu::broadcast_strides(dc, shape), cpu::broadcast_strides(da, shape),
+                             cpu::broadcast_strides(db, shape)};
+  const int64_t* rows[4] = {strides[0].data(), strides[1].data(), strides[2].data(), strides[3].data()};
+  const cuda::FusedGeometry g = cuda::collapse_fused("where", static_cast<int>(shape.size()), shape.data(), 4, rows);
+  cuda::where_select(element_size(a.dtype()), out.raw_data(), dc.raw_data(), da.raw_data(), db.raw_data(), g);
+  return out;
+}
+
+Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes) {
+  const int64_t num = weight.size(0), D = weight.size(1), n = idx.numel();
+  Shape shape = idx.sizes();
+  shape.push_back(D);
+  Tensor out = empty_on(Device::CUDA, shape, weight.dtype());
+  int64_t bad = 0;
+  if (!cuda::gather_rows(element_size(weight.dtype()), weight.raw_data(), num, D, static_cast<const int64_t*>(idx.raw_data()),
+                         n, out.raw_data(), &bad))
+    throw Error("embedding: index " + std::to_string(bad) + " is out of range for a table of " + std::to_string(num) +
+                " rows (" + shapes + ")");
+  return out;
+}
+
+Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shape& weight_shape, DType dtype) {
+  Tensor gw = empty_on(Device::CUDA, weight_shape, dtype);
+  zero_fill(gw);
+  cuda::scatter_add_rows(dtype, grad.raw_data(), static_cast<const int64_t*>(idx.raw_data()), idx.numel(),
+                         weight_shape[1], gw.raw_data());
+  return gw;
 }
 
 }  // namespace graph::detail

@@ -5,6 +5,7 @@
 // no_cuda.cpp, whose functions throw; the runtime itself never includes a
 // CUDA header.
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,5 +42,41 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
 Tensor cuda_softmax(bool log, const Tensor& x, int64_t dim);  // dim wrapped
 // [..., n, k] @ [..., k, m] with equal batch dims and dtypes.
 Tensor cuda_matmul(const Tensor& a, const Tensor& b);
+
+// Throws graph::Error "<what>: no CUDA device (...)" (or: no CUDA backend)
+// unless a CUDA device can be used.
+void require_cuda(const std::string& what);
+// A tensor of `value` on `d` (CPU: graph::full; CUDA: one element copied to
+// the device and broadcast by the conversion kernel).
+Tensor full_on(Device d, const Shape& sizes, Scalar value, DType dtype);
+
+// ---- nn ops on the device (cuDNN, or the hand kernels of cuda/src/nn.cu) ----
+// Shapes and dtypes were checked by the op (conv.cpp, pool.cpp, nn_ops.cpp);
+// inputs are contiguous, float32 or float64.
+struct Conv2dParams {
+  int64_t sH, sW, pH, pW, dH, dW, groups;
+};
+// conv(x [N, C, H, W], w) without bias, through cuDNN.
+Tensor cuda_conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p);
+Tensor cuda_conv2d_grad_input(const Tensor& w, const Tensor& go, const Shape& x_shape, const Conv2dParams& p);
+Tensor cuda_conv2d_grad_weight(const Tensor& x, const Tensor& go, const Shape& w_shape, const Conv2dParams& p);
+struct Pool2dParams {
+  int64_t kH, kW, sH, sW, pH, pW;
+  bool max;
+};
+// Pooling of x ([C, H, W] or [N, C, H, W]) giving `out_shape`, through cuDNN.
+Tensor cuda_pool2d(const Tensor& x, const Pool2dParams& p, const Shape& out_shape);
+Tensor cuda_pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& go, const Pool2dParams& p);
+// {y, mean, rstd} of layer_norm over rows of M elements; w, b may be undefined.
+std::vector<Tensor> cuda_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t M, double eps);
+// {gx, gw, gb}, each only when asked for.
+std::vector<Tensor> cuda_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                             const Tensor& rstd, int64_t M, bool need_x, bool need_w, bool need_b);
+// cond ? a : b at `shape`; a and b already have the result dtype.
+Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape);
+// weight [num, D] rows picked by int64 `idx`; throws naming the bad index
+// like the CPU kernel (`shapes` for the message).
+Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes);
+Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shape& weight_shape, DType dtype);
 
 }  // namespace graph::detail

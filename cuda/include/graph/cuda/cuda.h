@@ -11,6 +11,7 @@
 #include <string>
 
 #include "graph/cuda/allocator.h"
+#include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
 #include "graph/dtype.h"
 #include "graph/op_table.h"
@@ -58,5 +59,25 @@ void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, in
 // broadcasts one matrix). float32 or float64.
 void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n,
           int64_t k, int64_t a_batch, int64_t b_batch);
+
+// ---- nn kernels (nn.cu); conv2d and pooling are in dnn.h (cuDNN) ----------
+// layer_norm over `rows` contiguous rows of M: y, and each row's mean and
+// 1/sqrt(var + eps) (of type t, for the backward). w, b may be null.
+void layer_norm_rows(DType t, const void* x, const void* w, const void* b, void* y, void* mean, void* rstd,
+                     int64_t rows, int64_t M, double eps);
+// Any of gx, gw, gb may be null (not wanted); w may be null.
+void layer_norm_backward_rows(DType t, const void* g, const void* x, const void* w, const void* mean,
+                              const void* rstd, void* gx, void* gw, void* gb, int64_t rows, int64_t M);
+// out = cond ? a : b; the geometry's operands are out, cond, a, b (elements
+// of `elem` bytes; cond bool).
+void where_select(size_t elem, void* out, const void* cond, const void* a, const void* b, const FusedGeometry& g);
+// out[i, :] = table[idx[i], :] (rows of D elements of `elem` bytes, num rows
+// in the table, n indices). False (out holds zeros at those rows) when an
+// index is outside [0, num), one of them in *bad_index; synchronizes.
+bool gather_rows(size_t elem, const void* table, int64_t num, int64_t D, const int64_t* idx, int64_t n, void* out,
+                 int64_t* bad_index);
+// table_grad[idx[i], :] += grad[i, :] (atomic adds: the order of the sums,
+// and so the last bits of float results, vary between runs).
+void scatter_add_rows(DType t, const void* grad, const int64_t* idx, int64_t n, int64_t D, void* table_grad);
 
 }  // namespace graph::cuda
