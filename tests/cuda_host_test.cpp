@@ -595,3 +595,54 @@ TEST(CudaDnn, PoolDescriptors) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- cuBLASLt epilogue plans (cuda.h plan_lt_gemm) -------------------------------
+
+TEST(CudaLt, PlanTurnsTheRowMajorProductIntoCublasLtsColumnMajorOne) {
+  using graph::cuda::LtEpilogue;
+  using graph::cuda::plan_lt_gemm;
+  // matmul: x [5, 8] @ W [8, 3]: D (3 x 5) = W_cm (3 x 8, ld 3) * x_cm (8 x 5, ld 8).
+  auto p = plan_lt_gemm(5, 8, 3, false, true, false);
+  EXPECT_FALSE(p.trans_a);
+  EXPECT_EQ(std::vector<int64_t>({p.a_rows, p.a_cols, p.lda}), (std::vector<int64_t>{3, 8, 3}));
+  EXPECT_EQ(std::vector<int64_t>({p.b_rows, p.b_cols, p.ldb}), (std::vector<int64_t>{8, 5, 8}));
+  EXPECT_EQ(std::vector<int64_t>({p.m, p.n, p.k, p.ldc}), (std::vector<int64_t>{3, 5, 8, 3}));
+  EXPECT_EQ(p.epilogue, LtEpilogue::Bias);  // the bias runs along D's rows: one per output feature
+  // linear: W [3, 8] is column-major 8 x 3 (ld 8), used transposed.
+  p = plan_lt_gemm(5, 8, 3, true, true, true);
+  EXPECT_TRUE(p.trans_a);
+  EXPECT_EQ(std::vector<int64_t>({p.a_rows, p.a_cols, p.lda}), (std::vector<int64_t>{8, 3, 8}));
+  EXPECT_EQ(std::vector<int64_t>({p.m, p.n, p.k, p.ldc}), (std::vector<int64_t>{3, 5, 8, 3}));
+  EXPECT_EQ(p.epilogue, LtEpilogue::ReluBias);
+  EXPECT_EQ(plan_lt_gemm(1, 1, 1, false, false, true).epilogue, LtEpilogue::Relu);
+  EXPECT_EQ(plan_lt_gemm(1, 1, 1, false, false, false).epilogue, LtEpilogue::None);
+  EXPECT_NE(error_of([] { plan_lt_gemm(0, 8, 3, false, true, false); }).find("an empty product"), std::string::npos);
+  EXPECT_NE(error_of([] { plan_lt_gemm(int64_t{1} << 31, 8, 3, false, true, false); }).find("beyond 2^31 - 1"),
+            std::string::npos);
+}
+
+// The generated call on tensors that are not on the device: the eager ops
+// (what the group computes), so nothing depends on cuBLASLt there.
+TEST(CudaLt, GemmEpilogueFallsBackToTheEagerOpsOffTheDevice) {
+  using graph::detail::GemmEpilogue;
+  const graph::Tensor x = graph::tensor({{1.f, -2.f}, {3.f, 4.f}}), w = graph::tensor({{1.f, 0.f}, {1.f, -1.f}});
+  const graph::Tensor b = graph::tensor({-5.f, 0.5f});
+  // linear: x @ w^T = [[1, 3], [3, -1]]; + b = [[-4, 3.5], [-2, -0.5]]; relu.
+  const graph::Tensor y = graph::detail::cuda_gemm_epilogue(x, w, true, b, GemmEpilogue::ReluBias);
+  const float want[] = {0, 3.5f, 0, 0};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y.contiguous().data_ptr<float>()[i], want[i]) << i;
+  // matmul: x @ w = [[-1, 2], [7, -4]]; + b = [[-6, 2.5], [2, -3.5]].
+  const graph::Tensor z = graph::detail::cuda_gemm_epilogue(x, w, false, b, GemmEpilogue::Bias);
+  const float want_z[] = {-6, 2.5f, 2, -3.5f};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(z.contiguous().data_ptr<float>()[i], want_z[i]) << i;
+  const graph::Tensor r = graph::detail::cuda_gemm_epilogue(x, w, false, graph::Tensor(), GemmEpilogue::Relu);
+  const float want_r[] = {0, 2, 7, 0};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r.contiguous().data_ptr<float>()[i], want_r[i]) << i;
+  EXPECT_NE(error_of([&] { graph::detail::cuda_gemm_epilogue(x, graph::ones({3, 3}), false, b, GemmEpilogue::Bias); })
+                .find("matmul"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -13,6 +13,7 @@
 #include "graph/cuda/fused.h"
 #include "graph/graph.h"
 #include "graph/static.h"
+#include "graph/generated_support.h"
 
 namespace {
 
@@ -282,6 +283,28 @@ TEST_F(Cuda, WhereCatStackEmbeddingAndFactories) {
                "full");
   expect_close(graph::arange(1, 10, 3, graph::kCUDA), graph::arange(1, 10, 3), 0, "arange");
   EXPECT_EQ(graph::empty({4}, graph::kFloat32, graph::kCUDA).device(), graph::kCUDA);
+}
+
+TEST_F(Cuda, CublasLtEpilogueMatchesTheGemmAndItsOps) {
+  using graph::detail::GemmEpilogue;
+  const Tensor x = signed_values({37, 24}), w = signed_values({24, 19}), wl = signed_values({19, 24});
+  const Tensor b = signed_values({19});
+  const auto run = [&](const Tensor& a, const Tensor& m, bool linear, const Tensor& bias, GemmEpilogue e) {
+    return graph::detail::cuda_gemm_epilogue(cuda(a), cuda(m), linear, bias.defined() ? cuda(bias) : Tensor(), e);
+  };
+  expect_close(run(x, wl, true, b, GemmEpilogue::ReluBias), graph::relu(graph::linear(x, wl, b)), 1e-4, "linear relu");
+  expect_close(run(x, w, false, b, GemmEpilogue::Bias), graph::matmul(x, w) + b, 1e-4, "matmul bias");
+  expect_close(run(x, w, false, Tensor(), GemmEpilogue::Relu), graph::relu(graph::matmul(x, w)), 1e-4, "matmul relu");
+  const Tensor x3 = signed_values({2, 5, 24});
+  expect_close(run(x3, w, false, b, GemmEpilogue::ReluBias), graph::relu(graph::matmul(x3, w) + b), 1e-4, "batched rows");
+  // Fallbacks to the eager ops: float64, a broadcast [1, n] bias, a transposed input.
+  const Tensor xd = x.to(graph::kFloat64), wd = w.to(graph::kFloat64), bd = b.to(graph::kFloat64);
+  expect_close(run(xd, wd, false, bd, GemmEpilogue::Bias), graph::matmul(xd, wd) + bd, 1e-12, "float64");
+  expect_close(run(x, w, false, b.reshape({1, 19}), GemmEpilogue::Bias), graph::matmul(x, w) + b.reshape({1, 19}), 1e-4,
+               "[1, n] bias");
+  const Tensor xt = signed_values({24, 37});
+  expect_close(graph::detail::cuda_gemm_epilogue(cuda(xt).t(), cuda(w), false, cuda(b), GemmEpilogue::Bias),
+               graph::matmul(xt.t(), w) + b, 1e-4, "transposed input");
 }
 
 // ---- generated fusion-group kernels (tests/cuda.cmake: codegen cases) ----------

@@ -12,6 +12,8 @@
 #include "graph/cuda/fused.h"
 #include "graph/generated_support.h"
 #include "graph/memory.h"
+#include "graph/nn_ops.h"
+#include "graph/ops.h"
 #include "storage.h"
 
 namespace graph::detail {
@@ -324,6 +326,33 @@ Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shap
 // ---- generated fusion-group kernels (generated_support.h) ------------------
 
 namespace graph::detail {
+
+Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e) {
+  const bool relu = e != GemmEpilogue::Bias;
+  const auto eager = [&] {
+    Tensor y = linear ? graph::linear(a, b, bias) : graph::matmul(a, b);
+    if (!linear && bias.defined()) y = y + bias;
+    return relu ? graph::relu(y) : y;
+  };
+  const auto on = [](const Tensor& t) { return t.device() == Device::CUDA; };
+  if (!on(a) || !on(b) || (bias.defined() && !on(bias)) || a.dtype() != kFloat32 || b.dtype() != kFloat32 ||
+      a.dim() < 2 || b.dim() != 2 || !a.is_contiguous() || !b.is_contiguous())
+    return eager();
+  const int64_t k = a.size(-1), n = linear ? b.size(0) : b.size(1);
+  const int64_t rows = k == 0 ? 0 : a.numel() / k;
+  if ((linear ? b.size(1) : b.size(0)) != k || rows == 0 || k == 0 || n == 0)
+    return eager();
+  if (bias.defined() && (bias.dtype() != kFloat32 || bias.dim() != 1 || bias.size(0) != n || !bias.is_contiguous()))
+    return eager();
+  const cuda::LtGemmPlan plan = cuda::plan_lt_gemm(rows, k, n, linear, bias.defined(), relu);
+  Shape shape = a.sizes();
+  shape.back() = n;
+  Tensor out = empty_on(Device::CUDA, shape, kFloat32);
+  if (!cuda::gemm_lt(plan, kFloat32, a.raw_data(), b.raw_data(), bias.defined() ? bias.raw_data() : nullptr,
+                     out.raw_data()))
+    return eager();
+  return out;
+}
 
 std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape& shape,
                                std::initializer_list<DType> out_dtypes, std::initializer_list<const Tensor*> inputs,

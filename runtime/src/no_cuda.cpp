@@ -72,6 +72,10 @@ Tensor cuda_embedding_backward(const Tensor&, const Tensor&, const Shape&, DType
 
 namespace graph::detail {
 
+Tensor cuda_gemm_epilogue(const Tensor&, const Tensor&, bool, const Tensor&, GemmEpilogue) {
+  no_backend("matmul epilogue");
+}
+
 std::vector<Tensor> cuda_fused(const char*, const char* kernel, const Shape&, std::initializer_list<DType>,
                                std::initializer_list<const Tensor*>, std::initializer_list<HostScalar>) {
   no_backend(std::string(kernel));

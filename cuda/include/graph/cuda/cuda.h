@@ -60,6 +60,25 @@ void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, in
 void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n,
           int64_t k, int64_t a_batch, int64_t b_batch);
 
+// ---- a GEMM with its elementwise epilogue in one cuBLASLt call ---------------
+// Row-major out[rows, n] = x[rows, k] @ W (+ bias[n]) (then relu), W either
+// [k, n] or, for linear's weight, [n, k] used transposed. cuBLASLt is
+// column-major, so it computes out^T = W^T x^T: its A is W, its B is x.
+enum class LtEpilogue { None, Bias, Relu, ReluBias };  // CUBLASLT_EPILOGUE_DEFAULT, _BIAS, _RELU, _RELU_BIAS
+struct LtGemmPlan {
+  bool trans_a = false;           // CUBLAS_OP_T on W (linear's [n, k] weight)
+  int64_t a_rows = 0, a_cols = 0, lda = 0;  // W's column-major layout as stored
+  int64_t b_rows = 0, b_cols = 0, ldb = 0;  // x's
+  int64_t m = 0, n = 0, k = 0, ldc = 0;     // D = op(A) op(B): m x n, column-major
+  LtEpilogue epilogue = LtEpilogue::None;
+};
+// Throws graph::Error for sizes beyond cuBLASLt's or empty products (the
+// caller handles those without a GEMM).
+LtGemmPlan plan_lt_gemm(int64_t rows, int64_t k, int64_t n, bool weight_transposed, bool bias, bool relu);
+// Runs the plan (float32, FP32 compute, no TF32); false when cuBLASLt finds
+// no algorithm for it, so the caller runs the GEMM and epilogue separately.
+bool gemm_lt(const LtGemmPlan& p, DType t, const void* x, const void* w, const void* bias, void* out);
+
 // ---- nn kernels (nn.cu); conv2d and pooling are in dnn.h (cuDNN) ----------
 // layer_norm over `rows` contiguous rows of M: y, and each row's mean and
 // 1/sqrt(var + eps) (of type t, for the backward). w, b may be null.
