@@ -646,3 +646,202 @@ TEST(CudaLt, GemmEpilogueFallsBackToTheEagerOpsOffTheDevice) {
 }
 
 }  // namespace
+
+// ---- CUDA Graph capture bookkeeping (capture.h) ----------------------------------
+
+#include "graph/cuda/capture.h"
+#include "graph/ir/ir.h"
+#include "../runtime/src/device.h"
+
+namespace {
+
+using graph::cuda::GraphCaptureCache;
+using graph::cuda::SignatureKey;
+
+// Handles are counters; every call is logged.
+struct FakeGraphs {
+  std::vector<std::string> log;
+  int next = 1;
+  bool break_capture = false, fail_instantiate = false;
+  std::set<intptr_t> live_graphs, live_execs;
+  GraphCaptureCache::Backend backend() {
+    return {[this] {
+              log.push_back("stream");
+              return reinterpret_cast<void*>(intptr_t{1000});
+            },
+            [this](void* s) { log.push_back("begin " + std::to_string(reinterpret_cast<intptr_t>(s))); },
+            [this](void*) -> void* {
+              log.push_back("end");
+              if (break_capture) return nullptr;
+              const intptr_t g = next++;
+              live_graphs.insert(g);
+              return reinterpret_cast<void*>(g);
+            },
+            [this](void* g) -> void* {
+              log.push_back("instantiate " + std::to_string(reinterpret_cast<intptr_t>(g)));
+              if (fail_instantiate) return nullptr;
+              const intptr_t e = 100 + reinterpret_cast<intptr_t>(g);
+              live_execs.insert(e);
+              return reinterpret_cast<void*>(e);
+            },
+            [this](void* e, void* s) {
+              log.push_back("launch " + std::to_string(reinterpret_cast<intptr_t>(e)) + " on " +
+                            std::to_string(reinterpret_cast<intptr_t>(s)));
+            },
+            [this](void* g, void* e) {
+              live_graphs.erase(reinterpret_cast<intptr_t>(g));
+              live_execs.erase(reinterpret_cast<intptr_t>(e));
+              log.push_back("destroy " + std::to_string(reinterpret_cast<intptr_t>(g)));
+            }};
+  }
+};
+
+TEST(CudaGraphCapture, SignatureKeysSeparateWhatTheGeneratedCodeDecidesOn) {
+  const int64_t sizes[] = {2, 3}, dense[] = {3, 1}, transposed[] = {1, 2}, wider[] = {2, 4};
+  const auto key = [&](graph::DType d, int dev, const int64_t* sz, const int64_t* st, double s) {
+    SignatureKey k("f#h");
+    k.tensor(d, dev, 2, sz, st);
+    k.real(s);
+    k.integer(3);
+    k.boolean(true);
+    return k.str();
+  };
+  const std::string base = key(graph::kFloat32, 1, sizes, dense, 0.5);
+  EXPECT_EQ(base, key(graph::kFloat32, 1, sizes, dense, 0.5));
+  EXPECT_EQ(base.rfind("f#h|tfloat@1[2,3]/[3,1]|f", 0), 0u) << base;
+  const std::set<std::string> keys{base,
+                                   key(graph::kFloat64, 1, sizes, dense, 0.5),
+                                   key(graph::kFloat32, 0, sizes, dense, 0.5),
+                                   key(graph::kFloat32, 1, wider, dense, 0.5),
+                                   key(graph::kFloat32, 1, sizes, transposed, 0.5),
+                                   key(graph::kFloat32, 1, sizes, dense, 0.25),
+                                   key(graph::kFloat32, 1, sizes, dense, 0.0),
+                                   key(graph::kFloat32, 1, sizes, dense, -0.0)};
+  EXPECT_EQ(keys.size(), 8u);
+  SignatureKey a("f#h"), b("f#h");
+  a.list(2), a.undefined_tensor(), a.integer(1);
+  b.list(1), b.undefined_tensor(), b.integer(1);
+  EXPECT_NE(a.str(), b.str());
+}
+
+TEST(CudaGraphCapture, WarmUpThenCaptureOnceThenReplay) {
+  FakeGraphs f;
+  GraphCaptureCache cache(f.backend(), {1, 4});
+  using A = GraphCaptureCache::Action;
+  EXPECT_EQ(cache.plan("k"), A::Eager);  // warm-up
+  EXPECT_EQ(cache.plan("k"), A::Capture);
+  int recorded = 0;
+  auto payload = std::make_shared<int>(42);
+  EXPECT_TRUE(cache.capture("k", [&] { ++recorded; }, payload));
+  EXPECT_EQ(recorded, 1);
+  EXPECT_EQ(cache.plan("k"), A::Replay);
+  EXPECT_EQ(*std::static_pointer_cast<int>(cache.payload("k")), 42);
+  EXPECT_EQ(*std::static_pointer_cast<int>(cache.replay("k")), 42);
+  EXPECT_EQ(cache.replay("other"), nullptr);
+  EXPECT_EQ(f.log, (std::vector<std::string>{"stream", "begin 1000", "end", "instantiate 1", "launch 101 on 1000"}));
+  const auto st = cache.stats();
+  EXPECT_EQ(st.warmups, 1u);
+  EXPECT_EQ(st.captures, 1u);
+  EXPECT_EQ(st.replays, 1u);
+  EXPECT_EQ(cache.size(), 1u);
+  // Another signature warms up on its own.
+  EXPECT_EQ(cache.plan("k2"), A::Eager);
+}
+
+TEST(CudaGraphCapture, AFailedCaptureIsEndedAndBlocksItsSignature) {
+  FakeGraphs f;
+  GraphCaptureCache cache(f.backend(), {0, 4});
+  using A = GraphCaptureCache::Action;
+  ASSERT_EQ(cache.plan("sync"), A::Capture);
+  std::string why;
+  EXPECT_FALSE(cache.capture("sync", [] { throw graph::Error("copy to the host: operation not permitted when stream is capturing"); },
+                             nullptr, &why));
+  EXPECT_EQ(why, "the capture failed: copy to the host: operation not permitted when stream is capturing");
+  EXPECT_EQ(f.log.back(), "destroy 1");  // ended, and the partial graph dropped
+  EXPECT_TRUE(f.live_graphs.empty());
+  EXPECT_EQ(cache.plan("sync"), A::Eager);
+  EXPECT_EQ(cache.plan("sync"), A::Eager);
+  EXPECT_EQ(cache.blocked_reason("sync"), why);
+  EXPECT_EQ(cache.stats().blocked_calls, 2u);
+  // Broken by the driver (end gives no graph), or not instantiable.
+  f.break_capture = true;
+  EXPECT_FALSE(cache.capture("broken", [] {}, nullptr, &why));
+  EXPECT_EQ(why, "the capture was invalidated (an operation the stream capture does not allow)");
+  f.break_capture = false;
+  f.fail_instantiate = true;
+  EXPECT_FALSE(cache.capture("noinst", [] {}, nullptr, &why));
+  EXPECT_EQ(why, "cudaGraphInstantiate failed");
+  EXPECT_TRUE(f.live_graphs.empty());
+  EXPECT_EQ(cache.stats().failures, 3u);
+  EXPECT_EQ(cache.size(), 0u);
+  // invalidate forgets the block: the signature may try again.
+  cache.invalidate("sync");
+  EXPECT_EQ(cache.blocked_reason("sync"), "");
+  EXPECT_EQ(cache.plan("sync"), A::Capture);
+  cache.block("host", "a cpu tensor among the inputs");
+  EXPECT_EQ(cache.plan("host"), A::Eager);
+}
+
+TEST(CudaGraphCapture, LeastRecentlyUsedExecutablesAreEvictedAndAllAreDestroyed) {
+  FakeGraphs f;
+  {
+    GraphCaptureCache cache(f.backend(), {0, 2});
+    ASSERT_TRUE(cache.capture("a", [] {}, nullptr));
+    ASSERT_TRUE(cache.capture("b", [] {}, nullptr));
+    cache.replay("a");  // b is now the least recently used
+    ASSERT_TRUE(cache.capture("c", [] {}, nullptr));
+    EXPECT_EQ(cache.size(), 2u);
+    EXPECT_EQ(cache.stats().evictions, 1u);
+    EXPECT_EQ(cache.plan("b"), GraphCaptureCache::Action::Capture);
+    EXPECT_EQ(cache.plan("a"), GraphCaptureCache::Action::Replay);
+    EXPECT_EQ(f.live_execs, (std::set<intptr_t>{101, 103}));
+    cache.invalidate("a");
+    EXPECT_EQ(f.live_execs, (std::set<intptr_t>{103}));
+    ASSERT_TRUE(cache.capture("d", [] {}, nullptr));
+    cache.invalidate_all();
+    EXPECT_TRUE(f.live_execs.empty());
+    EXPECT_EQ(cache.stats().invalidations, 3u);
+    ASSERT_TRUE(cache.capture("e", [] {}, nullptr));
+  }
+  EXPECT_TRUE(f.live_execs.empty());  // the destructor
+  EXPECT_TRUE(f.live_graphs.empty());
+}
+
+TEST(CudaGraphCapture, GraphsWithHostDecisionsOrHostReadsAreNotCaptured) {
+  using graph::detail::cuda_graph_blocker;
+  auto plain = graph::ir::parse(R"(graph f(%x : f32[N], %w : f32[N, N]) {
+  %a : Tensor = matmul(%x, %w)
+  %b : Tensor = relu(%a)
+  return (%b)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*plain), "");
+  auto branch = graph::ir::parse(R"(graph f(%x : f32[N], %c : bool) {
+  %y : Tensor = If(%c) @"m.cpp":4:3
+    block() {
+      %a : Tensor = relu(%x)
+      -> (%a)
+    }
+    block() {
+      -> (%x)
+    }
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*branch), "If (at m.cpp:4): the generated code decides on the host");
+  auto drop = graph::ir::parse(R"(graph f(%x : f32[N]) {
+  %y : Tensor = dropout{p=0.5, training=true}(%x)
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*drop), "dropout: random numbers are drawn per call, a replay would repeat them");
+  auto emb = graph::ir::parse(R"(graph f(%w : f32[10, 4], %i : i64[N]) {
+  %y : Tensor = embedding(%w, %i)
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*emb), "embedding: reads device values on the host");
+  // Off unless asked for.
+  graph::detail::set_cuda_graphs(true);
+  EXPECT_TRUE(graph::detail::cuda_graphs_enabled());
+  graph::detail::set_cuda_graphs(false);
+  EXPECT_FALSE(graph::detail::cuda_graphs_enabled());
+}
+
+}  // namespace

@@ -9,7 +9,9 @@
 #include <vector>
 #include <string>
 
+#include "graph/cuda/capture.h"
 #include "graph/cuda/cuda.h"
+#include "../runtime/src/device.h"
 #include "graph/cuda/fused.h"
 #include "graph/graph.h"
 #include "graph/static.h"
@@ -392,6 +394,46 @@ TEST_F(Cuda, GeneratedKernelRefusesMixedDevices) {
     EXPECT_NE(std::string(e.what()).find("graph_chain8_group0: expected tensors on one device"), std::string::npos)
         << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// GRAPH_CUDA_GRAPHS: a static graph on device inputs is run once uncaptured,
+// captured on its second call with a signature, replayed after; each result
+// still matches the CPU's, for new input values every call.
+TEST_F(Cuda, StaticGraphsAreCapturedPerSignatureAndReplayed) {
+  graph::detail::set_cuda_graphs(true);
+  graph::detail::StaticFunction chain("cg_chain8", "test-hash"), mlp("cg_matmul_epilogue", "test-hash");
+  auto& cache = graph::cuda::graph_capture_cache();
+  const auto before = cache.stats();
+  const Tensor b = positive({4});
+  for (int call = 0; call < 4; ++call) {
+    const Tensor x = signed_values({37, 4});
+    Tensor got;
+    ASSERT_TRUE(chain.run(got, nullptr, cuda(x), cuda(b), 0.75)) << call;
+    expect_close(got, out_tensor(call_graph("cg_chain8", {x, b, 0.75}, 1), 0), 1e-5, "chain8 call " + std::to_string(call));
+  }
+  // Another scalar value is another signature: warmed up and captured anew.
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = signed_values({37, 4});
+    Tensor got;
+    ASSERT_TRUE(chain.run(got, nullptr, cuda(x), cuda(b), -2.0));
+    expect_close(got, out_tensor(call_graph("cg_chain8", {x, b, -2.0}, 1), 0), 1e-5, "chain8 s=-2");
+  }
+  const Tensor w1 = signed_values({16, 8}), b1 = signed_values({16}), w2 = signed_values({16, 4}), b2 = signed_values({4});
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = signed_values({5, 8});
+    Tensor got;
+    ASSERT_TRUE(mlp.run(got, nullptr, cuda(x), cuda(w1), cuda(b1), cuda(w2), cuda(b2)));
+    expect_close(got, graph::tanh(graph::matmul(graph::relu(graph::linear(x, w1, b1)), w2) + b2), 1e-4, "mlp");
+  }
+  const auto after = cache.stats();
+  graph::detail::set_cuda_graphs(false);
+  EXPECT_EQ(after.captures - before.captures, 3u);
+  EXPECT_EQ(after.replays - before.replays, 3u + 2u + 2u);  // the capturing call replays too
+  EXPECT_EQ(after.failures, before.failures);
 }
 
 }  // namespace

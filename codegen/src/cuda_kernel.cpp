@@ -175,7 +175,8 @@ void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, co
   close();
   close();
   open("void launch_" + kernel + "(const ::graph::cuda::FusedArgs& a)");
-  line(kernel + "<<<static_cast<unsigned>(a.launch.blocks), static_cast<unsigned>(a.launch.threads)>>>(");
+  line(kernel + "<<<static_cast<unsigned>(a.launch.blocks), static_cast<unsigned>(a.launch.threads), 0, "
+                "static_cast<cudaStream_t>(a.stream)>>>(");
   line("    " + join(launch_args, ",\n" + std::string(2 * indent_ + 4, ' ')) + ");");
   close();
   line("const ::graph::cuda::FusedRegistrar register_" + kernel + "{" + ir::quote(kernel_key(mangled, hash, k)) +

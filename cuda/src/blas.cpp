@@ -41,6 +41,7 @@ void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t
   if (m > kMax || n > kMax || k > kMax || batch > kMax)
     throw Error("matmul: cuda: sizes beyond 2^31 - 1 are not supported");
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  check(cublasSetStream(handle(), static_cast<cudaStream_t>(current_stream())));
   if (t == kFloat32) {
     const float one = 1, zero = 0;
     check(cublasSgemmStridedBatched(handle(), CUBLAS_OP_N, CUBLAS_OP_N, in, im, ik, &one,
@@ -121,7 +122,8 @@ bool gemm_lt(const LtGemmPlan& p, DType t, const void* x, const void* w, const v
   void* ws = heuristic.workspaceSize ? device_allocator().allocate(heuristic.workspaceSize) : nullptr;
   const float one = 1, zero = 0;
   const cublasStatus_t s = cublasLtMatmul(lt_handle(), call.op, &one, w, call.a, x, call.b, &zero, out, call.c, out,
-                                          call.c, &heuristic.algo, ws, heuristic.workspaceSize, nullptr);
+                                          call.c, &heuristic.algo, ws, heuristic.workspaceSize,
+                                          static_cast<cudaStream_t>(current_stream()));
   if (ws) device_allocator().release(ws);
   lt_check(s, "cublasLtMatmul");
   return true;

@@ -31,6 +31,7 @@ cudnnHandle_t handle(const char* op) {
     check(cudnnCreate(&created), op, "cudnnCreate");
     h.reset(created);
   }
+  check(cudnnSetStream(h.get(), static_cast<cudaStream_t>(current_stream())), op, "cudnnSetStream");
   return h.get();
 }
 

@@ -178,7 +178,7 @@ void layer_norm_rows(DType t, const void* x, const void* w, const void* b, void*
   if (!c.blocks || M == 0) return;
   float_or_double("layer_norm", t, [&](auto v) {
     using T = decltype(v);
-    layer_norm_kernel<T><<<c.blocks, c.threads>>>(static_cast<const T*>(x), static_cast<const T*>(w),
+    layer_norm_kernel<T><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const T*>(x), static_cast<const T*>(w),
                                                   static_cast<const T*>(b), static_cast<T*>(y), static_cast<T*>(mean),
                                                   static_cast<T*>(rstd), rows, M, eps);
   });
@@ -192,13 +192,13 @@ void layer_norm_backward_rows(DType t, const void* g, const void* x, const void*
     using T = decltype(v);
     if (gx) {
       const LaunchConfig c = row_launch(rows, M, device_limits());
-      layer_norm_grad_x<T><<<c.blocks, c.threads>>>(static_cast<const T*>(g), static_cast<const T*>(x),
+      layer_norm_grad_x<T><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const T*>(g), static_cast<const T*>(x),
                                                     static_cast<const T*>(w), static_cast<const T*>(mean),
                                                     static_cast<const T*>(rstd), static_cast<T*>(gx), rows, M);
     }
     if (gw || gb) {
       const LaunchConfig c = elementwise_launch(M, 1, device_limits());
-      layer_norm_grad_wb<T><<<c.blocks, c.threads>>>(static_cast<const T*>(g), static_cast<const T*>(x),
+      layer_norm_grad_wb<T><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const T*>(g), static_cast<const T*>(x),
                                                      static_cast<const T*>(mean), static_cast<const T*>(rstd),
                                                      static_cast<T*>(gw), static_cast<T*>(gb), rows, M);
     }
@@ -212,7 +212,7 @@ void where_select(size_t elem, void* out, const void* cond, const void* a, const
   const FusedIndex<4> ix = fused_index<4>(g);
   by_size("where", elem, [&](auto v) {
     using U = decltype(v);
-    where_kernel<U><<<c.blocks, c.threads>>>(static_cast<U*>(out), static_cast<const bool*>(cond),
+    where_kernel<U><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<U*>(out), static_cast<const bool*>(cond),
                                              static_cast<const U*>(a), static_cast<const U*>(b), ix, g.numel);
   });
   detail::check_launch("where");
@@ -230,7 +230,7 @@ bool gather_rows(size_t elem, const void* table, int64_t num, int64_t D, const i
     copy_host_to_device(flag, &host, sizeof host);
     by_size("embedding", elem, [&](auto v) {
       using U = decltype(v);
-      gather_kernel<U><<<c.blocks, c.threads>>>(static_cast<const U*>(table), idx, static_cast<U*>(out), n, D, num,
+      gather_kernel<U><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const U*>(table), idx, static_cast<U*>(out), n, D, num,
                                                 static_cast<unsigned long long*>(flag));
     });
     detail::check_launch("embedding");
@@ -252,7 +252,7 @@ void scatter_add_rows(DType t, const void* grad, const int64_t* idx, int64_t n, 
   if (!c.blocks) return;
   float_or_double("embedding backward", t, [&](auto v) {
     using T = decltype(v);
-    scatter_add_kernel<T><<<c.blocks, c.threads>>>(static_cast<const T*>(grad), idx, static_cast<T*>(table_grad), n, D);
+    scatter_add_kernel<T><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const T*>(grad), idx, static_cast<T*>(table_grad), n, D);
   });
   detail::check_launch("embedding backward");
 }

@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "graph/cpu_loop.h"
+#include "graph/cuda/capture.h"
 #include "graph/cuda/cuda.h"
 #include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
@@ -49,7 +50,7 @@ void* device_allocate(Device d, size_t nbytes) {
   // Without a device cudaMalloc fails like an out-of-memory: say why instead.
   static const bool has_device = cuda::device_count() > 0;
   if (!has_device) cuda::require_device("allocate on cuda");
-  return cuda::device_allocator().allocate(nbytes);
+  return cuda::device_allocator().allocate(nbytes, cuda::current_stream());
 }
 
 void device_release(Device d, void* p, size_t nbytes) {
@@ -392,8 +393,111 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
   size_t s = 0;
   for (const HostScalar& h : scalars) args.scalars[s++] = cuda::FusedScalar{h.i, h.f};
   args.launch = cuda::fused_launch(args.geometry.numel, cuda::device_limits());
+  args.stream = cuda::current_stream();
   cuda::run_fused(kernel, launcher, args);
   return outs;
+}
+
+}  // namespace graph::detail
+
+// ---- CUDA Graph capture of static graphs (capture.h) ---------------------------
+
+namespace graph::detail {
+
+namespace {
+
+// What a captured executable reads and writes: the static inputs (copies
+// the replays copy each call's inputs into) and the outputs it writes.
+struct CapturePayload {
+  std::vector<Arg> in, out;
+};
+
+// A copy of a device tensor argument (tensors and lists of them) on the
+// current stream; scalars as they are.
+Arg copy_arg(const Arg& a) {
+  if (const Tensor* t = std::get_if<Tensor>(&a)) return t->defined() ? t->clone() : *t;
+  if (const auto* l = std::get_if<std::vector<Tensor>>(&a)) {
+    std::vector<Tensor> c;
+    for (const Tensor& t : *l) c.push_back(t.defined() ? t.clone() : t);
+    return c;
+  }
+  return a;
+}
+
+}  // namespace
+
+int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+  cuda::SignatureKey key(std::string(g.mangled_name) + "#" + g.body_hash);
+  bool host_tensor = false;
+  const auto add_tensor = [&](const Tensor& t) {
+    if (!t.defined()) return key.undefined_tensor();
+    host_tensor = host_tensor || t.device() != Device::CUDA;
+    key.tensor(t.dtype(), t.device() == Device::CUDA ? 1 : 0, static_cast<int>(t.dim()), t.sizes().data(),
+               t.strides().data());
+  };
+  for (size_t i = 0; i < n_in; ++i) {
+    if (const Tensor* t = std::get_if<Tensor>(&in[i])) add_tensor(*t);
+    else if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i])) {
+      key.list(l->size());
+      for (const Tensor& t : *l) add_tensor(t);
+    } else if (const int64_t* v = std::get_if<int64_t>(&in[i])) key.integer(*v);
+    else if (const double* d = std::get_if<double>(&in[i])) key.real(*d);
+    else key.boolean(std::get<bool>(in[i]));
+  }
+  cuda::GraphCaptureCache& cache = cuda::graph_capture_cache();
+  // A CPU tensor among the inputs would be copied to the device from host
+  // memory the replay no longer owns.
+  if (host_tensor) cache.block(key.str(), "a cpu tensor among the inputs");
+  const cuda::GraphCaptureCache::Action action = cache.plan(key.str());
+  if (action == cuda::GraphCaptureCache::Action::Eager) return 0;
+  void* s = cache.stream();
+  if (action == cuda::GraphCaptureCache::Action::Capture) {
+    auto payload = std::make_shared<CapturePayload>();
+    for (size_t i = 0; i < n_in; ++i) payload->in.push_back(copy_arg(in[i]));
+    payload->out.resize(n_out);
+    cuda::stream_wait(s, cuda::current_stream());  // the copies first
+    bool guard_failed = false;
+    std::string reason;
+    bool ok = false;
+    {
+      const cuda::StreamGuard on(s);
+      ok = cache.capture(
+          key.str(),
+          [&] {
+            if (!g.fn(payload->in.data(), n_in, payload->out.data(), why)) {
+              guard_failed = true;
+              throw Error("a guard failed");
+            }
+          },
+          payload, &reason);
+    }
+    if (!ok) {
+      if (guard_failed) return -1;
+      if (explain_enabled()) explain(g.mangled_name, "not captured into a CUDA Graph: " + reason);
+      return 0;  // blocked from now on; this call runs uncaptured
+    }
+  }
+  // Replay: this call's inputs into the static ones, one launch, the
+  // outputs copied out (the next replay overwrites the static ones).
+  const auto p = std::static_pointer_cast<CapturePayload>(cache.payload(key.str()));
+  if (!p) return 0;  // evicted meanwhile
+  cuda::stream_wait(s, cuda::current_stream());  // after the work that made the inputs
+  {
+    const cuda::StreamGuard on(s);
+    for (size_t i = 0; i < n_in; ++i) {
+      if (const Tensor* t = std::get_if<Tensor>(&p->in[i]); t && t->defined()) {
+        copy_into(*t, std::get<Tensor>(in[i]));
+      } else if (const auto* l = std::get_if<std::vector<Tensor>>(&p->in[i])) {
+        const auto& src = std::get<std::vector<Tensor>>(in[i]);
+        for (size_t j = 0; j < l->size(); ++j)
+          if ((*l)[j].defined()) copy_into((*l)[j], src[j]);
+      }
+    }
+    if (!cache.replay(key.str())) return 0;
+    for (size_t i = 0; i < n_out; ++i) out[i] = copy_arg(p->out[i]);
+  }
+  cuda::stream_wait(cuda::current_stream(), s);  // later work on this thread's stream after the outputs
+  return 1;
 }
 
 }  // namespace graph::detail

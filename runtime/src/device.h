@@ -10,7 +10,12 @@
 #include <vector>
 
 #include "graph/op_table.h"
+#include "graph/static.h"
 #include "graph/tensor.h"
+
+namespace graph::ir {
+class Graph;
+}  // namespace graph::ir
 
 namespace graph::detail {
 
@@ -24,6 +29,22 @@ Tensor empty_on(Device d, const Shape& sizes, DType dtype);
 // a tensor on any device (a host scalar, as in PyTorch); any other mix throws
 // "<op>: expected tensors on one device, got cpu [2, 3] and cuda [3]".
 Device common_device(std::string_view op, const Tensor& a, const Tensor& b);
+
+// ---- CUDA Graph capture of static graphs ----------------------------------
+// Why graph `g` must not be captured into a CUDA Graph ("" when it may be):
+// host-side decisions (If, Loop), random numbers drawn per call (dropout: a
+// replay would repeat the mask), ops that read device values on the host
+// (embedding's range check, cross_entropy's targets) or build masks there
+// (scaled_dot_product_attention). Every build (static.cpp).
+std::string cuda_graph_blocker(const ir::Graph& g);
+// GRAPH_CUDA_GRAPHS=1 in the environment (read once), or set_cuda_graphs.
+bool cuda_graphs_enabled();
+void set_cuda_graphs(bool on);
+// Runs compiled graph `g` through the capture cache (capture.h) when its
+// tensor inputs are on the device: 1 when it ran (captured or replayed, out
+// written), -1 when a guard failed (why set), 0 when it was not captured
+// (the caller runs g.fn as usual).
+int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why);
 
 // ---- the CUDA backend ----------------------------------------------------
 // A copy of `t` on `d` (one of them the CPU); throws graph::Error

@@ -28,6 +28,19 @@ DeviceLimits device_limits();  // of the current device, queried once
 // The process-wide caching allocator over cudaMalloc/cudaFree.
 BlockCache& device_allocator();
 
+// The stream this thread's kernels, library calls and copies go to:
+// nullptr (the legacy default stream) unless a CUDA Graph capture or replay
+// (capture.h) set its own for the duration. StreamGuard sets and restores it.
+Stream current_stream();
+void set_current_stream(Stream s);
+struct StreamGuard {
+  explicit StreamGuard(Stream s) : prev(current_stream()) { set_current_stream(s); }
+  ~StreamGuard() { set_current_stream(prev); }
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+  Stream prev;
+};
+
 void copy_host_to_device(void* dst, const void* src, size_t nbytes);
 void copy_device_to_host(void* dst, const void* src, size_t nbytes);
 void copy_device_to_device(void* dst, const void* src, size_t nbytes);

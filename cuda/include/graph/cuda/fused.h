@@ -82,6 +82,7 @@ struct FusedArgs {
   FusedScalar scalars[kMaxFusedScalars] = {};
   FusedGeometry geometry;
   LaunchConfig launch;
+  void* stream = nullptr;  // the cudaStream_t to launch on (cuda.h current_stream)
 };
 
 using FusedLauncher = void (*)(const FusedArgs&);
