@@ -603,17 +603,26 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
             std::string::npos)
       << cu;
   EXPECT_NE(cu.find("__global__ void graph_chain_group0(const int64_t numel, const ::graph::cuda::FusedIndex<3> ix, "
-                    "float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, "
+                    "const bool vec, float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, "
                     "const double s0)"),
             std::string::npos)
       << cu;
-  // A grid-stride loop, a dense path and a strided path with the same body.
-  EXPECT_EQ(count_of(cu, "for (int64_t i = start; i < numel; i += step)"), 2u);
+  // A grid-stride loop, a dense path (16-byte packs of 4 floats, then the
+  // tail) and a strided path, with the same body.
+  EXPECT_EQ(count_of(cu, "for (int64_t i = start; i < numel; i += step)"), 1u);
+  EXPECT_EQ(count_of(cu, "for (int64_t i = begin + start; i < numel; i += step)"), 1u);
+  EXPECT_NE(cu.find("for (int64_t q = start; q < packs; q += step)"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("const ::graph::cuda::FusedPack<float, 4> v1 = reinterpret_cast<const "
+                    "::graph::cuda::FusedPack<float, 4>*>(p1)[q];"),
+            std::string::npos);
+  EXPECT_NE(cu.find("v0.v[u] = e_a8;"), std::string::npos);
+  EXPECT_NE(cu.find("reinterpret_cast<::graph::cuda::FusedPack<float, 4>*>(p0)[q] = v0;"), std::string::npos);
+  EXPECT_NE(cu.find("a.launch.vec > 1,"), std::string::npos);
   EXPECT_NE(cu.find("const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;"), std::string::npos);
   EXPECT_NE(cu.find("if (ix.contiguous)"), std::string::npos);
   EXPECT_NE(cu.find("::graph::cuda::fused_offsets(ix, i, off);"), std::string::npos);
-  EXPECT_EQ(count_of(cu, "::graph::scalar::sigmoid<float>("), 2u);
-  EXPECT_EQ(count_of(cu, "= ::graph::scalar::mul<float>(e_a1, static_cast<float>(s0));"), 2u) << cu;
+  EXPECT_EQ(count_of(cu, "::graph::scalar::sigmoid<float>("), 3u);
+  EXPECT_EQ(count_of(cu, "= ::graph::scalar::mul<float>(e_a1, static_cast<float>(s0));"), 3u) << cu;
   EXPECT_NE(cu.find("p0[i] = e_a8;"), std::string::npos);
   EXPECT_NE(cu.find("p0[off[0]] = e_a8;"), std::string::npos);
   EXPECT_NE(cu.find("const float e_b = p2[off[2]];"), std::string::npos) << cu;
@@ -698,8 +707,11 @@ TEST(GeneratedCuda, IntAndBoolScalarsAndComparisons) {
       << cu;
   EXPECT_NE(cu.find("a.scalars[1].i,"), std::string::npos) << cu;
   EXPECT_NE(cu.find("a.scalars[2].f,"), std::string::npos) << cu;
-  EXPECT_EQ(count_of(cu, "const bool e_m = ::graph::scalar::gt<float>(e_y2, static_cast<float>(s2));"), 2u);
-  EXPECT_EQ(count_of(cu, "::graph::scalar::add<int64_t>(static_cast<int64_t>(e_m), s3);"), 2u);
+  EXPECT_EQ(count_of(cu, "const bool e_m = ::graph::scalar::gt<float>(e_y2, static_cast<float>(s2));"), 3u);
+  EXPECT_EQ(count_of(cu, "::graph::scalar::add<int64_t>(static_cast<int64_t>(e_m), s3);"), 3u);
+  // Mixed widths: packs of 16 / 8 = 2 elements of every operand.
+  EXPECT_NE(cu.find("::graph::cuda::FusedPack<int64_t, 2>"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("::graph::cuda::FusedPack<float, 2>"), std::string::npos) << cu;
 }
 
 // A matmul_epilogue group that cuBLASLt's epilogues compute calls one

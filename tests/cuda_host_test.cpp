@@ -845,3 +845,27 @@ TEST(CudaGraphCapture, GraphsWithHostDecisionsOrHostReadsAreNotCaptured) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CudaFused, VectorPathNeedsDenseOperandsAndAlignedPointers) {
+  alignas(16) static float buf[64];
+  const int64_t shape[] = {4, 8}, dense[] = {8, 1}, bias[] = {0, 1};
+  const int64_t* rows_dense[] = {dense, dense};
+  const int64_t* rows_bias[] = {dense, bias};
+  const auto g = graph::cuda::collapse_fused("f", 2, shape, 2, rows_dense);
+  const auto gb = graph::cuda::collapse_fused("f", 2, shape, 2, rows_bias);
+  void* aligned[] = {buf, buf + 32};
+  void* off[] = {buf, buf + 1};  // 4 bytes past a 16-byte boundary
+  EXPECT_TRUE(graph::cuda::fused_vectorizable(g, aligned, 2));
+  EXPECT_FALSE(graph::cuda::fused_vectorizable(g, off, 2));
+  EXPECT_FALSE(graph::cuda::fused_vectorizable(gb, aligned, 2));  // a broadcast operand: strided path
+  const int64_t one[] = {1};
+  const int64_t* rows_one[] = {one, one};
+  EXPECT_FALSE(graph::cuda::fused_vectorizable(graph::cuda::collapse_fused("f", 1, one, 2, rows_one), aligned, 2));
+  EXPECT_EQ(sizeof(graph::cuda::FusedPack<float, 4>), 16u);
+  EXPECT_EQ(alignof(graph::cuda::FusedPack<float, 4>), 16u);
+  EXPECT_EQ(alignof(graph::cuda::FusedPack<bool, 2>), 2u);
+}
+
+}  // namespace

@@ -394,6 +394,7 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
   for (const HostScalar& h : scalars) args.scalars[s++] = cuda::FusedScalar{h.i, h.f};
   args.launch = cuda::fused_launch(args.geometry.numel, cuda::device_limits());
   args.stream = cuda::current_stream();
+  if (cuda::fused_vectorizable(args.geometry, args.data, static_cast<int>(n))) args.launch.vec = 2;  // the kernel's flag
   cuda::run_fused(kernel, launcher, args);
   return outs;
 }
