@@ -869,3 +869,44 @@ TEST(CudaFused, VectorPathNeedsDenseOperandsAndAlignedPointers) {
 }
 
 }  // namespace
+
+namespace {
+
+// A captured graph's blocks stay its own: released during or after the
+// capture, they are reused only inside that capture, and return to the
+// cache when the graph is dropped.
+TEST(CudaAllocator, PrivatePoolsKeepACapturedGraphsBlocks) {
+  FakeDevice dev;
+  BlockCache cache(dev.backend());
+  graph::cuda::Stream s = reinterpret_cast<graph::cuda::Stream>(0x5);
+  void* before = cache.allocate(1000, s);
+  cache.release(before);  // cached on s before the capture
+  const uint64_t pool = cache.open_pool(s);
+  EXPECT_NE(pool, 0u);
+  EXPECT_NE(error_of([&] { cache.open_pool(s); }), "<no error>");
+  void* a = cache.allocate(1000, s);  // from the cache: joins the pool
+  EXPECT_EQ(a, before);
+  cache.release(a);  // kept for the pool
+  EXPECT_EQ(cache.pool_blocks(pool), 1u);
+  void* b = cache.allocate(1000, s);  // reused inside the same capture
+  EXPECT_EQ(b, a);
+  void* out = cache.allocate(3000, s);  // a graph output, still held after
+  cache.close_pool(s);
+  cache.release(b);
+  EXPECT_EQ(cache.pool_blocks(pool), 1u);
+  // After the capture, allocations on s do not get the graph's blocks.
+  void* later = cache.allocate(1000, s);
+  EXPECT_NE(later, b);
+  void* other = cache.allocate(1000, nullptr);
+  EXPECT_NE(other, b);
+  cache.release(out);  // the output let go: still the graph's
+  EXPECT_EQ(cache.pool_blocks(pool), 2u);
+  cache.free_pool(pool);  // the executable dropped: blocks back to the cache
+  EXPECT_EQ(cache.pool_blocks(pool), 0u);
+  EXPECT_EQ(cache.allocate(1000, s), b);
+  EXPECT_EQ(cache.allocate(3000, s), out);
+  cache.free_pool(pool);  // twice: nothing
+  EXPECT_EQ(cache.open_pool(s), pool + 1);  // s may open a pool again
+}
+
+}  // namespace

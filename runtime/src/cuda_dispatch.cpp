@@ -410,6 +410,14 @@ namespace {
 // What a captured executable reads and writes: the static inputs (copies
 // the replays copy each call's inputs into) and the outputs it writes.
 struct CapturePayload {
+  // Declared first, destroyed last: the graph's blocks (its outputs among
+  // them) return to the cache only after everything here let go of them.
+  struct PoolOwner {
+    uint64_t id = 0;
+    ~PoolOwner() {
+      if (id) cuda::device_allocator().free_pool(id);
+    }
+  } pool;
   std::vector<Arg> in, out;
 };
 
@@ -462,6 +470,13 @@ int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* o
     bool ok = false;
     {
       const cuda::StreamGuard on(s);
+      // Every block the capture allocates belongs to the graph (its replays
+      // write them) until the executable is dropped.
+      payload->pool.id = cuda::device_allocator().open_pool(s);
+      struct Close {
+        void* s;
+        ~Close() { cuda::device_allocator().close_pool(s); }
+      } close{s};
       ok = cache.capture(
           key.str(),
           [&] {
