@@ -96,6 +96,10 @@ function(cxxgraph_static_graphs target)
     # An object library, linked in as objects, so registrars are never dropped.
     add_library(${target}_cxxgraph_kernels OBJECT ${kernel_sources})
     target_link_libraries(${target}_cxxgraph_kernels PRIVATE ${CXXGRAPH_RUNTIME_TARGET})
+    # No fused multiply-add contraction: the fused loops' instruction-set
+    # variants (graph/cpu_isa.h) and the eager kernels round a * b + c the
+    # same way, so results are bitwise equal on every machine.
+    target_compile_options(${target}_cxxgraph_kernels PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
     if(with_cuda)
       # The .graph.cu files include only graph/cuda/fused.h and
       # graph/scalar_ops.h: about a second of nvcc each.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/codegen/cpp.h"
+#include "graph/cpu_isa.h"
 #include "graph/codegen/grad.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
@@ -443,6 +444,178 @@ TEST(Generated, Chain8NonContiguousInputs) {
   const Tensor xt = values({4, 6}, 6).t();                 // [6, 4], transposed
   const Tensor bs = values({8}, 7).slice(0, 0, 8, 2);       // [4], stride 2
   expect_close(tensor_out(call("cg_chain8", {xt, bs, 0.25}, 1), 0), chain8_eager(xt, bs, 0.25));
+}
+
+// ---- instruction-set variants and strip-mining (graph/cpu_isa.h,
+// fusion_kernel.cpp): results must be the eager ops' bit for bit.
+
+// Same shape, dtype and bits (NaNs included).
+void expect_bitwise(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what;
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const Tensor g = got.contiguous(), w = want.contiguous();
+  const uint32_t* pg = static_cast<const uint32_t*>(static_cast<const void*>(g.data_ptr<float>()));
+  const uint32_t* pw = static_cast<const uint32_t*>(static_cast<const void*>(w.data_ptr<float>()));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < g.numel() && bad < 5; ++i)
+    if (pg[i] != pw[i]) {
+      ++bad;
+      ADD_FAILURE() << what << ": element " << i << " is " << g.data_ptr<float>()[i] << ", eager gives "
+                    << w.data_ptr<float>()[i];
+    }
+}
+
+// Runs `body` once per instruction-set variant this CPU has, then restores
+// the best one.
+template <class F>
+void for_each_isa(F body) {
+  const int best = graph::cpu::best_isa();
+  for (int isa = graph::cpu::kBaseline; isa <= best; ++isa) {
+    ASSERT_EQ(graph::cpu::set_isa(isa), isa);
+    ASSERT_EQ(graph::cpu::isa(), isa);
+    body(std::string("isa ") + graph::cpu::isa_name(isa));
+  }
+  graph::cpu::set_isa(best);
+}
+
+// f() computed with the baseline variant, the reference every variant must
+// match; the variant in use is restored after.
+template <class F>
+auto at_baseline(F f) {
+  const int was = graph::cpu::isa();
+  graph::cpu::set_isa(graph::cpu::kBaseline);
+  auto r = f();
+  graph::cpu::set_isa(was);
+  return r;
+}
+
+TEST(CpuIsa, SetIsaStaysWithinWhatTheCpuHas) {
+  const int best = graph::cpu::best_isa();
+  EXPECT_EQ(graph::cpu::set_isa(graph::cpu::kAvx512 + 5), best);
+  EXPECT_EQ(graph::cpu::set_isa(-3), graph::cpu::kBaseline);
+  EXPECT_EQ(graph::cpu::isa(), graph::cpu::kBaseline);
+  EXPECT_STREQ(graph::cpu::isa_name(graph::cpu::kAvx2), "avx2");
+  EXPECT_STREQ(graph::cpu::isa_name(graph::cpu::kAvx512), "avx512");
+  EXPECT_STREQ(graph::cpu::isa_name(graph::cpu::kBaseline), "baseline");
+  graph::cpu::set_isa(best);
+}
+
+TEST(Generated, Chain8VariantsGiveEagerBits) {
+  // [N, 4] with a [4] bias: dense runs of 4 (all tail on every variant);
+  // [1, 4] one dense run; transposed and sliced operands, the strided loop.
+  for_each_isa([](const std::string& isa) {
+    for (int64_t n : {1, 3, 17, 129}) {
+      const Tensor x = values({n, 4}, 11), b = values({4}, 12);
+      const Tensor want = at_baseline([&] { return chain8_eager(x, b, 0.75); });
+      expect_bitwise(chain8_eager(x, b, 0.75), want, isa + ", eager, rows=" + std::to_string(n));
+      expect_bitwise(tensor_out(call("cg_chain8", {x, b, 0.75}, 1), 0), want, isa + ", rows=" + std::to_string(n));
+      const Tensor xt = values({4, n}, 14).t();
+      const Tensor bs = values({8}, 15).slice(0, 0, 8, 2);
+      expect_bitwise(tensor_out(call("cg_chain8", {xt, bs, 1.25}, 1), 0),
+                     at_baseline([&] { return chain8_eager(xt, bs, 1.25); }), isa + ", strided rows=" + std::to_string(n));
+    }
+  });
+}
+
+TEST(Generated, OneLoopVariantsGiveEagerBits) {
+  // Odd lengths: vector main loops plus scalar tails of every length.
+  for_each_isa([](const std::string& isa) {
+    for (int64_t n : {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 1031}) {
+      const std::string at = isa + ", n=" + std::to_string(n);
+      const auto check = [&](const Tensor& x, const Tensor& y, const std::string& what) {
+        const std::vector<Arg> out = call("one_loop", {x, y}, 2);
+        // The eager ops, here with the baseline variant and with this one.
+        const auto eager = [&] {
+          const Tensor a = graph::add(x, y);
+          return std::vector<Tensor>{graph::relu(graph::exp(graph::mul(a, x))), a};
+        };
+        const std::vector<Tensor> want = at_baseline(eager), here = eager();
+        for (size_t k = 0; k < 2; ++k) {
+          expect_bitwise(tensor_out(out, k), want[k], what + ", output " + std::to_string(k));
+          expect_bitwise(here[k], want[k], what + ", eager, output " + std::to_string(k));
+        }
+      };
+      check(values({n}, 16), values({n}, 17), at + ", dense");
+      check(values({2, n}, 18), values({n}, 19), at + ", broadcast rows");
+      check(values({n, 2}, 20).t(), values({2 * n}, 21).slice(0, 0, 2 * n, 2), at + ", strided");
+    }
+  });
+}
+
+// tests/codegen_cases/strip_mined.graph, op by op.
+std::vector<Tensor> strip_mined_eager(const Tensor& x, const Tensor& b, double s) {
+  using namespace graph;
+  const Tensor a2 = add(mul(x, s), b);
+  const Tensor a3 = tanh(a2);
+  const Tensor a6 = sub(mul(gt(a3, s), exp(a3)), x);
+  return {neg(div(a6, b)), a2, a6};
+}
+
+TEST(Generated, StripMinedGroupGivesEagerBits) {
+  // Three expensive ops: blocks of 256 with one loop each. Lengths across
+  // block boundaries and tails; a broadcast row (dense runs of the kernel),
+  // one dense run, and transposed / sliced operands (the strided loop).
+  const auto check = [](const Tensor& x, const Tensor& b, double s, const std::string& what) {
+    const std::vector<Arg> out = call("cg_strip_mined", {x, b, s}, 3);
+    const std::vector<Tensor> want = at_baseline([&] { return strip_mined_eager(x, b, s); });
+    for (size_t k = 0; k < 3; ++k) expect_bitwise(tensor_out(out, k), want[k], what + ", output " + std::to_string(k));
+  };
+  for_each_isa([&](const std::string& isa) {
+    for (int64_t n : {1, 5, 255, 256, 257, 511, 1100, 1537}) {
+      const std::string at = isa + ", n=" + std::to_string(n);
+      check(values({n}, 21), values({n}, 22), 0.3, at + ", dense");
+      check(values({3, n}, 23), values({n}, 24), -0.2, at + ", broadcast rows");
+      check(values({n, 3}, 25).t(), values({2 * n}, 26).slice(0, 0, 2 * n, 2), 0.1, at + ", strided");
+    }
+    // b broadcast along the inner dim: inner runs with a stride-0 operand.
+    check(values({700, 2}, 27), values({700, 1}, 28), 0.4, isa + ", column broadcast");
+  });
+}
+
+TEST(Generated, StripMinedSourceSaysSo) {
+  std::ifstream in(std::string(CXXGRAPH_CODEGEN_CASES) + "/strip_mined.graph");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto graphs = ir::parse_all(text.str());
+  ASSERT_EQ(graphs.size(), 2u);
+  auto& g = graphs[0];
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  const std::string src = graph::codegen::generate_cpu_source({{g.get(), "_Z5stripv", "h", "m.cpp:1"}}, "m.cpp");
+  EXPECT_NE(src.find("// Strip-mined: 3 expensive ops"), std::string::npos) << src;
+  // One loop per expensive op, the cheap ops before the first in a loop of their own.
+  EXPECT_NE(src.find("// mul, add (strip.cpp:2, 3)"), std::string::npos) << src;
+  EXPECT_NE(src.find("// tanh, gt (strip.cpp:4, 5)"), std::string::npos) << src;
+  EXPECT_NE(src.find("// exp, mul, sub (strip.cpp:6, 7, 8)"), std::string::npos) << src;
+  EXPECT_NE(src.find("// div, neg (strip.cpp:9, 10)"), std::string::npos) << src;
+  EXPECT_NE(src.find("alignas(64) int32_t t_m[256];"), std::string::npos) << src;
+  EXPECT_NE(src.find("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512("), std::string::npos) << src;
+  EXPECT_NE(src.find("::graph::cpu::pick_isa(&kernel::baseline, &kernel::avx2, &kernel::avx512)"), std::string::npos);
+}
+
+size_t count_of(const std::string& text, const std::string& what);  // below
+
+TEST(Generated, OneExpensiveOpKeepsOneLoop) {
+  auto g = ir::parse(kChain8);
+  ir::infer_types(*g);
+  ir::fuse_elementwise(*g);
+  // chain8 has four expensive ops (tanh, sigmoid, exp, div): strip-mined.
+  EXPECT_NE(graph::codegen::generate_cpu_source({{g.get(), "_Z5chainv", "h", "m.cpp:1"}}, "m.cpp").find("Strip-mined"),
+            std::string::npos);
+  auto one = ir::parse(R"(
+graph one(%x : Tensor, %y : Tensor) {
+  %a : Tensor = add(%x, %y)
+  %e : Tensor = exp(%a)
+  %r : Tensor = relu(%e)
+  return (%r)
+}
+)");
+  ir::infer_types(*one);
+  ir::fuse_elementwise(*one);
+  const std::string src = graph::codegen::generate_cpu_source({{one.get(), "_Z3onev", "h", "m.cpp:1"}}, "m.cpp");
+  EXPECT_EQ(src.find("Strip-mined"), std::string::npos) << src;
+  EXPECT_EQ(count_of(src, "GRAPH_DENSE_LOOP  //"), 1u) << src;
 }
 
 TEST(Generated, GuardsRefuseWithAReason) {

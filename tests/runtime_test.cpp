@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "graph/cpu_isa.h"
 #include "graph/cpu_loop.h"
 #include "graph/graph.h"
 
@@ -495,6 +497,76 @@ TEST(Matmul, SmallKernelsSameOnEveryInstructionSet) {
     check_small_kernels<double>(graph::kFloat64);
   }
   graph::detail::set_small_matmul_isa(best);
+}
+
+// The eager elementwise kernels' instruction-set variants (graph/cpu_isa.h):
+// every float and double op of the table, on odd lengths (vector loops and
+// scalar tails), with a broadcast scalar on either side and on strided
+// operands, gives the baseline variant's bits on each variant this CPU has.
+TEST(Elementwise, SameBitsOnEveryInstructionSet) {
+  using Unary = Tensor (*)(const Tensor&);
+  using Binary = Tensor (*)(const Tensor&, const Tensor&);
+  using BinaryTS = Tensor (*)(const Tensor&, graph::Scalar);
+  using BinaryST = Tensor (*)(graph::Scalar, const Tensor&);
+  const std::vector<std::pair<std::string, Unary>> unary = {
+#define GRAPH_UNARY_OP(name, rule, body, grad) {#name, static_cast<Unary>(graph::name)},
+#include "graph/ops.def"
+  };
+  const std::vector<std::pair<std::string, std::tuple<Binary, BinaryTS, BinaryST>>> binary = {
+#define GRAPH_BINARY_OP(name, rule, body, ga, gb) \
+  {#name, {static_cast<Binary>(graph::name), static_cast<BinaryTS>(graph::name), static_cast<BinaryST>(graph::name)}},
+#include "graph/ops.def"
+  };
+  // Every result of every op on every input, in a fixed order.
+  const auto run_all = [&] {
+    std::vector<Tensor> out;
+    for (graph::DType dtype : {graph::kFloat32, graph::kFloat64})
+      for (int64_t n : {1, 3, 7, 15, 17, 33, 65, 1029}) {
+        // Values in about [-3, 3], zeros, and an inf and a NaN among them.
+        const Tensor x = graph::mul(graph::randn({n}, dtype), 1.5), y = graph::add(graph::randn({n}, dtype), 0.25);
+        const auto set = [](const Tensor& t, int64_t i, double v) {
+          if (t.dtype() == graph::kFloat32) t.data_ptr<float>()[i] = static_cast<float>(v);
+          else t.data_ptr<double>()[i] = v;
+        };
+        if (n > 3) {
+          set(x, 1, 0.0);
+          set(x, 2, std::numeric_limits<double>::infinity());
+          set(y, 3, std::numeric_limits<double>::quiet_NaN());
+        }
+        const Tensor xs = graph::randn({n, 2}, dtype).t();                    // strided
+        const Tensor ys = graph::randn({2 * n}, dtype).slice(0, 0, 2 * n, 2);  // strided
+        for (const auto& op : unary) {
+          out.push_back(op.second(x));
+          out.push_back(op.second(xs));
+        }
+        for (const auto& op : binary) {
+          const auto& f = op.second;
+          out.push_back(std::get<0>(f)(x, y));
+          out.push_back(std::get<1>(f)(x, 0.75));
+          out.push_back(std::get<2>(f)(-1.25, y));
+          out.push_back(std::get<0>(f)(xs.slice(0, 0, 1), ys));  // [1, n] with [n]
+        }
+      }
+    return out;
+  };
+  const int best = graph::cpu::best_isa();
+  graph::manual_seed(7);
+  graph::cpu::set_isa(graph::cpu::kBaseline);
+  const std::vector<Tensor> want = run_all();
+  for (int isa = graph::cpu::kBaseline + 1; isa <= best; ++isa) {
+    ASSERT_EQ(graph::cpu::set_isa(isa), isa);
+    graph::manual_seed(7);
+    const std::vector<Tensor> got = run_all();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Tensor g = got[i].contiguous(), w = want[i].contiguous();
+      ASSERT_EQ(g.sizes(), w.sizes());
+      ASSERT_EQ(g.dtype(), w.dtype());
+      EXPECT_EQ(std::memcmp(g.raw_data(), w.raw_data(), g.numel() * graph::element_size(g.dtype())), 0)
+          << graph::cpu::isa_name(isa) << ", result " << i;
+    }
+  }
+  graph::cpu::set_isa(best);
 }
 
 // The dot kernel (a transposed b) over k below, at and past its 16 lanes,

@@ -8,7 +8,8 @@ packages=(
   clang-19 libclang-19-dev llvm-19-dev   # the generator: clang 19 + plugin API
   libclang-rt-19-dev                     # libFuzzer and clang's sanitizers (tools/fuzz.sh)
   libgtest-dev                           # tests
-  libopenblas-dev                        # CPU BLAS for matmul
+  libopenblas-dev                        # CPU BLAS: double matmul
+  libdnnl-dev                            # oneDNN: float GEMM (matmul, conv2d)
   libdw-dev                              # source lines in graph::trace's warnings
   graphviz                               # renders the generated .dot files
   libbenchmark-dev libeigen3-dev         # tools/bench.sh: Google Benchmark, the Eigen reference

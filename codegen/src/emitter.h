@@ -175,6 +175,15 @@ class Emitter {
   void group_fused_loop(const LoopSpec& spec);
   std::string element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
                            const std::vector<std::string>& stores, const std::string& indent);
+  std::string dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
+                           const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
+                           std::vector<std::string>& scalar_args);
+  std::string stage_statements(const std::vector<const ir::Node*>& ops,
+                               const std::vector<std::pair<const ir::Value*, std::string>>& sources,
+                               const std::vector<std::pair<std::string, const ir::Value*>>& writes,
+                               const std::string& indent);
+  std::string scalar_call(const ir::Node* m, const std::unordered_map<const ir::Value*, std::string>& el,
+                          const std::string& out);
   // fused_groups.cpp: FusionGroups of kind matmul_epilogue and reduce.
   void matmul_epilogue(const ir::Node* n);
   void gemm_call(const ir::Node* n);  // a matmul or linear through detail::gemm

@@ -9,11 +9,22 @@
 //
 // Two paths, both split across cores by graph::cpu::parallel_for (inline on
 // the caller for small tensors): when the StridedLoop collapses to one run
-// with every operand at stride 1 (the common dense case), a plain indexed
-// loop over __restrict pointers that the compiler vectorizes; otherwise
-// loop.run_range() with per-operand inner strides (broadcast and
-// non-contiguous inputs), whose unit-stride runs take the same dense loop.
-// No element index is ever divided.
+// with every operand at stride 1 (the common dense case), the group's dense
+// kernel: plain indexed loops over __restrict pointers that the compiler
+// vectorizes, in a local struct whose function is compiled for baseline
+// x86-64, AVX2 and AVX-512 and picked at run time (graph/cpu_isa.h; bitwise
+// the same results, no FMA contraction). Otherwise loop.run_range() with
+// per-operand inner strides (broadcast and non-contiguous inputs), whose
+// unit-stride runs take the same dense kernel. No element index is ever
+// divided.
+//
+// A group with two or more expensive ops (graph/op_cost.h: exp, tanh, div,
+// ...) is compute-bound: one loop over all its ops keeps too many values
+// live for the registers, and compilers vectorize it poorly. Its dense
+// kernel is strip-mined into blocks of kBlock elements, with one simple loop
+// per expensive op (the cheap ops join the loop before them) passing values
+// through stack buffers that stay in L1. Same scalar calls in the same
+// order, so the same results.
 //
 // Errors: operands that do not broadcast are reported as the eager op would
 // report them, by the member op whose shapes disagree, plus its source line.
@@ -23,6 +34,7 @@
 
 #include "emitter.h"
 #include "graph/error.h"
+#include "graph/op_cost.h"
 
 namespace graph::codegen::detail {
 
@@ -261,26 +273,16 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   const std::string loop = fresh("loop");
   line("const ::graph::cpu::StridedLoop<" + N + "> " + loop + "(" + shape + ", {" + join(strides, ", ") + "});");
 
-  // Dense runs index every operand with the same i through __restrict
-  // pointers, the form the compiler vectorizes: outputs are buffers nobody
-  // else holds (GraphBuffers hands out no others) and inputs are only read,
-  // so no pointer writes memory another one reads.
-  auto dense_loop = [&](const std::string& begin, const std::string& end, auto offset) {
-    std::vector<std::string> loads, stores;
-    for (size_t j = 0; j < n_out; ++j) {
-      const std::string o = "o" + std::to_string(j);
-      line(out_t[j] + "* __restrict " + o + " = " + out_ptr[j] + offset(j) + ";");
-      stores.push_back(o + "[i]");
-    }
-    for (size_t k = 0; k < tensor_params.size(); ++k) {
-      const std::string p = "i" + std::to_string(k);
-      line("const " + in_t[k] + "* __restrict " + p + " = " + in_ptr[k] + offset(n_out + k) + ";");
-      loads.push_back(p + "[i]");
-    }
-    line("GRAPH_DENSE_LOOP  // no loop-carried dependence (generated_support.h)");
-    open("for (int64_t i = " + begin + "; i < " + end + "; ++i)");
-    raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
-    close();
+  // The dense runs go through one function, `kernel`, over n elements whose
+  // operands all have stride 1 (dense_kernel, below).
+  std::vector<std::string> scalar_args;
+  const std::string kernel = dense_kernel(spec, tensor_params, out_t, in_t, scalar_args);
+  auto dense_call = [&](const std::string& n, auto offset) {
+    std::vector<std::string> args{n};
+    for (size_t j = 0; j < n_out; ++j) args.push_back(out_ptr[j] + offset(j));
+    for (size_t k = 0; k < tensor_params.size(); ++k) args.push_back(in_ptr[k] + offset(n_out + k));
+    args.insert(args.end(), scalar_args.begin(), scalar_args.end());
+    line(kernel + "(" + join(args, ", ") + ");");
   };
   const std::string grain = "::graph::cpu::kElementwiseGrain";
   const std::string range = "[&](int64_t begin, int64_t end)";
@@ -288,7 +290,7 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   // One dense run over the whole output (the common case), split across cores.
   open("if (" + loop + ".unit_stride())");
   open("::graph::cpu::parallel_for(" + loop + ".numel(), " + grain + ", " + range);
-  dense_loop("begin", "end", [](size_t) { return std::string(); });
+  dense_call("end - begin", [](size_t) { return std::string(" + begin"); });
   close(");");
 
   // Otherwise innermost runs with per-operand strides (0 along broadcast
@@ -302,7 +304,7 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   std::vector<std::string> unit;
   for (size_t k = 0; k < n_out + tensor_params.size(); ++k) unit.push_back("st[" + std::to_string(k) + "] == 1");
   open("if (" + join(unit, " && ") + ")");
-  dense_loop("0", "n", [](size_t k) { return " + off[" + std::to_string(k) + "]"; });
+  dense_call("n", [](size_t k) { return " + off[" + std::to_string(k) + "]"; });
   --indent_;
   open("} else");
   std::vector<std::string> loads, stores;
@@ -326,6 +328,189 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   if (cuda) close();  // the else of cuda_dispatch
 }
 
+// Elements per block of a strip-mined kernel: the buffers of a block (a few
+// values of 4 or 8 bytes each) stay in L1. On the 8-op chain (bench/,
+// AVX-512, 1 thread) 256 ran 38 ms, 128 37-40 ms, 512 46 ms, 2048 44 ms.
+constexpr int kBlock = 256;
+
+// Writes, at the current position, a local struct holding the dense loop of
+// `spec` as a function of (n, output pointers, input pointers, scalars the
+// body reads) compiled once per instruction set, then a pointer to the
+// variant this CPU runs; returns the pointer's name. scalar_args receives the
+// scalars to pass, in order.
+std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
+                                  const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
+                                  std::vector<std::string>& scalar_args) {
+  const size_t n_out = spec.outputs.size();
+  std::vector<const ir::Node*> ops;
+  for (const ir::Node* m : spec.members)
+    if (!hoisted(m)) ops.push_back(m);
+
+  // Parameters: n, outputs o<j>, tensor inputs i<k>, then the host scalars
+  // (group inputs and hoisted values) under their own names.
+  std::vector<std::string> params{"const int64_t n"}, args{"n"};
+  std::unordered_map<const ir::Value*, std::string> load;  // tensor read -> its pointer
+  for (size_t j = 0; j < n_out; ++j) {
+    params.push_back(out_t[j] + "* __restrict o" + std::to_string(j));
+    args.push_back("o" + std::to_string(j));
+  }
+  for (size_t k = 0; k < tensor_params.size(); ++k) {
+    params.push_back("const " + in_t[k] + "* __restrict i" + std::to_string(k));
+    args.push_back("i" + std::to_string(k));
+    load[tensor_params[k]] = "i" + std::to_string(k);
+  }
+  std::set<const ir::Value*> seen;
+  for (const ir::Node* m : ops)
+    for (const ir::Value* v : m->inputs())
+      if (!v->type().is_tensor() && seen.insert(v).second) {
+        params.push_back("const " + cpp_type(v->type()) + " " + name(v));
+        args.push_back(name(v));
+        scalar_args.push_back(name(v));
+      }
+
+  // Stages: one loop each. With two or more expensive ops, a new stage
+  // starts at each expensive op; otherwise one stage holds every op.
+  std::vector<std::vector<const ir::Node*>> stages(1);
+  size_t expensive = 0;
+  for (const ir::Node* m : ops) expensive += expensive_op(*find_op(m->op()));
+  for (const ir::Node* m : ops) {
+    if (expensive >= 2 && expensive_op(*find_op(m->op())) && !stages.back().empty()) stages.emplace_back();
+    stages.back().push_back(m);
+  }
+  std::unordered_map<const ir::Value*, size_t> stage_of;
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (const ir::Node* m : stages[s]) stage_of[m->output()] = s;
+  // Values a later stage reads go through a block buffer.
+  std::vector<const ir::Value*> buffered;
+  std::unordered_map<const ir::Value*, std::string> buffer;
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (const ir::Node* m : stages[s])
+      for (const ir::Value* v : m->inputs()) {
+        auto it = stage_of.find(v);
+        if (it != stage_of.end() && it->second != s && !buffer.count(v)) {
+          buffered.push_back(v);
+          buffer[v] = fresh("t_" + (v->name().empty() ? std::string("t") : sanitize_identifier(v->name())));
+        }
+      }
+  const bool blocked = stages.size() > 1;
+  const std::string at = blocked ? "[b + i]" : "[i]";
+
+  const std::string kernel = fresh("kernel");
+  line("// The dense loop as a function compiled for each instruction set, picked");
+  line("// at run time (graph/cpu_isa.h); every variant gives the same bits.");
+  open("struct " + kernel);
+  open("GRAPH_ISA_INLINE static void run(" + join(params, ", ") + ")");
+  if (blocked) {
+    line("// Strip-mined: " + std::to_string(expensive) + " expensive ops (graph/op_cost.h) make this loop");
+    line("// compute-bound; blocks of " + std::to_string(kBlock) +
+         " elements, one loop per expensive op, values between loops in L1.");
+    open("for (int64_t b = 0; b < n; b += " + std::to_string(kBlock) + ")");
+    line("const int64_t m = n - b < " + std::to_string(kBlock) + " ? n - b : " + std::to_string(kBlock) + ";");
+    // Bools are kept as int32_t (stage_statements).
+    for (const ir::Value* v : buffered) {
+      const DType d = *v->type().dtype;
+      line("alignas(64) " + std::string(d == DType::Bool ? "int32_t" : element_type(d)) + " " + buffer[v] + "[" +
+           std::to_string(kBlock) + "];");
+    }
+  }
+  for (size_t s = 0; s < stages.size(); ++s) {
+    // Where this stage reads each value it does not compute.
+    std::vector<std::pair<const ir::Value*, std::string>> sources;
+    std::set<const ir::Value*> have;
+    for (const ir::Node* m : stages[s]) {
+      for (const ir::Value* v : m->inputs()) {
+        if (!v->type().is_tensor() || have.count(v)) continue;
+        auto st = stage_of.find(v);
+        if (st != stage_of.end() && st->second == s) continue;
+        have.insert(v);
+        sources.emplace_back(v, st != stage_of.end() ? buffer.at(v) + "[i]" : load.at(v) + at);
+      }
+      have.insert(m->output());
+    }
+    // What it writes: buffers for later stages, and the results it computes
+    // (results that are inputs are copied by the first stage).
+    std::vector<std::pair<std::string, const ir::Value*>> writes;
+    for (const ir::Node* m : stages[s])
+      if (buffer.count(m->output())) writes.emplace_back(buffer[m->output()] + "[i]", m->output());
+    for (size_t j = 0; j < spec.results.size(); ++j) {
+      const ir::Value* r = spec.results[j];
+      auto st = stage_of.find(r);
+      if (st != stage_of.end() ? st->second == s : s == 0) {
+        if (st == stage_of.end() && !have.count(r)) {
+          have.insert(r);
+          sources.emplace_back(r, load.at(r) + at);
+        }
+        writes.emplace_back("o" + std::to_string(j) + at, r);
+      }
+    }
+    if (blocked) line("// " + describe(stages[s]));
+    line("GRAPH_DENSE_LOOP  // no loop-carried dependence (generated_support.h)");
+    open(std::string("for (int64_t i = 0; i < ") + (blocked ? "m" : "n") + "; ++i)");
+    raw(stage_statements(stages[s], sources, writes, std::string(2 * indent_, ' ')));
+    close();
+  }
+  if (blocked) close();
+  close();
+  const std::string all_params = join(params, ", "), call = "run(" + join(args, ", ") + "); }";
+  line("GRAPH_ISA_KERNEL static void baseline(" + all_params + ") { " + call);
+  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX2 static void avx2(" + all_params + ") { " + call);
+  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512(" + all_params + ") { " + call);
+  close(";");
+  const std::string fn = fresh(kernel + "_isa");
+  line("const auto " + fn + " = ::graph::cpu::pick_isa(&" + kernel + "::baseline, &" + kernel + "::avx2, &" +
+       kernel + "::avx512);");
+  return fn;
+}
+
+// The statements of one loop iteration: each value of `sources` read into a
+// local, one graph::scalar call per member of `ops` (arguments converted to
+// its compute type), then each write (target = value).
+std::string Emitter::stage_statements(const std::vector<const ir::Node*>& ops,
+                                      const std::vector<std::pair<const ir::Value*, std::string>>& sources,
+                                      const std::vector<std::pair<std::string, const ir::Value*>>& writes,
+                                      const std::string& indent) {
+  std::unordered_map<const ir::Value*, std::string> el;
+  std::set<std::string> used;
+  auto local = [&](const ir::Value* v) {
+    std::string base = "e_" + (v->name().empty() ? std::string("t") : sanitize_identifier(v->name()));
+    std::string n = base;
+    for (int i = 1; used.count(n); ++i) n = base + "_" + std::to_string(i);
+    used.insert(n);
+    return el[v] = n;
+  };
+  std::string out;
+  for (const auto& [v, expr] : sources) {
+    // A bool read back from a block buffer stays int32_t (0 or 1): GCC
+    // vectorizes no loop that converts a loaded bool to float.
+    const bool from_buffer = expr.compare(0, 2, "t_") == 0;
+    const DType d = *v->type().dtype;
+    out += indent + "const " + (d == DType::Bool && from_buffer ? "int32_t" : element_type(d)) + " " + local(v) +
+           " = " + expr + ";\n";
+  }
+  for (const ir::Node* m : ops) out += indent + scalar_call(m, el, local(m->output())) + "\n";
+  for (const auto& [target, v] : writes) out += indent + target + " = " + el.at(v) + ";\n";
+  return out;
+}
+
+// "const float e_y = ::graph::scalar::exp<float>(e_x);": member m on the
+// element locals `el`, into local `out`.
+std::string Emitter::scalar_call(const ir::Node* m, const std::unordered_map<const ir::Value*, std::string>& el,
+                                 const std::string& out) {
+  const OpInfo& op = *find_op(m->op());
+  const DType compute = compute_dtype(op, promoted_dtype(m));
+  const std::string ct = element_type(compute);
+  std::string args;
+  for (const ir::Value* v : m->inputs()) {
+    if (!args.empty()) args += ", ";
+    if (v->type().is_tensor())
+      args += *v->type().dtype == compute ? el.at(v) : "static_cast<" + ct + ">(" + el.at(v) + ")";
+    else
+      args += cpp_type(v->type()) == ct ? name(v) : "static_cast<" + ct + ">(" + name(v) + ")";
+  }
+  return "const " + std::string(element_type(*m->output()->type().dtype)) + " " + out + " = ::graph::scalar::" +
+         std::string(op.name) + "<" + ct + ">(" + args + ");";
+}
+
 // The statements for one element: loads, one graph::scalar call per member
 // (arguments converted to its compute type), stores.
 std::string Emitter::element_body(const LoopSpec& spec, const std::vector<std::string>& loads,
@@ -345,23 +530,8 @@ std::string Emitter::element_body(const LoopSpec& spec, const std::vector<std::s
     if (!p->type().is_tensor()) continue;
     out += indent + "const " + element_type(*p->type().dtype) + " " + local(p) + " = " + loads[k++] + ";\n";
   }
-  for (const ir::Node* m : spec.members) {
-    if (hoisted(m)) continue;
-    const OpInfo& op = *find_op(m->op());
-    const DType compute = compute_dtype(op, promoted_dtype(m));
-    const std::string ct = element_type(compute);
-    std::string args;
-    for (const ir::Value* v : m->inputs()) {
-      if (!args.empty()) args += ", ";
-      if (v->type().is_tensor())
-        args += *v->type().dtype == compute ? el.at(v) : "static_cast<" + ct + ">(" + el.at(v) + ")";
-      else
-        args += cpp_type(v->type()) == ct ? name(v) : "static_cast<" + ct + ">(" + name(v) + ")";
-    }
-    const ir::Value* r = m->output();
-    out += indent + "const " + element_type(*r->type().dtype) + " " + local(r) + " = ::graph::scalar::" +
-           std::string(op.name) + "<" + ct + ">(" + args + ");\n";
-  }
+  for (const ir::Node* m : spec.members)
+    if (!hoisted(m)) out += indent + scalar_call(m, el, local(m->output())) + "\n";
   for (size_t j = 0; j < stores.size(); ++j) out += indent + stores[j] + " = " + el.at(spec.results[j]) + ";\n";
   return out;
 }

@@ -106,9 +106,11 @@ void record_multi(std::string name, const std::vector<Tensor*>& outs, const std:
     if (outs[i]->defined() && is_floating(outs[i]->dtype())) attach(*outs[i], node, i);
 }
 
-Tensor record_unary(std::string name, Tensor out, const Tensor& in, std::function<Tensor(const Tensor&)> backward) {
-  if (!needs_grad({&in}) || !is_floating(out.dtype())) return out;
-  record(std::move(name), out, {in}, [backward = std::move(backward)](const Tensor& g) {
+bool records_unary(const Tensor& out, const Tensor& in) { return needs_grad({&in}) && is_floating(out.dtype()); }
+
+Tensor record_unary_now(std::string_view name, Tensor out, const Tensor& in,
+                        std::function<Tensor(const Tensor&)> backward) {
+  record(std::string(name), out, {in}, [backward = std::move(backward)](const Tensor& g) {
     return std::vector<Tensor>{backward(g)};
   });
   return out;

@@ -6,7 +6,6 @@
 //   bias   gradient: grad summed over N, H, W.
 // A 1x1 kernel with stride 1 and no padding needs no im2col: the input plane
 // block already is the column matrix.
-#include <cblas.h>
 
 #include <algorithm>
 #include <climits>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "blas.h"
 #include "graph/autograd.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
@@ -113,13 +113,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
     return;
   }
-  const auto t = [](bool b) { return b ? CblasTrans : CblasNoTrans; };
-  const auto i = [](int64_t v) { return static_cast<blasint>(v); };
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, t(ta), t(tb), i(M), i(N), i(K), 1.0f, A, i(lda), B, i(ldb), beta, C, i(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, t(ta), t(tb), i(M), i(N), i(K), 1.0, A, i(lda), B, i(ldb), beta, C, i(ldc));
-  }
+  cpu::gemm_rowmajor(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
 }
 
 // Samples per gemm: small images are batched so that each product has at

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "graph/autograd.h"
+#include "graph/cpu_isa.h"
 #include "graph/cpu_loop.h"
 #include "graph/derivatives.h"
 #include "graph/op_table.h"
@@ -22,18 +23,85 @@ namespace graph::elementwise {
 
 using cpu::StridedLoop;
 
-using cpu::StridedLoop;
-
 // ---- inner runs ---------------------------------------------------------
 // Each run is n elements; operand k steps by st[k]. When the loop is simple
 // (loop.simple()) there is one run covering everything and each stride is 1
 // (dense) or 0 (a single broadcast value), which the first branches turn into
 // plain indexed loops over raw pointers that the compiler vectorizes.
+//
+// Those dense loops of float and double ops are compiled once per
+// instruction set (baseline, AVX2, AVX-512) and each run calls the variant
+// this CPU has (graph/cpu_isa.h), as the generated fused loops do; no FMA
+// contraction anywhere, so every variant, and the generated code, give the
+// same bits. Integral and bool ops keep the one baseline loop.
+
+// The dense loops: x (or a, b) indexed by i, or a broadcast value when the
+// stride flag is 0.
+template <class R, class C, class F>
+GRAPH_ISA_INLINE void unary_dense(int64_t n, R* __restrict o, const C* __restrict x, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+}
+template <class R, class C, class F, int SA, int SB>
+GRAPH_ISA_INLINE void binary_dense(int64_t n, R* __restrict o, const C* __restrict a, const C* __restrict b, F f) {
+  if constexpr (SA == 0) {
+    const C av = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(av, b[i]);
+  } else if constexpr (SB == 0) {
+    const C bv = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+  }
+}
+
+// The variants of each dense loop.
+template <class R, class C, class F>
+struct UnaryDense {
+  GRAPH_ISA_KERNEL static void baseline(int64_t n, R* o, const C* x, F f) { unary_dense(n, o, x, f); }
+  GRAPH_ISA_KERNEL GRAPH_TARGET_AVX2 static void avx2(int64_t n, R* o, const C* x, F f) { unary_dense(n, o, x, f); }
+  GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512(int64_t n, R* o, const C* x, F f) {
+    unary_dense(n, o, x, f);
+  }
+};
+template <class R, class C, class F, int SA, int SB>
+struct BinaryDense {
+  GRAPH_ISA_KERNEL static void baseline(int64_t n, R* o, const C* a, const C* b, F f) {
+    binary_dense<R, C, F, SA, SB>(n, o, a, b, f);
+  }
+  GRAPH_ISA_KERNEL GRAPH_TARGET_AVX2 static void avx2(int64_t n, R* o, const C* a, const C* b, F f) {
+    binary_dense<R, C, F, SA, SB>(n, o, a, b, f);
+  }
+  GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512(int64_t n, R* o, const C* a, const C* b, F f) {
+    binary_dense<R, C, F, SA, SB>(n, o, a, b, f);
+  }
+};
+
+template <class C>
+inline constexpr bool kIsaVariants = std::is_same_v<C, float> || std::is_same_v<C, double>;
+
+template <class R, class C, class F>
+void unary_dense_isa(int64_t n, R* o, const C* x, F f) {
+  if constexpr (kIsaVariants<C>) {
+    using V = UnaryDense<R, C, F>;
+    cpu::pick_isa(&V::baseline, &V::avx2, &V::avx512)(n, o, x, f);
+  } else {
+    unary_dense(n, o, x, f);
+  }
+}
+template <int SA, int SB, class R, class C, class F>
+void binary_dense_isa(int64_t n, R* o, const C* a, const C* b, F f) {
+  if constexpr (kIsaVariants<C>) {
+    using V = BinaryDense<R, C, F, SA, SB>;
+    cpu::pick_isa(&V::baseline, &V::avx2, &V::avx512)(n, o, a, b, f);
+  } else {
+    binary_dense<R, C, F, SA, SB>(n, o, a, b, f);
+  }
+}
 
 template <class R, class C, class F>
 void unary_run(int64_t n, R* __restrict o, const C* x, const std::array<int64_t, 2>& st, F f) {
   if (st[0] == 1 && st[1] == 1) {
-    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    unary_dense_isa(n, o, x, f);
   } else {
     for (int64_t i = 0; i < n; ++i) o[i * st[0]] = f(x[i * st[1]]);
   }
@@ -43,13 +111,11 @@ template <class R, class C, class F>
 void binary_run(int64_t n, R* __restrict o, const C* a, const C* b,
                 const std::array<int64_t, 3>& st, F f) {
   if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+    binary_dense_isa<1, 1>(n, o, a, b, f);
   } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-    const C bv = *b;
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv);
+    binary_dense_isa<1, 0>(n, o, a, b, f);
   } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-    const C av = *a;
-    for (int64_t i = 0; i < n; ++i) o[i] = f(av, b[i]);
+    binary_dense_isa<0, 1>(n, o, a, b, f);
   } else {
     for (int64_t i = 0; i < n; ++i) o[i * st[0]] = f(a[i * st[1]], b[i * st[2]]);
   }

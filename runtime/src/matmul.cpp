@@ -1,17 +1,16 @@
 // Eager matmul with PyTorch's semantics (1-D operands as vectors, batch dims
-// broadcast), through cblas_sgemm / cblas_dgemm, one call per batch matrix
+// broadcast), through the CPU GEMM of blas.h, one call per batch matrix
 // (tiny float products use a plain loop instead, see small_gemm).
 // The core is a batched product of equal-rank operands with equal batch
 // dims; vectors and broadcasting are views around it (unsqueeze, expand,
 // squeeze), so autograd flows through them without extra formulas.
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
 #include <string>
 
+#include "blas.h"
 #include "device.h"
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
@@ -28,8 +27,8 @@ namespace {
 // other layout, a contiguous copy kept alive in `owner`.
 struct BlasOperand {
   Tensor owner;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  blasint ld = 1;
+  bool trans = false;
+  int64_t ld = 1;
 };
 
 // Row-major leading dimension of an [r, c] view with strides (s0, s1), or 0
@@ -47,14 +46,14 @@ BlasOperand blas_operand(const Tensor& t) {
   BlasOperand op;
   if (int64_t ld = row_major_ld(r, c, s0, s1); ld > 0 && ld <= INT_MAX) {
     op.owner = t;
-    op.ld = static_cast<blasint>(ld);
+    op.ld = ld;
   } else if (int64_t ldt = row_major_ld(c, r, s1, s0); ldt > 0 && ldt <= INT_MAX) {
     op.owner = t;
-    op.trans = CblasTrans;
-    op.ld = static_cast<blasint>(ldt);
+    op.trans = true;
+    op.ld = ldt;
   } else {
     op.owner = t.clone();
-    op.ld = static_cast<blasint>(std::max<int64_t>(c, 1));
+    op.ld = std::max<int64_t>(c, 1);
   }
   return op;
 }
@@ -305,13 +304,9 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
     if (n * k * m <= kSmallGemm) return small_gemm<T>(a, b, out);
   }
   const BlasOperand x = blas_operand(a), y = blas_operand(b);
-  const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, x.trans, y.trans, N, M, K, 1.0f, x.owner.data_ptr<float>(), x.ld,
-                y.owner.data_ptr<float>(), y.ld, 0.0f, out.data_ptr<float>(), M);
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, x.trans, y.trans, N, M, K, 1.0, x.owner.data_ptr<double>(), x.ld,
-                y.owner.data_ptr<double>(), y.ld, 0.0, out.data_ptr<double>(), M);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    cpu::gemm_rowmajor(x.trans, y.trans, n, m, k, T(1), x.owner.data_ptr<T>(), x.ld, y.owner.data_ptr<T>(), y.ld,
+                       T(0), out.data_ptr<T>(), m);
   } else {  // integers: no BLAS; a plain triple loop, accumulating in T
     const T* pa = a.data_ptr<T>();
     const T* pb = b.data_ptr<T>();

@@ -391,10 +391,9 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Shape sizes = sizes_, strides = strides_;
   sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;
   strides[d] = strides_[d] * step;
-  const Shape in = sizes_;
   return autograd::record_unary(
       "slice", Tensor(storage_, offset_ + start * strides_[d], std::move(sizes), std::move(strides), dtype_), *this,
-      [in, d, start, end, step](const Tensor& g) {
+      [in = sizes_, d, start, end, step](const Tensor& g) {
         Tensor full = zeros(in, g.dtype());
         detail::copy_into(full.slice(d, start, end, step), g);
         return full;

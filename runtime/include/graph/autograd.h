@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -94,9 +95,20 @@ void record(std::string name, Tensor& out, const std::vector<Tensor>& inputs, Ba
 void record_multi(std::string name, const std::vector<Tensor*>& outs, const std::vector<Tensor>& inputs,
                   MultiBackwardFn backward);
 
+// The two halves of record_unary below.
+bool records_unary(const Tensor& out, const Tensor& in);
+Tensor record_unary_now(std::string_view name, Tensor out, const Tensor& in,
+                        std::function<Tensor(const Tensor&)> backward);
+
 // record() for ops of one tensor input: records when `in` requires grad and
-// `out` is floating, and returns `out`.
-Tensor record_unary(std::string name, Tensor out, const Tensor& in, std::function<Tensor(const Tensor&)> backward);
+// `out` is floating, and returns `out`. A template so that an op that records
+// nothing (no grad, the common case for views such as slice) builds no
+// std::function (its captures would be copied to the heap and freed).
+template <class F>
+Tensor record_unary(std::string_view name, Tensor out, const Tensor& in, F&& backward) {
+  if (!records_unary(out, in)) return out;
+  return record_unary_now(name, std::move(out), in, std::forward<F>(backward));
+}
 
 // `grad` summed over the dims it was broadcast along, to `sizes`.
 Tensor sum_to(const Tensor& grad, const Shape& sizes);

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/cpu_isa.h"  // the fused loops' instruction-set variants
 #include "graph/error.h"
 #include "graph/static.h"
 #include "graph/tensor.h"
