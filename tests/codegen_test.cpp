@@ -776,17 +776,26 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
             std::string::npos)
       << cu;
   EXPECT_NE(cu.find("__global__ void graph_chain_group0(const int64_t numel, const ::graph::cuda::FusedIndex<3> ix, "
-                    "float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, "
+                    "const bool vec, float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, "
                     "const double s0)"),
             std::string::npos)
       << cu;
-  // A grid-stride loop, a dense path and a strided path with the same body.
-  EXPECT_EQ(count_of(cu, "for (int64_t i = start; i < numel; i += step)"), 2u);
+  // A grid-stride loop, a dense path (16-byte packs of 4 floats, then the
+  // tail) and a strided path, with the same body.
+  EXPECT_EQ(count_of(cu, "for (int64_t i = start; i < numel; i += step)"), 1u);
+  EXPECT_EQ(count_of(cu, "for (int64_t i = begin + start; i < numel; i += step)"), 1u);
+  EXPECT_NE(cu.find("for (int64_t q = start; q < packs; q += step)"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("const ::graph::cuda::FusedPack<float, 4> v1 = reinterpret_cast<const "
+                    "::graph::cuda::FusedPack<float, 4>*>(p1)[q];"),
+            std::string::npos);
+  EXPECT_NE(cu.find("v0.v[u] = e_a8;"), std::string::npos);
+  EXPECT_NE(cu.find("reinterpret_cast<::graph::cuda::FusedPack<float, 4>*>(p0)[q] = v0;"), std::string::npos);
+  EXPECT_NE(cu.find("a.launch.vec > 1,"), std::string::npos);
   EXPECT_NE(cu.find("const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;"), std::string::npos);
   EXPECT_NE(cu.find("if (ix.contiguous)"), std::string::npos);
   EXPECT_NE(cu.find("::graph::cuda::fused_offsets(ix, i, off);"), std::string::npos);
-  EXPECT_EQ(count_of(cu, "::graph::scalar::sigmoid<float>("), 2u);
-  EXPECT_EQ(count_of(cu, "= ::graph::scalar::mul<float>(e_a1, static_cast<float>(s0));"), 2u) << cu;
+  EXPECT_EQ(count_of(cu, "::graph::scalar::sigmoid<float>("), 3u);
+  EXPECT_EQ(count_of(cu, "= ::graph::scalar::mul<float>(e_a1, static_cast<float>(s0));"), 3u) << cu;
   EXPECT_NE(cu.find("p0[i] = e_a8;"), std::string::npos);
   EXPECT_NE(cu.find("p0[off[0]] = e_a8;"), std::string::npos);
   EXPECT_NE(cu.find("const float e_b = p2[off[2]];"), std::string::npos) << cu;
@@ -871,8 +880,107 @@ TEST(GeneratedCuda, IntAndBoolScalarsAndComparisons) {
       << cu;
   EXPECT_NE(cu.find("a.scalars[1].i,"), std::string::npos) << cu;
   EXPECT_NE(cu.find("a.scalars[2].f,"), std::string::npos) << cu;
-  EXPECT_EQ(count_of(cu, "const bool e_m = ::graph::scalar::gt<float>(e_y2, static_cast<float>(s2));"), 2u);
-  EXPECT_EQ(count_of(cu, "::graph::scalar::add<int64_t>(static_cast<int64_t>(e_m), s3);"), 2u);
+  EXPECT_EQ(count_of(cu, "const bool e_m = ::graph::scalar::gt<float>(e_y2, static_cast<float>(s2));"), 3u);
+  EXPECT_EQ(count_of(cu, "::graph::scalar::add<int64_t>(static_cast<int64_t>(e_m), s3);"), 3u);
+  // Mixed widths: packs of 16 / 8 = 2 elements of every operand.
+  EXPECT_NE(cu.find("::graph::cuda::FusedPack<int64_t, 2>"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("::graph::cuda::FusedPack<float, 2>"), std::string::npos) << cu;
+}
+
+// A matmul_epilogue group that cuBLASLt's epilogues compute calls one
+// cuBLASLt GEMM on the device (match_lt_epilogue); others keep the GEMM and
+// the group's kernel, and the source says why.
+TEST(GeneratedCuda, CublasLtEpiloguesWhereTheyMatch) {
+  auto graphs = codegen_case("matmul_epilogue.graph");
+  for (auto& g : graphs) ir::fuse_groups(*g);
+  const std::string mlp = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "mlp.cpp");
+  // linear(x, w1, b1) then relu: RELU_BIAS with linear's bias.
+  EXPECT_NE(mlp.find("if (::graph::detail::any_on_cuda({&v_x, &v_w1})) {"), std::string::npos) << mlp;
+  EXPECT_NE(mlp.find("// On the CUDA device: one cuBLASLt GEMM with its ReluBias epilogue (no separate kernel)."),
+            std::string::npos);
+  EXPECT_NE(mlp.find("v_h = at_source(\" (at mlp.cpp:3:12, linear in static graph 'mlp')\", [&] { return "
+                     "::graph::detail::cuda_gemm_epilogue(v_x, v_w1, true, v_b1, "
+                     "::graph::detail::GemmEpilogue::ReluBias); });"),
+            std::string::npos)
+      << mlp;
+  // matmul, add, tanh: tanh has no epilogue; the kernel path stays.
+  EXPECT_NE(mlp.find("// No cuBLASLt epilogue on the device: tanh has no cuBLASLt epilogue here."), std::string::npos);
+  EXPECT_EQ(count_of(mlp, "cuda_gemm_epilogue("), 1u);
+  EXPECT_EQ(count_of(mlp, "cuda_fused("), 2u);  // both groups keep their kernel for the other paths
+
+  const auto one = [](const char* text) {
+    auto g = ir::parse(text);
+    ir::infer_types(*g);
+    ir::fuse_elementwise(*g);
+    ir::fuse_groups(*g);
+    EXPECT_EQ(count_ops(*g, "FusionGroup"), 1u) << ir::print(*g);
+    return graph::codegen::generate_cpu_source({{g.get(), "m", "h", ""}}, "e.cpp");
+  };
+  // matmul then add of an input then relu: the added vector is the bias.
+  std::string cpp = one(R"(graph e(%x : f32[B, 8], %w : f32[8, 4], %b : f32[4]) {
+  %m : Tensor = matmul(%x, %w)
+  %a : Tensor = add(%b, %m)
+  %y : Tensor = relu(%a)
+  return (%y)
+})");
+  EXPECT_NE(cpp.find("cuda_gemm_epilogue(v_x, v_w, false, v_b, ::graph::detail::GemmEpilogue::ReluBias)"),
+            std::string::npos)
+      << cpp;
+  cpp = one(R"(graph e(%x : f32[B, 8], %w : f32[8, 4], %b : f32[4]) {
+  %m : Tensor = matmul(%x, %w)
+  %y : Tensor = add(%m, %b)
+  return (%y)
+})");
+  EXPECT_NE(cpp.find("cuda_gemm_epilogue(v_x, v_w, false, v_b, ::graph::detail::GemmEpilogue::Bias)"),
+            std::string::npos);
+  cpp = one(R"(graph e(%x : f32[B, 8], %w : f32[8, 4]) {
+  %m : Tensor = matmul(%x, %w)
+  %y : Tensor = relu(%m)
+  return (%y)
+})");
+  EXPECT_NE(cpp.find("cuda_gemm_epilogue(v_x, v_w, false, ::graph::Tensor(), ::graph::detail::GemmEpilogue::Relu)"),
+            std::string::npos);
+  // Not matched, each saying why.
+  const std::vector<std::pair<const char*, const char*>> refused{
+      {R"(graph e(%x : f32[B, 8], %w : f32[8, 4], %b : f32[4]) {
+  %m : Tensor = matmul(%x, %w)
+  %a : Tensor = add(%m, %b)
+  %y : Tensor = gelu(%a)
+  return (%y)
+})",
+       "gelu: cuBLASLt's GELU epilogue is the tanh approximation, graph::gelu is exact"},
+      {R"(graph e(%x : f32[B, 8], %w : f32[8, 4], %b : f32[4]) {
+  %m : Tensor = matmul(%x, %w)
+  %y : Tensor = relu(%m)
+  %a : Tensor = add(%y, %b)
+  return (%a)
+})",
+       "add has no cuBLASLt epilogue here"},  // relu before the bias
+      {R"(graph e(%x : f64[B, 8], %w : f64[8, 4]) {
+  %m : Tensor = matmul(%x, %w)
+  %y : Tensor = relu(%m)
+  return (%y)
+})",
+       "the GEMM is not float32"},
+      {R"(graph e(%x : f32[B, 8], %w : f32[4, 8], %b : f32[4], %c : f32[4]) {
+  %m : Tensor = linear(%x, %w, %b)
+  %a : Tensor = add(%m, %c)
+  return (%a)
+})",
+       "add has no cuBLASLt epilogue here"},  // a second bias
+      {R"(graph e(%x : f32[B, 8], %w : f32[8, 4]) {
+  %m : Tensor = matmul(%x, %w)
+  %y : Tensor = relu(%m)
+  %z : Tensor = relu(%y)
+  return (%z)
+})",
+       "relu has no cuBLASLt epilogue here"}};
+  for (const auto& [text, why] : refused) {
+    cpp = one(text);
+    EXPECT_EQ(cpp.find("cuda_gemm_epilogue("), std::string::npos) << text;
+    EXPECT_NE(cpp.find(std::string("// No cuBLASLt epilogue on the device: ") + why + "."), std::string::npos)
+        << text << "\n" << cpp;
+  }
 }
 
 TEST(GeneratedCuda, HalfGroupsAndEmptySourcesSayWhy) {

@@ -13,6 +13,7 @@
 #include "../runtime/src/storage.h"
 #include "graph/cuda/allocator.h"
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
 #include "graph/generated_support.h"
@@ -285,10 +286,51 @@ TEST(CudaDispatch, OpsWithoutACudaKernelStopBeforeTouchingDeviceMemory) {
   EXPECT_EQ(error_of([&] { x.get().data_ptr<float>(); }),
             "data_ptr: the tensor of shape [2, 3] is on cuda, and this op has no CUDA kernel yet; move it with "
             ".to(kCPU)");
-  const std::string e = error_of([&] { graph::cat({x.get(), x.get()}, 0); });
-  EXPECT_NE(e.find("this op has no CUDA kernel yet"), std::string::npos) << e;
-  const std::string ln = error_of([&] { graph::layer_norm(x.get(), {3}, graph::Tensor(), graph::Tensor(), 1e-5); });
-  EXPECT_NE(ln.find("this op has no CUDA kernel yet"), std::string::npos) << ln;
+}
+
+// Ops with a CUDA path go to the device (and, here without one, stop at the
+// first allocation or copy naming the missing device), never reading device
+// memory from the host; mixed devices are refused first, on any machine.
+TEST(CudaDispatch, NnOpsTakeTheDevicePathOrRefuseMixedDevices) {
+  FakeCudaTensor x({1, 2, 5, 5}), w({3, 2, 3, 3}), table({4, 3});
+  const graph::Tensor cpu_w = graph::ones({3, 2, 3, 3}), cpu_x = graph::ones({1, 2, 5, 5});
+  EXPECT_EQ(error_of([&] { graph::conv2d(x.get(), cpu_w); }),
+            "conv2d: expected tensors on one device, got cuda [1, 2, 5, 5] and cpu [3, 2, 3, 3]; move one with "
+            ".to(kCUDA) or .to(kCPU)");
+  EXPECT_NE(error_of([&] { graph::conv2d(cpu_x, w.get()); }).find("conv2d: expected tensors on one device, got cpu"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { graph::conv2d(x.get(), w.get(), graph::ones({3})); })
+                .find("conv2d: expected input, weight and bias on one device, got the bias on cpu"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { graph::cat({x.get(), cpu_x}, 0); }),
+            "cat: expected tensors on one device, got cuda and cpu (shapes [1, 2, 5, 5], [1, 2, 5, 5])");
+  EXPECT_EQ(error_of([&] { graph::where(graph::ones({5}, graph::kBool), x.get(), graph::zeros({})); }),
+            "where: expected tensors on one device, got a cpu tensor of shape [5] among cuda tensors; move it "
+            "with .to(kCUDA)");
+  EXPECT_EQ(error_of([&] { graph::embedding(table.get(), graph::zeros({2}, graph::kInt64)); }),
+            "embedding: expected weight and indices on one device, got cuda and cpu (weight shape [4, 3], indices "
+            "shape [2])");
+  if (graph::cuda_is_available()) GTEST_SKIP() << "a CUDA device is present (the device tests run these)";
+  const std::vector<std::function<void()>> ops{
+      [&] { graph::conv2d(x.get(), w.get()); },
+      [&] { graph::max_pool2d(x.get(), {2}); },
+      [&] { graph::avg_pool2d(x.get(), {2}); },
+      [&] { graph::layer_norm(x.get(), {5}, graph::Tensor(), graph::Tensor(), 1e-5); },
+      [&] { graph::cat({x.get(), x.get()}, 1); },
+      [&] { graph::stack({x.get(), x.get()}, 0); },
+      [&] { graph::where(graph::gt(x.get(), 0.0), x.get(), graph::zeros({})); },
+      [&] { graph::zeros({2, 3}, graph::kFloat32, graph::kCUDA); },
+      [&] { graph::empty({2, 3}, graph::kFloat32, graph::kCUDA); },
+      [&] { graph::arange(0, 5, 1, graph::kCUDA); }};
+  for (const auto& f : ops) {
+    const std::string e = error_of(f);
+    EXPECT_NE(e.find("no CUDA device"), std::string::npos) << e;
+  }
+  // On the CPU the device overloads are the plain factories.
+  const graph::Tensor z = graph::full({2}, 2.5, graph::kFloat64, graph::kCPU);
+  EXPECT_EQ(z.device(), graph::kCPU);
+  EXPECT_EQ(z.data_ptr<double>()[1], 2.5);
+  EXPECT_EQ(graph::arange(1, 7, 2, graph::kCPU).data_ptr<int64_t>()[2], 5);
 }
 
 TEST(CudaDispatch, AHostScalarWithACudaTensorGoesToTheDevice) {
@@ -431,6 +473,440 @@ TEST(CudaFused, DispatchChecksKeyAndDevicesBeforeAnyKernel) {
   EXPECT_EQ(host_scalar(true).i, 1);
   EXPECT_EQ(host_scalar(false).i, 0);
   EXPECT_EQ(host_scalar(0.25).f, 0.25);
+}
+
+// ---- cuDNN plans (dnn.h) ------------------------------------------------------
+
+graph::cuda::ConvShape conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t k, int64_t s,
+                            int64_t p, int64_t d, int64_t groups) {
+  graph::cuda::ConvShape c;
+  c.N = N, c.C = C, c.H = H, c.W = W, c.Cout = Cout, c.kH = k, c.kW = k;
+  c.sH = c.sW = s, c.pH = c.pW = p, c.dH = c.dW = d, c.groups = groups;
+  return c;
+}
+
+TEST(CudaDnn, ConvDescriptorsFollowPyTorchsOutputShape) {
+  using graph::cuda::conv_descriptors;
+  // 32x32, 3x3 kernel, stride 1, padding 1: same size.
+  auto d = conv_descriptors(conv(8, 3, 32, 32, 16, 3, 1, 1, 1, 1));
+  EXPECT_EQ(std::vector<int>(d.y, d.y + 4), (std::vector<int>{8, 16, 32, 32}));
+  EXPECT_EQ(std::vector<int>(d.w, d.w + 4), (std::vector<int>{16, 3, 3, 3}));
+  EXPECT_EQ(std::vector<int>(d.x, d.x + 4), (std::vector<int>{8, 3, 32, 32}));
+  EXPECT_FALSE(d.float64);
+  // floor((7 - 2*(3-1) - 1) / 2) + 1 = 2 with dilation 2, stride 2.
+  d = conv_descriptors(conv(1, 4, 7, 7, 6, 3, 2, 0, 2, 2));
+  EXPECT_EQ(d.y[2], 2);
+  EXPECT_EQ(d.y[3], 2);
+  EXPECT_EQ(d.w[1], 2);  // C / groups
+  EXPECT_EQ(d.groups, 2);
+  EXPECT_EQ(d.dilation[0], 2);
+  EXPECT_EQ(d.stride[1], 2);
+  // Asymmetric: 5x9 input, kernel 3x1, stride (2, 3), padding (1, 0).
+  graph::cuda::ConvShape a = conv(2, 1, 5, 9, 1, 1, 1, 0, 1, 1);
+  a.kH = 3, a.kW = 1, a.sH = 2, a.sW = 3, a.pH = 1, a.pW = 0, a.dtype = graph::kFloat64;
+  d = conv_descriptors(a);
+  EXPECT_EQ(d.y[2], 3);  // (5 + 2 - 3) / 2 + 1
+  EXPECT_EQ(d.y[3], 3);  // (9 - 1) / 3 + 1
+  EXPECT_EQ(d.pad[0], 1);
+  EXPECT_EQ(d.pad[1], 0);
+  EXPECT_TRUE(d.float64);
+}
+
+TEST(CudaDnn, ConvDescriptorsRefuseWhatCudnnCannotTake) {
+  using graph::cuda::conv_descriptors;
+  EXPECT_NE(error_of([] { conv_descriptors(conv(1, 3, 8, 8, 4, 3, 1, 0, 1, 2)); }).find("groups=2 does not divide 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { conv_descriptors(conv(1, 1, 2, 2, 1, 5, 1, 0, 1, 1)); })
+                .find("padded input 2x2 is smaller than the dilated kernel 5x5"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { conv_descriptors(conv(1, 1, int64_t{1} << 32, 1, 1, 1, 1, 0, 1, 1)); })
+                .find("outside cuDNN's int range"),
+            std::string::npos);
+  auto h = conv(1, 1, 4, 4, 1, 1, 1, 0, 1, 1);
+  h.dtype = graph::kFloat16;
+  EXPECT_EQ(error_of([&] { conv_descriptors(h); }), "conv2d: cuda: float32 or float64 only, got half");
+}
+
+TEST(CudaDnn, AlgorithmChoiceTakesTheFirstThatSucceedsWithinTheWorkspace) {
+  using graph::cuda::AlgoPerf;
+  using graph::cuda::choose_algorithm;
+  const std::vector<AlgoPerf> perfs{{6, false, 0, true}, {1, true, 900, true}, {0, true, 0, true}, {2, true, 100, false}};
+  EXPECT_EQ(choose_algorithm("conv2d", perfs, 1000).algo, 1);  // the failed one skipped
+  EXPECT_EQ(choose_algorithm("conv2d", perfs, 899).algo, 0);   // too big skipped
+  EXPECT_EQ(error_of([&] { choose_algorithm("conv2d", {{1, true, 900, true}, {2, true, 500, true}}, 100); }),
+            "conv2d: cuda: every cuDNN algorithm needs more workspace than the 100 bytes allowed (the smallest, "
+            "algorithm 2, needs 500)");
+  EXPECT_EQ(error_of([&] { choose_algorithm("conv2d backward", {{3, false, 0, true}}, 100); }),
+            "conv2d backward: cuda: cuDNN supports no algorithm for this shape (1 tried)");
+  EXPECT_EQ(error_of([&] { choose_algorithm("conv2d", {}, 100); }),
+            "conv2d: cuda: cuDNN supports no algorithm for this shape (0 tried)");
+  // The budget: a quarter of free memory, within [16 MiB, 1 GiB].
+  EXPECT_EQ(graph::cuda::conv_workspace_limit(0), size_t{16} << 20);
+  EXPECT_EQ(graph::cuda::conv_workspace_limit(size_t{400} << 20), size_t{100} << 20);
+  EXPECT_EQ(graph::cuda::conv_workspace_limit(size_t{80} << 30), size_t{1} << 30);
+}
+
+TEST(CudaDnn, AlgorithmCacheIsPerPassShapeAndDtype) {
+  using graph::cuda::ConvAlgoCache;
+  using graph::cuda::ConvPass;
+  const auto s = conv(8, 3, 32, 32, 16, 3, 1, 1, 1, 1);
+  auto s2 = s;
+  s2.dtype = graph::kFloat64;
+  auto s3 = s;
+  s3.pW = 0;
+  const std::string k = ConvAlgoCache::key(ConvPass::Forward, s);
+  EXPECT_EQ(k, "fwd,8,3,32,32,16,3,3,1,1,1,1,1,1,1,float");
+  const std::set<std::string> keys{k, ConvAlgoCache::key(ConvPass::BackwardData, s),
+                                   ConvAlgoCache::key(ConvPass::BackwardFilter, s),
+                                   ConvAlgoCache::key(ConvPass::Forward, s2), ConvAlgoCache::key(ConvPass::Forward, s3)};
+  EXPECT_EQ(keys.size(), 5u);
+  ConvAlgoCache cache;
+  graph::cuda::AlgoPerf a;
+  EXPECT_FALSE(cache.find(k, &a));
+  cache.insert(k, {4, true, 64, true});
+  cache.insert(k, {5, true, 0, true});  // the first insert wins
+  ASSERT_TRUE(cache.find(k, &a));
+  EXPECT_EQ(a.algo, 4);
+  EXPECT_EQ(a.workspace, 64u);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(CudaDnn, PoolDescriptors) {
+  graph::cuda::PoolShape p;
+  p.planes = 6, p.H = 7, p.W = 8, p.kH = 3, p.kW = 2, p.sH = 2, p.sW = 2, p.pH = 1, p.pW = 0;
+  auto d = graph::cuda::pool_descriptors(p);
+  EXPECT_EQ(d.mode, graph::cuda::PoolMode::Max);
+  EXPECT_EQ(std::vector<int>(d.x, d.x + 4), (std::vector<int>{1, 6, 7, 8}));
+  EXPECT_EQ(std::vector<int>(d.y, d.y + 4), (std::vector<int>{1, 6, 4, 4}));  // (7+2-3)/2+1, (8-2)/2+1
+  EXPECT_EQ(d.window[0], 3);
+  EXPECT_EQ(d.pad[0], 1);
+  EXPECT_EQ(d.stride[1], 2);
+  p.max = false;
+  p.dtype = graph::kFloat64;
+  d = graph::cuda::pool_descriptors(p);
+  EXPECT_EQ(d.mode, graph::cuda::PoolMode::AverageIncludePad);
+  EXPECT_TRUE(d.float64);
+  p.kH = 10;
+  EXPECT_EQ(error_of([&] { graph::cuda::pool_descriptors(p); }),
+            "avg_pool2d: cuda: the window 10x2 is larger than the padded input 9x8");
+  p.kH = 3;
+  p.dtype = graph::kInt32;
+  EXPECT_EQ(error_of([&] { graph::cuda::pool_descriptors(p); }), "avg_pool2d: cuda: float32 or float64 only, got int");
+}
+
+}  // namespace
+
+namespace {
+
+// ---- cuBLASLt epilogue plans (cuda.h plan_lt_gemm) -------------------------------
+
+TEST(CudaLt, PlanTurnsTheRowMajorProductIntoCublasLtsColumnMajorOne) {
+  using graph::cuda::LtEpilogue;
+  using graph::cuda::plan_lt_gemm;
+  // matmul: x [5, 8] @ W [8, 3]: D (3 x 5) = W_cm (3 x 8, ld 3) * x_cm (8 x 5, ld 8).
+  auto p = plan_lt_gemm(5, 8, 3, false, true, false);
+  EXPECT_FALSE(p.trans_a);
+  EXPECT_EQ(std::vector<int64_t>({p.a_rows, p.a_cols, p.lda}), (std::vector<int64_t>{3, 8, 3}));
+  EXPECT_EQ(std::vector<int64_t>({p.b_rows, p.b_cols, p.ldb}), (std::vector<int64_t>{8, 5, 8}));
+  EXPECT_EQ(std::vector<int64_t>({p.m, p.n, p.k, p.ldc}), (std::vector<int64_t>{3, 5, 8, 3}));
+  EXPECT_EQ(p.epilogue, LtEpilogue::Bias);  // the bias runs along D's rows: one per output feature
+  // linear: W [3, 8] is column-major 8 x 3 (ld 8), used transposed.
+  p = plan_lt_gemm(5, 8, 3, true, true, true);
+  EXPECT_TRUE(p.trans_a);
+  EXPECT_EQ(std::vector<int64_t>({p.a_rows, p.a_cols, p.lda}), (std::vector<int64_t>{8, 3, 8}));
+  EXPECT_EQ(std::vector<int64_t>({p.m, p.n, p.k, p.ldc}), (std::vector<int64_t>{3, 5, 8, 3}));
+  EXPECT_EQ(p.epilogue, LtEpilogue::ReluBias);
+  EXPECT_EQ(plan_lt_gemm(1, 1, 1, false, false, true).epilogue, LtEpilogue::Relu);
+  EXPECT_EQ(plan_lt_gemm(1, 1, 1, false, false, false).epilogue, LtEpilogue::None);
+  EXPECT_NE(error_of([] { plan_lt_gemm(0, 8, 3, false, true, false); }).find("an empty product"), std::string::npos);
+  EXPECT_NE(error_of([] { plan_lt_gemm(int64_t{1} << 31, 8, 3, false, true, false); }).find("beyond 2^31 - 1"),
+            std::string::npos);
+}
+
+// The generated call on tensors that are not on the device: the eager ops
+// (what the group computes), so nothing depends on cuBLASLt there.
+TEST(CudaLt, GemmEpilogueFallsBackToTheEagerOpsOffTheDevice) {
+  using graph::detail::GemmEpilogue;
+  const graph::Tensor x = graph::tensor({{1.f, -2.f}, {3.f, 4.f}}), w = graph::tensor({{1.f, 0.f}, {1.f, -1.f}});
+  const graph::Tensor b = graph::tensor({-5.f, 0.5f});
+  // linear: x @ w^T = [[1, 3], [3, -1]]; + b = [[-4, 3.5], [-2, -0.5]]; relu.
+  const graph::Tensor y = graph::detail::cuda_gemm_epilogue(x, w, true, b, GemmEpilogue::ReluBias);
+  const float want[] = {0, 3.5f, 0, 0};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y.contiguous().data_ptr<float>()[i], want[i]) << i;
+  // matmul: x @ w = [[-1, 2], [7, -4]]; + b = [[-6, 2.5], [2, -3.5]].
+  const graph::Tensor z = graph::detail::cuda_gemm_epilogue(x, w, false, b, GemmEpilogue::Bias);
+  const float want_z[] = {-6, 2.5f, 2, -3.5f};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(z.contiguous().data_ptr<float>()[i], want_z[i]) << i;
+  const graph::Tensor r = graph::detail::cuda_gemm_epilogue(x, w, false, graph::Tensor(), GemmEpilogue::Relu);
+  const float want_r[] = {0, 2, 7, 0};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r.contiguous().data_ptr<float>()[i], want_r[i]) << i;
+  EXPECT_NE(error_of([&] { graph::detail::cuda_gemm_epilogue(x, graph::ones({3, 3}), false, b, GemmEpilogue::Bias); })
+                .find("matmul"),
+            std::string::npos);
+}
+
+}  // namespace
+
+// ---- CUDA Graph capture bookkeeping (capture.h) ----------------------------------
+
+#include "graph/cuda/capture.h"
+#include "graph/ir/ir.h"
+#include "../runtime/src/device.h"
+
+namespace {
+
+using graph::cuda::GraphCaptureCache;
+using graph::cuda::SignatureKey;
+
+// Handles are counters; every call is logged.
+struct FakeGraphs {
+  std::vector<std::string> log;
+  int next = 1;
+  bool break_capture = false, fail_instantiate = false;
+  std::set<intptr_t> live_graphs, live_execs;
+  GraphCaptureCache::Backend backend() {
+    return {[this] {
+              log.push_back("stream");
+              return reinterpret_cast<void*>(intptr_t{1000});
+            },
+            [this](void* s) { log.push_back("begin " + std::to_string(reinterpret_cast<intptr_t>(s))); },
+            [this](void*) -> void* {
+              log.push_back("end");
+              if (break_capture) return nullptr;
+              const intptr_t g = next++;
+              live_graphs.insert(g);
+              return reinterpret_cast<void*>(g);
+            },
+            [this](void* g) -> void* {
+              log.push_back("instantiate " + std::to_string(reinterpret_cast<intptr_t>(g)));
+              if (fail_instantiate) return nullptr;
+              const intptr_t e = 100 + reinterpret_cast<intptr_t>(g);
+              live_execs.insert(e);
+              return reinterpret_cast<void*>(e);
+            },
+            [this](void* e, void* s) {
+              log.push_back("launch " + std::to_string(reinterpret_cast<intptr_t>(e)) + " on " +
+                            std::to_string(reinterpret_cast<intptr_t>(s)));
+            },
+            [this](void* g, void* e) {
+              live_graphs.erase(reinterpret_cast<intptr_t>(g));
+              live_execs.erase(reinterpret_cast<intptr_t>(e));
+              log.push_back("destroy " + std::to_string(reinterpret_cast<intptr_t>(g)));
+            }};
+  }
+};
+
+TEST(CudaGraphCapture, SignatureKeysSeparateWhatTheGeneratedCodeDecidesOn) {
+  const int64_t sizes[] = {2, 3}, dense[] = {3, 1}, transposed[] = {1, 2}, wider[] = {2, 4};
+  const auto key = [&](graph::DType d, int dev, const int64_t* sz, const int64_t* st, double s) {
+    SignatureKey k("f#h");
+    k.tensor(d, dev, 2, sz, st);
+    k.real(s);
+    k.integer(3);
+    k.boolean(true);
+    return k.str();
+  };
+  const std::string base = key(graph::kFloat32, 1, sizes, dense, 0.5);
+  EXPECT_EQ(base, key(graph::kFloat32, 1, sizes, dense, 0.5));
+  EXPECT_EQ(base.rfind("f#h|tfloat@1[2,3]/[3,1]|f", 0), 0u) << base;
+  const std::set<std::string> keys{base,
+                                   key(graph::kFloat64, 1, sizes, dense, 0.5),
+                                   key(graph::kFloat32, 0, sizes, dense, 0.5),
+                                   key(graph::kFloat32, 1, wider, dense, 0.5),
+                                   key(graph::kFloat32, 1, sizes, transposed, 0.5),
+                                   key(graph::kFloat32, 1, sizes, dense, 0.25),
+                                   key(graph::kFloat32, 1, sizes, dense, 0.0),
+                                   key(graph::kFloat32, 1, sizes, dense, -0.0)};
+  EXPECT_EQ(keys.size(), 8u);
+  SignatureKey a("f#h"), b("f#h");
+  a.list(2), a.undefined_tensor(), a.integer(1);
+  b.list(1), b.undefined_tensor(), b.integer(1);
+  EXPECT_NE(a.str(), b.str());
+}
+
+TEST(CudaGraphCapture, WarmUpThenCaptureOnceThenReplay) {
+  FakeGraphs f;
+  GraphCaptureCache cache(f.backend(), {1, 4});
+  using A = GraphCaptureCache::Action;
+  EXPECT_EQ(cache.plan("k"), A::Eager);  // warm-up
+  EXPECT_EQ(cache.plan("k"), A::Capture);
+  int recorded = 0;
+  auto payload = std::make_shared<int>(42);
+  EXPECT_TRUE(cache.capture("k", [&] { ++recorded; }, payload));
+  EXPECT_EQ(recorded, 1);
+  EXPECT_EQ(cache.plan("k"), A::Replay);
+  EXPECT_EQ(*std::static_pointer_cast<int>(cache.payload("k")), 42);
+  EXPECT_EQ(*std::static_pointer_cast<int>(cache.replay("k")), 42);
+  EXPECT_EQ(cache.replay("other"), nullptr);
+  EXPECT_EQ(f.log, (std::vector<std::string>{"stream", "begin 1000", "end", "instantiate 1", "launch 101 on 1000"}));
+  const auto st = cache.stats();
+  EXPECT_EQ(st.warmups, 1u);
+  EXPECT_EQ(st.captures, 1u);
+  EXPECT_EQ(st.replays, 1u);
+  EXPECT_EQ(cache.size(), 1u);
+  // Another signature warms up on its own.
+  EXPECT_EQ(cache.plan("k2"), A::Eager);
+}
+
+TEST(CudaGraphCapture, AFailedCaptureIsEndedAndBlocksItsSignature) {
+  FakeGraphs f;
+  GraphCaptureCache cache(f.backend(), {0, 4});
+  using A = GraphCaptureCache::Action;
+  ASSERT_EQ(cache.plan("sync"), A::Capture);
+  std::string why;
+  EXPECT_FALSE(cache.capture("sync", [] { throw graph::Error("copy to the host: operation not permitted when stream is capturing"); },
+                             nullptr, &why));
+  EXPECT_EQ(why, "the capture failed: copy to the host: operation not permitted when stream is capturing");
+  EXPECT_EQ(f.log.back(), "destroy 1");  // ended, and the partial graph dropped
+  EXPECT_TRUE(f.live_graphs.empty());
+  EXPECT_EQ(cache.plan("sync"), A::Eager);
+  EXPECT_EQ(cache.plan("sync"), A::Eager);
+  EXPECT_EQ(cache.blocked_reason("sync"), why);
+  EXPECT_EQ(cache.stats().blocked_calls, 2u);
+  // Broken by the driver (end gives no graph), or not instantiable.
+  f.break_capture = true;
+  EXPECT_FALSE(cache.capture("broken", [] {}, nullptr, &why));
+  EXPECT_EQ(why, "the capture was invalidated (an operation the stream capture does not allow)");
+  f.break_capture = false;
+  f.fail_instantiate = true;
+  EXPECT_FALSE(cache.capture("noinst", [] {}, nullptr, &why));
+  EXPECT_EQ(why, "cudaGraphInstantiate failed");
+  EXPECT_TRUE(f.live_graphs.empty());
+  EXPECT_EQ(cache.stats().failures, 3u);
+  EXPECT_EQ(cache.size(), 0u);
+  // invalidate forgets the block: the signature may try again.
+  cache.invalidate("sync");
+  EXPECT_EQ(cache.blocked_reason("sync"), "");
+  EXPECT_EQ(cache.plan("sync"), A::Capture);
+  cache.block("host", "a cpu tensor among the inputs");
+  EXPECT_EQ(cache.plan("host"), A::Eager);
+}
+
+TEST(CudaGraphCapture, LeastRecentlyUsedExecutablesAreEvictedAndAllAreDestroyed) {
+  FakeGraphs f;
+  {
+    GraphCaptureCache cache(f.backend(), {0, 2});
+    ASSERT_TRUE(cache.capture("a", [] {}, nullptr));
+    ASSERT_TRUE(cache.capture("b", [] {}, nullptr));
+    cache.replay("a");  // b is now the least recently used
+    ASSERT_TRUE(cache.capture("c", [] {}, nullptr));
+    EXPECT_EQ(cache.size(), 2u);
+    EXPECT_EQ(cache.stats().evictions, 1u);
+    EXPECT_EQ(cache.plan("b"), GraphCaptureCache::Action::Capture);
+    EXPECT_EQ(cache.plan("a"), GraphCaptureCache::Action::Replay);
+    EXPECT_EQ(f.live_execs, (std::set<intptr_t>{101, 103}));
+    cache.invalidate("a");
+    EXPECT_EQ(f.live_execs, (std::set<intptr_t>{103}));
+    ASSERT_TRUE(cache.capture("d", [] {}, nullptr));
+    cache.invalidate_all();
+    EXPECT_TRUE(f.live_execs.empty());
+    EXPECT_EQ(cache.stats().invalidations, 3u);
+    ASSERT_TRUE(cache.capture("e", [] {}, nullptr));
+  }
+  EXPECT_TRUE(f.live_execs.empty());  // the destructor
+  EXPECT_TRUE(f.live_graphs.empty());
+}
+
+TEST(CudaGraphCapture, GraphsWithHostDecisionsOrHostReadsAreNotCaptured) {
+  using graph::detail::cuda_graph_blocker;
+  auto plain = graph::ir::parse(R"(graph f(%x : f32[N], %w : f32[N, N]) {
+  %a : Tensor = matmul(%x, %w)
+  %b : Tensor = relu(%a)
+  return (%b)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*plain), "");
+  auto branch = graph::ir::parse(R"(graph f(%x : f32[N], %c : bool) {
+  %y : Tensor = If(%c) @"m.cpp":4:3
+    block() {
+      %a : Tensor = relu(%x)
+      -> (%a)
+    }
+    block() {
+      -> (%x)
+    }
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*branch), "If (at m.cpp:4): the generated code decides on the host");
+  auto drop = graph::ir::parse(R"(graph f(%x : f32[N]) {
+  %y : Tensor = dropout{p=0.5, training=true}(%x)
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*drop), "dropout: random numbers are drawn per call, a replay would repeat them");
+  auto emb = graph::ir::parse(R"(graph f(%w : f32[10, 4], %i : i64[N]) {
+  %y : Tensor = embedding(%w, %i)
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*emb), "embedding: reads device values on the host");
+  // Off unless asked for.
+  graph::detail::set_cuda_graphs(true);
+  EXPECT_TRUE(graph::detail::cuda_graphs_enabled());
+  graph::detail::set_cuda_graphs(false);
+  EXPECT_FALSE(graph::detail::cuda_graphs_enabled());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CudaFused, VectorPathNeedsDenseOperandsAndAlignedPointers) {
+  alignas(16) static float buf[64];
+  const int64_t shape[] = {4, 8}, dense[] = {8, 1}, bias[] = {0, 1};
+  const int64_t* rows_dense[] = {dense, dense};
+  const int64_t* rows_bias[] = {dense, bias};
+  const auto g = graph::cuda::collapse_fused("f", 2, shape, 2, rows_dense);
+  const auto gb = graph::cuda::collapse_fused("f", 2, shape, 2, rows_bias);
+  void* aligned[] = {buf, buf + 32};
+  void* off[] = {buf, buf + 1};  // 4 bytes past a 16-byte boundary
+  EXPECT_TRUE(graph::cuda::fused_vectorizable(g, aligned, 2));
+  EXPECT_FALSE(graph::cuda::fused_vectorizable(g, off, 2));
+  EXPECT_FALSE(graph::cuda::fused_vectorizable(gb, aligned, 2));  // a broadcast operand: strided path
+  const int64_t one[] = {1};
+  const int64_t* rows_one[] = {one, one};
+  EXPECT_FALSE(graph::cuda::fused_vectorizable(graph::cuda::collapse_fused("f", 1, one, 2, rows_one), aligned, 2));
+  EXPECT_EQ(sizeof(graph::cuda::FusedPack<float, 4>), 16u);
+  EXPECT_EQ(alignof(graph::cuda::FusedPack<float, 4>), 16u);
+  EXPECT_EQ(alignof(graph::cuda::FusedPack<bool, 2>), 2u);
+}
+
+}  // namespace
+
+namespace {
+
+// A captured graph's blocks stay its own: released during or after the
+// capture, they are reused only inside that capture, and return to the
+// cache when the graph is dropped.
+TEST(CudaAllocator, PrivatePoolsKeepACapturedGraphsBlocks) {
+  FakeDevice dev;
+  BlockCache cache(dev.backend());
+  graph::cuda::Stream s = reinterpret_cast<graph::cuda::Stream>(0x5);
+  void* before = cache.allocate(1000, s);
+  cache.release(before);  // cached on s before the capture
+  const uint64_t pool = cache.open_pool(s);
+  EXPECT_NE(pool, 0u);
+  EXPECT_NE(error_of([&] { cache.open_pool(s); }), "<no error>");
+  void* a = cache.allocate(1000, s);  // from the cache: joins the pool
+  EXPECT_EQ(a, before);
+  cache.release(a);  // kept for the pool
+  EXPECT_EQ(cache.pool_blocks(pool), 1u);
+  void* b = cache.allocate(1000, s);  // reused inside the same capture
+  EXPECT_EQ(b, a);
+  void* out = cache.allocate(3000, s);  // a graph output, still held after
+  cache.close_pool(s);
+  cache.release(b);
+  EXPECT_EQ(cache.pool_blocks(pool), 1u);
+  // After the capture, allocations on s do not get the graph's blocks.
+  void* later = cache.allocate(1000, s);
+  EXPECT_NE(later, b);
+  void* other = cache.allocate(1000, nullptr);
+  EXPECT_NE(other, b);
+  cache.release(out);  // the output let go: still the graph's
+  EXPECT_EQ(cache.pool_blocks(pool), 2u);
+  cache.free_pool(pool);  // the executable dropped: blocks back to the cache
+  EXPECT_EQ(cache.pool_blocks(pool), 0u);
+  EXPECT_EQ(cache.allocate(1000, s), b);
+  EXPECT_EQ(cache.allocate(3000, s), out);
+  cache.free_pool(pool);  // twice: nothing
+  EXPECT_EQ(cache.open_pool(s), pool + 1);  // s may open a pool again
 }
 
 }  // namespace

@@ -4,12 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <tuple>
+#include <vector>
 #include <string>
 
+#include "graph/cuda/capture.h"
 #include "graph/cuda/cuda.h"
+#include "../runtime/src/device.h"
 #include "graph/cuda/fused.h"
 #include "graph/graph.h"
 #include "graph/static.h"
+#include "graph/generated_support.h"
 
 namespace {
 
@@ -161,6 +167,148 @@ TEST_F(Cuda, TheAllocatorReusesBlocksAcrossSteps) {
   EXPECT_EQ(after.cache_hits - before.cache_hits, 10u);
 }
 
+// ---- nn ops on the device: cuDNN conv2d and pooling, hand kernels ----------
+
+// Gradients of sum(f(inputs) * r) for a fixed random r, on the CPU and on the
+// device (leaves on the CPU; to(kCUDA)'s backward brings the gradient back).
+std::vector<Tensor> grads(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> leaves,
+                          bool device, const Tensor& r) {
+  for (Tensor& t : leaves) t = t.detach().clone().requires_grad_();
+  std::vector<Tensor> in;
+  for (const Tensor& t : leaves) in.push_back(device ? cuda(t) : t);
+  const Tensor out = f(in);
+  graph::sum(out * (device ? cuda(r) : r)).backward();
+  std::vector<Tensor> gs;
+  for (const Tensor& t : leaves) gs.push_back(t.grad());
+  return gs;
+}
+
+void expect_grads_close(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& leaves,
+                        const graph::Shape& out_shape, double tol, const std::string& what) {
+  const Tensor r = signed_values(out_shape).to(leaves[0].dtype());
+  const auto gc = grads(f, leaves, false, r), gg = grads(f, leaves, true, r);
+  for (size_t i = 0; i < gc.size(); ++i) expect_close(cuda(gg[i]), gc[i], tol, what + " grad " + std::to_string(i));
+}
+
+TEST_F(Cuda, Conv2dThroughCudnnForwardAndBackward) {
+  struct Case {
+    graph::Shape x, w, stride, padding, dilation;
+    int64_t groups;
+    bool bias;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 3, 9, 9}, {4, 3, 3, 3}, {1}, {1}, {1}, 1, true},
+                                         {{1, 4, 11, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0}, {2, 1}, 2, false},
+                                         {{3, 5, 6, 6}, {2, 5, 1, 1}, {1}, {0}, {1}, 1, true},
+                                         {{4, 7, 7}, {3, 4, 2, 2}, {1}, {0}, {1}, 1, true}}) {
+    for (graph::DType d : {graph::kFloat32, graph::kFloat64}) {
+      const Tensor x = signed_values(c.x).to(d), w = signed_values(c.w).to(d);
+      const Tensor b = c.bias ? signed_values({c.w[0]}).to(d) : Tensor();
+      const auto f = [&](const std::vector<Tensor>& in) {
+        return graph::conv2d(in[0], in[1], c.bias ? in[2] : Tensor(), c.stride, c.padding, c.dilation, c.groups);
+      };
+      std::vector<Tensor> leaves{x, w};
+      if (c.bias) leaves.push_back(b);
+      const Tensor want = f(leaves);
+      const double tol = d == graph::kFloat64 ? 1e-10 : 1e-4;
+      const std::string what = "conv2d " + graph::shape_str(c.x) + " " + std::string(graph::dtype_name(d));
+      expect_close(f({cuda(x), cuda(w), c.bias ? cuda(b) : Tensor()}), want, tol, what);
+      expect_grads_close(f, leaves, want.sizes(), tol, what);
+    }
+  }
+}
+
+TEST_F(Cuda, PoolingThroughCudnnForwardAndBackward) {
+  for (graph::DType d : {graph::kFloat32, graph::kFloat64}) {
+    const Tensor x = signed_values({2, 3, 9, 8}).to(d);  // random: no ties in a window
+    for (bool max : {true, false}) {
+      for (const auto& [k, s, p] : std::vector<std::tuple<graph::Shape, graph::Shape, graph::Shape>>{
+               {{2}, {}, {0}}, {{3}, {2}, {1}}, {{3, 2}, {1, 2}, {1, 0}}}) {
+        const auto f = [&](const std::vector<Tensor>& in) {
+          return max ? graph::max_pool2d(in[0], k, s, p) : graph::avg_pool2d(in[0], k, s, p);
+        };
+        const Tensor want = f({x});
+        const std::string what = std::string(max ? "max" : "avg") + "_pool2d k" + graph::shape_str(k);
+        expect_close(f({cuda(x)}), want, 1e-6, what);
+        expect_grads_close(f, {x}, want.sizes(), 1e-5, what);
+      }
+    }
+  }
+  const Tensor u = signed_values({3, 6, 6});  // unbatched
+  expect_close(graph::max_pool2d(cuda(u), {2}), graph::max_pool2d(u, {2}), 0, "unbatched");
+}
+
+TEST_F(Cuda, LayerNormKernelForwardAndBackward) {
+  for (graph::DType d : {graph::kFloat32, graph::kFloat64}) {
+    const double tol = d == graph::kFloat64 ? 1e-10 : 2e-4;
+    const Tensor x = (signed_values({6, 5, 40}) + 100.0).to(d);  // far from 0: the two-pass variance matters
+    const Tensor w = signed_values({5, 40}).to(d), b = signed_values({5, 40}).to(d);
+    const auto f = [](const std::vector<Tensor>& in) { return graph::layer_norm(in[0], {5, 40}, in[1], in[2], 1e-5); };
+    expect_close(f({cuda(x), cuda(w), cuda(b)}), f({x, w, b}), tol, "layer_norm");
+    expect_grads_close(f, {x, w, b}, x.sizes(), tol * 10, "layer_norm");
+    const auto g = [](const std::vector<Tensor>& in) { return graph::layer_norm(in[0], {40}, Tensor(), Tensor(), 1e-5); };
+    expect_close(g({cuda(x)}), g({x}), tol, "layer_norm without affine");
+    expect_grads_close(g, {x}, x.sizes(), tol * 10, "layer_norm without affine");
+  }
+}
+
+TEST_F(Cuda, WhereCatStackEmbeddingAndFactories) {
+  const Tensor a = signed_values({4, 5}), b = signed_values({5});
+  const Tensor c = graph::gt(a, 0.0);
+  expect_close(graph::where(cuda(c), cuda(a), cuda(b)), graph::where(c, a, b), 0, "where broadcast");
+  expect_close(graph::where(cuda(c), cuda(a), graph::zeros({})), graph::where(c, a, graph::zeros({})), 0,
+               "where host scalar");
+  expect_close(graph::where(cuda(c).t(), cuda(a).t(), cuda(a.to(graph::kFloat64)).t()),
+               graph::where(c.t(), a.t(), a.to(graph::kFloat64).t()), 0, "where transposed, promoted");
+  expect_grads_close([](const std::vector<Tensor>& in) { return graph::where(graph::gt(in[0], 0.0), in[0], in[1]); },
+                     {a, signed_values({4, 5})}, {4, 5}, 1e-6, "where");
+  const Tensor p = signed_values({2, 3}), q = signed_values({2, 4});
+  expect_close(graph::cat({cuda(p), cuda(q)}, 1), graph::cat({p, q}, 1), 0, "cat");
+  expect_close(graph::cat({cuda(p), cuda(p.to(graph::kInt64))}, 0), graph::cat({p, p.to(graph::kInt64)}, 0), 0,
+               "cat promotes");
+  expect_close(graph::stack({cuda(p), cuda(p)}, 1), graph::stack({p, p}, 1), 0, "stack");
+  expect_grads_close([](const std::vector<Tensor>& in) { return graph::cat({in[0], in[1]}, 1); }, {p, q}, {2, 7}, 0,
+                     "cat");
+  const Tensor table = signed_values({10, 6}), idx = graph::tensor({3, 0, 9, 3});
+  expect_close(graph::embedding(cuda(table), cuda(idx)), graph::embedding(table, idx), 0, "embedding");
+  expect_grads_close([&](const std::vector<Tensor>& in) { return graph::embedding(in[0], in[0].device() == graph::kCUDA ? cuda(idx) : idx); },
+                     {table}, {4, 6}, 1e-5, "embedding (repeated index)");
+  try {
+    graph::embedding(cuda(table), cuda(graph::tensor({1, 10})));
+    ADD_FAILURE() << "no error for index 10";
+  } catch (const graph::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "embedding: index 10 is out of range for a table of 10 rows (weight shape [10, 6], indices shape [2])");
+  }
+  expect_close(graph::zeros({3, 2}, graph::kFloat64, graph::kCUDA), graph::zeros({3, 2}, graph::kFloat64), 0, "zeros");
+  expect_close(graph::ones({5}, graph::kInt32, graph::kCUDA), graph::ones({5}, graph::kInt32), 0, "ones");
+  expect_close(graph::full({2, 2}, 1.5, graph::kFloat16, graph::kCUDA), graph::full({2, 2}, 1.5, graph::kFloat16), 0,
+               "full");
+  expect_close(graph::arange(1, 10, 3, graph::kCUDA), graph::arange(1, 10, 3), 0, "arange");
+  EXPECT_EQ(graph::empty({4}, graph::kFloat32, graph::kCUDA).device(), graph::kCUDA);
+}
+
+TEST_F(Cuda, CublasLtEpilogueMatchesTheGemmAndItsOps) {
+  using graph::detail::GemmEpilogue;
+  const Tensor x = signed_values({37, 24}), w = signed_values({24, 19}), wl = signed_values({19, 24});
+  const Tensor b = signed_values({19});
+  const auto run = [&](const Tensor& a, const Tensor& m, bool linear, const Tensor& bias, GemmEpilogue e) {
+    return graph::detail::cuda_gemm_epilogue(cuda(a), cuda(m), linear, bias.defined() ? cuda(bias) : Tensor(), e);
+  };
+  expect_close(run(x, wl, true, b, GemmEpilogue::ReluBias), graph::relu(graph::linear(x, wl, b)), 1e-4, "linear relu");
+  expect_close(run(x, w, false, b, GemmEpilogue::Bias), graph::matmul(x, w) + b, 1e-4, "matmul bias");
+  expect_close(run(x, w, false, Tensor(), GemmEpilogue::Relu), graph::relu(graph::matmul(x, w)), 1e-4, "matmul relu");
+  const Tensor x3 = signed_values({2, 5, 24});
+  expect_close(run(x3, w, false, b, GemmEpilogue::ReluBias), graph::relu(graph::matmul(x3, w) + b), 1e-4, "batched rows");
+  // Fallbacks to the eager ops: float64, a broadcast [1, n] bias, a transposed input.
+  const Tensor xd = x.to(graph::kFloat64), wd = w.to(graph::kFloat64), bd = b.to(graph::kFloat64);
+  expect_close(run(xd, wd, false, bd, GemmEpilogue::Bias), graph::matmul(xd, wd) + bd, 1e-12, "float64");
+  expect_close(run(x, w, false, b.reshape({1, 19}), GemmEpilogue::Bias), graph::matmul(x, w) + b.reshape({1, 19}), 1e-4,
+               "[1, n] bias");
+  const Tensor xt = signed_values({24, 37});
+  expect_close(graph::detail::cuda_gemm_epilogue(cuda(xt).t(), cuda(w), false, cuda(b), GemmEpilogue::Bias),
+               graph::matmul(xt.t(), w) + b, 1e-4, "transposed input");
+}
+
 // ---- generated fusion-group kernels (tests/cuda.cmake: codegen cases) ----------
 
 // Calls graph `mangled` of the linked generated sources; fails the test
@@ -246,6 +394,46 @@ TEST_F(Cuda, GeneratedKernelRefusesMixedDevices) {
     EXPECT_NE(std::string(e.what()).find("graph_chain8_group0: expected tensors on one device"), std::string::npos)
         << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// GRAPH_CUDA_GRAPHS: a static graph on device inputs is run once uncaptured,
+// captured on its second call with a signature, replayed after; each result
+// still matches the CPU's, for new input values every call.
+TEST_F(Cuda, StaticGraphsAreCapturedPerSignatureAndReplayed) {
+  graph::detail::set_cuda_graphs(true);
+  graph::detail::StaticFunction chain("cg_chain8", "test-hash"), mlp("cg_matmul_epilogue", "test-hash");
+  auto& cache = graph::cuda::graph_capture_cache();
+  const auto before = cache.stats();
+  const Tensor b = positive({4});
+  for (int call = 0; call < 4; ++call) {
+    const Tensor x = signed_values({37, 4});
+    Tensor got;
+    ASSERT_TRUE(chain.run(got, nullptr, cuda(x), cuda(b), 0.75)) << call;
+    expect_close(got, out_tensor(call_graph("cg_chain8", {x, b, 0.75}, 1), 0), 1e-5, "chain8 call " + std::to_string(call));
+  }
+  // Another scalar value is another signature: warmed up and captured anew.
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = signed_values({37, 4});
+    Tensor got;
+    ASSERT_TRUE(chain.run(got, nullptr, cuda(x), cuda(b), -2.0));
+    expect_close(got, out_tensor(call_graph("cg_chain8", {x, b, -2.0}, 1), 0), 1e-5, "chain8 s=-2");
+  }
+  const Tensor w1 = signed_values({16, 8}), b1 = signed_values({16}), w2 = signed_values({16, 4}), b2 = signed_values({4});
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = signed_values({5, 8});
+    Tensor got;
+    ASSERT_TRUE(mlp.run(got, nullptr, cuda(x), cuda(w1), cuda(b1), cuda(w2), cuda(b2)));
+    expect_close(got, graph::tanh(graph::matmul(graph::relu(graph::linear(x, w1, b1)), w2) + b2), 1e-4, "mlp");
+  }
+  const auto after = cache.stats();
+  graph::detail::set_cuda_graphs(false);
+  EXPECT_EQ(after.captures - before.captures, 3u);
+  EXPECT_EQ(after.replays - before.replays, 3u + 2u + 2u);  // the capturing call replays too
+  EXPECT_EQ(after.failures, before.failures);
 }
 
 }  // namespace

@@ -65,6 +65,22 @@ KernelPlan kernel_plan(const LoopSpec& spec);
 // group's reduction. Throws for an unknown kind.
 std::string fusion_kind(const ir::Node* n);
 LoopSpec group_loop(const ir::Node* n);
+// Whether one cuBLASLt GEMM with an epilogue computes a matmul_epilogue
+// group (fused_groups.cpp): the GEMM first in the group, then at most one
+// add of a group input (the bias; not after linear's own bias) and at most
+// one relu, in that order, each reading the one before, the last the
+// group's only output, float32. gelu is not matched: cuBLASLt's GELU
+// epilogue is the tanh approximation and graph::gelu is the exact (erf)
+// one. `why` says what did not match.
+struct LtEpilogueMatch {
+  bool matched = false;
+  std::string why;
+  const ir::Node* gemm = nullptr;
+  const ir::Value* bias = nullptr;  // linear's bias or the add's operand; nullptr: none
+  bool relu = false;
+  std::string epilogue;  // "Bias", "Relu" or "ReluBias" (graph::detail::GemmEpilogue)
+};
+LtEpilogueMatch match_lt_epilogue(const ir::Node* group);
 // Work in a group that does not depend on the element (constants and
 // scalar-only arithmetic): it runs once, before the loop (fusion_kernel.cpp).
 bool hoisted(const ir::Node* m);

@@ -59,6 +59,56 @@ LoopSpec group_loop(const ir::Node* n) {
   return LoopSpec(n, 0, nodes.size());
 }
 
+LtEpilogueMatch match_lt_epilogue(const ir::Node* n) {
+  LtEpilogueMatch m;
+  const auto fail = [&](std::string why) {
+    m = LtEpilogueMatch{};
+    m.why = std::move(why);
+    return m;
+  };
+  if (fusion_kind(n) != "matmul_epilogue") return fail("not a matmul_epilogue group");
+  const ir::Block* body = n->block(0);
+  const std::vector<const ir::Node*> nodes = node_list(body);
+  if (nodes.empty() || (nodes[0]->op() != "matmul" && nodes[0]->op() != "linear"))
+    return fail("work before the GEMM");
+  m.gemm = nodes[0];
+  const bool linear = m.gemm->op() == "linear";
+  if (linear && m.gemm->inputs().size() > 2) m.bias = m.gemm->input(2);
+  const auto is_f32 = [](const ir::Value* v) { return v->type().is_tensor() && v->type().dtype == kFloat32; };
+  if (!is_f32(m.gemm->output())) return fail("the GEMM is not float32");
+  const ir::Value* last = m.gemm->output();
+  const auto is_param = [&](const ir::Value* v) {
+    for (size_t i = 0; i < body->params().size(); ++i)
+      if (body->param(i) == v) return true;
+    return false;
+  };
+  bool added = false;
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const ir::Node* op = nodes[i];
+    if (op->num_outputs() != 1 || !is_f32(op->output())) return fail(op->op() + " does not give one float32 tensor");
+    if (op->op() == "add" && !added && !m.relu && !m.bias && op->inputs().size() == 2) {
+      const ir::Value* other = op->input(0) == last ? op->input(1) : op->input(1) == last ? op->input(0) : nullptr;
+      if (!other || other == last) return fail("add does not read the GEMM's result once");
+      if (!is_param(other) || !is_f32(other)) return fail("the added value is not a float32 input of the group");
+      m.bias = other;
+      added = true;
+    } else if (op->op() == "relu" && !m.relu && op->input(0) == last) {
+      m.relu = true;
+    } else if (op->op() == "gelu") {
+      return fail("gelu: cuBLASLt's GELU epilogue is the tanh approximation, graph::gelu is exact");
+    } else {
+      return fail(op->op() + " has no cuBLASLt epilogue here");
+    }
+    last = op->output();
+  }
+  if (nodes.size() < 2) return fail("no epilogue");
+  if (body->returns().size() != 1 || body->returns()[0] != last)
+    return fail("a value before the last op is used outside the group");
+  m.matched = true;
+  m.epilogue = m.bias ? (m.relu ? "ReluBias" : "Bias") : "Relu";
+  return m;
+}
+
 void Emitter::gemm_call(const ir::Node* gemm) {
   const bool linear = gemm->op() == "linear";
   const std::string bias = linear && gemm->inputs().size() > 2 ? name(gemm->input(2)) : "::graph::Tensor()";
@@ -82,11 +132,30 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
   all.insert(all.end(), spec.members.begin(), spec.members.end());
   line("// matmul epilogue: " + describe(all));
   declare_outputs(spec);
+  // On the device, one cuBLASLt call when its epilogue computes the group.
+  const LtEpilogueMatch lt = cuda_fn_.empty() ? LtEpilogueMatch{} : match_lt_epilogue(n);
+  if (lt.matched) {
+    const std::string a = name(gemm->input(0)), b = name(gemm->input(1));
+    open("if (::graph::detail::any_on_cuda({&" + a + ", &" + b + "}))");
+    line("// On the CUDA device: one cuBLASLt GEMM with its " + lt.epilogue + " epilogue (no separate kernel).");
+    line(name(spec.outputs[0]) + " = " +
+         at_source(gemm, gemm->op(),
+                   "::graph::detail::cuda_gemm_epilogue(" + a + ", " + b + ", " +
+                       (gemm->op() == "linear" ? "true" : "false") + ", " +
+                       (lt.bias ? name(lt.bias) : std::string("::graph::Tensor()")) +
+                       ", ::graph::detail::GemmEpilogue::" + lt.epilogue + ")") +
+         ";");
+    --indent_;
+    open("} else");
+  } else if (!cuda_fn_.empty()) {
+    line("// No cuBLASLt epilogue on the device: " + lt.why + ".");
+  }
   open("");
   for (size_t i = 0; i < g; ++i) node(nodes[i]);
   gemm_call(gemm);
   group_fused_loop(spec);
   close();
+  if (lt.matched) close();
 }
 
 void Emitter::reduce_group(const ir::Node* n) {

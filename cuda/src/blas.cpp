@@ -1,4 +1,5 @@
 // Matrix products through cuBLAS (cuda.h gemm).
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -40,6 +41,7 @@ void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t
   if (m > kMax || n > kMax || k > kMax || batch > kMax)
     throw Error("matmul: cuda: sizes beyond 2^31 - 1 are not supported");
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  check(cublasSetStream(handle(), static_cast<cudaStream_t>(current_stream())));
   if (t == kFloat32) {
     const float one = 1, zero = 0;
     check(cublasSgemmStridedBatched(handle(), CUBLAS_OP_N, CUBLAS_OP_N, in, im, ik, &one,
@@ -54,6 +56,77 @@ void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t
   } else {
     throw Error("matmul: cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
   }
+}
+
+namespace {
+
+void lt_check(cublasStatus_t s, const char* call) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("matmul epilogue: cublasLt: ") + call + ": " + cublasGetStatusString(s));
+}
+
+cublasLtHandle_t lt_handle() {
+  thread_local cublasLtHandle_t h = [] {
+    cublasLtHandle_t created = nullptr;
+    lt_check(cublasLtCreate(&created), "cublasLtCreate");
+    return created;
+  }();
+  return h;
+}
+
+// Destroys the cuBLASLt descriptors of one call.
+struct LtCall {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+}  // namespace
+
+bool gemm_lt(const LtGemmPlan& p, DType t, const void* x, const void* w, const void* bias, void* out) {
+  if (t != kFloat32) return false;  // the bias and relu epilogues with FP32 compute: float32 only here
+  LtCall call;
+  lt_check(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  lt_check(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+  lt_check(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  const cublasLtEpilogue_t epi = p.epilogue == LtEpilogue::Bias       ? CUBLASLT_EPILOGUE_BIAS
+                                 : p.epilogue == LtEpilogue::Relu     ? CUBLASLT_EPILOGUE_RELU
+                                 : p.epilogue == LtEpilogue::ReluBias ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                                      : CUBLASLT_EPILOGUE_DEFAULT;
+  lt_check(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "EPILOGUE");
+  if (p.epilogue == LtEpilogue::Bias || p.epilogue == LtEpilogue::ReluBias)
+    lt_check(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+             "BIAS_POINTER");
+  lt_check(cublasLtMatrixLayoutCreate(&call.a, CUDA_R_32F, p.a_rows, p.a_cols, p.lda), "layout A");
+  lt_check(cublasLtMatrixLayoutCreate(&call.b, CUDA_R_32F, p.b_rows, p.b_cols, p.ldb), "layout B");
+  lt_check(cublasLtMatrixLayoutCreate(&call.c, CUDA_R_32F, p.m, p.n, p.ldc), "layout C");
+  constexpr size_t kWorkspace = size_t{4} << 20;
+  lt_check(cublasLtMatmulPreferenceCreate(&call.pref), "cublasLtMatmulPreferenceCreate");
+  lt_check(cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace,
+                                                sizeof kWorkspace),
+           "MAX_WORKSPACE_BYTES");
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt_handle(), call.op, call.a, call.b, call.c, call.c,
+                                                           call.pref, 1, &heuristic, &found);
+  if (hs == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return false;
+  lt_check(hs, "cublasLtMatmulAlgoGetHeuristic");
+  void* ws = heuristic.workspaceSize ? device_allocator().allocate(heuristic.workspaceSize) : nullptr;
+  const float one = 1, zero = 0;
+  const cublasStatus_t s = cublasLtMatmul(lt_handle(), call.op, &one, w, call.a, x, call.b, &zero, out, call.c, out,
+                                          call.c, &heuristic.algo, ws, heuristic.workspaceSize,
+                                          static_cast<cudaStream_t>(current_stream()));
+  if (ws) device_allocator().release(ws);
+  lt_check(s, "cublasLtMatmul");
+  return true;
 }
 
 }  // namespace graph::cuda

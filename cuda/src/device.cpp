@@ -65,17 +65,34 @@ BlockCache& device_allocator() {
   return *cache;
 }
 
+namespace {
+thread_local Stream g_stream = nullptr;
+cudaStream_t stream() { return static_cast<cudaStream_t>(g_stream); }
+}  // namespace
+
+Stream current_stream() { return g_stream; }
+void set_current_stream(Stream s) { g_stream = s; }
+
+// Host copies are synchronous: on the default stream cudaMemcpy; on another
+// stream an async copy and a wait for that stream (which a capture refuses,
+// so a graph that reads device values on the host is not captured).
 void copy_host_to_device(void* dst, const void* src, size_t n) {
-  if (n) check(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "copy to the device");
+  if (!n) return;
+  if (!g_stream) return check(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "copy to the device");
+  check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream()), "copy to the device");
+  check(cudaStreamSynchronize(stream()), "copy to the device");
 }
 void copy_device_to_host(void* dst, const void* src, size_t n) {
-  if (n) check(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), "copy to the host");
+  if (!n) return;
+  if (!g_stream) return check(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), "copy to the host");
+  check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream()), "copy to the host");
+  check(cudaStreamSynchronize(stream()), "copy to the host");
 }
 void copy_device_to_device(void* dst, const void* src, size_t n) {
-  if (n) check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, nullptr), "device copy");
+  if (n) check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream()), "device copy");
 }
 void memset_zero(void* dst, size_t n) {
-  if (n) check(cudaMemsetAsync(dst, 0, n, nullptr), "memset");
+  if (n) check(cudaMemsetAsync(dst, 0, n, stream()), "memset");
 }
 void synchronize() { check(cudaDeviceSynchronize(), "synchronize"); }
 

@@ -117,10 +117,10 @@ void launch_unary(const char* name, void* out, const void* in, const Geometry& g
     const void* ptrs[] = {out, in};
     const int vec = sizeof(R) == sizeof(C) ? vector_width(sizeof(C), ptrs, 2) : 1;
     const LaunchConfig c = elementwise_launch(g.numel, vec, device_limits());
-    if (c.blocks) unary_contiguous<R, C><<<c.blocks, c.threads>>>(o, x, g.numel, vec > 1, f);
+    if (c.blocks) unary_contiguous<R, C><<<c.blocks, c.threads, 0, detail::stream()>>>(o, x, g.numel, vec > 1, f);
   } else {
     const LaunchConfig c = elementwise_launch(g.numel, 1, device_limits());
-    if (c.blocks) unary_strided<R, C><<<c.blocks, c.threads>>>(o, x, g, f);
+    if (c.blocks) unary_strided<R, C><<<c.blocks, c.threads, 0, detail::stream()>>>(o, x, g, f);
   }
   detail::check_launch(name);
 }
@@ -138,10 +138,10 @@ void launch_binary(const char* name, void* out, const void* pa, const void* pb, 
     const int vec = dense && sizeof(R) == sizeof(C) ? vector_width(sizeof(C), ptrs, 3) : 1;
     const LaunchConfig c = elementwise_launch(g.numel, vec, device_limits());
     if (c.blocks)
-      binary_contiguous<R, C><<<c.blocks, c.threads>>>(o, a, b, g.numel, steps[0], steps[1], vec > 1, f);
+      binary_contiguous<R, C><<<c.blocks, c.threads, 0, detail::stream()>>>(o, a, b, g.numel, steps[0], steps[1], vec > 1, f);
   } else {
     const LaunchConfig c = elementwise_launch(g.numel, 1, device_limits());
-    if (c.blocks) binary_strided<R, C><<<c.blocks, c.threads>>>(o, a, b, g, f);
+    if (c.blocks) binary_strided<R, C><<<c.blocks, c.threads, 0, detail::stream()>>>(o, a, b, g, f);
   }
   detail::check_launch(name);
 }
@@ -237,7 +237,7 @@ void convert(DType out_t, void* out, DType in_t, const void* in, const Geometry&
     dispatch_dtype(in_t, [&](auto s) {
       using D = decltype(d);
       using S = decltype(s);
-      convert_kernel<D, S><<<c.blocks, c.threads>>>(static_cast<D*>(out), static_cast<const S*>(in), g);
+      convert_kernel<D, S><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<D*>(out), static_cast<const S*>(in), g);
     });
   });
   detail::check_launch("copy");

@@ -25,6 +25,13 @@ FusedGeometry collapse_fused(const char* what, int ndim, const int64_t* shape, i
   return g;
 }
 
+bool fused_vectorizable(const FusedGeometry& g, void* const* data, int n) {
+  if (!g.contiguous() || g.numel < 2) return false;
+  for (int i = 0; i < n; ++i)
+    if (reinterpret_cast<uintptr_t>(data[i]) % 16 != 0) return false;
+  return true;
+}
+
 LaunchConfig fused_launch(int64_t numel, const DeviceLimits& limits) {
   LaunchConfig c;
   if (numel <= 0) return c;

@@ -4,10 +4,14 @@
 
 #include <string>
 
+#include "graph/cuda/cuda.h"
 #include "graph/cuda/launch.h"
 #include "graph/error.h"
 
 namespace graph::cuda::detail {
+
+// The stream kernels are launched on (cuda.h current_stream).
+inline cudaStream_t stream() { return static_cast<cudaStream_t>(current_stream()); }
 
 // Throws graph::Error naming `op` when the last launch failed.
 inline void check_launch(const char* op) {

@@ -1,5 +1,6 @@
 // Launch geometry (launch.h): host code only, tested without a GPU.
 #include "graph/cuda/launch.h"
+#include "graph/cuda/cuda.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -49,6 +50,26 @@ LaunchConfig row_launch(int64_t rows, int64_t row_length, const DeviceLimits& li
   while (c.threads < 1024 && c.threads < row_length) c.threads *= 2;
   c.blocks = std::min<int64_t>(rows, limits.max_grid_x);
   return c;
+}
+
+LtGemmPlan plan_lt_gemm(int64_t rows, int64_t k, int64_t n, bool weight_transposed, bool bias, bool relu) {
+  if (rows <= 0 || k <= 0 || n <= 0)
+    throw Error("matmul epilogue: cuda: an empty product (" + std::to_string(rows) + "x" + std::to_string(k) + " @ " +
+                std::to_string(k) + "x" + std::to_string(n) + ") takes no GEMM");
+  constexpr int64_t kMax = 2147483647;
+  if (rows > kMax || k > kMax || n > kMax)
+    throw Error("matmul epilogue: cuda: sizes beyond 2^31 - 1 are not supported");
+  LtGemmPlan p;
+  p.trans_a = weight_transposed;
+  // W row-major [k, n] is column-major n x k (ld n); [n, k] is k x n (ld k).
+  p.a_rows = weight_transposed ? k : n;
+  p.a_cols = weight_transposed ? n : k;
+  p.lda = p.a_rows;
+  // x row-major [rows, k] is column-major k x rows (ld k).
+  p.b_rows = k, p.b_cols = rows, p.ldb = k;
+  p.m = n, p.n = rows, p.k = k, p.ldc = n;
+  p.epilogue = bias ? (relu ? LtEpilogue::ReluBias : LtEpilogue::Bias) : (relu ? LtEpilogue::Relu : LtEpilogue::None);
+  return p;
 }
 
 }  // namespace graph::cuda

@@ -118,7 +118,7 @@ void launch_reduce(const void* in, DType out_t, void* out, int64_t rows, int64_t
   dispatch_dtype(out_t, [&](auto o) {
     using Out = decltype(o);
     if constexpr (std::is_same_v<Out, A> || std::is_same_v<Out, int64_t>) {
-      reduce_kernel<Op, In, A, Out><<<c.blocks, c.threads>>>(static_cast<const In*>(in), static_cast<Out*>(out),
+      reduce_kernel<Op, In, A, Out><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const In*>(in), static_cast<Out*>(out),
                                                              rows, n, divide, index);
     } else {
       throw Error("reduce: cuda: no kernel giving " + std::string(dtype_name(out_t)));
@@ -158,9 +158,9 @@ void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, in
   const LaunchConfig c = row_launch(rows, n, device_limits());
   if (!c.blocks) return;
   if (t == kFloat32) {
-    softmax_kernel<float><<<c.blocks, c.threads>>>(static_cast<const float*>(in), static_cast<float*>(out), rows, n, log);
+    softmax_kernel<float><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const float*>(in), static_cast<float*>(out), rows, n, log);
   } else if (t == kFloat64) {
-    softmax_kernel<double><<<c.blocks, c.threads>>>(static_cast<const double*>(in), static_cast<double*>(out), rows, n, log);
+    softmax_kernel<double><<<c.blocks, c.threads, 0, detail::stream()>>>(static_cast<const double*>(in), static_cast<double*>(out), rows, n, log);
   } else {
     throw Error(std::string(name) + ": cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
   }

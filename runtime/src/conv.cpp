@@ -17,6 +17,7 @@
 #include "graph/autograd.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -287,7 +288,29 @@ ConvGeom check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   return g;
 }
 
+// On the device: cuDNN's forward, backward-data and backward-filter
+// convolutions; the bias is added (and its gradient summed) by the eager
+// CUDA ops.
+Tensor conv2d_cuda(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const ConvGeom& g) {
+  const Tensor x = x_in.contiguous().detach(), w = w_in.contiguous().detach();
+  const detail::Conv2dParams p{g.sH, g.sW, g.pH, g.pW, g.dH, g.dW, g.groups};
+  Tensor out = detail::cuda_conv2d(x, w, p);
+  if (b_in.defined()) out = out + b_in.detach().reshape({1, g.Cout, 1, 1});
+  if (!autograd::needs_grad({&x_in, &w_in, &b_in})) return out;
+  const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad(), need_b = b_in.defined() && b_in.requires_grad();
+  auto conv2d_backward = [p, x, w, need_x, need_w, need_b](const Tensor& grad) -> std::vector<Tensor> {
+    const Tensor go = grad.to(x.dtype()).contiguous();
+    Tensor gx = need_x ? detail::cuda_conv2d_grad_input(w, go, x.sizes(), p) : Tensor();
+    Tensor gw = need_w ? detail::cuda_conv2d_grad_weight(x, go, w.sizes(), p) : Tensor();
+    Tensor gb = need_b ? sum(go, Shape{0, 2, 3}) : Tensor();
+    return {gx, gw, gb};
+  };
+  autograd::record("conv2d", out, {x_in, w_in, b_in}, conv2d_backward);
+  return out;
+}
+
 Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const ConvGeom& g) {
+  if (x_in.device() == Device::CUDA) return conv2d_cuda(x_in, w_in, b_in, g);
   const Tensor x = x_in.contiguous().detach(), w = w_in.contiguous().detach();
   const Tensor b = b_in.defined() ? b_in.contiguous().detach() : Tensor();
   Tensor out = x.dtype() == kFloat64 ? conv_forward<double>(g, x, w, b) : conv_forward<float>(g, x, w, b);
@@ -323,6 +346,13 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape s
   if (x.dim() != 3 && x.dim() != 4)
     throw Error("conv2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got input shape " +
                 shape_str(x.sizes()) + ", weight shape " + shape_str(weight.sizes()));
+  const Device dev = detail::common_device("conv2d", x, weight);
+  if (bias.defined() && bias.device() != dev)
+    throw Error("conv2d: expected input, weight and bias on one device, got the bias on " +
+                std::string(device_name(bias.device())) + " (input shape " + shape_str(x.sizes()) + ")");
+  if (dev == Device::CUDA && x.device() != Device::CUDA)
+    throw Error("conv2d: expected input and weight on one device, got cpu " + shape_str(x.sizes()) + " and cuda " +
+                shape_str(weight.sizes()) + "; move one with .to(kCUDA) or .to(kCPU)");
   const bool unbatched = x.dim() == 3;
   const Tensor x4 = unbatched ? x.unsqueeze(0) : x;
   const ConvGeom g = check_conv(x4, weight, bias, stride, padding, dilation, groups, x.sizes());

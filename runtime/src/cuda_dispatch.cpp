@@ -7,10 +7,14 @@
 
 #include "device.h"
 #include "graph/cpu_loop.h"
+#include "graph/cuda/capture.h"
 #include "graph/cuda/cuda.h"
+#include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
 #include "graph/generated_support.h"
 #include "graph/memory.h"
+#include "graph/nn_ops.h"
+#include "graph/ops.h"
 #include "storage.h"
 
 namespace graph::detail {
@@ -43,7 +47,10 @@ namespace graph::detail {
 
 void* device_allocate(Device d, size_t nbytes) {
   if (d == Device::CPU) return memory::allocate(nbytes);
-  return cuda::device_allocator().allocate(nbytes);
+  // Without a device cudaMalloc fails like an out-of-memory: say why instead.
+  static const bool has_device = cuda::device_count() > 0;
+  if (!has_device) cuda::require_device("allocate on cuda");
+  return cuda::device_allocator().allocate(nbytes, cuda::current_stream());
 }
 
 void device_release(Device d, void* p, size_t nbytes) {
@@ -160,11 +167,193 @@ Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+void require_cuda(const std::string& what) { cuda::require_device(what); }
+
+Tensor full_on(Device d, const Shape& sizes, Scalar value, DType dtype) {
+  if (d == Device::CPU) return full(sizes, value, dtype);
+  cuda::require_device("full(kCUDA)");
+  Tensor out = empty_on(Device::CUDA, sizes, dtype);
+  if (out.numel()) cuda_copy_into(out, full({}, value, dtype));
+  return out;
+}
+
+// ---- nn ops ------------------------------------------------------------------
+
+namespace {
+
+cuda::ConvShape conv_shape(const Shape& x, const Shape& w, DType t, const Conv2dParams& p) {
+  cuda::ConvShape s;
+  s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
+  s.Cout = w[0], s.kH = w[2], s.kW = w[3];
+  s.sH = p.sH, s.sW = p.sW, s.pH = p.pH, s.pW = p.pW, s.dH = p.dH, s.dW = p.dW, s.groups = p.groups;
+  s.dtype = t;
+  return s;
+}
+
+Shape dims4(const int (&d)[4]) { return {d[0], d[1], d[2], d[3]}; }
+
+cuda::PoolShape pool_shape(const Shape& x, DType t, const Pool2dParams& p) {
+  cuda::PoolShape s;
+  s.planes = x.size() == 4 ? x[0] * x[1] : x[0];
+  s.H = x[x.size() - 2], s.W = x[x.size() - 1];
+  s.kH = p.kH, s.kW = p.kW, s.sH = p.sH, s.sW = p.sW, s.pH = p.pH, s.pW = p.pW;
+  s.max = p.max;
+  s.dtype = t;
+  return s;
+}
+
+void zero_fill(const Tensor& t) {
+  cuda::memset_zero(t.raw_data(), static_cast<size_t>(t.numel()) * element_size(t.dtype()));
+}
+
+}  // namespace
+
+Tensor cuda_conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p) {
+  const cuda::ConvShape s = conv_shape(x.sizes(), w.sizes(), x.dtype(), p);
+  const cuda::ConvDescriptors d = cuda::conv_descriptors(s);
+  Tensor out = empty_on(Device::CUDA, dims4(d.y), x.dtype());
+  if (out.numel() == 0) return out;
+  if (s.C == 0) {  // an empty sum
+    zero_fill(out);
+    return out;
+  }
+  cuda::conv2d_forward(s, x.raw_data(), w.raw_data(), out.raw_data());
+  return out;
+}
+
+Tensor cuda_conv2d_grad_input(const Tensor& w, const Tensor& go, const Shape& x_shape, const Conv2dParams& p) {
+  const cuda::ConvShape s = conv_shape(x_shape, w.sizes(), w.dtype(), p);
+  Tensor gx = empty_on(Device::CUDA, x_shape, w.dtype());
+  if (gx.numel() == 0) return gx;
+  if (go.numel() == 0) {
+    zero_fill(gx);
+    return gx;
+  }
+  cuda::conv2d_backward_data(s, w.raw_data(), go.raw_data(), gx.raw_data());
+  return gx;
+}
+
+Tensor cuda_conv2d_grad_weight(const Tensor& x, const Tensor& go, const Shape& w_shape, const Conv2dParams& p) {
+  const cuda::ConvShape s = conv_shape(x.sizes(), w_shape, x.dtype(), p);
+  Tensor gw = empty_on(Device::CUDA, w_shape, x.dtype());
+  if (gw.numel() == 0) return gw;
+  if (go.numel() == 0) {
+    zero_fill(gw);
+    return gw;
+  }
+  cuda::conv2d_backward_filter(s, x.raw_data(), go.raw_data(), gw.raw_data());
+  return gw;
+}
+
+Tensor cuda_pool2d(const Tensor& x, const Pool2dParams& p, const Shape& out_shape) {
+  Tensor out = empty_on(Device::CUDA, out_shape, x.dtype());
+  if (out.numel() == 0) return out;
+  cuda::pool2d_forward(pool_shape(x.sizes(), x.dtype(), p), x.raw_data(), out.raw_data());
+  return out;
+}
+
+Tensor cuda_pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& go, const Pool2dParams& p) {
+  Tensor gx = empty_on(Device::CUDA, x.sizes(), x.dtype());
+  if (gx.numel() == 0) return gx;
+  if (go.numel() == 0) {
+    zero_fill(gx);
+    return gx;
+  }
+  cuda::pool2d_backward(pool_shape(x.sizes(), x.dtype(), p), x.raw_data(), y.raw_data(), go.raw_data(), gx.raw_data());
+  return gx;
+}
+
+std::vector<Tensor> cuda_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t M, double eps) {
+  const int64_t rows = M == 0 ? 0 : x.numel() / M;
+  Tensor y = empty_on(Device::CUDA, x.sizes(), x.dtype());
+  Tensor mean = empty_on(Device::CUDA, {rows}, x.dtype()), rstd = empty_on(Device::CUDA, {rows}, x.dtype());
+  cuda::layer_norm_rows(x.dtype(), x.raw_data(), w.defined() ? w.raw_data() : nullptr,
+                        b.defined() ? b.raw_data() : nullptr, y.raw_data(), mean.raw_data(), rstd.raw_data(), rows, M,
+                        eps);
+  return {y, mean, rstd};
+}
+
+std::vector<Tensor> cuda_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                             const Tensor& rstd, int64_t M, bool need_x, bool need_w, bool need_b) {
+  const int64_t rows = M == 0 ? 0 : x.numel() / M;
+  Tensor gx = need_x ? empty_on(Device::CUDA, x.sizes(), x.dtype()) : Tensor();
+  Tensor gw = need_w ? empty_on(Device::CUDA, w.sizes(), x.dtype()) : Tensor();
+  Tensor gb = need_b ? empty_on(Device::CUDA, w.defined() ? w.sizes() : Shape{M}, x.dtype()) : Tensor();
+  if (rows == 0) {  // no rows: zero weight and bias gradients
+    for (Tensor* t : {&gw, &gb})
+      if (t->defined()) zero_fill(*t);
+    return {gx, gw, gb};
+  }
+  cuda::layer_norm_backward_rows(x.dtype(), g.raw_data(), x.raw_data(), w.defined() ? w.raw_data() : nullptr,
+                                 mean.raw_data(), rstd.raw_data(), need_x ? gx.raw_data() : nullptr,
+                                 need_w ? gw.raw_data() : nullptr, need_b ? gb.raw_data() : nullptr, rows, M);
+  return {gx, gw, gb};
+}
+
+Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape) {
+  const Tensor dc = on_device(cond), da = on_device(a), db = on_device(b);
+  Tensor out = empty_on(Device::CUDA, shape, a.dtype());
+  std::vector<Shape> strides{out.strides(), cpu::broadcast_strides(dc, shape), cpu::broadcast_strides(da, shape),
+                             cpu::broadcast_strides(db, shape)};
+  const int64_t* rows[4] = {strides[0].data(), strides[1].data(), strides[2].data(), strides[3].data()};
+  const cuda::FusedGeometry g = cuda::collapse_fused("where", static_cast<int>(shape.size()), shape.data(), 4, rows);
+  cuda::where_select(element_size(a.dtype()), out.raw_data(), dc.raw_data(), da.raw_data(), db.raw_data(), g);
+  return out;
+}
+
+Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes) {
+  const int64_t num = weight.size(0), D = weight.size(1), n = idx.numel();
+  Shape shape = idx.sizes();
+  shape.push_back(D);
+  Tensor out = empty_on(Device::CUDA, shape, weight.dtype());
+  int64_t bad = 0;
+  if (!cuda::gather_rows(element_size(weight.dtype()), weight.raw_data(), num, D, static_cast<const int64_t*>(idx.raw_data()),
+                         n, out.raw_data(), &bad))
+    throw Error("embedding: index " + std::to_string(bad) + " is out of range for a table of " + std::to_string(num) +
+                " rows (" + shapes + ")");
+  return out;
+}
+
+Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shape& weight_shape, DType dtype) {
+  Tensor gw = empty_on(Device::CUDA, weight_shape, dtype);
+  zero_fill(gw);
+  cuda::scatter_add_rows(dtype, grad.raw_data(), static_cast<const int64_t*>(idx.raw_data()), idx.numel(),
+                         weight_shape[1], gw.raw_data());
+  return gw;
+}
+
 }  // namespace graph::detail
 
 // ---- generated fusion-group kernels (generated_support.h) ------------------
 
 namespace graph::detail {
+
+Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e) {
+  const bool relu = e != GemmEpilogue::Bias;
+  const auto eager = [&] {
+    Tensor y = linear ? graph::linear(a, b, bias) : graph::matmul(a, b);
+    if (!linear && bias.defined()) y = y + bias;
+    return relu ? graph::relu(y) : y;
+  };
+  const auto on = [](const Tensor& t) { return t.device() == Device::CUDA; };
+  if (!on(a) || !on(b) || (bias.defined() && !on(bias)) || a.dtype() != kFloat32 || b.dtype() != kFloat32 ||
+      a.dim() < 2 || b.dim() != 2 || !a.is_contiguous() || !b.is_contiguous())
+    return eager();
+  const int64_t k = a.size(-1), n = linear ? b.size(0) : b.size(1);
+  const int64_t rows = k == 0 ? 0 : a.numel() / k;
+  if ((linear ? b.size(1) : b.size(0)) != k || rows == 0 || k == 0 || n == 0)
+    return eager();
+  if (bias.defined() && (bias.dtype() != kFloat32 || bias.dim() != 1 || bias.size(0) != n || !bias.is_contiguous()))
+    return eager();
+  const cuda::LtGemmPlan plan = cuda::plan_lt_gemm(rows, k, n, linear, bias.defined(), relu);
+  Shape shape = a.sizes();
+  shape.back() = n;
+  Tensor out = empty_on(Device::CUDA, shape, kFloat32);
+  if (!cuda::gemm_lt(plan, kFloat32, a.raw_data(), b.raw_data(), bias.defined() ? bias.raw_data() : nullptr,
+                     out.raw_data()))
+    return eager();
+  return out;
+}
 
 std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape& shape,
                                std::initializer_list<DType> out_dtypes, std::initializer_list<const Tensor*> inputs,
@@ -204,8 +393,127 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
   size_t s = 0;
   for (const HostScalar& h : scalars) args.scalars[s++] = cuda::FusedScalar{h.i, h.f};
   args.launch = cuda::fused_launch(args.geometry.numel, cuda::device_limits());
+  args.stream = cuda::current_stream();
+  if (cuda::fused_vectorizable(args.geometry, args.data, static_cast<int>(n))) args.launch.vec = 2;  // the kernel's flag
   cuda::run_fused(kernel, launcher, args);
   return outs;
+}
+
+}  // namespace graph::detail
+
+// ---- CUDA Graph capture of static graphs (capture.h) ---------------------------
+
+namespace graph::detail {
+
+namespace {
+
+// What a captured executable reads and writes: the static inputs (copies
+// the replays copy each call's inputs into) and the outputs it writes.
+struct CapturePayload {
+  // Declared first, destroyed last: the graph's blocks (its outputs among
+  // them) return to the cache only after everything here let go of them.
+  struct PoolOwner {
+    uint64_t id = 0;
+    ~PoolOwner() {
+      if (id) cuda::device_allocator().free_pool(id);
+    }
+  } pool;
+  std::vector<Arg> in, out;
+};
+
+// A copy of a device tensor argument (tensors and lists of them) on the
+// current stream; scalars as they are.
+Arg copy_arg(const Arg& a) {
+  if (const Tensor* t = std::get_if<Tensor>(&a)) return t->defined() ? t->clone() : *t;
+  if (const auto* l = std::get_if<std::vector<Tensor>>(&a)) {
+    std::vector<Tensor> c;
+    for (const Tensor& t : *l) c.push_back(t.defined() ? t.clone() : t);
+    return c;
+  }
+  return a;
+}
+
+}  // namespace
+
+int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+  cuda::SignatureKey key(std::string(g.mangled_name) + "#" + g.body_hash);
+  bool host_tensor = false;
+  const auto add_tensor = [&](const Tensor& t) {
+    if (!t.defined()) return key.undefined_tensor();
+    host_tensor = host_tensor || t.device() != Device::CUDA;
+    key.tensor(t.dtype(), t.device() == Device::CUDA ? 1 : 0, static_cast<int>(t.dim()), t.sizes().data(),
+               t.strides().data());
+  };
+  for (size_t i = 0; i < n_in; ++i) {
+    if (const Tensor* t = std::get_if<Tensor>(&in[i])) add_tensor(*t);
+    else if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i])) {
+      key.list(l->size());
+      for (const Tensor& t : *l) add_tensor(t);
+    } else if (const int64_t* v = std::get_if<int64_t>(&in[i])) key.integer(*v);
+    else if (const double* d = std::get_if<double>(&in[i])) key.real(*d);
+    else key.boolean(std::get<bool>(in[i]));
+  }
+  cuda::GraphCaptureCache& cache = cuda::graph_capture_cache();
+  // A CPU tensor among the inputs would be copied to the device from host
+  // memory the replay no longer owns.
+  if (host_tensor) cache.block(key.str(), "a cpu tensor among the inputs");
+  const cuda::GraphCaptureCache::Action action = cache.plan(key.str());
+  if (action == cuda::GraphCaptureCache::Action::Eager) return 0;
+  void* s = cache.stream();
+  if (action == cuda::GraphCaptureCache::Action::Capture) {
+    auto payload = std::make_shared<CapturePayload>();
+    for (size_t i = 0; i < n_in; ++i) payload->in.push_back(copy_arg(in[i]));
+    payload->out.resize(n_out);
+    cuda::stream_wait(s, cuda::current_stream());  // the copies first
+    bool guard_failed = false;
+    std::string reason;
+    bool ok = false;
+    {
+      const cuda::StreamGuard on(s);
+      // Every block the capture allocates belongs to the graph (its replays
+      // write them) until the executable is dropped.
+      payload->pool.id = cuda::device_allocator().open_pool(s);
+      struct Close {
+        void* s;
+        ~Close() { cuda::device_allocator().close_pool(s); }
+      } close{s};
+      ok = cache.capture(
+          key.str(),
+          [&] {
+            if (!g.fn(payload->in.data(), n_in, payload->out.data(), why)) {
+              guard_failed = true;
+              throw Error("a guard failed");
+            }
+          },
+          payload, &reason);
+    }
+    if (!ok) {
+      if (guard_failed) return -1;
+      if (explain_enabled()) explain(g.mangled_name, "not captured into a CUDA Graph: " + reason);
+      return 0;  // blocked from now on; this call runs uncaptured
+    }
+  }
+  // Replay: this call's inputs into the static ones, one launch, the
+  // outputs copied out (the next replay overwrites the static ones).
+  const auto p = std::static_pointer_cast<CapturePayload>(cache.payload(key.str()));
+  if (!p) return 0;  // evicted meanwhile
+  cuda::stream_wait(s, cuda::current_stream());  // after the work that made the inputs
+  {
+    const cuda::StreamGuard on(s);
+    for (size_t i = 0; i < n_in; ++i) {
+      if (const Tensor* t = std::get_if<Tensor>(&p->in[i]); t && t->defined()) {
+        copy_into(*t, std::get<Tensor>(in[i]));
+      } else if (const auto* l = std::get_if<std::vector<Tensor>>(&p->in[i])) {
+        const auto& src = std::get<std::vector<Tensor>>(in[i]);
+        for (size_t j = 0; j < l->size(); ++j)
+          if ((*l)[j].defined()) copy_into((*l)[j], src[j]);
+      }
+    }
+    if (!cache.replay(key.str())) return 0;
+    for (size_t i = 0; i < n_out; ++i) out[i] = copy_arg(p->out[i]);
+  }
+  cuda::stream_wait(cuda::current_stream(), s);  // later work on this thread's stream after the outputs
+  return 1;
 }
 
 }  // namespace graph::detail

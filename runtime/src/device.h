@@ -5,11 +5,17 @@
 // no_cuda.cpp, whose functions throw; the runtime itself never includes a
 // CUDA header.
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "graph/op_table.h"
+#include "graph/static.h"
 #include "graph/tensor.h"
+
+namespace graph::ir {
+class Graph;
+}  // namespace graph::ir
 
 namespace graph::detail {
 
@@ -23,6 +29,22 @@ Tensor empty_on(Device d, const Shape& sizes, DType dtype);
 // a tensor on any device (a host scalar, as in PyTorch); any other mix throws
 // "<op>: expected tensors on one device, got cpu [2, 3] and cuda [3]".
 Device common_device(std::string_view op, const Tensor& a, const Tensor& b);
+
+// ---- CUDA Graph capture of static graphs ----------------------------------
+// Why graph `g` must not be captured into a CUDA Graph ("" when it may be):
+// host-side decisions (If, Loop), random numbers drawn per call (dropout: a
+// replay would repeat the mask), ops that read device values on the host
+// (embedding's range check, cross_entropy's targets) or build masks there
+// (scaled_dot_product_attention). Every build (static.cpp).
+std::string cuda_graph_blocker(const ir::Graph& g);
+// GRAPH_CUDA_GRAPHS=1 in the environment (read once), or set_cuda_graphs.
+bool cuda_graphs_enabled();
+void set_cuda_graphs(bool on);
+// Runs compiled graph `g` through the capture cache (capture.h) when its
+// tensor inputs are on the device: 1 when it ran (captured or replayed, out
+// written), -1 when a guard failed (why set), 0 when it was not captured
+// (the caller runs g.fn as usual).
+int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why);
 
 // ---- the CUDA backend ----------------------------------------------------
 // A copy of `t` on `d` (one of them the CPU); throws graph::Error
@@ -41,5 +63,41 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
 Tensor cuda_softmax(bool log, const Tensor& x, int64_t dim);  // dim wrapped
 // [..., n, k] @ [..., k, m] with equal batch dims and dtypes.
 Tensor cuda_matmul(const Tensor& a, const Tensor& b);
+
+// Throws graph::Error "<what>: no CUDA device (...)" (or: no CUDA backend)
+// unless a CUDA device can be used.
+void require_cuda(const std::string& what);
+// A tensor of `value` on `d` (CPU: graph::full; CUDA: one element copied to
+// the device and broadcast by the conversion kernel).
+Tensor full_on(Device d, const Shape& sizes, Scalar value, DType dtype);
+
+// ---- nn ops on the device (cuDNN, or the hand kernels of cuda/src/nn.cu) ----
+// Shapes and dtypes were checked by the op (conv.cpp, pool.cpp, nn_ops.cpp);
+// inputs are contiguous, float32 or float64.
+struct Conv2dParams {
+  int64_t sH, sW, pH, pW, dH, dW, groups;
+};
+// conv(x [N, C, H, W], w) without bias, through cuDNN.
+Tensor cuda_conv2d(const Tensor& x, const Tensor& w, const Conv2dParams& p);
+Tensor cuda_conv2d_grad_input(const Tensor& w, const Tensor& go, const Shape& x_shape, const Conv2dParams& p);
+Tensor cuda_conv2d_grad_weight(const Tensor& x, const Tensor& go, const Shape& w_shape, const Conv2dParams& p);
+struct Pool2dParams {
+  int64_t kH, kW, sH, sW, pH, pW;
+  bool max;
+};
+// Pooling of x ([C, H, W] or [N, C, H, W]) giving `out_shape`, through cuDNN.
+Tensor cuda_pool2d(const Tensor& x, const Pool2dParams& p, const Shape& out_shape);
+Tensor cuda_pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& go, const Pool2dParams& p);
+// {y, mean, rstd} of layer_norm over rows of M elements; w, b may be undefined.
+std::vector<Tensor> cuda_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t M, double eps);
+// {gx, gw, gb}, each only when asked for.
+std::vector<Tensor> cuda_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                             const Tensor& rstd, int64_t M, bool need_x, bool need_w, bool need_b);
+// cond ? a : b at `shape`; a and b already have the result dtype.
+Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape);
+// weight [num, D] rows picked by int64 `idx`; throws naming the bad index
+// like the CPU kernel (`shapes` for the message).
+Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes);
+Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shape& weight_shape, DType dtype);
 
 }  // namespace graph::detail

@@ -17,6 +17,7 @@
 #include "graph/cpu_loop.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -124,7 +125,27 @@ void dispatch_float(DType t, F&& f) {
   else f(float{});
 }
 
+// On the device: the hand kernels of cuda/src/nn.cu (one block per row;
+// mean and rstd kept in the input's dtype).
+Tensor layer_norm_cuda(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int64_t M, double eps) {
+  const Tensor x = x_in.contiguous().detach();
+  const Tensor w = w_in.defined() ? w_in.contiguous().detach() : Tensor();
+  const Tensor b = b_in.defined() ? b_in.contiguous().detach() : Tensor();
+  std::vector<Tensor> r = detail::cuda_layer_norm(x, w, b, M, eps);
+  if (!autograd::needs_grad({&x_in, &w_in, &b_in})) return r[0];
+  const bool need_x = x_in.requires_grad(), need_w = w.defined() && w_in.requires_grad(),
+             need_b = b.defined() && b_in.requires_grad();
+  const Tensor mean = r[1], rstd = r[2];
+  autograd::record("layer_norm", r[0], {x_in, w_in, b_in},
+                   [x, w, mean, rstd, M, need_x, need_w, need_b](const Tensor& grad) {
+                     return detail::cuda_layer_norm_backward(grad.to(x.dtype()).contiguous(), x, w, mean, rstd, M,
+                                                             need_x, need_w, need_b);
+                   });
+  return r[0];
+}
+
 Tensor layer_norm_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int64_t M, double eps) {
+  if (x_in.device() == Device::CUDA) return layer_norm_cuda(x_in, w_in, b_in, M, eps);
   const Tensor x = x_in.contiguous().detach();
   const Tensor w = w_in.defined() ? w_in.contiguous().detach() : Tensor();
   const Tensor b = b_in.defined() ? b_in.contiguous().detach() : Tensor();
@@ -159,7 +180,24 @@ Tensor layer_norm_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_i
 
 // ---- embedding kernel --------------------------------------------------------
 
+// On the device: a gather kernel (its range check synchronizes to report a
+// bad index as the CPU does) and an atomic scatter-add for the backward.
+Tensor embedding_cuda(const Tensor& weight_in, const Tensor& indices_in) {
+  const Tensor weight = weight_in.contiguous().detach();
+  const Tensor idx = indices_in.to(kInt64).contiguous();
+  const Tensor out = detail::cuda_embedding(weight, idx,
+                                            "weight shape " + shape_str(weight.sizes()) + ", indices shape " +
+                                                shape_str(indices_in.sizes()));
+  const Shape wsizes = weight.sizes();
+  const DType wdtype = weight.dtype();
+  return autograd::record_unary("embedding", out, weight_in, [idx, wsizes, wdtype](const Tensor& grad) {
+    const DType acc = wdtype == kFloat64 ? kFloat64 : kFloat32;
+    return detail::cuda_embedding_backward(grad.to(acc).contiguous(), idx, wsizes, acc);
+  });
+}
+
 Tensor embedding_impl(const Tensor& weight_in, const Tensor& indices_in) {
+  if (weight_in.device() == Device::CUDA) return embedding_cuda(weight_in, indices_in);
   const Tensor weight = weight_in.contiguous().detach();
   const Tensor idx = indices_in.to(kInt64).contiguous();
   const int64_t num = weight.size(0), D = weight.size(1), n = idx.numel();
@@ -314,6 +352,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (weight.dim() != 2) throw Error("embedding: expected a 2-D weight [num_embeddings, dim], got " + shapes);
   if (indices.dtype() != kInt64 && indices.dtype() != kInt32)
     throw Error("embedding: expected int64 (or int32) indices, got " + dt(indices) + " (" + shapes + ")");
+  if (weight.device() != indices.device())
+    throw Error("embedding: expected weight and indices on one device, got " +
+                std::string(device_name(weight.device())) + " and " + std::string(device_name(indices.device())) +
+                " (" + shapes + ")");
   return embedding_impl(weight, indices);
 }
 
@@ -355,7 +397,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       throw Error("cat: shapes " + shapes + " must match except in dim " + std::to_string(d));
     out_shape[d] += t.size(d);
   }
-  Tensor out = empty(out_shape, dtype);
+  // Every tensor on one device (a 0-d tensor cannot be concatenated).
+  const Device dev = ref->device();
+  for (const Tensor& t : tensors)
+    if (t.device() != dev)
+      throw Error("cat: expected tensors on one device, got " + std::string(device_name(dev)) + " and " +
+                  std::string(device_name(t.device())) + " (shapes " + shapes + ")");
+  Tensor out = detail::empty_on(dev, out_shape, dtype);
   std::vector<int64_t> offsets;
   int64_t off = 0;
   for (const Tensor& t : tensors) {
@@ -375,7 +423,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   autograd::record("cat", out, tensors, [d, offsets, in_shapes, skip](const Tensor& grad) {
     std::vector<Tensor> gs;
     for (size_t i = 0; i < in_shapes.size(); ++i) {
-      if (skip[i]) gs.push_back(zeros(in_shapes[i], grad.dtype()));
+      if (skip[i]) gs.push_back(detail::full_on(grad.device(), in_shapes[i], 0, grad.dtype()));
       else gs.push_back(grad.slice(d, offsets[i], offsets[i] + in_shapes[i][d]));
     }
     return gs;

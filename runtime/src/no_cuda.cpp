@@ -45,10 +45,38 @@ Tensor cuda_reduce(std::string_view op, const Tensor&, const std::vector<int64_t
 }
 Tensor cuda_softmax(bool log, const Tensor&, int64_t) { no_backend(log ? "log_softmax" : "softmax"); }
 Tensor cuda_matmul(const Tensor&, const Tensor&) { no_backend("matmul"); }
+void require_cuda(const std::string& what) { no_backend(what); }
+Tensor full_on(Device d, const Shape& sizes, Scalar value, DType dtype) {
+  if (d == Device::CPU) return full(sizes, value, dtype);
+  no_backend("full(kCUDA)");
+}
+Tensor cuda_conv2d(const Tensor&, const Tensor&, const Conv2dParams&) { no_backend("conv2d"); }
+Tensor cuda_conv2d_grad_input(const Tensor&, const Tensor&, const Shape&, const Conv2dParams&) { no_backend("conv2d"); }
+Tensor cuda_conv2d_grad_weight(const Tensor&, const Tensor&, const Shape&, const Conv2dParams&) { no_backend("conv2d"); }
+Tensor cuda_pool2d(const Tensor&, const Pool2dParams& p, const Shape&) { no_backend(p.max ? "max_pool2d" : "avg_pool2d"); }
+Tensor cuda_pool2d_backward(const Tensor&, const Tensor&, const Tensor&, const Pool2dParams& p) {
+  no_backend(p.max ? "max_pool2d" : "avg_pool2d");
+}
+std::vector<Tensor> cuda_layer_norm(const Tensor&, const Tensor&, const Tensor&, int64_t, double) {
+  no_backend("layer_norm");
+}
+std::vector<Tensor> cuda_layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                             int64_t, bool, bool, bool) {
+  no_backend("layer_norm");
+}
+Tensor cuda_where(const Tensor&, const Tensor&, const Tensor&, const Shape&) { no_backend("where"); }
+Tensor cuda_embedding(const Tensor&, const Tensor&, const std::string&) { no_backend("embedding"); }
+Tensor cuda_embedding_backward(const Tensor&, const Tensor&, const Shape&, DType) { no_backend("embedding"); }
 
 }  // namespace graph::detail
 
 namespace graph::detail {
+
+int cuda_run_captured(const CompiledGraph&, const Arg*, size_t, Arg*, size_t, std::string*) { return 0; }
+
+Tensor cuda_gemm_epilogue(const Tensor&, const Tensor&, bool, const Tensor&, GemmEpilogue) {
+  no_backend("matmul epilogue");
+}
 
 std::vector<Tensor> cuda_fused(const char*, const char* kernel, const Shape&, std::initializer_list<DType>,
                                std::initializer_list<const Tensor*>, std::initializer_list<HostScalar>) {

@@ -13,6 +13,7 @@
 #include "graph/autograd.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -165,7 +166,21 @@ void dispatch_float(DType t, F&& f) {
   else f(float{});
 }
 
+// On the device: cuDNN pooling forward and backward (max pooling's
+// backward finds each window's maximum again from x and y).
+Tensor pool_cuda(const char* op, bool max, const Tensor& x_in, const PoolGeom& g) {
+  const Tensor x = x_in.contiguous().detach();
+  const detail::Pool2dParams p{g.kH, g.kW, g.sH, g.sW, g.pH, g.pW, max};
+  Tensor out = detail::cuda_pool2d(x, p, out_shape(x, g));
+  const Tensor y = out.detach();
+  const DType dt = x.dtype();
+  return autograd::record_unary(op, out, x_in, [x, y, p, dt](const Tensor& grad) {
+    return detail::cuda_pool2d_backward(x, y, grad.to(dt).contiguous(), p);
+  });
+}
+
 Tensor max_pool_impl(const Tensor& x_in, const PoolGeom& g) {
+  if (x_in.device() == Device::CUDA) return pool_cuda("max_pool2d", true, x_in, g);
   const Tensor x = x_in.contiguous().detach();
   Tensor out = empty(out_shape(x, g), x.dtype());
   Tensor idx = empty(out.sizes(), kInt64);
@@ -192,6 +207,7 @@ Tensor max_pool_impl(const Tensor& x_in, const PoolGeom& g) {
 }
 
 Tensor avg_pool_impl(const Tensor& x_in, const PoolGeom& g) {
+  if (x_in.device() == Device::CUDA) return pool_cuda("avg_pool2d", false, x_in, g);
   const Tensor x = x_in.contiguous().detach();
   Tensor out = empty(out_shape(x, g), x.dtype());
   dispatch_float(x.dtype(), [&](auto v) {

@@ -3,6 +3,7 @@
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
 #include "graph/trace.h"
+#include "device.h"
 #include "storage.h"
 
 namespace graph {
@@ -13,6 +14,16 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Shape shape = cpu::broadcast_shapes("where", {cond.sizes(), a.sizes(), b.sizes()});
   const DType dtype = promote_types(a.dtype(), b.dtype());
   const Tensor ca = a.to(dtype), cb = b.to(dtype);
+  // Device operands (0-d CPU ones go along, as host scalars): the CUDA kernel.
+  bool on_cuda = false;
+  for (const Tensor* t : {&cond, &a, &b}) on_cuda = on_cuda || t->device() == Device::CUDA;
+  if (on_cuda) {
+    for (const Tensor* t : {&cond, &a, &b})
+      if (t->device() != Device::CUDA && t->dim() != 0)
+        throw Error("where: expected tensors on one device, got a cpu tensor of shape " + shape_str(t->sizes()) +
+                    " among cuda tensors; move it with .to(kCUDA)");
+    return detail::cuda_where(cond, ca, cb, shape);
+  }
   Tensor out = empty(shape, dtype);
   const cpu::StridedLoop<4> loop(shape, {out.strides(), cpu::broadcast_strides(cond, shape),
                                          cpu::broadcast_strides(ca, shape), cpu::broadcast_strides(cb, shape)});

@@ -2,7 +2,9 @@
 // the generator inserts into [[graph::static]] functions (static.h).
 #include "graph/static.h"
 
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cxxabi.h>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include "graph/ir/ir.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/trace.h"
+#include "device.h"
 
 namespace graph {
 
@@ -157,6 +160,27 @@ bool guards_hold(const ir::Graph& g, const Arg* in, size_t n_in, std::string* wh
   return true;
 }
 
+// The blocker of each compiled graph, found once.
+const std::string& blocker_of(const CompiledGraph& g) {
+  static std::mutex mu;
+  static std::map<const CompiledGraph*, std::string> blockers;
+  const ir::Graph& graph = parsed(g);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = blockers.find(&g);
+  if (it == blockers.end()) it = blockers.emplace(&g, cuda_graph_blocker(graph)).first;
+  return it->second;
+}
+
+bool any_cuda_input(const Arg* in, size_t n_in) {
+  for (size_t i = 0; i < n_in; ++i) {
+    if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && t->defined() && t->device() == Device::CUDA) return true;
+    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
+      for (const Tensor& t : *l)
+        if (t.defined() && t.device() == Device::CUDA) return true;
+  }
+  return false;
+}
+
 bool interpret(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, std::string* why) {
   const ir::Graph& graph = parsed(g);
   if (!guards_hold(graph, in, n_in, why)) return false;
@@ -175,8 +199,17 @@ bool run_graph(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, siz
     if (interpret(g, in, n_in, out, why)) return true;
   } else if (grad_requested(in, n_in)) {
     return run_with_grad(g, in, n_in, out, n_out, why);  // one node on the tape
-  } else if (g.fn(in, n_in, out, why)) {
-    return true;
+  } else {
+    // Device inputs: a CUDA Graph per input signature (GRAPH_CUDA_GRAPHS=1).
+    if (cuda_graphs_enabled() && any_cuda_input(in, n_in) && blocker_of(g).empty()) {
+      const int r = cuda_run_captured(g, in, n_in, out, n_out, why);
+      if (r > 0) return true;
+      if (r < 0) {
+        *why = "a guard failed: " + *why;
+        return false;
+      }
+    }
+    if (g.fn(in, n_in, out, why)) return true;
   }
   *why = "a guard failed: " + *why;
   return false;
@@ -321,3 +354,42 @@ bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) 
 
 }  // namespace detail
 }  // namespace graph
+
+namespace graph::detail {
+
+std::string cuda_graph_blocker(const ir::Graph& g) {
+  std::string reason;
+  const std::function<void(const ir::Block*)> walk = [&](const ir::Block* b) {
+    for (const auto& n : b->nodes()) {
+      if (!reason.empty()) return;
+      const std::string& op = n->op();
+      if (op == "If" || op == "Loop")
+        reason = op + " (at " + (n->loc().valid() ? n->loc().file + ":" + std::to_string(n->loc().line) : "?") +
+                 "): the generated code decides on the host";
+      else if (op == "dropout" || op == "dropout_backward")
+        reason = op + ": random numbers are drawn per call, a replay would repeat them";
+      else if (op == "embedding" || op == "cross_entropy" || op == "cross_entropy_backward")
+        reason = op + ": reads device values on the host";
+      else if (op == "scaled_dot_product_attention" || op == "scaled_dot_product_attention_backward")
+        reason = op + ": builds its mask on the host";
+      for (size_t i = 0; reason.empty() && i < n->blocks().size(); ++i) walk(n->block(i));
+    }
+  };
+  walk(g.top());
+  return reason;
+}
+
+namespace {
+std::atomic<int>& cuda_graphs_flag() {
+  static std::atomic<int> flag = [] {
+    const char* e = std::getenv("GRAPH_CUDA_GRAPHS");
+    return e && std::string(e) == "1" ? 1 : 0;
+  }();
+  return flag;
+}
+}  // namespace
+
+bool cuda_graphs_enabled() { return cuda_graphs_flag().load() != 0; }
+void set_cuda_graphs(bool on) { cuda_graphs_flag().store(on ? 1 : 0); }
+
+}  // namespace graph::detail

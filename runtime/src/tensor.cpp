@@ -576,6 +576,26 @@ Tensor full(const Shape& sizes, Scalar value, DType dtype) {
   return out;
 }
 
+Tensor empty(const Shape& sizes, DType dtype, Device device) {
+  if (device == Device::CPU) return empty(sizes, dtype);
+  checked_numel("empty", sizes);
+  detail::require_cuda("empty(kCUDA)");
+  return detail::empty_on(device, sizes, dtype);
+}
+Tensor zeros(const Shape& sizes, DType dtype, Device device) {
+  checked_numel("zeros", sizes);
+  return detail::full_on(device, sizes, 0, dtype);
+}
+Tensor ones(const Shape& sizes, DType dtype, Device device) {
+  checked_numel("ones", sizes);
+  return detail::full_on(device, sizes, 1, dtype);
+}
+Tensor full(const Shape& sizes, Scalar value, DType dtype, Device device) {
+  checked_numel("full", sizes);
+  return detail::full_on(device, sizes, value, dtype);
+}
+Tensor arange(Scalar start, Scalar end, Scalar step, Device device) { return arange(start, end, step).to(device); }
+
 Tensor arange(Scalar end) { return arange(0, end, 1); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step) {

@@ -232,6 +232,15 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
                                std::initializer_list<DType> out_dtypes, std::initializer_list<const Tensor*> inputs,
                                std::initializer_list<HostScalar> scalars);
 
+// A matmul_epilogue group whose ops cuBLASLt's epilogues compute (codegen's
+// match_lt_epilogue): on the device, one cuBLASLt GEMM instead of the GEMM
+// and the group's kernel. `bias` is linear's bias or the added vector
+// (undefined: none). Falls back to the eager ops (same result) for anything
+// the epilogue does not cover: non-float32, non-contiguous operands, a bias
+// that is not a [n] vector, empty products, no cuBLASLt algorithm.
+enum class GemmEpilogue { Bias, Relu, ReluBias };
+Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e);
+
 // ---- buffers kept between calls ----------------------------------------------
 // Each tensor a generated graph function writes itself (a fused loop's
 // output, a GEMM's) has a numbered slot in the function's GraphBuffers. A

@@ -178,6 +178,15 @@ Tensor full(const Shape& sizes, Scalar value, DType dtype = kFloat32);
 Tensor arange(Scalar end);                          // int64 unless end is floating
 Tensor arange(Scalar start, Scalar end, Scalar step = 1);
 Tensor from_vector(const std::vector<float>& v, const Shape& sizes);
+// The same on a device: zeros({2, 3}, kFloat32, kCUDA). On kCUDA, empty
+// allocates from the caching allocator, zeros/ones/full fill on the device;
+// arange computes its values on the host and copies them (one copy).
+// Without a device (or a CUDA build) they throw like to(kCUDA).
+Tensor empty(const Shape& sizes, DType dtype, Device device);
+Tensor zeros(const Shape& sizes, DType dtype, Device device);
+Tensor ones(const Shape& sizes, DType dtype, Device device);
+Tensor full(const Shape& sizes, Scalar value, DType dtype, Device device);
+Tensor arange(Scalar start, Scalar end, Scalar step, Device device);
 
 // tensor({1, 2, 3}) is int64, tensor({1.f, 2.f}) float32, tensor({true}) bool;
 // tensor({{1.f, 2.f}, {3.f, 4.f}}) is 2-D.

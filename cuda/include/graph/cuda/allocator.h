@@ -66,10 +66,25 @@ class BlockCache {
   void empty_cache();  // every cached block back to the backend
   AllocatorStats stats() const;
 
+  // Private pools for CUDA Graph capture. A captured graph keeps writing,
+  // at every replay, the blocks its kernels used while it was captured; so
+  // while a pool is open on a stream, the blocks allocated on that stream
+  // belong to it, and once released they are kept for it (reused only by
+  // later allocations of the same open pool, which run in stream order
+  // inside the graph) instead of going back to the cache, until free_pool.
+  // Returns the pool's id (never 0).
+  uint64_t open_pool(Stream stream);
+  void close_pool(Stream stream);  // no new blocks join; its blocks stay its own
+  // The pool's released blocks go back to the cache; its blocks still in
+  // use become ordinary ones (cached when released).
+  void free_pool(uint64_t id);
+  size_t pool_blocks(uint64_t id) const;  // released blocks kept for the pool
+
  private:
   struct Block {
     size_t size;
     Stream stream;
+    uint64_t pool = 0;
   };
   using Key = std::pair<Stream, size_t>;  // (stream, rounded size)
 
@@ -80,6 +95,13 @@ class BlockCache {
   std::map<Key, std::vector<void*>> free_;
   std::unordered_map<void*, Block> live_;
   AllocatorStats stats_;
+  uint64_t next_pool_ = 1;
+  std::map<Stream, uint64_t> open_pools_;
+  struct Pool {
+    Stream stream;
+    std::map<size_t, std::vector<void*>> free;  // released, kept for the pool
+  };
+  std::map<uint64_t, Pool> pools_;  // not yet freed
 };
 
 }  // namespace graph::cuda

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "graph/cuda/allocator.h"
+#include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
 #include "graph/dtype.h"
 #include "graph/op_table.h"
@@ -26,6 +27,19 @@ DeviceLimits device_limits();  // of the current device, queried once
 
 // The process-wide caching allocator over cudaMalloc/cudaFree.
 BlockCache& device_allocator();
+
+// The stream this thread's kernels, library calls and copies go to:
+// nullptr (the legacy default stream) unless a CUDA Graph capture or replay
+// (capture.h) set its own for the duration. StreamGuard sets and restores it.
+Stream current_stream();
+void set_current_stream(Stream s);
+struct StreamGuard {
+  explicit StreamGuard(Stream s) : prev(current_stream()) { set_current_stream(s); }
+  ~StreamGuard() { set_current_stream(prev); }
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+  Stream prev;
+};
 
 void copy_host_to_device(void* dst, const void* src, size_t nbytes);
 void copy_device_to_host(void* dst, const void* src, size_t nbytes);
@@ -58,5 +72,44 @@ void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, in
 // broadcasts one matrix). float32 or float64.
 void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n,
           int64_t k, int64_t a_batch, int64_t b_batch);
+
+// ---- a GEMM with its elementwise epilogue in one cuBLASLt call ---------------
+// Row-major out[rows, n] = x[rows, k] @ W (+ bias[n]) (then relu), W either
+// [k, n] or, for linear's weight, [n, k] used transposed. cuBLASLt is
+// column-major, so it computes out^T = W^T x^T: its A is W, its B is x.
+enum class LtEpilogue { None, Bias, Relu, ReluBias };  // CUBLASLT_EPILOGUE_DEFAULT, _BIAS, _RELU, _RELU_BIAS
+struct LtGemmPlan {
+  bool trans_a = false;           // CUBLAS_OP_T on W (linear's [n, k] weight)
+  int64_t a_rows = 0, a_cols = 0, lda = 0;  // W's column-major layout as stored
+  int64_t b_rows = 0, b_cols = 0, ldb = 0;  // x's
+  int64_t m = 0, n = 0, k = 0, ldc = 0;     // D = op(A) op(B): m x n, column-major
+  LtEpilogue epilogue = LtEpilogue::None;
+};
+// Throws graph::Error for sizes beyond cuBLASLt's or empty products (the
+// caller handles those without a GEMM).
+LtGemmPlan plan_lt_gemm(int64_t rows, int64_t k, int64_t n, bool weight_transposed, bool bias, bool relu);
+// Runs the plan (float32, FP32 compute, no TF32); false when cuBLASLt finds
+// no algorithm for it, so the caller runs the GEMM and epilogue separately.
+bool gemm_lt(const LtGemmPlan& p, DType t, const void* x, const void* w, const void* bias, void* out);
+
+// ---- nn kernels (nn.cu); conv2d and pooling are in dnn.h (cuDNN) ----------
+// layer_norm over `rows` contiguous rows of M: y, and each row's mean and
+// 1/sqrt(var + eps) (of type t, for the backward). w, b may be null.
+void layer_norm_rows(DType t, const void* x, const void* w, const void* b, void* y, void* mean, void* rstd,
+                     int64_t rows, int64_t M, double eps);
+// Any of gx, gw, gb may be null (not wanted); w may be null.
+void layer_norm_backward_rows(DType t, const void* g, const void* x, const void* w, const void* mean,
+                              const void* rstd, void* gx, void* gw, void* gb, int64_t rows, int64_t M);
+// out = cond ? a : b; the geometry's operands are out, cond, a, b (elements
+// of `elem` bytes; cond bool).
+void where_select(size_t elem, void* out, const void* cond, const void* a, const void* b, const FusedGeometry& g);
+// out[i, :] = table[idx[i], :] (rows of D elements of `elem` bytes, num rows
+// in the table, n indices). False (out holds zeros at those rows) when an
+// index is outside [0, num), one of them in *bad_index; synchronizes.
+bool gather_rows(size_t elem, const void* table, int64_t num, int64_t D, const int64_t* idx, int64_t n, void* out,
+                 int64_t* bad_index);
+// table_grad[idx[i], :] += grad[i, :] (atomic adds: the order of the sums,
+// and so the last bits of float results, vary between runs).
+void scatter_add_rows(DType t, const void* grad, const int64_t* idx, int64_t n, int64_t D, void* table_grad);
 
 }  // namespace graph::cuda

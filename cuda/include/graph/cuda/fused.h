@@ -69,6 +69,13 @@ __device__ inline void fused_offsets(const FusedIndex<N>& ix, int64_t i, int64_t
 }
 #endif
 
+// V elements of T loaded or stored as one (16 bytes or less) vector access;
+// the generated dense path uses it when fused_vectorizable says so.
+template <class T, int V>
+struct alignas(sizeof(T) * V) FusedPack {
+  T v[V];
+};
+
 // A host scalar the element body reads (an int, float or bool input of the
 // group, or a value computed once before the loop): the launcher reads `i`
 // for int64_t and bool, `f` for double.
@@ -82,6 +89,7 @@ struct FusedArgs {
   FusedScalar scalars[kMaxFusedScalars] = {};
   FusedGeometry geometry;
   LaunchConfig launch;
+  void* stream = nullptr;  // the cudaStream_t to launch on (cuda.h current_stream)
 };
 
 using FusedLauncher = void (*)(const FusedArgs&);
@@ -103,6 +111,11 @@ LaunchConfig fused_launch(int64_t numel, const DeviceLimits& limits);
 bool register_fused_kernel(const char* key, FusedLauncher launcher);
 FusedLauncher find_fused_kernel(const char* key);  // nullptr when none
 size_t fused_kernel_count();
+
+// Whether the dense path of a generated kernel may read and write its n
+// operands through FusedPack: the geometry contiguous and every pointer
+// 16-byte aligned (which any pack of at most 16 bytes needs).
+bool fused_vectorizable(const FusedGeometry& g, void* const* data, int n);
 
 // Runs `launcher` on `args` (nothing when args.launch.blocks is 0) and turns
 // a launch error into graph::Error naming `what`.
