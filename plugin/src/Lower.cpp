@@ -714,7 +714,7 @@ class FunctionLowering {
         for (QualType t : elems) {
           auto it = ir_type(t);
           if (!it) unsupported(l, "an element of type " + type_name(t) + " cannot be lowered; " + kAcceptedTypes);
-          out.push_back(placeholder(*it, block_, l));
+          out.push_back(default_value(*it, block_, l));
         }
         return out;
       }
@@ -1807,9 +1807,11 @@ class FunctionLowering {
     return out;
   }
 
-  // A value of type `t` for a result slot on a path that has not returned
-  // (never read: `returned` is false there).
-  ir::Value* placeholder(const ir::Type& t, ir::Block* b, SourceLocation at) {
+  // The default value of type `t` (C++'s `T{}`: an undefined tensor, an empty
+  // list, 0, false), emitted into block `b`: a default-constructed tuple's
+  // elements, a result slot on a path that has not returned (never read:
+  // `returned` is false there), a `Tensor y;` assigned on one path only.
+  ir::Value* default_value(const ir::Type& t, ir::Block* b, SourceLocation at) {
     ir::Block* saved = block_;
     block_ = b;
     ir::Value* v = nullptr;
@@ -2156,7 +2158,7 @@ class FunctionLowering {
         const ir::Type* st = slot_type(k);
         const bool gone = flag_true_in(t ? else_env : then_env, &frame_->skip);
         if (st || gone) {  // a result not returned on this path, or a path that left: never read
-          missing = placeholder(st ? *st : assigned_type, missing_block, site.then_at);
+          missing = default_value(st ? *st : assigned_type, missing_block, site.then_at);
         } else {
           std::string name = quote(key_name(k));
           Partial why{site.what, {{t ? site.then_at : site.else_at, name + " is assigned in this branch"},
@@ -2168,7 +2170,7 @@ class FunctionLowering {
           }
           // `Tensor y;` is an undefined tensor on the other path: usable
           // where an undefined tensor is (an optional operand, `.defined()`).
-          missing = placeholder(ir::Type::tensor(), missing_block, site.then_at);
+          missing = default_value(ir::Type::tensor(), missing_block, site.then_at);
           undefined_on_a_path = std::move(why);
         }
       }
@@ -2292,7 +2294,7 @@ class FunctionLowering {
       ordered.push_back(&frame_->returned);
       for (size_t i = 0; i < frame_->slots.size(); ++i) {
         Key k = &frame_->slots[i];
-        if (!env_.at(k)) define(k, placeholder(frame_->results[i], block_, at));
+        if (!env_.at(k)) define(k, default_value(frame_->results[i], block_, at));
         ordered.push_back(k);
       }
     }
@@ -2404,7 +2406,7 @@ class FunctionLowering {
     assigned_in(body, assigned);
     for (Key k : assigned)
       if (!env_.at(k) && !synthetic(k) && is_tensor_record(static_cast<const VarDecl*>(k)->getType()))
-        define(k, placeholder(ir::Type::tensor(), block_, at));
+        define(k, default_value(ir::Type::tensor(), block_, at));
     auto run = [&] { switch_body(body->body_begin(), body->body_end(), *sw); };
     if (exits(body, true)) loop({nullptr, body, nullptr, at, constant(int64_t{1}, at), {}, true, run});
     else run();
