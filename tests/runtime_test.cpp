@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "graph/cpu_isa.h"
+#include "graph/scalar_ops.h"
+#include "graph/parallel.h"
 #include "graph/cpu_loop.h"
 #include "graph/graph.h"
 
@@ -567,6 +569,45 @@ TEST(Elementwise, SameBitsOnEveryInstructionSet) {
     }
   }
   graph::cpu::set_isa(best);
+}
+
+// The eager elementwise kernels split big tensors across cores
+// (parallel_for, chunks of kElementwiseGrain): every element of every chunk,
+// on the dense, broadcast-value, broadcast-row and transposed paths, equals
+// the scalar op applied to that element alone.
+TEST(Elementwise, ParallelChunksCoverEveryElement) {
+  const int64_t n = 3 * graph::cpu::kElementwiseGrain + 1001;  // several chunks and a ragged last one
+  graph::manual_seed(11);
+  const Tensor a = graph::randn({n}), b = graph::randn({n});
+  const Tensor row = graph::randn({3});
+  const Tensor tall = graph::randn({n / 3, 3}), wide = graph::randn({3, n / 3}).t();  // wide: strided
+  const auto check = [](const Tensor& got, const auto& want, const char* what) {
+    const Tensor g = got.contiguous();
+    const float* p = g.data_ptr<float>();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      const float w = want(i);
+      if (std::memcmp(&p[i], &w, sizeof w) != 0 && ++bad <= 3)
+        ADD_FAILURE() << what << ": element " << i << " is " << p[i] << ", want " << w;
+    }
+    EXPECT_EQ(bad, 0) << what;
+  };
+  const float* pa = a.data_ptr<float>();
+  const float* pb = b.data_ptr<float>();
+  const float* pr = row.data_ptr<float>();
+  const Tensor tc = tall.contiguous(), wc = wide.contiguous();
+  const float* pt = tc.data_ptr<float>();
+  const float* pw = wc.data_ptr<float>();
+  using graph::scalar::add;
+  using graph::scalar::mul;
+  using graph::scalar::sub;
+  check(graph::add(a, b), [&](int64_t i) { return add<float>(pa[i], pb[i]); }, "dense + dense");
+  check(graph::mul(a, 0.75), [&](int64_t i) { return mul<float>(pa[i], 0.75f); }, "dense * value");
+  check(graph::sub(-1.5, b), [&](int64_t i) { return sub<float>(-1.5f, pb[i]); }, "value - dense");
+  check(graph::exp(a), [&](int64_t i) { return graph::scalar::exp<float>(pa[i]); }, "exp dense");
+  check(graph::add(tall, row), [&](int64_t i) { return add<float>(pt[i], pr[i % 3]); }, "broadcast row");
+  check(graph::tanh(wide), [&](int64_t i) { return graph::scalar::tanh<float>(pw[i]); }, "tanh transposed");
+  check(graph::mul(wide, tall), [&](int64_t i) { return mul<float>(pw[i], pt[i]); }, "transposed * dense");
 }
 
 // The dot kernel (a transposed b) over k below, at and past its 16 lanes,

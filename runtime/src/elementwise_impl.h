@@ -14,6 +14,7 @@
 #include "graph/derivatives.h"
 #include "graph/op_table.h"
 #include "graph/ops.h"
+#include "graph/parallel.h"
 #include "graph/scalar_ops.h"
 #include "device.h"
 #include "graph/trace.h"
@@ -122,6 +123,9 @@ void binary_run(int64_t n, R* __restrict o, const C* a, const C* b,
 }
 
 // ---- kernels over whole tensors ----------------------------------------
+// Split across cores by graph::cpu::parallel_for like the generated fused
+// loops (inline on the caller below two grains, so small tensors pay
+// nothing). Each element is computed alone, so the split changes no bit.
 
 // out = f(x); `x` already has dtype C and broadcasts to out's shape.
 template <class R, class C, class F>
@@ -129,12 +133,15 @@ void unary_kernel(const Tensor& out, const Tensor& x, F f) {
   R* o = out.data_ptr<R>();
   const C* px = x.data_ptr<C>();
   if (detail::dense_at(x, out.sizes())) {  // out is fresh, hence dense
-    unary_run(out.numel(), o, px, {1, 1}, f);
+    cpu::parallel_for(out.numel(), cpu::kElementwiseGrain,
+                      [&](int64_t begin, int64_t end) { unary_run(end - begin, o + begin, px + begin, {1, 1}, f); });
     return;
   }
   const StridedLoop<2> loop(out.sizes(), {out.strides(), cpu::broadcast_strides(x, out.sizes())});
-  loop.run([&](int64_t n, const auto& off, const auto& st) {
-    unary_run(n, o + off[0], px + off[1], st, f);
+  cpu::parallel_for(loop.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    loop.run_range(begin, end, [&](int64_t n, const auto& off, const auto& st) {
+      unary_run(n, o + off[0], px + off[1], st, f);
+    });
   });
 }
 
@@ -149,17 +156,24 @@ void binary_kernel(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   const int64_t n = out.numel();
   const bool a_dense = detail::dense_at(a, shape), b_dense = detail::dense_at(b, shape);
   if (a_dense && (b_dense || b.numel() == 1)) {
-    binary_run(n, o, pa, pb, {1, 1, b_dense ? 1 : 0}, f);
+    const int64_t sb = b_dense ? 1 : 0;
+    cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      binary_run(end - begin, o + begin, pa + begin, pb + begin * sb, {1, 1, sb}, f);
+    });
     return;
   }
   if (b_dense && a.numel() == 1) {
-    binary_run(n, o, pa, pb, {1, 0, 1}, f);
+    cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      binary_run(end - begin, o + begin, pa, pb + begin, {1, 0, 1}, f);
+    });
     return;
   }
   const StridedLoop<3> loop(
       shape, {out.strides(), cpu::broadcast_strides(a, shape), cpu::broadcast_strides(b, shape)});
-  loop.run([&](int64_t n, const auto& off, const auto& st) {
-    binary_run(n, o + off[0], pa + off[1], pb + off[2], st, f);
+  cpu::parallel_for(loop.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    loop.run_range(begin, end, [&](int64_t n, const auto& off, const auto& st) {
+      binary_run(n, o + off[0], pa + off[1], pb + off[2], st, f);
+    });
   });
 }
 
