@@ -608,6 +608,9 @@ TEST(Elementwise, ParallelChunksCoverEveryElement) {
   check(graph::add(tall, row), [&](int64_t i) { return add<float>(pt[i], pr[i % 3]); }, "broadcast row");
   check(graph::tanh(wide), [&](int64_t i) { return graph::scalar::tanh<float>(pw[i]); }, "tanh transposed");
   check(graph::mul(wide, tall), [&](int64_t i) { return mul<float>(pw[i], pt[i]); }, "transposed * dense");
+  const Tensor mask = graph::gt(a, 0.0), mc = mask.contiguous();
+  const bool* pm = mc.data_ptr<bool>();
+  check(graph::where(mask, a, b), [&](int64_t i) { return pm[i] ? pa[i] : pb[i]; }, "where");
 }
 
 // The dot kernel (a transposed b) over k below, at and past its 16 lanes,

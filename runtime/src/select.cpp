@@ -2,6 +2,7 @@
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
+#include "graph/parallel.h"
 #include "graph/trace.h"
 #include "device.h"
 #include "storage.h"
@@ -33,9 +34,11 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
     const bool* c = cond.data_ptr<bool>();
     const T* pa = ca.data_ptr<T>();
     const T* pb = cb.data_ptr<T>();
-    loop.run([&](int64_t n, const auto& off, const auto& st) {
-      for (int64_t i = 0; i < n; ++i)
-        o[off[0] + i * st[0]] = c[off[1] + i * st[1]] ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+    cpu::parallel_for(loop.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      loop.run_range(begin, end, [&](int64_t n, const auto& off, const auto& st) {
+        for (int64_t i = 0; i < n; ++i)
+          o[off[0] + i * st[0]] = c[off[1] + i * st[1]] ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+      });
     });
   });
   return out;
