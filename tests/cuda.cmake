@@ -15,7 +15,7 @@ gtest_discover_tests(cuda_ops_test PROPERTIES LABELS cuda)
 # .graph.cpp and a .graph.cu by graph-codegen (as the plugin's generator
 # does for annotated sources), compiled by nvcc into cuda_ops_test, whose
 # GeneratedKernels tests call the graphs with device inputs.
-set(_cxxgraph_cuda_cases chain8 scalar_mix loop matmul_epilogue reduce_fused)
+set(_cxxgraph_cuda_cases chain8 scalar_mix loop matmul_epilogue reduce_fused if_tensor)
 set(_cxxgraph_cuda_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda_cases)
 foreach(_case IN LISTS _cxxgraph_cuda_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
@@ -30,3 +30,19 @@ foreach(_case IN LISTS _cxxgraph_cuda_cases)
   target_sources(cuda_ops_test PRIVATE ${_cxxgraph_cuda_dir}/${_case}.graph.cpp ${_cxxgraph_cuda_dir}/${_case}.graph.cu)
 endforeach()
 target_compile_options(cuda_ops_test PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+
+# The same If and Loop cases as CPU sources in cuda_host_test, whose
+# DeviceControl tests run their device path (conditional nodes) over a fake
+# backend on host tensors.
+foreach(_case IN ITEMS if_tensor loop)
+  set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
+  set(_out ${_cxxgraph_cuda_dir}/host_${_case}.graph.cpp)
+  add_custom_command(
+    OUTPUT ${_out}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_cxxgraph_cuda_dir}
+    COMMAND graph-codegen ${_in} ${_out} --mangled hc_${_case} --hash test-hash
+    DEPENDS graph-codegen ${_in}
+    COMMENT "graph-codegen ${_case}.graph (CPU, for cuda_host_test)"
+    VERBATIM)
+  target_sources(cuda_host_test PRIVATE ${_out})
+endforeach()

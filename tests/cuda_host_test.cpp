@@ -16,6 +16,7 @@
 #include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
+#include "graph/device_control.h"
 #include "graph/generated_support.h"
 #include "graph/graph.h"
 
@@ -826,7 +827,37 @@ TEST(CudaGraphCapture, GraphsWithHostDecisionsOrHostReadsAreNotCaptured) {
     }
   return (%y)
 })");
-  EXPECT_EQ(cuda_graph_blocker(*branch), "If (at m.cpp:4): the generated code decides on the host");
+  // A host condition is part of the signature: decided once per capture.
+  EXPECT_EQ(cuda_graph_blocker(*branch), "");
+  // A tensor condition becomes a conditional node unless a host value
+  // comes out of it, or the loop body reads its iteration number.
+  auto host_out = graph::ir::parse(R"(graph f(%x : f32[N], %c : Tensor) {
+  %y : Tensor, %k : int = If(%c) @"m.cpp":4:3
+    block() {
+      %one : int = constant{value=1}()
+      -> (%x, %one)
+    }
+    block() {
+      %two : int = constant{value=2}()
+      -> (%x, %two)
+    }
+  return (%y, %k)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*host_out), "If (at m.cpp:4): an If on a tensor condition gives a host value (k)");
+  auto reads_iter = graph::ir::parse(R"(graph f(%x : f32[N], %c : Tensor) {
+  %max : int = constant{value=9223372036854775807}()
+  %y : Tensor = Loop(%max, %c, %x) @"m.cpp":6:3
+    block(%i : int, %h : Tensor) {
+      %h2 : Tensor = add(%h, %i)
+      %s : Tensor = sum(%h2)
+      %zero : float = constant{value=0.0}()
+      %go : Tensor = lt(%s, %zero)
+      -> (%go, %h2)
+    }
+  return (%y)
+})");
+  EXPECT_EQ(cuda_graph_blocker(*reads_iter),
+            "Loop (at m.cpp:6): a Loop on a tensor condition reads its iteration number on the host");
   auto drop = graph::ir::parse(R"(graph f(%x : f32[N]) {
   %y : Tensor = dropout{p=0.5, training=true}(%x)
   return (%y)
@@ -907,6 +938,289 @@ TEST(CudaAllocator, PrivatePoolsKeepACapturedGraphsBlocks) {
   EXPECT_EQ(cache.allocate(3000, s), out);
   cache.free_pool(pool);  // twice: nothing
   EXPECT_EQ(cache.open_pool(s), pool + 1);  // s may open a pool again
+}
+
+}  // namespace
+
+namespace {
+
+// ---- If and Loop as CUDA conditional nodes (device_control.h) -----------
+// A fake ConditionalBackend: host tensors stand for device ones, streams
+// and graphs are numbers, and every call is logged. The capture "records"
+// by running the work on the host, so after a capture the outputs hold
+// what the last captured body computed.
+using graph::detail::ConditionalBackend;
+
+struct FakeConditional {
+  std::vector<std::string> log;
+  void* current = reinterpret_cast<void*>(0x100);  // the graph's capture stream
+  uint64_t handles = 0;
+  intptr_t graphs = 0;
+  std::vector<void*> capturing;  // body streams in capture
+  std::function<bool(const graph::Tensor&)> on_device = [](const graph::Tensor&) { return true; };
+
+  static std::string stream(void* s) {
+    const intptr_t v = reinterpret_cast<intptr_t>(s);
+    return v == 0x100 ? "s0" : "b" + std::to_string(v - 0x200);
+  }
+  static std::string counter(ConditionalBackend::Counter c, int64_t trips) {
+    if (c == ConditionalBackend::Counter::None) return "";
+    return std::string(c == ConditionalBackend::Counter::Reset ? ", counter = 0" : ", ++counter") + " < " +
+           std::to_string(trips);
+  }
+  ConditionalBackend backend() {
+    ConditionalBackend b;
+    b.create_handle = [this](void* s) {
+      log.push_back("handle h" + std::to_string(++handles) + " on " + stream(s));
+      return handles;
+    };
+    b.add_node = [this](void* s, uint64_t h, ConditionalBackend::Kind k, int bodies) {
+      std::string line = std::string(k == ConditionalBackend::Kind::If ? "If" : "While") + " h" + std::to_string(h) +
+                         " on " + stream(s) + " ->";
+      std::vector<void*> out;
+      for (int i = 0; i < bodies; ++i) {
+        out.push_back(reinterpret_cast<void*>(++graphs));
+        line += " g" + std::to_string(graphs);
+      }
+      log.push_back(line);
+      return out;
+    };
+    b.body_stream = [](int depth) { return reinterpret_cast<void*>(intptr_t{0x200} + depth); };
+    b.begin_body = [this](void* s, void* body, void* parent) {
+      log.push_back("begin g" + std::to_string(reinterpret_cast<intptr_t>(body)) + " on " + stream(s) + " in " +
+                    stream(parent));
+      capturing.push_back(s);
+    };
+    b.end_body = [this](void* s) {
+      log.push_back("end " + stream(s));
+      capturing.pop_back();
+    };
+    b.set = [this](void* s, uint64_t h, const void* data, graph::DType dtype, bool host, ConditionalBackend::Counter c,
+                   int64_t* count, int64_t trips) {
+      EXPECT_EQ(c == ConditionalBackend::Counter::None, count == nullptr);
+      log.push_back("set h" + std::to_string(h) + " on " + stream(s) + " from " +
+                    (data ? std::string("the device ") + std::string(graph::dtype_name(dtype))
+                          : std::string("the host ") + (host ? "true" : "false")) +
+                    counter(c, trips));
+    };
+    b.current_stream = [this] { return current; };
+    b.set_current_stream = [this](void* s) { current = s; };
+    b.on_device = [this](const graph::Tensor& t) { return on_device(t); };
+    return b;
+  }
+};
+
+std::vector<float> values(const graph::Tensor& t) {
+  const graph::Tensor c = t.contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+TEST(DeviceControl, OffOutsideACaptureAndForHostConditions) {
+  const graph::Tensor c = graph::tensor({1.f});
+  EXPECT_FALSE(graph::detail::device_control(c));
+  EXPECT_FALSE(graph::detail::device_control(true));
+  EXPECT_NE(error_of([&] { graph::detail::device_if(c, [](int) {}, {}, " (here)"); }).find("outside a CUDA Graph capture"),
+            std::string::npos);
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  {
+    graph::detail::DeviceControlScope scope(&b);
+    EXPECT_TRUE(graph::detail::device_control(c));
+    EXPECT_FALSE(graph::detail::device_control(graph::Tensor()));
+    EXPECT_FALSE(graph::detail::device_control(int64_t{1}));
+    f.on_device = [](const graph::Tensor&) { return false; };  // a tensor off the device: the host decides
+    EXPECT_FALSE(graph::detail::device_control(c));
+    graph::Tensor h = graph::tensor({1.f});
+    EXPECT_FALSE(graph::detail::device_control_loop(graph::detail::to_condition(true), {&h}));
+    f.on_device = [](const graph::Tensor&) { return true; };
+    EXPECT_TRUE(graph::detail::device_control_loop(graph::detail::to_condition(true), {&h}));
+  }
+  EXPECT_FALSE(graph::detail::device_control(c));
+  EXPECT_TRUE(f.log.empty());
+}
+
+// Both branches go into the two bodies of one If node, each ending with a
+// copy of its output into one buffer the rest of the graph reads.
+TEST(DeviceControl, AnIfCapturesBothBranchesIntoOneNodeWithFixedOutputs) {
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  graph::detail::DeviceControlScope scope(&b);
+  const graph::Tensor c = graph::tensor({true}), x = graph::tensor({1.f, -2.f, 3.f});
+  graph::Tensor y, then_y, else_y;
+  graph::detail::device_if(
+      c,
+      [&](int k) {
+        f.log.push_back((k == 0 ? "then on " : "else on ") + FakeConditional::stream(f.current));
+        y = k == 0 ? graph::relu(x) : graph::neg(x) * 2.0;
+        (k == 0 ? then_y : else_y) = y;
+      },
+      {&y}, " (at m.cpp:4)");
+  EXPECT_EQ(f.log, (std::vector<std::string>{"handle h1 on s0", "set h1 on s0 from the device bool",
+                                             "If h1 on s0 -> g1 g2", "begin g1 on b1 in s0", "then on b1", "end b1",
+                                             "begin g2 on b1 in s0", "else on b1", "end b1"}));
+  EXPECT_EQ(FakeConditional::stream(f.current), "s0");
+  EXPECT_TRUE(f.capturing.empty());
+  EXPECT_EQ(values(then_y), (std::vector<float>{1.f, 0.f, 3.f}));
+  // The last body captured wrote the buffer (on a GPU the condition picks).
+  EXPECT_EQ(values(y), (std::vector<float>{-2.f, 4.f, -6.f}));
+  EXPECT_NE(y.raw_data(), then_y.raw_data());
+  EXPECT_NE(y.raw_data(), else_y.raw_data());
+}
+
+TEST(DeviceControl, AnIfRefusesWhatCannotLiveInFixedBuffers) {
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  graph::detail::DeviceControlScope scope(&b);
+  const graph::Tensor c = graph::tensor({1.f}), x = graph::tensor({1.f, 2.f, 3.f});
+  graph::Tensor y;
+  const std::string shapes = error_of([&] {
+    graph::detail::device_if(c, [&](int k) { y = k == 0 ? x : graph::sum(x); }, {&y}, " (at m.cpp:4)");
+  });
+  EXPECT_EQ(shapes, "If: the branches give output 0 as float[3] and float[]; a captured If needs one shape for both (at m.cpp:4)");
+  EXPECT_TRUE(f.capturing.empty());  // the body capture was ended
+  EXPECT_EQ(FakeConditional::stream(f.current), "s0");
+  y = graph::Tensor();
+  EXPECT_EQ(error_of([&] {
+              graph::detail::device_if(c, [&](int k) { y = k == 0 ? x : graph::Tensor(); }, {&y}, "");
+            }),
+            "If: output 0 of the else-branch is undefined; a captured If needs a tensor from both branches");
+  EXPECT_EQ(error_of([&] {
+              graph::detail::device_if(graph::tensor({1.f, 0.f}), [&](int) { y = x; }, {&y}, " (at m.cpp:9)");
+            }),
+            "If condition: a device condition must hold one element, got float[2] (at m.cpp:9)");
+}
+
+// A Loop with a finite trip count: a counter on the device, reset before the
+// While node and advanced at the end of its body; results that swap carried
+// values are copied out before the carried buffers are overwritten.
+TEST(DeviceControl, ALoopBecomesAWhileNodeWithADeviceCounterAndKeepsSwapsRight) {
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  graph::detail::DeviceControlScope scope(&b);
+  graph::Tensor a = graph::tensor({1.f, 2.f}), s = graph::tensor({10.f, 20.f});
+  const graph::Tensor a0 = a;
+  int runs = 0;
+  graph::detail::device_loop(
+      5, graph::detail::to_condition(graph::tensor({true})),
+      [&] {
+        ++runs;
+        f.log.push_back("body on " + FakeConditional::stream(f.current));
+        const graph::Tensor pa = a, ps = s;
+        a = ps;  // swap
+        s = pa;
+        return graph::detail::to_condition(graph::sum(pa) < 100.0);
+      },
+      {&a, &s}, " (at m.cpp:6)");
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(f.log, (std::vector<std::string>{"handle h1 on s0", "set h1 on s0 from the device bool, counter = 0 < 5",
+                                             "While h1 on s0 -> g1", "begin g1 on b1 in s0", "body on b1",
+                                             "set h1 on b1 from the device bool, ++counter < 5", "end b1"}));
+  EXPECT_EQ(values(a), (std::vector<float>{10.f, 20.f}));
+  EXPECT_EQ(values(s), (std::vector<float>{1.f, 2.f}));
+  EXPECT_NE(a.raw_data(), a0.raw_data());  // the carried buffer, not the input
+  EXPECT_EQ(values(a0), (std::vector<float>{1.f, 2.f}));
+  // An unbounded loop (a while statement) needs no counter; a host first
+  // condition is set from the host; no trips, no node.
+  f.log.clear();
+  graph::detail::device_loop(INT64_MAX, graph::detail::to_condition(true),
+                             [&] { return graph::detail::to_condition(graph::sum(a) < 0.0); }, {&a}, "");
+  EXPECT_EQ(f.log, (std::vector<std::string>{"handle h2 on s0", "set h2 on s0 from the host true",
+                                             "While h2 on s0 -> g2", "begin g2 on b1 in s0",
+                                             "set h2 on b1 from the device bool", "end b1"}));
+  f.log.clear();
+  graph::detail::device_loop(0, graph::detail::to_condition(true), [&] { return graph::detail::to_condition(false); },
+                             {&a}, "");
+  EXPECT_TRUE(f.log.empty());
+}
+
+TEST(DeviceControl, ALoopRefusesCarriedValuesThatChangeShape) {
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  graph::detail::DeviceControlScope scope(&b);
+  graph::Tensor a = graph::tensor({1.f, 2.f});
+  EXPECT_EQ(error_of([&] {
+              graph::detail::device_loop(INT64_MAX, graph::detail::to_condition(graph::tensor({true})),
+                                         [&] {
+                                           a = graph::cat({a, a}, 0);
+                                           return graph::detail::to_condition(true);
+                                         },
+                                         {&a}, " (at m.cpp:6)");
+            }),
+            "Loop: carried value 0 enters as float[2] and leaves an iteration as float[4]; a captured Loop needs one "
+            "shape (at m.cpp:6)");
+  EXPECT_TRUE(f.capturing.empty());
+  EXPECT_EQ(FakeConditional::stream(f.current), "s0");
+}
+
+// Nesting: an If inside a While body is captured on the stream of depth 2,
+// into the body graph being captured at depth 1.
+TEST(DeviceControl, NestedNodesCaptureOnTheStreamOfTheirDepth) {
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  graph::detail::DeviceControlScope scope(&b);
+  graph::Tensor h = graph::tensor({1.f, -1.f});
+  graph::detail::device_loop(
+      INT64_MAX, graph::detail::to_condition(graph::tensor({true})),
+      [&] {
+        graph::Tensor y;
+        graph::detail::device_if(
+            graph::sum(h) > 0.0, [&](int k) { y = k == 0 ? h * 2.0 : h - 1.0; }, {&y}, "");
+        h = y;
+        return graph::detail::to_condition(graph::amax(h) < 10.0);
+      },
+      {&h}, "");
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "handle h1 on s0", "set h1 on s0 from the device bool", "While h1 on s0 -> g1",
+                       "begin g1 on b1 in s0", "handle h2 on b1", "set h2 on b1 from the device bool",
+                       "If h2 on b1 -> g2 g3", "begin g2 on b2 in b1", "end b2", "begin g3 on b2 in b1", "end b2",
+                       "set h1 on b1 from the device bool", "end b1"}));
+  EXPECT_EQ(values(h), (std::vector<float>{0.f, -2.f}));  // the else body ran last
+}
+
+std::vector<graph::detail::Arg> run_generated(const char* mangled, std::vector<graph::detail::Arg> in, size_t n_out) {
+  auto* g = graph::detail::find_graph(mangled, "test-hash");
+  EXPECT_NE(g, nullptr) << mangled;
+  if (!g) return {};
+  std::vector<graph::detail::Arg> out(n_out);
+  std::string why;
+  EXPECT_TRUE(g->fn(in.data(), in.size(), out.data(), &why)) << why;
+  return out;
+}
+
+// The generated code (tests/codegen_cases if_tensor.graph, loop.graph):
+// uncaptured it decides on the host as before; under a capture its If and
+// while loop on tensor conditions become conditional nodes, and the counted
+// loop on a host condition stays a host loop (unrolled into the capture).
+TEST(DeviceControl, GeneratedIfAndLoopTakeTheDevicePathOnlyWhileCapturing) {
+  const graph::Tensor c = graph::tensor({2.f}), x = graph::tensor({1.f, -3.f});
+  const auto plain = run_generated("hc_if_tensor", {c, x}, 1);
+  EXPECT_EQ(values(std::get<graph::Tensor>(plain[0])), (std::vector<float>{2.f, -3.f}));  // relu(x) + x
+  const auto neg = run_generated("hc_if_tensor", {graph::tensor({-2.f}), x}, 1);
+  EXPECT_EQ(values(std::get<graph::Tensor>(neg[0])), (std::vector<float>{3.f, -9.f}));  // -x * c + x
+  const graph::Tensor w = graph::tensor({0.5f, 0.5f, 0.5f}), h0 = graph::from_vector({0.1f, 0.2f, 0.3f}, {1, 3});
+  const auto counted = run_generated("hc_loop", {int64_t{3}, h0, w}, 2);
+  const auto whiled = run_generated("while_sum", {graph::tensor({3.f, 4.f})}, 1);
+  EXPECT_EQ(values(std::get<graph::Tensor>(whiled[0])), (std::vector<float>{48.f, 64.f}));  // doubled until sum >= 100
+  FakeConditional f;
+  const ConditionalBackend b = f.backend();
+  graph::detail::DeviceControlScope scope(&b);
+  const auto captured = run_generated("hc_if_tensor", {c, x}, 1);
+  EXPECT_EQ(f.log, (std::vector<std::string>{"handle h1 on s0", "set h1 on s0 from the device bool",
+                                             "If h1 on s0 -> g1 g2", "begin g1 on b1 in s0", "end b1",
+                                             "begin g2 on b1 in s0", "end b1"}));
+  // The else body was captured last: -x * c + x.
+  EXPECT_EQ(values(std::get<graph::Tensor>(captured[0])), (std::vector<float>{-1.f, 3.f}));
+  f.log.clear();
+  const auto counted_captured = run_generated("hc_loop", {int64_t{3}, h0, w}, 2);
+  EXPECT_TRUE(f.log.empty());  // a host condition: no conditional node
+  EXPECT_EQ(std::get<int64_t>(counted_captured[0]), std::get<int64_t>(counted[0]));
+  EXPECT_EQ(values(std::get<graph::Tensor>(counted_captured[1])), values(std::get<graph::Tensor>(counted[1])));
+  const auto whiled_captured = run_generated("while_sum", {graph::tensor({3.f, 4.f})}, 1);
+  EXPECT_EQ(f.log, (std::vector<std::string>{"handle h2 on s0", "set h2 on s0 from the device bool",
+                                             "While h2 on s0 -> g3", "begin g3 on b1 in s0",
+                                             "set h2 on b1 from the device bool", "end b1"}));
+  // One iteration ran while the body was captured.
+  EXPECT_EQ(values(std::get<graph::Tensor>(whiled_captured[0])), (std::vector<float>{6.f, 8.f}));
 }
 
 }  // namespace

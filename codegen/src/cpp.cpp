@@ -16,6 +16,7 @@
 #include <set>
 
 #include "emitter.h"
+#include "graph/ir/device_control.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/codegen/grad.h"
 #include "graph/error.h"
@@ -320,12 +321,19 @@ std::string Emitter::condition(const ir::Node* n, const ir::Value* c, const std:
   return c->type().is_tensor() ? at_source(n, what, truth) : truth;
 }
 
-// Outputs are declared first and assigned at the end of each branch.
+// Outputs are declared first and assigned at the end of each branch. On a
+// tensor condition that can become a CUDA conditional node
+// (ir/device_control.h), the branches are a lambda: while a CUDA Graph is
+// captured and the condition is on the device, device_if captures both
+// into an If node; otherwise the host's truth() picks one, as before.
 void Emitter::if_(const ir::Node* n) {
   line("// If" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
   for (const ir::Value* v : n->outputs()) line(cpp_type(v->type()) + " " + name(v) + "{};");
+  const bool device = ir::has_tensor_condition(n) && ir::device_control_refusal(n).empty();
+  const std::string branches = device ? fresh("branches") : "";
+  if (device) open("const auto " + branches + " = [&](const int branch_taken)");
   for (size_t b = 0; b < 2; ++b) {
-    if (b == 0) open("if (" + condition(n, n->input(0), "If condition") + ")");
+    if (b == 0) open(device ? "if (branch_taken == 0)" : "if (" + condition(n, n->input(0), "If condition") + ")");
     else {
       --indent_;
       open("} else");
@@ -335,11 +343,26 @@ void Emitter::if_(const ir::Node* n) {
     for (size_t i = 0; i < n->num_outputs(); ++i) line(name(n->output(i)) + " = " + name(blk->returns()[i]) + ";");
   }
   close();
+  if (!device) return;
+  close(";");
+  std::string outs;
+  for (const ir::Value* v : n->outputs()) outs += (outs.empty() ? "&" : ", &") + name(v);
+  const std::string c = name(n->input(0));
+  open("if (::graph::detail::device_control(" + c + "))");
+  line("::graph::detail::device_if(" + c + ", " + branches + ", {" + outs + "}, " + where(n, "If") + ");");
+  --indent_;
+  open("} else");
+  line(branches + "(" + condition(n, n->input(0), "If condition") + " ? 0 : 1);");
+  close();
 }
 
 // The outputs hold the carried values; each iteration binds the body's
 // parameters to copies of them, so returns that permute carried values read
-// the previous iteration's values.
+// the previous iteration's values. On a tensor condition that can become a
+// CUDA conditional node (ir/device_control.h), the body is a lambda giving
+// its condition: while a CUDA Graph is captured and the condition (or the
+// carried tensors) is on the device, device_loop captures it into a While
+// node; otherwise the host loop runs it, as before.
 void Emitter::loop(const ir::Node* n) {
   line("// Loop" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
   const size_t carried = n->num_outputs();
@@ -347,12 +370,45 @@ void Emitter::loop(const ir::Node* n) {
     const ir::Value* v = n->output(i);
     line(cpp_type(v->type()) + " " + name(v) + " = " + name(n->input(i + 2)) + ";");
   }
+  const bool device = ir::has_tensor_condition(n) && ir::device_control_refusal(n).empty();
   const std::string trips = fresh("trips"), cond = fresh("cond"), iter = fresh("iter");
   open("");
   line("const int64_t " + trips + " = " + name(n->input(0)) + ";");
+  const ir::Block* body = n->block(0);
+  if (device) {
+    const std::string fn = fresh("body");
+    open("const auto " + fn + " = [&](const int64_t " + iter + ")");
+    line("[[maybe_unused]] const int64_t " + name(body->param(0)) + " = " + iter + ";");
+    for (size_t i = 0; i < carried; ++i) {
+      const ir::Value* p = body->param(i + 1);
+      line("[[maybe_unused]] const " + cpp_type(p->type()) + " " + name(p) + " = " + name(n->output(i)) + ";");
+    }
+    block(body);
+    for (size_t i = 0; i < carried; ++i) line(name(n->output(i)) + " = " + name(body->returns()[i + 1]) + ";");
+    line("return " + name(body->returns()[0]) + ";");
+    close(";");
+    std::string outs;
+    for (const ir::Value* v : n->outputs()) outs += (outs.empty() ? "&" : ", &") + name(v);
+    const std::string first = "::graph::detail::to_condition(" + name(n->input(1)) + ")";
+    open("if (::graph::detail::device_control_loop(" + first + ", {" + outs + "}))");
+    line("::graph::detail::device_loop(" + trips + ", " + first + ", [&] { return ::graph::detail::to_condition(" +
+         fn + "(0)); }, {" + outs + "}, " + where(n, "Loop") + ");");
+    --indent_;
+    open("} else");
+    line("bool " + cond + " = " + condition(n, n->input(1), "Loop condition") + ";");
+    open("for (int64_t " + iter + " = 0; " + iter + " < " + trips + " && " + cond + "; ++" + iter + ")");
+    const std::string next = fresh("next");
+    line("const auto " + next + " = " + fn + "(" + iter + ");");
+    const std::string truth = "::graph::detail::truth(" + next + ")";
+    line(cond + " = " +
+         (body->returns()[0]->type().is_tensor() ? at_source(n, "Loop condition", truth) : truth) + ";");
+    close();
+    close();
+    close();
+    return;
+  }
   line("bool " + cond + " = " + condition(n, n->input(1), "Loop condition") + ";");
   open("for (int64_t " + iter + " = 0; " + iter + " < " + trips + " && " + cond + "; ++" + iter + ")");
-  const ir::Block* body = n->block(0);
   line("[[maybe_unused]] const int64_t " + name(body->param(0)) + " = " + iter + ";");
   for (size_t i = 0; i < carried; ++i) {
     const ir::Value* p = body->param(i + 1);

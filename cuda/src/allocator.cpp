@@ -89,6 +89,14 @@ void BlockCache::close_pool(Stream stream) {
   open_pools_.erase(stream);
 }
 
+void BlockCache::share_pool(Stream other, Stream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = open_pools_.find(stream);
+  if (it == open_pools_.end()) throw Error("cuda allocator: no pool is open on the stream to share");
+  if (open_pools_.count(other)) throw Error("cuda allocator: a pool is already open on this stream");
+  open_pools_[other] = it->second;
+}
+
 void BlockCache::free_pool(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pools_.find(id);

@@ -8,9 +8,11 @@
 #include "device.h"
 #include "graph/cpu_loop.h"
 #include "graph/cuda/capture.h"
+#include "graph/cuda/conditional.h"
 #include "graph/cuda/cuda.h"
 #include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
+#include "graph/device_control.h"
 #include "graph/generated_support.h"
 #include "graph/memory.h"
 #include "graph/nn_ops.h"
@@ -433,6 +435,40 @@ Arg copy_arg(const Arg& a) {
   return a;
 }
 
+// If and Loop on device conditions as conditional nodes (device_control.h)
+// over the CUDA runtime (conditional.h); the bodies' blocks join the pool of
+// the stream whose capture they nest in.
+const ConditionalBackend& cuda_conditional_backend() {
+  static const ConditionalBackend backend{
+      [](void* s) { return cuda::conditional_handle(s); },
+      [](void* s, uint64_t h, ConditionalBackend::Kind k, int bodies) {
+        return cuda::add_conditional_node(s, h, k == ConditionalBackend::Kind::While, bodies);
+      },
+      [](int depth) { return cuda::conditional_body_stream(depth); },
+      [](void* s, void* body, void* parent) {
+        cuda::device_allocator().share_pool(s, parent);
+        try {
+          cuda::begin_body_capture(s, body);
+        } catch (...) {
+          cuda::device_allocator().close_pool(s);
+          throw;
+        }
+      },
+      [](void* s) {
+        struct Close {
+          void* s;
+          ~Close() { cuda::device_allocator().close_pool(s); }
+        } close{s};
+        cuda::end_body_capture(s);
+      },
+      [](void* s, uint64_t h, const void* data, DType dtype, bool host, ConditionalBackend::Counter c, int64_t* count,
+         int64_t trips) { cuda::set_conditional(s, h, data, dtype, host, static_cast<int>(c), count, trips); },
+      [] { return cuda::current_stream(); },
+      [](void* s) { cuda::set_current_stream(s); },
+      [](const Tensor& t) { return t.device() == Device::CUDA; }};
+  return backend;
+}
+
 }  // namespace
 
 int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
@@ -480,6 +516,7 @@ int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* o
       ok = cache.capture(
           key.str(),
           [&] {
+            const DeviceControlScope device_control(&cuda_conditional_backend());
             if (!g.fn(payload->in.data(), n_in, payload->out.data(), why)) {
               guard_failed = true;
               throw Error("a guard failed");

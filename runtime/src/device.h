@@ -32,7 +32,9 @@ Device common_device(std::string_view op, const Tensor& a, const Tensor& b);
 
 // ---- CUDA Graph capture of static graphs ----------------------------------
 // Why graph `g` must not be captured into a CUDA Graph ("" when it may be):
-// host-side decisions (If, Loop), random numbers drawn per call (dropout: a
+// an If or Loop on a tensor condition that cannot become a conditional node
+// (ir/device_control.h: host values out of it, a loop body reading its
+// iteration number; host conditions are decided per signature), random numbers drawn per call (dropout: a
 // replay would repeat the mask), ops that read device values on the host
 // (embedding's range check, cross_entropy's targets) or build masks there
 // (scaled_dot_product_attention). Every build (static.cpp).

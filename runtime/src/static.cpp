@@ -20,6 +20,7 @@
 #include "graph/ops.h"
 #include "graph/interpreter.h"
 #include "graph/static_autograd.h"
+#include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/trace.h"
@@ -363,10 +364,14 @@ std::string cuda_graph_blocker(const ir::Graph& g) {
     for (const auto& n : b->nodes()) {
       if (!reason.empty()) return;
       const std::string& op = n->op();
-      if (op == "If" || op == "Loop")
-        reason = op + " (at " + (n->loc().valid() ? n->loc().file + ":" + std::to_string(n->loc().line) : "?") +
-                 "): the generated code decides on the host";
-      else if (op == "dropout" || op == "dropout_backward")
+      if (op == "If" || op == "Loop") {
+        // A host condition is decided per signature; a tensor one becomes a
+        // conditional node when ir/device_control.h allows it.
+        const std::string refusal = ir::device_control_refusal(n.get());
+        if (!refusal.empty())
+          reason = op + " (at " + (n->loc().valid() ? n->loc().file + ":" + std::to_string(n->loc().line) : "?") +
+                   "): " + refusal;
+      } else if (op == "dropout" || op == "dropout_backward")
         reason = op + ": random numbers are drawn per call, a replay would repeat them";
       else if (op == "embedding" || op == "cross_entropy" || op == "cross_entropy_backward")
         reason = op + ": reads device values on the host";

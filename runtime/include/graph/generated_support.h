@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/device_control.h"  // If and Loop as CUDA conditional nodes while capturing
 #include "graph/cpu_isa.h"  // the fused loops' instruction-set variants
 #include "graph/error.h"
 #include "graph/static.h"

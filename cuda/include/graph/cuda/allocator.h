@@ -75,6 +75,10 @@ class BlockCache {
   // Returns the pool's id (never 0).
   uint64_t open_pool(Stream stream);
   void close_pool(Stream stream);  // no new blocks join; its blocks stay its own
+  // Makes the blocks allocated on `other` join the pool open on `stream`
+  // too (the stream that captures a conditional node's body, whose work
+  // replays inside the same graph); close_pool(other) ends that.
+  void share_pool(Stream other, Stream stream);
   // The pool's released blocks go back to the cache; its blocks still in
   // use become ordinary ones (cached when released).
   void free_pool(uint64_t id);

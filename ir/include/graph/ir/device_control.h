@@ -1,0 +1,45 @@
+#pragma once
+// Which If and Loop nodes run as CUDA conditional graph nodes when their
+// graph is captured into a CUDA Graph (runtime/include/graph/device_control.h).
+// Shared by codegen (it emits the device path for these nodes only) and the
+// runtime (cuda_graph_blocker refuses the graphs whose tensor conditions
+// cannot become conditional nodes), so both decide alike. Header-only.
+//
+// A node on a tensor condition qualifies when what it gives the rest of the
+// graph can live in fixed device buffers: an If whose outputs are all
+// tensors; a Loop whose carried values are all tensors and whose body does
+// not read its iteration number (a host int, unknown on the host inside a
+// While node's body). A node on a host condition (bool, int, float) needs no
+// conditional node: every host value of a static graph follows from the
+// call's signature (scalars, shapes), so the capture bakes the decision.
+#include <string>
+
+#include "graph/ir/ir.h"
+
+namespace graph::ir {
+
+// True when the If or Loop node decides on a tensor.
+inline bool has_tensor_condition(const Node* n) {
+  if (n->op() == "If") return n->input(0)->type().is_tensor();
+  if (n->op() == "Loop")
+    return n->input(1)->type().is_tensor() || n->block(0)->returns().at(0)->type().is_tensor();
+  return false;
+}
+
+// Why the If or Loop node on a tensor condition cannot be a conditional
+// node ("" when it can, or when its condition is a host value).
+inline std::string device_control_refusal(const Node* n) {
+  if (!has_tensor_condition(n)) return "";
+  if (n->op() == "If") {
+    for (const Value* v : n->outputs())
+      if (!v->type().is_tensor()) return "an If on a tensor condition gives a host value (" + v->name() + ")";
+    return "";
+  }
+  for (const Value* v : n->outputs())
+    if (!v->type().is_tensor()) return "a Loop on a tensor condition carries a host value (" + v->name() + ")";
+  if (!n->block(0)->param(0)->users().empty())
+    return "a Loop on a tensor condition reads its iteration number on the host";
+  return "";
+}
+
+}  // namespace graph::ir
