@@ -437,3 +437,38 @@ TEST_F(Cuda, StaticGraphsAreCapturedPerSignatureAndReplayed) {
 }
 
 }  // namespace
+
+namespace {
+
+// GRAPH_CUDA_GRAPHS with If and Loop on device conditions: captured once
+// per signature into CUDA conditional nodes (If with an else body, While),
+// then replayed while the condition changes from call to call; every result
+// matches the uncaptured run on the CPU. Needs a GPU and a driver with
+// conditional nodes (CUDA 12.8+ for the else body).
+TEST_F(Cuda, IfAndWhileOnDeviceConditionsAreCapturedAsConditionalNodes) {
+  graph::detail::set_cuda_graphs(true);
+  graph::detail::StaticFunction branch("cg_if_tensor", "test-hash"), grow("while_sum", "test-hash");
+  auto& cache = graph::cuda::graph_capture_cache();
+  const auto before = cache.stats();
+  for (int call = 0; call < 6; ++call) {
+    // The condition flips every call: the replays must follow it.
+    const Tensor c = graph::tensor({call % 2 ? -1.5f : 2.0f}), x = signed_values({33});
+    Tensor got;
+    ASSERT_TRUE(branch.run(got, nullptr, cuda(c), cuda(x))) << call;
+    expect_close(got, out_tensor(call_graph("cg_if_tensor", {c, x}, 1), 0), 1e-5, "if_tensor call " + std::to_string(call));
+  }
+  for (int call = 0; call < 6; ++call) {
+    // A different number of iterations every call (sum 100 needs 1 to 6 doublings).
+    const Tensor x = positive({4}) * (0.5 + 4.0 * call);
+    Tensor got;
+    ASSERT_TRUE(grow.run(got, nullptr, cuda(x))) << call;
+    expect_close(got, out_tensor(call_graph("while_sum", {x}, 1), 0), 1e-5, "while_sum call " + std::to_string(call));
+  }
+  const auto after = cache.stats();
+  graph::detail::set_cuda_graphs(false);
+  EXPECT_EQ(after.failures, before.failures);  // GRAPH_EXPLAIN=1 prints why a capture was refused
+  EXPECT_EQ(after.captures - before.captures, 2u);
+  EXPECT_EQ(after.replays - before.replays, 5u + 5u);  // the capturing call replays too
+}
+
+}  // namespace
