@@ -6,7 +6,9 @@
 // A generated graph function first checks every input with the guards below
 // (kind, dtype, rank): a failed guard writes a reason into *why and the
 // function returns false, so the eager body runs instead. Inside the graph,
-// If and Loop conditions go through truth(); every tensor the function
+// If and Loop conditions go through truth() (while a CUDA Graph is captured,
+// those on device tensors go to device_if / device_loop instead:
+// device_control.h); every tensor the function
 // allocates itself comes from its GraphBuffers (below), so a second call with
 // the same input shapes allocates nothing.
 #include <array>
