@@ -1088,6 +1088,19 @@ TEST(DeviceControl, AnIfRefusesWhatCannotLiveInFixedBuffers) {
               graph::detail::device_if(graph::tensor({1.f, 0.f}), [&](int) { y = x; }, {&y}, " (at m.cpp:9)");
             }),
             "If condition: a device condition must hold one element, got float[2] (at m.cpp:9)");
+  // Host tensors out of a branch or carried by a loop: their work would run
+  // only while capturing.
+  f.on_device = [&](const graph::Tensor& t) { return t.raw_data() != x.raw_data(); };
+  EXPECT_EQ(error_of([&] { graph::detail::device_if(c, [&](int) { y = x; }, {&y}, ""); }),
+            "If: output 0 of the then-branch is not on the device; host work in a captured branch would run only "
+            "while capturing");
+  graph::Tensor h = x;
+  EXPECT_EQ(error_of([&] {
+              graph::detail::device_loop(3, graph::detail::to_condition(true),
+                                         [&] { return graph::detail::to_condition(true); }, {&h}, "");
+            }),
+            "Loop: carried value 0 is not on the device; host work in a captured loop body would run only while "
+            "capturing");
 }
 
 // A Loop with a finite trip count: a counter on the device, reset before the

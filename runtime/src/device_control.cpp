@@ -125,6 +125,10 @@ void device_if(const Tensor& cond, const std::function<void(int)>& branch, std::
         if (!o->defined())
           throw Error("If: output " + std::to_string(i) + " of the " + (k ? "else" : "then") +
                       "-branch is undefined; a captured If needs a tensor from both branches" + where);
+        if (!b.on_device(*o))
+          throw Error("If: output " + std::to_string(i) + " of the " + (k ? "else" : "then") +
+                      "-branch is not on the device; host work in a captured branch would run only while "
+                      "capturing" + where);
         if (k == 0) {
           fixed[i] = empty_on(o->device(), o->sizes(), o->dtype());
         } else if (o->sizes() != fixed[i].sizes() || o->dtype() != fixed[i].dtype()) {
@@ -153,6 +157,9 @@ void device_loop(int64_t trips, const Condition& first, const std::function<Cond
     if (!c->defined())
       throw Error("Loop: carried value " + std::to_string(fixed.size()) +
                   " is undefined; a captured Loop needs tensors it can keep in buffers" + where);
+    if (!b.on_device(*c))
+      throw Error("Loop: carried value " + std::to_string(fixed.size()) +
+                  " is not on the device; host work in a captured loop body would run only while capturing" + where);
     fixed.push_back(c->clone());
     *c = fixed.back();
   }
