@@ -48,7 +48,7 @@ endif()
 # The dense path of a generated fused loop must stay vectorized (GCC's
 # remarks name the loop's line; see codegen_vectorize.cmake).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  foreach(_case chain8 matmul_epilogue strip_mined)
+  foreach(_case chain8 matmul_epilogue strip_mined reduce_nest)
     add_test(NAME codegen_vectorized_${_case}
       COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER}
         -DSOURCE=${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/${_case}.graph.cpp
