@@ -7,8 +7,11 @@
 //
 // A matmul or linear outside any group takes the same GEMM.
 //
-// kind=reduce: the elementwise producers as one fused loop, then the
-// reduction over its result.
+// kind=reduce: a sum/mean/amax/amin over all or trailing dims of dense
+// float/double producers as one loop nest (fused_reduction, below: no
+// intermediate tensor, the eager reduction's order); otherwise, and always
+// for argmax and other dtypes, the elementwise producers as one fused loop,
+// then the eager reduction over its result.
 //
 // Precondition: the group verifies and every tensor in it has a known dtype;
 // the matmul or linear of an epilogue group comes before its elementwise ops.
