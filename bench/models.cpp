@@ -21,6 +21,10 @@ using namespace graph;
 [[graph::static]] Tensor op_relu(Tensor a) { return relu(a); }
 [[graph::static]] Tensor op_tanh(Tensor a) { return tanh(a); }
 [[graph::static]] Tensor op_sum(Tensor a) { return a.sum(); }
+
+// Reductions fused with their producers (one loop nest when static).
+[[graph::static]] Tensor mse(Tensor x, Tensor y) { return ((x - y) * (x - y)).mean(); }
+[[graph::static]] Tensor row_sum(Tensor x, Tensor y) { return relu(x * y + 1.0f).sum(-1); }
 [[graph::static]] Tensor op_softmax(Tensor a) { return softmax(a, 0); }
 [[graph::static]] Tensor op_matmul(Tensor a, Tensor b) { return matmul(a, b); }
 

@@ -21,6 +21,11 @@ Tensor op_sum(Tensor a);
 Tensor op_softmax(Tensor a);
 Tensor op_matmul(Tensor a, Tensor b);
 
+// Reductions of elementwise producers over 16M elements: the mean squared
+// error of two vectors, and relu(x * y + 1).sum(-1) over [16384, 1024] rows.
+Tensor mse(Tensor x, Tensor y);
+Tensor row_sum(Tensor x, Tensor y);
+
 // LSTM-style cell run `steps` times on the same input: x, h, c [1, H];
 // wx, wh [H, 4H]; b [4H]. Returns the last h.
 Tensor lstm(Tensor x, Tensor h, Tensor c, Tensor wx, Tensor wh, Tensor b, int steps);

@@ -20,6 +20,10 @@ void elementwise() {
   add_na("copy_16M", "cxxgraph_static", "a graph has no copy op: returning an input returns it as is");
   add_cxxgraph("triad_16M", [] { keep(triad(big().x, big().y)); });
   add_cxxgraph("chain8_16M", [] { keep(chain8(big().x, big().y)); });
+  add_cxxgraph("sum_16M", [] { keep(op_sum(big().x)); });
+  add_cxxgraph("mse_16M", [] { keep(mse(big().x, big().y)); });
+  static const Tensor x2 = big().x.reshape({16384, 1024}), y2 = big().y.reshape({16384, 1024});
+  add_cxxgraph("rowsum_16M", [] { keep(row_sum(x2, y2)); });
 }
 
 void small_ops() {

@@ -37,6 +37,10 @@ void elementwise() {
     t = at::sigmoid(t);
     keep(-t);
   });
+  add("sum_16M", "libtorch", [] { keep(x.sum()); });
+  add("mse_16M", "libtorch", [] { keep(((x - y) * (x - y)).mean()); });
+  static const at::Tensor x2 = x.reshape({16384, 1024}), y2 = y.reshape({16384, 1024});
+  add("rowsum_16M", "libtorch", [] { keep(at::relu(x2 * y2 + 1).sum(-1)); });
 }
 
 void small_ops() {
@@ -164,7 +168,7 @@ void register_libtorch() {
 #else
 
 void register_libtorch() {
-  for (const char* w : {"copy_16M", "triad_16M", "chain8_16M", "op64_add", "op64_relu", "op64_tanh", "op64_sum",
+  for (const char* w : {"copy_16M", "triad_16M", "chain8_16M", "sum_16M", "mse_16M", "rowsum_16M", "op64_add", "op64_relu", "op64_tanh", "op64_sum",
                         "op64_softmax", "op_matmul_8x8", "lstm_h64_100steps", "sgemm_256", "sgemm_1024",
                         "mlp_infer_b64", "mlp_train_step_b64", "transformer_b8_s64_d256", "lenet_b64"})
     add_na(w, "libtorch", "built without LibTorch (apt-get install libtorch-dev)");

@@ -55,6 +55,47 @@ void chain8_eigen() {
   benchmark::ClobberMemory();
 }
 
+// The reductions by hand, one pass each: float lanes (Eigen's vectorized
+// sum) per 64K block, blocks added in double, blocks split over the threads.
+template <class F>
+double blocked_sum(F block_sum) {
+  constexpr int64_t kBlock = 1 << 16;
+  const int64_t n = big().x.numel(), blocks = n / kBlock;
+  static std::vector<double> partial(static_cast<size_t>(blocks));
+  parallel_for(blocks, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) partial[b] = block_sum(b * kBlock, kBlock);
+  });
+  double s = 0;
+  for (double p : partial) s += p;
+  return s;
+}
+
+using ConstArray = Eigen::Map<const Eigen::ArrayXf>;
+
+void sum_loop() {
+  const double s = blocked_sum([](int64_t at, int64_t n) { return double(ConstArray(big().x.data_ptr<float>() + at, n).sum()); });
+  benchmark::DoNotOptimize(s);
+}
+
+void mse_loop() {
+  const double s = blocked_sum([](int64_t at, int64_t n) {
+    ConstArray x(big().x.data_ptr<float>() + at, n), y(big().y.data_ptr<float>() + at, n);
+    return double((x - y).square().sum());
+  });
+  benchmark::DoNotOptimize(s / static_cast<double>(big().x.numel()));
+}
+
+void rowsum_loop() {
+  static std::vector<float> out(16384);
+  parallel_for(16384, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      ConstArray x(big().x.data_ptr<float>() + r * 1024, 1024), y(big().y.data_ptr<float>() + r * 1024, 1024);
+      out[r] = (x * y + 1.0f).max(0.0f).sum();
+    }
+  });
+  benchmark::ClobberMemory();
+}
+
 void sgemm_direct(int n) {
   static std::vector<float> c(1024 * 1024);
   dnnl_sgemm('N', 'N', n, n, n, 1.0f, gemm(n).a.data_ptr<float>(), n, gemm(n).b.data_ptr<float>(), n, 0.0f,
@@ -68,6 +109,9 @@ void register_references() {
   add("copy_16M", "reference", copy_loop);
   add("triad_16M", "reference", triad_loop);
   add("chain8_16M", "reference", chain8_eigen);
+  add("sum_16M", "reference", sum_loop);
+  add("mse_16M", "reference", mse_loop);
+  add("rowsum_16M", "reference", rowsum_loop);
   for (int n : {256, 1024}) add("sgemm_" + std::to_string(n), "reference", [n] { sgemm_direct(n); });
   const char* none = "no hand-written version: the reference is LibTorch";
   for (const char* w : {"op64_add", "op64_relu", "op64_tanh", "op64_sum", "op64_softmax", "op_matmul_8x8",

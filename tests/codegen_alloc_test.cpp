@@ -93,9 +93,10 @@ Tensor values(const graph::Shape& shape, int seed) {
 
 bool same_values(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
+  if (a.dtype() != b.dtype()) return false;
+  const Tensor x = a.to(graph::kFloat64).contiguous(), y = b.to(graph::kFloat64).contiguous();
   for (int64_t i = 0; i < x.numel(); ++i)
-    if (x.data_ptr<float>()[i] != y.data_ptr<float>()[i]) return false;
+    if (x.data_ptr<double>()[i] != y.data_ptr<double>()[i]) return false;
   return true;
 }
 
@@ -145,6 +146,17 @@ TEST(SteadyState, MlpWithEpiloguesAllocatesNothing) {
       {values({64, 8}, 5), values({16, 8}, 6), values({16}, 7), values({16, 4}, 8), values({4}, 9)}, 1);
   EXPECT_EQ(c.heap, 0);
   EXPECT_EQ(c.tensor_buffers, 0u);
+}
+
+TEST(SteadyState, FusedReductionsAllocateNothing) {
+  // red_f64 of reduce_nest.graph: four reductions, each one loop nest; one
+  // slot over several chunks (their partials in a kept buffer) and many rows,
+  // both big enough for the pool.
+  for (const graph::Shape& shape : std::vector<graph::Shape>{{1, 200000}, {64, 2048}}) {
+    const Counts c = second_call("red_f64", {values(shape, 10).to(graph::kFloat64), values(shape, 11).to(graph::kFloat64)}, 4);
+    EXPECT_EQ(c.heap, 0);
+    EXPECT_EQ(c.tensor_buffers, 0u);
+  }
 }
 
 TEST(SteadyState, LstmLoopAllocatesNothing) {

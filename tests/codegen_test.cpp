@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include "graph/codegen/cpp.h"
 #include "graph/cpu_isa.h"
+#include "graph/parallel.h"
 #include "graph/codegen/grad.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
@@ -1083,6 +1085,225 @@ TEST(Generated, ReductionsOfFusedLoops) {
   expect_close(tensor_out(out, 0), graph::sum(graph::mul(d, d), {1}));
   expect_close(tensor_out(out, 1), graph::amax(graph::exp(x), {-1}, true));
   expect_close(tensor_out(out, 2), graph::mean(graph::tanh(y)));
+}
+
+// ---- reductions as one loop nest (fused_groups.cpp: fused_reduction) ------
+
+// Values whose float sum depends on the order of the double accumulation:
+// mostly in [-2, 2), plus every seventh element a large value (+-1e12 and
+// more) that the next seventh cancels, so the rounding at 1e12 shows in a
+// small result.
+Tensor mixed(const graph::Shape& shape, int seed) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<float>(std::sin(0.37 * (i + 1) + seed * 1.3) * 2.0);
+    if (i % 7 == 3) v[i] = static_cast<float>(((i / 7) % 2 ? -1e12 : 1e12) * (1 + (i / 14 + seed) % 3));
+  }
+  return graph::from_vector(v, shape);
+}
+
+// Same shape, dtype and bytes (any NaN equals any NaN).
+void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what;
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const Tensor g = got.to(graph::kFloat64).contiguous(), w = want.to(graph::kFloat64).contiguous();
+  const bool f32 = got.dtype() == graph::kFloat32;
+  const Tensor gr = got.contiguous(), wr = want.contiguous();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < g.numel() && bad < 5; ++i) {
+    const double a = g.data_ptr<double>()[i], b = w.data_ptr<double>()[i];
+    const bool same = (std::isnan(a) && std::isnan(b)) ||
+                      (f32 ? std::memcmp(gr.data_ptr<float>() + i, wr.data_ptr<float>() + i, 4) == 0
+                           : std::memcmp(gr.data_ptr<double>() + i, wr.data_ptr<double>() + i, 8) == 0);
+    if (!same) {
+      ++bad;
+      ADD_FAILURE() << what << ": element " << i << " is " << a << ", eager gives " << b;
+    }
+  }
+}
+
+// red_f32 of reduce_nest.graph, op by op.
+std::vector<Tensor> red_f32_eager(const Tensor& x, const Tensor& y, double s) {
+  using namespace graph;
+  return {sum(relu(add(mul(x, y), s)), {-1}),       mean(mul(sub(x, y), sub(x, y))),
+          amax(mul(x, s), {0, -1}, true),           amin(neg(y), {-1}, false),
+          mean(abs(x), {-1}, true),                 sum(add(x, y))};
+}
+
+const char* const kRedNames[] = {"sum rows", "mean all", "amax [0, -1]", "amin rows", "mean rows keepdim", "sum all"};
+
+std::vector<Tensor> red_f32_static(const Tensor& x, const Tensor& y, double s) {
+  auto out = call("cg_reduce_nest", {x, y, s}, 6);
+  std::vector<Tensor> r;
+  for (size_t k = 0; k < out.size(); ++k) r.push_back(tensor_out(out, k));
+  return r;
+}
+
+// Sizes around the lanes (16), the blocks (256) and the chunks (64K).
+const std::vector<graph::Shape> kRedShapes = {{1, 1},   {3, 15},    {2, 16},     {4, 17},   {1, 255},
+                                              {2, 256}, {3, 257},   {1, 65535},  {1, 65536}, {2, 65537},
+                                              {1, 3 * 65536 + 5},   {64, 2048},  {2, 3, 5}, {3, 4, 70}};
+
+TEST(GeneratedReduce, OneLoopNestMatchesEagerBitwise) {
+  for (const auto& shape : kRedShapes) {
+    const Tensor x = mixed(shape, 1), y = mixed(shape, 2);
+    const auto got = red_f32_static(x, y, 0.5), want = red_f32_eager(x, y, 0.5);
+    for (size_t k = 0; k < want.size(); ++k)
+      expect_same_bits(got[k], want[k], std::string(kRedNames[k]) + " of " + graph::shape_str(shape));
+  }
+}
+
+TEST(GeneratedReduce, EveryIsaGivesTheSameBits) {
+  const Tensor x = mixed({3, 1000}, 3), y = mixed({3, 1000}, 4);
+  const auto want = red_f32_eager(x, y, -1.25);
+  for_each_isa([&](const std::string& isa) {
+    const auto got = red_f32_static(x, y, -1.25);
+    for (size_t k = 0; k < want.size(); ++k) expect_same_bits(got[k], want[k], std::string(kRedNames[k]) + ", " + isa);
+  });
+}
+
+TEST(GeneratedReduce, DoubleMatchesEagerBitwise) {
+  for (const graph::Shape& shape : std::vector<graph::Shape>{{1, 17}, {3, 257}, {1, 65537}, {2, 3, 33}}) {
+    const Tensor x = mixed(shape, 5).to(graph::kFloat64), y = mixed(shape, 6).to(graph::kFloat64);
+    auto out = call("red_f64", {x, y}, 4);
+    using namespace graph;
+    const std::string at = " of " + shape_str(shape);
+    expect_same_bits(tensor_out(out, 0), sum(mul(x, y), {-1}), "sum rows" + at);
+    expect_same_bits(tensor_out(out, 1), mean(sub(x, y)), "mean all" + at);
+    expect_same_bits(tensor_out(out, 2), amax(add(x, y)), "amax all" + at);
+    expect_same_bits(tensor_out(out, 3), amin(mul(y, y), {-1}, true), "amin rows keepdim" + at);
+  }
+}
+
+TEST(GeneratedReduce, AgreesWithAnIndependentReference) {
+  // sum(x + y) and the row sums against long double sums of the float
+  // values; amax/amin against a plain scan.
+  const graph::Shape shape{3, 65537};
+  const Tensor x = values(shape, 7), y = values(shape, 8);
+  const auto got = red_f32_static(x, y, 0.5);
+  const float* px = x.data_ptr<float>();
+  const float* py = y.data_ptr<float>();
+  long double all = 0, mag = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float t = px[i] + py[i];
+    all += t;
+    mag += std::fabs(t);
+  }
+  EXPECT_NEAR(got[5].item<float>(), static_cast<double>(all), 1e-6 * static_cast<double>(mag));
+  for (int64_t r = 0; r < 3; ++r) {
+    long double s = 0, m = 0;
+    float lo = INFINITY;
+    for (int64_t j = 0; j < 65537; ++j) {
+      const int64_t i = r * 65537 + j;
+      const float t = std::max(px[i] * py[i] + 0.5f, 0.0f);
+      s += t;
+      m += t;
+      lo = std::min(lo, -py[i]);
+    }
+    EXPECT_NEAR(got[0].data_ptr<float>()[r], static_cast<double>(s), 1e-6 * static_cast<double>(m) + 1e-3) << r;
+    EXPECT_EQ(got[3].data_ptr<float>()[r], lo) << r;
+  }
+  float hi = -INFINITY;
+  for (int64_t i = 0; i < x.numel(); ++i) hi = std::max(hi, px[i] * 0.5f);
+  EXPECT_EQ(got[2].item<float>(), hi);
+}
+
+TEST(GeneratedReduce, NanAndInfinity) {
+  for (const graph::Shape& shape : std::vector<graph::Shape>{{2, 17}, {2, 65537}}) {
+    std::vector<float> xv(static_cast<size_t>(shape[0] * shape[1]), 0.25f), yv(xv.size(), -1.0f);
+    xv[3] = NAN;                          // row 0: NaN
+    xv[shape[1] + 5] = INFINITY;          // row 1: +inf
+    yv[shape[1] + 9] = -INFINITY;         // row 1: x * y = -inf, relu -> 0; neg(y) = +inf
+    const Tensor x = graph::from_vector(xv, shape), y = graph::from_vector(yv, shape);
+    const auto got = red_f32_static(x, y, 0.5), want = red_f32_eager(x, y, 0.5);
+    for (size_t k = 0; k < want.size(); ++k)
+      expect_same_bits(got[k], want[k], std::string(kRedNames[k]) + " of " + graph::shape_str(shape));
+    EXPECT_TRUE(std::isnan(got[2].item<float>()));                       // amax propagates the NaN
+    EXPECT_TRUE(std::isnan(got[1].item<float>()));                       // so does the mean
+    EXPECT_EQ(got[3].data_ptr<float>()[0], 1.0f);                        // amin of -y, row 0
+    EXPECT_TRUE(std::isnan(got[4].data_ptr<float>()[0]));                // mean |x| of row 0
+    EXPECT_EQ(got[4].data_ptr<float>()[1], INFINITY);                    // row 1 has +inf
+  }
+}
+
+TEST(GeneratedReduce, OneThreadAndAllThreadsGiveTheSameBits) {
+  // A parallel_for inside a chunk runs on its caller alone: the graph called
+  // from a chunk is the single-threaded run.
+  for (const graph::Shape& shape : std::vector<graph::Shape>{{1, 3 * 65536 + 5}, {64, 2048}}) {
+    const Tensor x = mixed(shape, 9), y = mixed(shape, 10);
+    const auto many = red_f32_static(x, y, 0.5);
+    std::vector<Tensor> one;
+    graph::cpu::parallel_for(2, 1, [&](int64_t b, int64_t) {
+      if (b == 0) one = red_f32_static(x, y, 0.5);
+    });
+    if (one.empty()) one = red_f32_static(x, y, 0.5);  // one thread in all: the same run
+    for (size_t k = 0; k < many.size(); ++k)
+      expect_same_bits(one[k], many[k], std::string(kRedNames[k]) + " of " + graph::shape_str(shape));
+    const Tensor eager_one = [&] {
+      Tensor r;
+      graph::cpu::parallel_for(2, 1, [&](int64_t b, int64_t) {
+        if (b == 0) r = graph::sum(x);
+      });
+      return r.defined() ? r : graph::sum(x);
+    }();
+    expect_same_bits(eager_one, graph::sum(x), "eager sum of " + graph::shape_str(shape));
+  }
+}
+
+TEST(GeneratedReduce, FallsBackForBroadcastAndStridedInputs) {
+  // A broadcast operand, a transposed one, and dims that are not trailing
+  // (amax over [0, -1] of a 3-D input) take the fused loop + eager reduction.
+  const Tensor x = mixed({4, 33}, 11), row = mixed({33}, 12), xt = mixed({33, 4}, 13).t();
+  auto check = [](const Tensor& a, const Tensor& b, const std::string& what) {
+    const auto got = red_f32_static(a, b, 0.5), want = red_f32_eager(a, b, 0.5);
+    for (size_t k = 0; k < want.size(); ++k) expect_same_bits(got[k], want[k], std::string(kRedNames[k]) + ", " + what);
+  };
+  check(x, row, "broadcast");
+  check(xt, x, "transposed");
+}
+
+TEST(GeneratedReduce, BadDimGivesTheEagerErrorAndLine) {
+  std::string msg;
+  try {
+    call("bad_dim", {mixed({2, 3}, 1)}, 1);
+  } catch (const graph::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("sum"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dim"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad.cpp:7:30"), std::string::npos) << msg;
+  // The same graph on a 3-D input is fine (one loop nest: dim 2 is the last).
+  const Tensor x = mixed({2, 3, 4}, 2);
+  expect_same_bits(tensor_out(call("bad_dim", {x}, 1), 0), graph::sum(graph::exp(x), {2}), "3-D");
+}
+
+TEST(GeneratedReduce, SourceWritesNoIntermediateTensor) {
+  auto graphs = codegen_case("reduce_nest.graph");
+  ASSERT_EQ(graphs.size(), 3u);
+  ir::fuse_groups(*graphs[0]);
+  const std::string src = graph::codegen::generate_cpu_source({{graphs[0].get(), "_Z3redv", "h", "m.cpp:1"}}, "m.cpp");
+  // Six reductions, each one loop nest with a two-step fallback.
+  EXPECT_EQ(count_of(src, "// One loop nest:"), 6u) << src;
+  size_t at = 0;
+  for (int k = 0; k < 6; ++k) {
+    const size_t begin = src.find("// One loop nest:", at);
+    ASSERT_NE(begin, std::string::npos);
+    const size_t end = src.find("// Broadcast, strided or on the device", begin);
+    ASSERT_NE(end, std::string::npos);
+    const std::string nest = src.substr(begin, end - begin);
+    // Buffers: the result, and the partials of a single slot's chunks; the
+    // producers go through a stack block.
+    EXPECT_EQ(count_of(nest, "buffers.take("), 2u) << nest;
+    EXPECT_NE(nest.find("alignas(64) float block[256];"), std::string::npos) << nest;
+    EXPECT_NE(nest.find("::graph::reduce_order::lanes_add<"), std::string::npos) << nest;
+    EXPECT_EQ(nest.find("StridedLoop"), std::string::npos) << nest;
+    at = end;
+  }
+  EXPECT_NE(src.find("lanes_add<::graph::reduce_order::Max>"), std::string::npos);
+  EXPECT_NE(src.find("lanes_add<::graph::reduce_order::Min>"), std::string::npos);
 }
 
 }  // namespace

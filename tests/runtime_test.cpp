@@ -1,6 +1,7 @@
 // Eager CPU runtime: values, not just absence of crashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "graph/parallel.h"
 #include "graph/cpu_loop.h"
 #include "graph/graph.h"
+#include "graph/parallel.h"
 
 namespace {
 
@@ -350,6 +352,95 @@ TEST(Reduce, Mean) {
   EXPECT_EQ(values(k), (std::vector<float>{2, 5}));
   EXPECT_TRUE(std::isnan(graph::zeros({0}).mean().item<float>()));
   expect_error([] { graph::tensor({1, 2}).mean(); }, {"mean: expected a floating dtype, got long"});
+}
+
+// graph/reduce_order.h, written out independently: lanes of 16 per 64K
+// chunk, the lanes combined 8, 4, 2, 1 apart, the chunks added in order.
+double documented_sum(const std::vector<float>& v) {
+  double acc = 0;
+  for (size_t c = 0; c < v.size(); c += 65536) {
+    double lane[16] = {};
+    for (size_t i = c; i < std::min(v.size(), c + 65536); ++i) lane[(i - c) % 16] += v[i];
+    for (int w = 8; w >= 1; w /= 2)
+      for (int k = 0; k < w; ++k) lane[k] += lane[k + w];
+    acc += lane[0];
+  }
+  return acc;
+}
+
+// Values whose double sum depends on the order: big values that cancel.
+std::vector<float> order_sensitive(size_t n, int seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    v[i] = static_cast<float>(std::sin(0.37 * (i + 1) + seed) * 2.0);
+    if (i % 7 == 3) v[i] = static_cast<float>(((i / 7) % 2 ? -1e12 : 1e12) * (1 + (i / 14) % 3));
+  }
+  return v;
+}
+
+TEST(Reduce, DenseSumFollowsTheDocumentedOrder) {
+  for (size_t n : {size_t{1}, size_t{15}, size_t{17}, size_t{1000}, size_t{65536}, size_t{65537}, size_t{200005}}) {
+    const std::vector<float> v = order_sensitive(n, static_cast<int>(n % 5));
+    const Tensor x = graph::from_vector(v, {static_cast<int64_t>(n)});
+    const double want = documented_sum(v);
+    const float got = x.sum().item<float>();
+    EXPECT_EQ(got, static_cast<float>(want)) << n;
+    const Tensor xd = x.to(graph::kFloat64);
+    EXPECT_EQ(xd.sum().item<double>(), want) << n;  // the accumulator itself, no rounding to float
+    // Rows of a trailing reduction: each row is its own dense run.
+    const Tensor rows = graph::from_vector(order_sensitive(3 * n, 1), {3, static_cast<int64_t>(n)}).to(graph::kFloat64);
+    const Tensor rs = rows.sum(-1);
+    for (int64_t r = 0; r < 3; ++r) {
+      const double* p = rows.data_ptr<double>() + r * static_cast<int64_t>(n);
+      std::vector<float> row(p, p + n);  // exact: the values came from floats
+      EXPECT_EQ(rs.data_ptr<double>()[r], documented_sum(row)) << n << " row " << r;
+    }
+  }
+}
+
+TEST(Reduce, SameBitsOnEveryIsaAndThreadCount) {
+  const std::vector<float> v = order_sensitive(3 * 65536 + 7, 2);
+  const Tensor x = graph::from_vector(v, {static_cast<int64_t>(v.size())});
+  const float want = x.sum().item<float>(), want_max = graph::amax(x).item<float>();
+  const int best = graph::cpu::best_isa();
+  for (int isa = graph::cpu::kBaseline; isa <= best; ++isa) {
+    graph::cpu::set_isa(isa);
+    EXPECT_EQ(x.sum().item<float>(), want) << graph::cpu::isa_name(isa);
+    EXPECT_EQ(graph::amax(x).item<float>(), want_max) << graph::cpu::isa_name(isa);
+  }
+  graph::cpu::set_isa(best);
+  // Inside a parallel_for chunk the reduction runs on one thread.
+  float one = want;
+  graph::cpu::parallel_for(2, 1, [&](int64_t b, int64_t) {
+    if (b == 0) one = x.sum().item<float>();
+  });
+  EXPECT_EQ(one, want);
+}
+
+TEST(Reduce, MaxMinNanInfAndIntegers) {
+  std::vector<float> v(70000, 1.0f);
+  v[12345] = std::numeric_limits<float>::infinity();
+  v[5] = -std::numeric_limits<float>::infinity();
+  Tensor x = graph::from_vector(v, {70000});
+  EXPECT_EQ(graph::amax(x).item<float>(), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(graph::amin(x).item<float>(), -std::numeric_limits<float>::infinity());
+  for (size_t at : {size_t{0}, size_t{17}, size_t{65536}, size_t{69999}}) {
+    std::vector<float> w = v;
+    w[at] = std::nanf("");
+    const Tensor y = graph::from_vector(w, {70000});
+    EXPECT_TRUE(std::isnan(graph::amax(y).item<float>())) << at;
+    EXPECT_TRUE(std::isnan(graph::amin(y).item<float>())) << at;
+    EXPECT_TRUE(std::isnan(y.sum().item<float>())) << at;
+    EXPECT_TRUE(std::isnan(graph::amax(y.reshape({7, 10000}), {-1}).data_ptr<float>()[at / 10000])) << at;
+  }
+  // Integers: sums wrap like int64, max/min are exact.
+  const Tensor big = graph::tensor({std::numeric_limits<int64_t>::max(), int64_t{1}});
+  EXPECT_EQ(big.sum().item<int64_t>(), std::numeric_limits<int64_t>::min());
+  const Tensor ints = graph::arange(100000);
+  EXPECT_EQ(ints.sum().item<int64_t>(), int64_t{99999} * 100000 / 2);
+  EXPECT_EQ(graph::amax(ints).item<int64_t>(), 99999);
+  EXPECT_EQ(graph::amin(ints).item<int64_t>(), 0);
+  EXPECT_EQ(graph::gt(ints, 50000).sum().item<int64_t>(), 49999);
 }
 
 // ---- matmul ---------------------------------------------------------------

@@ -177,7 +177,7 @@ class Emitter {
                            const std::vector<std::string>& stores, const std::string& indent);
   std::string dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                            const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
-                           std::vector<std::string>& scalar_args);
+                           std::vector<std::string>& scalar_args, std::string* struct_name = nullptr);
   std::string stage_statements(const std::vector<const ir::Node*>& ops,
                                const std::vector<std::pair<const ir::Value*, std::string>>& sources,
                                const std::vector<std::pair<std::string, const ir::Value*>>& writes,
@@ -188,6 +188,9 @@ class Emitter {
   void matmul_epilogue(const ir::Node* n);
   void gemm_call(const ir::Node* n);  // a matmul or linear through detail::gemm
   void reduce_group(const ir::Node* n);
+  // The one-loop-nest path of a reduce group (fused_groups.cpp); false when
+  // the group does not qualify (then the caller writes the two-step path).
+  bool fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir::Node* reduction);
 
   std::ostringstream out_;
   int indent_ = 0;

@@ -7,13 +7,19 @@
 //
 // A matmul or linear outside any group takes the same GEMM.
 //
-// kind=reduce: the elementwise producers as one fused loop, then the
-// reduction over its result.
+// kind=reduce: a sum/mean/amax/amin over all or trailing dims of dense
+// float/double producers as one loop nest (fused_reduction, below: no
+// intermediate tensor, the eager reduction's order); otherwise, and always
+// for argmax and other dtypes, the elementwise producers as one fused loop,
+// then the eager reduction over its result.
 //
 // Precondition: the group verifies and every tensor in it has a known dtype;
 // the matmul or linear of an epilogue group comes before its elementwise ops.
 #include <algorithm>
 #include <functional>
+#include <set>
+
+#include "graph/ir/value_primitives.h"
 
 #include "emitter.h"
 #include "graph/error.h"
@@ -168,12 +174,219 @@ void Emitter::reduce_group(const ir::Node* n) {
   const ir::Node* reduction = nodes[r];
   const LoopSpec spec = group_loop(n);
   line("// reduction of a fused loop: " + describe(spec.members) + ", then " + reduction->op());
+  const bool last = r + 1 == nodes.size() && n->num_outputs() == 1 && body->returns()[0] == reduction->output();
+  if (last && fused_reduction(n, spec, reduction)) return;
   declare_outputs(spec);
   open("");
   group_fused_loop(spec);
   close();
   for (size_t i = r; i < nodes.size(); ++i) node(nodes[i]);
   for (size_t i = 0; i < n->num_outputs(); ++i) alias(n->output(i), name(body->returns()[i]));
+}
+
+namespace {
+
+// The reduced dims of `reduction` as a C++ braced list ("{}": all dims), or
+// false when they are not plain constants.
+bool static_dims(const ir::Node* reduction, std::string& dims, bool& keepdim) {
+  keepdim = false;
+  dims = "{}";
+  if (has_dynamic_attrs(*reduction)) return false;
+  auto k = reduction->attrs().find("keepdim");
+  if (k != reduction->attrs().end()) {
+    const bool* b = std::get_if<bool>(&k->second);
+    if (!b) return false;
+    keepdim = *b;
+  }
+  auto d = reduction->attrs().find("dim");
+  if (d == reduction->attrs().end()) return true;
+  std::vector<int64_t> list;
+  if (const int64_t* i = std::get_if<int64_t>(&d->second)) list = {*i};
+  else if (const auto* l = std::get_if<std::vector<int64_t>>(&d->second)) list = *l;
+  else return false;
+  dims = "{";
+  for (size_t i = 0; i < list.size(); ++i) dims += (i ? ", " : "") + std::string("int64_t{") + std::to_string(list[i]) + "}";
+  dims += "}";
+  return true;
+}
+
+}  // namespace
+
+// A reduce group whose reduction is sum, mean, amax or amin of a float or
+// double producer, over all dims or trailing dims, as one loop nest when the
+// operands are dense and of one shape (checked at run time by
+// graph::detail::fused_reduction_shape): per output slot, the producers run
+// over blocks of kBlock elements into a stack buffer (the group's dense
+// kernel, as fusion_kernel.cpp writes it) that graph/reduce_order.h's lanes
+// accumulate at once, in the eager reduction's order (so the same bits), no
+// intermediate tensor written. Rows go to the cores; a single slot's chunks
+// go to the cores and their partials are combined in chunk order. Anything
+// else at run time takes the two-step path (fused loop into a buffer, then
+// the eager reduction, which reports bad dims with the source line).
+bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir::Node* reduction) {
+  constexpr int kBlock = 256;  // a multiple of reduce_order::kLanes dividing kChunk
+  const std::string op = reduction->op();
+  std::string kind;
+  if (op == "sum" || op == "mean") kind = "Sum";
+  else if (op == "amax") kind = "Max";
+  else if (op == "amin") kind = "Min";
+  else return false;
+  if (spec.results.size() != 1) return false;
+  const ir::Type& in_type = spec.results[0]->type();
+  const ir::Type& out_type = reduction->output()->type();
+  if (!in_type.is_tensor() || !in_type.dtype || (*in_type.dtype != DType::Float32 && *in_type.dtype != DType::Float64))
+    return false;
+  if (!out_type.is_tensor() || out_type.dtype != in_type.dtype) return false;
+  std::string dims;
+  bool keepdim = false;
+  if (!static_dims(reduction, dims, keepdim)) return false;
+  std::vector<const ir::Value*> tensor_params;
+  for (const ir::Value* v : spec.reads)
+    if (v->type().is_tensor()) {
+      if (!v->type().dtype) return false;
+      tensor_params.push_back(v);
+    }
+  if (tensor_params.empty()) return false;
+  std::vector<const ir::Node*> ops;
+  for (const ir::Node* m : spec.members)
+    if (!hoisted(m)) ops.push_back(m);
+  if (ops.empty()) return false;
+
+  const std::string T = element_type(*in_type.dtype);
+  const std::string Op = "::graph::reduce_order::" + kind;
+  const std::string out = name(n->output(0));
+  const std::string shape = fresh("rshape"), rows = fresh("rows"), count = fresh("count");
+  std::vector<std::string> operands;
+  for (const ir::Value* v : tensor_params) operands.push_back("&" + name(v));
+  std::string operand_list;
+  for (const auto& o : operands) operand_list += (operand_list.empty() ? "" : ", ") + o;
+
+  line("::graph::Tensor " + out + ";");
+  open("");
+  line("::graph::Shape " + shape + ";");
+  line("int64_t " + rows + " = 0, " + count + " = 0;");
+  open("if (::graph::detail::fused_reduction_shape({" + operand_list + "}, " + dims + ", " +
+       (keepdim ? "true" : "false") + ", " + (kind == "Sum" ? "false" : "true") + ", " + shape + ", " + rows + ", " +
+       count + "))");
+  line("// One loop nest: per output slot, the producers in blocks of " + std::to_string(kBlock) +
+       " into a stack buffer, accumulated");
+  line("// in the eager " + op + "'s order (graph/reduce_order.h); no intermediate tensor.");
+  for (const ir::Node* m : spec.members)
+    if (hoisted(m)) node(m);
+  line(out + " = " + take_buffer(shape, *out_type.dtype) + ";");
+  const std::string out_ptr = fresh("out_" + out);
+  line(T + "* const " + out_ptr + " = " + out + ".data_ptr<" + T + ">();");
+  std::vector<std::string> in_ptr, in_t;
+  for (const ir::Value* p : tensor_params) {
+    in_t.push_back(element_type(*p->type().dtype));
+    in_ptr.push_back(fresh("in_" + name(p)));
+    line("const " + in_t.back() + "* const " + in_ptr.back() + " = " + name(p) + ".data_ptr<" + in_t.back() + ">();");
+  }
+  // The producers: the group's dense kernel, writing a block into o0.
+  std::vector<std::string> scalar_args;
+  std::string producer;
+  const std::string producer_isa = dense_kernel(spec, tensor_params, {T}, in_t, scalar_args, &producer);
+  line("(void)" + producer_isa + ";  // called through " + producer + "::run below");
+  // Its scalar parameters, as dense_kernel declares them.
+  std::vector<std::string> sparams;
+  std::set<const ir::Value*> seen;
+  for (const ir::Node* m : ops)
+    for (const ir::Value* v : m->inputs())
+      if (!v->type().is_tensor() && seen.insert(v).second) sparams.push_back("const " + cpp_type(v->type()) + " " + name(v));
+
+  std::vector<std::string> params{"const int64_t n"}, args{"n"}, block_args{"m", "block"};
+  for (size_t k = 0; k < tensor_params.size(); ++k) {
+    params.push_back("const " + in_t[k] + "* __restrict i" + std::to_string(k));
+    args.push_back("i" + std::to_string(k));
+    block_args.push_back("i" + std::to_string(k) + " + b");
+  }
+  for (size_t k = 0; k < sparams.size(); ++k) {
+    params.push_back(sparams[k]);
+    args.push_back(scalar_args[k]);
+    block_args.push_back(scalar_args[k]);
+  }
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  const std::string chunk = fresh("reduce_chunk");
+  const std::string B = std::to_string(kBlock);
+  line("// The partial of one chunk (at most reduce_order::kChunk elements), per instruction set.");
+  open("struct " + chunk);
+  open("GRAPH_ISA_INLINE static double run(" + join(params) + ")");
+  line("double lane[::graph::reduce_order::kLanes];");
+  line("::graph::reduce_order::lanes_init<" + Op + ">(lane);");
+  open("for (int64_t b = 0; b < n; b += " + B + ")");
+  line("const int64_t m = n - b < " + B + " ? n - b : " + B + ";");
+  line("alignas(64) " + T + " block[" + B + "];");
+  line(producer + "::run(" + join(block_args) + ");");
+  line("::graph::reduce_order::lanes_add<" + Op + ">(lane, block, m);");
+  close();
+  line("return ::graph::reduce_order::lanes_finish<" + Op + ">(lane);");
+  close();
+  const std::string call = "return run(" + join(args) + "); }";
+  line("GRAPH_ISA_KERNEL static double baseline(" + join(params) + ") { " + call);
+  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX2 static double avx2(" + join(params) + ") { " + call);
+  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static double avx512(" + join(params) + ") { " + call);
+  close(";");
+  const std::string chunk_isa = fresh(chunk + "_isa");
+  line("const auto " + chunk_isa + " = ::graph::cpu::pick_isa(&" + chunk + "::baseline, &" + chunk + "::avx2, &" + chunk +
+       "::avx512);");
+  // The call for the chunk of `len` elements at element `at`.
+  const auto chunk_call = [&](const std::string& len, const std::string& at) {
+    std::vector<std::string> a{len};
+    for (const auto& p : in_ptr) a.push_back(p + " + " + at);
+    a.insert(a.end(), scalar_args.begin(), scalar_args.end());
+    return chunk_isa + "(" + join(a) + ")";
+  };
+  const std::string K = "::graph::reduce_order::kChunk";
+  const std::string finish = [&](const std::string& acc) {
+    return "static_cast<" + T + ">(" + (op == "mean" ? acc + " / static_cast<double>(" + count + ")" : acc) + ")";
+  }("acc");
+  const std::string chunks = fresh("chunks");
+  line("const int64_t " + chunks + " = ::graph::reduce_order::num_chunks(" + count + ");");
+  open("if (" + rows + " == 1 && " + chunks + " > 1)");
+  line("// One slot: its chunks on all cores, the partials combined in chunk order.");
+  const std::string partials = fresh("partials");
+  line("const ::graph::Tensor " + partials + " = " + take_buffer("::graph::Shape{" + chunks + "}", DType::Float64) + ";");
+  line("double* const partial = " + partials + ".data_ptr<double>();");
+  open("::graph::cpu::parallel_for(" + chunks + ", 1, [&](int64_t begin, int64_t end)");
+  open("for (int64_t c = begin; c < end; ++c)");
+  line("const int64_t at = c * " + K + ";");
+  line("partial[c] = " + chunk_call(count + " - at < " + K + " ? " + count + " - at : " + K, "at") + ";");
+  close();
+  close(");");
+  line("double acc = " + Op + "::identity<double>();");
+  line("for (int64_t c = 0; c < " + chunks + "; ++c) acc = " + Op + "::combine(acc, partial[c]);");
+  line(out_ptr + "[0] = " + finish + ";");
+  --indent_;
+  open("} else");
+  line("// Rows on all cores, each row's chunks in order.");
+  open("::graph::cpu::parallel_for(" + rows + ", std::max<int64_t>(1, ::graph::cpu::kElementwiseGrain / std::max<int64_t>(" +
+       count + ", 1)), [&](int64_t begin, int64_t end)");
+  open("for (int64_t r = begin; r < end; ++r)");
+  line("double acc = " + Op + "::identity<double>();");
+  open("for (int64_t at = r * " + count + ", stop = at + " + count + "; at < stop; at += " + K + ")");
+  line("acc = " + Op + "::combine(acc, " + chunk_call("stop - at < " + K + " ? stop - at : " + K, "at") + ");");
+  close();
+  line(out_ptr + "[r] = " + finish + ";");
+  close();
+  close(");");
+  close();
+  --indent_;
+  open("} else");
+  line("// Broadcast, strided or on the device, or dims the eager op refuses: the fused loop into a buffer, then the");
+  line("// eager " + op + ".");
+  declare_outputs(spec);
+  open("");
+  group_fused_loop(spec);
+  close();
+  node(reduction);
+  line(out + " = " + name(reduction->output()) + ";");
+  close();
+  close();
+  return true;
 }
 
 }  // namespace graph::codegen::detail

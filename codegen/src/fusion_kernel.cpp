@@ -340,7 +340,7 @@ constexpr int kBlock = 256;
 // scalars to pass, in order.
 std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                                   const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
-                                  std::vector<std::string>& scalar_args) {
+                                  std::vector<std::string>& scalar_args, std::string* struct_name) {
   const size_t n_out = spec.outputs.size();
   std::vector<const ir::Node*> ops;
   for (const ir::Node* m : spec.members)
@@ -396,6 +396,7 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   const std::string at = blocked ? "[b + i]" : "[i]";
 
   const std::string kernel = fresh("kernel");
+  if (struct_name) *struct_name = kernel;
   line("// The dense loop as a function compiled for each instruction set, picked");
   line("// at run time (graph/cpu_isa.h); every variant gives the same bits.");
   open("struct " + kernel);

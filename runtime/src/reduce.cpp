@@ -5,7 +5,11 @@
 // result, read through strides that are 0 along the reduced dims, so one
 // StridedLoop covers every layout and every set of dims. Floats accumulate in
 // double; integers and bools sum in uint64_t, which wraps on overflow like
-// PyTorch's int64 instead of being undefined.
+// PyTorch's int64 instead of being undefined. A dense run into one slot (a
+// whole contiguous tensor, a row of trailing dims) accumulates in the
+// vectorized, thread-count-independent order of graph/reduce_order.h, which
+// the generated fused reductions follow too; a whole contiguous tensor's
+// chunks run on all cores.
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -18,6 +22,8 @@
 #include "graph/cpu_loop.h"
 #include "graph/fast_math.h"
 #include "graph/ops.h"
+#include "graph/parallel.h"
+#include "graph/reduce_order.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -64,29 +70,40 @@ Plan make_plan(std::string_view op, const Tensor& x, const Shape& dims, bool kee
   return p;
 }
 
-// acc[i * st[0]] = combine(acc[i * st[0]], x[i * st[1]]) for i < n.
-template <class Acc, class In, class Combine>
-void accumulate_run(int64_t n, Acc* a, const In* p, const std::array<int64_t, 2>& st, Combine combine) {
+// acc[i * st[0]] = combine(acc[i * st[0]], x[i * st[1]]) for i < n; a
+// dense run into one slot in the order of graph/reduce_order.h (lanes, chunks).
+template <class Op, class Acc, class In>
+void accumulate_run(int64_t n, Acc* a, const In* p, const std::array<int64_t, 2>& st) {
   if (st[0] == 0 && st[1] == 1) {  // a dense run into one slot
-    Acc s = *a;
-    for (int64_t i = 0; i < n; ++i) s = combine(s, static_cast<Acc>(p[i]));
-    *a = s;
+    *a = reduce_order::dense<Op>(*a, p, n);
   } else {
-    for (int64_t i = 0; i < n; ++i) a[i * st[0]] = combine(a[i * st[0]], static_cast<Acc>(p[i * st[1]]));
+    for (int64_t i = 0; i < n; ++i) a[i * st[0]] = Op::combine(a[i * st[0]], static_cast<Acc>(p[i * st[1]]));
   }
 }
 
 // acc = combine(acc, x) over the reduction `p` of `x` (acc laid out as p.keep_shape).
-template <class Acc, class In, class Combine>
-void accumulate(const Plan& p, const Tensor& x, Acc* acc, const In* px, Combine combine) {
-  if (p.out_numel == 1 && x.is_contiguous()) {  // one dense run into one slot: no loop to plan
-    accumulate_run(x.numel(), acc, px, {0, 1}, combine);
+template <class Op, class Acc, class In>
+void accumulate(const Plan& p, const Tensor& x, Acc* acc, const In* px) {
+  if (p.out_numel == 1 && x.is_contiguous()) {
+    // One dense run into one slot: its chunks on all cores, their partials
+    // combined in chunk order (the same bits for any thread count).
+    const int64_t n = x.numel(), chunks = reduce_order::num_chunks(n);
+    if (chunks < 2) {
+      *acc = reduce_order::dense<Op>(*acc, px, n);
+      return;
+    }
+    std::vector<Acc> partial(static_cast<size_t>(chunks));
+    cpu::parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t at = c * reduce_order::kChunk;
+        partial[c] = reduce_order::ChunkKernel<Op, Acc, In>::run(px + at, std::min(reduce_order::kChunk, n - at));
+      }
+    });
+    for (const Acc& v : partial) *acc = Op::combine(*acc, v);
     return;
   }
   const cpu::StridedLoop<2> loop(x.sizes(), {p.acc_strides, x.strides()});
-  loop.run([&](int64_t n, const auto& off, const auto& st) {
-    accumulate_run(n, acc + off[0], px + off[1], st, combine);
-  });
+  loop.run([&](int64_t n, const auto& off, const auto& st) { accumulate_run<Op>(n, acc + off[0], px + off[1], st); });
 }
 
 // The accumulator: inline for the common whole-tensor reduction.
@@ -94,22 +111,6 @@ template <class Acc>
 using AccBuffer = SmallVector<Acc, 8>;
 
 enum class Kind { Sum, Mean, Max, Min };
-
-template <class Acc>
-Acc combine_max(Acc a, Acc b) {
-  if constexpr (std::is_floating_point_v<Acc>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<Acc>::quiet_NaN();
-  }
-  return a > b ? a : b;
-}
-
-template <class Acc>
-Acc combine_min(Acc a, Acc b) {
-  if constexpr (std::is_floating_point_v<Acc>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<Acc>::quiet_NaN();
-  }
-  return a < b ? a : b;
-}
 
 Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims, bool keepdim) {
   detail::check_defined(op, x);
@@ -129,13 +130,13 @@ Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims
     using In = decltype(v);
     const In* px = x.data_ptr<In>();
     if (is_floating(x.dtype())) {
-      double init = kind == Kind::Max ? -std::numeric_limits<double>::infinity()
-                    : kind == Kind::Min ? std::numeric_limits<double>::infinity()
-                                        : 0.0;
+      double init = kind == Kind::Max ? reduce_order::Max::identity<double>()
+                    : kind == Kind::Min ? reduce_order::Min::identity<double>()
+                                        : reduce_order::Sum::identity<double>();
       AccBuffer<double> acc(static_cast<size_t>(p.out_numel), init);
-      if (sum_like) accumulate(p, x, acc.data(), px, [](double a, double b) { return a + b; });
-      else if (kind == Kind::Max) accumulate(p, x, acc.data(), px, combine_max<double>);
-      else accumulate(p, x, acc.data(), px, combine_min<double>);
+      if (sum_like) accumulate<reduce_order::Sum>(p, x, acc.data(), px);
+      else if (kind == Kind::Max) accumulate<reduce_order::Max>(p, x, acc.data(), px);
+      else accumulate<reduce_order::Min>(p, x, acc.data(), px);
       // Mean over zero elements is 0.0 / 0 = NaN, as in PyTorch.
       const double count = static_cast<double>(p.count);
       dispatch_dtype(out_dtype, [&](auto o) {
@@ -146,15 +147,15 @@ Tensor reduce(Kind kind, std::string_view op, const Tensor& x, const Shape& dims
       });
     } else if (sum_like) {
       AccBuffer<uint64_t> acc(static_cast<size_t>(p.out_numel), 0);
-      accumulate(p, x, acc.data(), px, [](uint64_t a, uint64_t b) { return a + b; });
+      accumulate<reduce_order::Sum>(p, x, acc.data(), px);
       int64_t* po = out.data_ptr<int64_t>();
       for (int64_t i = 0; i < p.out_numel; ++i) po[i] = static_cast<int64_t>(acc[i]);
     } else {
       using Acc = std::conditional_t<std::is_same_v<In, bool>, uint8_t, int64_t>;
       Acc init = kind == Kind::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
       AccBuffer<Acc> acc(static_cast<size_t>(p.out_numel), init);
-      if (kind == Kind::Max) accumulate(p, x, acc.data(), px, combine_max<Acc>);
-      else accumulate(p, x, acc.data(), px, combine_min<Acc>);
+      if (kind == Kind::Max) accumulate<reduce_order::Max>(p, x, acc.data(), px);
+      else accumulate<reduce_order::Min>(p, x, acc.data(), px);
       In* po = out.data_ptr<In>();
       for (int64_t i = 0; i < p.out_numel; ++i) po[i] = static_cast<In>(acc[i]);
     }

@@ -24,6 +24,7 @@
 
 #include "graph/device_control.h"  // If and Loop as CUDA conditional nodes while capturing
 #include "graph/cpu_isa.h"  // the fused loops' instruction-set variants
+#include "graph/reduce_order.h"  // the fused reductions' accumulation order
 #include "graph/error.h"
 #include "graph/static.h"
 #include "graph/tensor.h"
@@ -320,5 +321,48 @@ class GraphBuffers {
 // shapes and dtypes, and any shape error, go to the eager op.
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias);
+
+
+// ---- reductions fused with their producers ----------------------------------
+// Whether a reduce group (codegen/src/fused_groups.cpp) can run as one loop
+// nest: every tensor operand on the CPU, contiguous and of the same sizes
+// (no broadcast), and the reduced dims (all of them when `dims` is empty)
+// exactly a trailing run of those sizes. Then `out` is the result's shape
+// (keepdim applied), `rows` the number of output slots and `count` the
+// elements reduced into each. False when anything differs, and for input
+// the eager reduction refuses (a dim out of range or given twice, amax/amin
+// of an empty slot: `needs_elements`), so the eager op reports it.
+inline bool fused_reduction_shape(std::initializer_list<const Tensor*> operands, std::initializer_list<int64_t> dims,
+                                  bool keepdim, bool needs_elements, Shape& out, int64_t& rows, int64_t& count) {
+  const Tensor* first = *operands.begin();
+  const Shape& sizes = first->sizes();
+  for (const Tensor* t : operands)
+    if (t->device() != Device::CPU || !t->is_contiguous() || t->sizes() != sizes) return false;
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  int64_t lowest = dims.size() == 0 ? 0 : rank;
+  if (rank == 0 && dims.size() != 0) return false;
+  uint64_t seen = 0;
+  for (int64_t d : dims) {
+    const int64_t w = d < 0 ? d + rank : d;
+    if (w < 0 || w >= rank || w >= 64 || (seen >> w & 1)) return false;
+    seen |= uint64_t{1} << w;
+    lowest = w < lowest ? w : lowest;
+  }
+  // Trailing: every dim from the lowest reduced one to the last is reduced.
+  if (dims.size() != 0 && static_cast<int64_t>(dims.size()) != rank - lowest) return false;
+  out.clear();
+  rows = 1;
+  count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < lowest) {
+      rows *= sizes[d];
+      out.push_back(sizes[d]);
+    } else {
+      count *= sizes[d];
+      if (keepdim) out.push_back(1);
+    }
+  }
+  return !(needs_elements && count == 0 && rows > 0);
+}
 
 }  // namespace graph::detail
