@@ -1085,4 +1085,123 @@ TEST(Generated, ReductionsOfFusedLoops) {
   expect_close(tensor_out(out, 2), graph::mean(graph::tanh(y)));
 }
 
+// ---- slices read in place (graph::detail::LazySlice) and the dense fast
+// path (every operand dense at one shape): tests/codegen_cases/views.graph.
+
+// x's values with the other memory layout: the same [r, c] tensor, stored
+// column-major (strides [1, r]).
+Tensor column_major(const Tensor& x) { return x.t().contiguous().t(); }
+// A [1, c] row with the same values at stride 2 (a row of a [2, c] column-major tensor).
+Tensor strided_row(const Tensor& x) { return graph::cat({x.t(), x.t()}, 1).t().slice(0, 0, 1); }
+
+// cg_views(x, y, w) written with the eager API.
+std::vector<Tensor> views_eager(const Tensor& x, const Tensor& y, const Tensor& w) {
+  using namespace graph;
+  const Tensor a = x.slice(1, 1, 4), b = x.slice(1, 5, 8), c = y.slice(0, 0, -1, 2);
+  return {mul(tanh(add(a, b)), c), add(matmul(a, w), a), sum(b), b};
+}
+
+TEST(Generated, SlicesReadInPlaceGiveEagerBits) {
+  // [1, 9] and [2, 3] bases: every slice is dense at [1, 3], the fast path.
+  // [3, 9] bases: the slices skip elements between rows, the strided loop;
+  // a column-major base too.
+  const Tensor w = values({3, 3}, 52);
+  struct Case {
+    Tensor x, y;
+    std::string what;
+  };
+  const std::vector<Case> cases = {
+      {values({1, 9}, 50), values({2, 3}, 51), "[1, 9] base (dense slices)"},
+      {values({3, 9}, 50), values({7, 3}, 51), "[3, 9] base"},
+      {column_major(values({3, 9}, 50)), column_major(values({7, 3}, 51)), "column-major base"},
+      {strided_row(values({1, 9}, 50)), values({2, 3}, 51), "[1, 9] base at stride 2"},
+  };
+  for (const Case& k : cases) {
+    auto out = call("cg_views", {k.x, k.y, w}, 4);
+    const std::vector<Tensor> want = views_eager(k.x, k.y, w);
+    expect_bitwise(tensor_out(out, 0), want[0], k.what + ", the elementwise group");
+    expect_bitwise(tensor_out(out, 1), want[1], k.what + ", the epilogue re-reading a slice");
+    expect_bitwise(tensor_out(out, 2), want[2], k.what + ", a reduction of a slice");
+    // A slice returned as it is: a view of x, as the eager slice is.
+    const Tensor ret = tensor_out(out, 3);
+    expect_bitwise(ret, want[3], k.what + ", the returned slice");
+    EXPECT_EQ(ret.storage().get(), k.x.storage().get()) << k.what;
+    EXPECT_EQ(ret.storage_offset(), want[3].storage_offset()) << k.what;
+    EXPECT_EQ(ret.strides(), want[3].strides()) << k.what;
+  }
+}
+
+TEST(Generated, DenseFastPathAndStridedLoopGiveTheSameBits) {
+  // The same values through both paths of each group: dense slices take the
+  // fast path, the same slices of strided bases the strided loop.
+  const Tensor x = values({1, 9}, 53), y = values({2, 3}, 54), w = values({3, 3}, 55);
+  ASSERT_EQ(strided_row(x).strides()[1], 2);
+  auto fast = call("cg_views", {x, y, w}, 4);
+  auto strided = call("cg_views", {strided_row(x), column_major(y), w}, 4);
+  for (size_t k = 0; k < 3; ++k)
+    expect_bitwise(tensor_out(fast, k), tensor_out(strided, k), "output " + std::to_string(k));
+}
+
+TEST(Generated, BadSliceBoundsThrowWithTheSourceLine) {
+  auto* g = graph::detail::find_graph("cg_views", "test-hash");
+  ASSERT_NE(g, nullptr);
+  // A 1-D x has no dim 1: Tensor::slice's message plus the slice's line.
+  std::vector<Arg> in = {values({9}, 56), values({7, 3}, 57), values({3, 3}, 58)};
+  Arg out[4];
+  std::string why;
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("slice: dim 1 is out of range for a tensor of shape [9]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(at views.cpp:3:16, slice in static graph 'views')"), std::string::npos) << msg;
+  }
+  // A 0-d y: the third slice (its own line) refuses it.
+  in = {values({3, 9}, 56), graph::full({}, 1.0f), values({3, 3}, 58)};
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("slice: cannot slice a 0-d tensor"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(at views.cpp:5:16, slice in static graph 'views')"), std::string::npos) << msg;
+  }
+  // Slices that clamp to different lengths ([3, 3] and [3, 0]): the group's
+  // operands do not broadcast, and the op whose shapes disagree says so.
+  in = {values({3, 5}, 56), values({7, 3}, 57), values({3, 3}, 58)};
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("(at views.cpp:6:14, add in static graph 'views')"), std::string::npos) << msg;
+  }
+}
+
+TEST(Generated, LstmGateSlicesGiveEagerBits) {
+  using namespace graph;
+  // Odd hidden size: the gates start at offsets 5, 10, 15 of each row. One
+  // row: dense gates (the fast path); two rows: the strided loop.
+  const int64_t H = 5;
+  for (const int64_t B : {1, 2})
+  for (int64_t steps : {0, 1, 4}) {
+    const Tensor x = values({B, 3}, 60), h0 = values({B, H}, 61), c0 = values({B, H}, 62);
+    const Tensor wx = mul(values({3, 4 * H}, 63), 0.5), wh = mul(values({H, 4 * H}, 64), 0.5), b = values({4 * H}, 65);
+    auto out = call("lstm_gates", {x, h0, c0, wx, wh, b, steps, H}, 2);
+    const Tensor xw = add(matmul(x, wx), b);
+    Tensor h = h0, c = c0;
+    for (int64_t t = 0; t < steps; ++t) {
+      const Tensor g = add(xw, matmul(h, wh));
+      const Tensor i = sigmoid(g.slice(1, 0, H)), f = sigmoid(g.slice(1, H, 2 * H));
+      const Tensor cc = tanh(g.slice(1, 2 * H, 3 * H)), o = sigmoid(g.slice(1, 3 * H, 4 * H));
+      c = add(mul(f, c), mul(i, cc));
+      h = mul(o, tanh(c));
+    }
+    const std::string at = "B=" + std::to_string(B) + ", " + std::to_string(steps) + " steps";
+    expect_bitwise(tensor_out(out, 0), h, "h, " + at);
+    expect_bitwise(tensor_out(out, 1), c, "c, " + at);
+  }
+}
+
 }  // namespace

@@ -182,6 +182,26 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
   const ir::Node* first = *std::find_if(spec.members.begin(), spec.members.end(), [](const ir::Node* m) { return !hoisted(m); });
   const std::string first_op = ir::quote(first->op());
   const std::set<size_t> all(tensor_reads.begin(), tensor_reads.end());
+
+  // The dense kernel (both paths below call it) and the outputs' buffer slots.
+  std::vector<const ir::Value*> tensor_params;
+  std::vector<std::string> out_t, in_t;
+  for (size_t i : tensor_reads) {
+    tensor_params.push_back(spec.reads[i]);
+    in_t.push_back(element_type(*spec.reads[i]->type().dtype));
+  }
+  for (const ir::Value* v : spec.outputs) out_t.push_back(element_type(*v->type().dtype));
+  dense_scalars_.clear();
+  dense_fn_ = dense_kernel(spec, tensor_params, out_t, in_t, dense_scalars_);
+  out_slots_.clear();
+  for (size_t j = 0; j < spec.outputs.size(); ++j) out_slots_.push_back(next_slot());
+  const bool cuda_pending = cuda_pending_;
+  if (!tensor_params.empty()) {
+    dense_path(spec, tensor_params, out_t, in_t);
+    --indent_;
+    open("} else");
+  }
+  cuda_pending_ = cuda_pending;
   const std::string shape = fresh("shape");
 
   std::vector<std::string> smaller;
@@ -214,6 +234,42 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
     fused_loop(spec, "*" + shape);
     close();
   }
+  if (!tensor_params.empty()) close();
+}
+
+// The fast path: every tensor operand dense with the first one's shape (no
+// broadcast, no strides to walk), so that shape is the loop's and every
+// output's, and no op can fail on shapes. The dense kernel runs on the
+// operands' pointers (slices read in place); nothing else is computed.
+void Emitter::dense_path(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
+                         const std::vector<std::string>& out_t, const std::vector<std::string>& in_t) {
+  const std::string shape = fresh("dense_shape");
+  line("const ::graph::Shape& " + shape + " = ::graph::detail::operand_sizes(" + operand(tensor_params[0]) + ");");
+  std::vector<std::string> dense;
+  for (const ir::Value* p : tensor_params) dense.push_back("::graph::detail::operand_dense(" + operand(p) + ", " + shape + ")");
+  open("if (" + join(dense, " && ") + ")");
+  std::vector<std::string> args;
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    const ir::Value* v = spec.outputs[j];
+    line(name(v) + " = buffers.take(" + std::to_string(out_slots_[j]) + ", " + shape + ", " +
+         dtype_expr(*v->type().dtype) + ");");
+    args.push_back(name(v) + ".data_ptr<" + out_t[j] + ">() + begin");
+  }
+  for (size_t k = 0; k < tensor_params.size(); ++k)
+    args.push_back("::graph::detail::operand_data<" + in_t[k] + ">(" + operand(tensor_params[k]) + ") + begin");
+  std::vector<std::string> ptrs;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string p = fresh("p");
+    const std::string a = args[k].substr(0, args[k].size() - std::string(" + begin").size());
+    line((k < spec.outputs.size() ? out_t[k] + "* const " : "const " + in_t[k - spec.outputs.size()] + "* const ") +
+         p + " = " + a + ";");
+    ptrs.push_back(p + " + begin");
+  }
+  ptrs.insert(ptrs.end(), dense_scalars_.begin(), dense_scalars_.end());
+  open("::graph::cpu::parallel_for(::graph::detail::shape_numel(" + shape +
+       "), ::graph::cpu::kElementwiseGrain, [&](int64_t begin, int64_t end)");
+  line(dense_fn_ + "(end - begin, " + join(ptrs, ", ") + ");");
+  close(");");
 }
 
 // The body of loop_shape's locate(): each member op's broadcast, in order,
@@ -259,14 +315,15 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   for (size_t j = 0; j < n_out; ++j) {
     const ir::Value* v = spec.outputs[j];
     out_t.push_back(element_type(*v->type().dtype));
-    line(name(v) + " = " + take_buffer(shape, *v->type().dtype) + ";");
+    line(name(v) + " = buffers.take(" + std::to_string(out_slots_.at(j)) + ", " + shape + ", " +
+         dtype_expr(*v->type().dtype) + ");");
     out_ptr.push_back(fresh("out_" + name(v)));
     line(out_t.back() + "* const " + out_ptr.back() + " = " + name(v) + ".data_ptr<" + out_t.back() + ">();");
     strides.push_back(name(v) + ".strides()");
   }
   for (const ir::Value* p : tensor_params) {
     in_t.push_back(element_type(*p->type().dtype));
-    in_ptr.push_back(fresh("in_" + name(p)));
+    in_ptr.push_back(fresh("in_" + operand(p)));
     line("const " + in_t.back() + "* const " + in_ptr.back() + " = " + name(p) + ".data_ptr<" + in_t.back() + ">();");
     strides.push_back("::graph::cpu::broadcast_strides(" + name(p) + ", " + shape + ")");
   }
@@ -275,8 +332,8 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
 
   // The dense runs go through one function, `kernel`, over n elements whose
   // operands all have stride 1 (dense_kernel, below).
-  std::vector<std::string> scalar_args;
-  const std::string kernel = dense_kernel(spec, tensor_params, out_t, in_t, scalar_args);
+  const std::vector<std::string> scalar_args = dense_scalars_;
+  const std::string kernel = dense_fn_;
   auto dense_call = [&](const std::string& n, auto offset) {
     std::vector<std::string> args{n};
     for (size_t j = 0; j < n_out; ++j) args.push_back(out_ptr[j] + offset(j));
