@@ -7,7 +7,12 @@
 // (op_table.h: compute_dtype) and chained through graph::scalar::<op>, the
 // same bodies the eager kernels run, so fused and eager results agree.
 //
-// Two paths, both split across cores by graph::cpu::parallel_for (inline on
+// First, before any shape or stride work, a fast path: when every tensor
+// operand is dense with the first one's shape (graph::detail::operand_dense;
+// slices, LazySlice, are read in place), the dense kernel below runs on the
+// operands' pointers directly.
+//
+// Otherwise two paths, both split across cores by graph::cpu::parallel_for (inline on
 // the caller for small tensors): when the StridedLoop collapses to one run
 // with every operand at stride 1 (the common dense case), the group's dense
 // kernel: plain indexed loops over __restrict pointers that the compiler
@@ -195,13 +200,11 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
   dense_fn_ = dense_kernel(spec, tensor_params, out_t, in_t, dense_scalars_);
   out_slots_.clear();
   for (size_t j = 0; j < spec.outputs.size(); ++j) out_slots_.push_back(next_slot());
-  const bool cuda_pending = cuda_pending_;
   if (!tensor_params.empty()) {
     dense_path(spec, tensor_params, out_t, in_t);
     --indent_;
     open("} else");
   }
-  cuda_pending_ = cuda_pending;
   const std::string shape = fresh("shape");
 
   std::vector<std::string> smaller;
@@ -248,21 +251,19 @@ void Emitter::dense_path(const LoopSpec& spec, const std::vector<const ir::Value
   std::vector<std::string> dense;
   for (const ir::Value* p : tensor_params) dense.push_back("::graph::detail::operand_dense(" + operand(p) + ", " + shape + ")");
   open("if (" + join(dense, " && ") + ")");
-  std::vector<std::string> args;
+  std::vector<std::string> ptrs;  // the kernel's arguments
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     const ir::Value* v = spec.outputs[j];
     line(name(v) + " = buffers.take(" + std::to_string(out_slots_[j]) + ", " + shape + ", " +
          dtype_expr(*v->type().dtype) + ");");
-    args.push_back(name(v) + ".data_ptr<" + out_t[j] + ">() + begin");
-  }
-  for (size_t k = 0; k < tensor_params.size(); ++k)
-    args.push_back("::graph::detail::operand_data<" + in_t[k] + ">(" + operand(tensor_params[k]) + ") + begin");
-  std::vector<std::string> ptrs;
-  for (size_t k = 0; k < args.size(); ++k) {
     const std::string p = fresh("p");
-    const std::string a = args[k].substr(0, args[k].size() - std::string(" + begin").size());
-    line((k < spec.outputs.size() ? out_t[k] + "* const " : "const " + in_t[k - spec.outputs.size()] + "* const ") +
-         p + " = " + a + ";");
+    line(out_t[j] + "* const " + p + " = " + name(v) + ".data_ptr<" + out_t[j] + ">();");
+    ptrs.push_back(p + " + begin");
+  }
+  for (size_t k = 0; k < tensor_params.size(); ++k) {
+    const std::string p = fresh("p");
+    line("const " + in_t[k] + "* const " + p + " = ::graph::detail::operand_data<" + in_t[k] + ">(" +
+         operand(tensor_params[k]) + ");");
     ptrs.push_back(p + " + begin");
   }
   ptrs.insert(ptrs.end(), dense_scalars_.begin(), dense_scalars_.end());
