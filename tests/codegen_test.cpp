@@ -822,7 +822,7 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
 TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
   size_t checked = 0;
   for (const char* file : {"if_tensor.graph", "loop.graph", "scalar_mix.graph", "chain8.graph", "matmul_epilogue.graph",
-                           "reduce_fused.graph"})
+                           "reduce_fused.graph", "views.graph"})
    for (const auto& g : codegen_case(file)) {
     const std::vector<graph::codegen::GraphUnit> units{{g.get(), "mangled", "hash", "x.cpp:1"}};
     const std::string cu = graph::codegen::generate_cuda_source(units, "x.cpp");
@@ -1140,6 +1140,46 @@ TEST(Generated, DenseFastPathAndStridedLoopGiveTheSameBits) {
   auto strided = call("cg_views", {strided_row(x), column_major(y), w}, 4);
   for (size_t k = 0; k < 3; ++k)
     expect_bitwise(tensor_out(fast, k), tensor_out(strided, k), "output " + std::to_string(k));
+}
+
+TEST(Generated, GateSlicesAreReadInPlaceInTheSource) {
+  // lstm_gates: the four slices are LazySlices, never Tensor::slice calls in
+  // the loop body; the cell update's fast path tests all five operands; the
+  // carried tensors are bound by reference and moved at the end of a step.
+  auto graphs = codegen_case("views.graph");
+  ASSERT_EQ(graphs.size(), 3u);
+  const std::string src =
+      graph::codegen::generate_cpu_source({{graphs[1].get(), "lstm_gates", "h", "gates.cpp:1"}}, "gates.cpp");
+  EXPECT_EQ(count_of(src, "const ::graph::detail::LazySlice v_"), 4u) << src;
+  EXPECT_EQ(count_of(src, ".slice("), 0u) << src;
+  EXPECT_NE(src.find("if (::graph::detail::operand_dense(v_gi, dense_shape_2) && ::graph::detail::operand_dense(v_gf, "
+                     "dense_shape_2) && ::graph::detail::operand_dense(v_gc, dense_shape_2) && "
+                     "::graph::detail::operand_dense(v_go, dense_shape_2) && ::graph::detail::operand_dense(v_c, "
+                     "dense_shape_2))"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const ::graph::Tensor& v_h = v_h_2;"), std::string::npos) << src;
+  EXPECT_NE(src.find("v_h_2 = std::move(v_h_n);"), std::string::npos) << src;
+  EXPECT_NE(src.find("v_c_2 = std::move(v_c_n);"), std::string::npos) << src;
+}
+
+TEST(Generated, SlicesOfCarriedValuesAndSwappedReturns) {
+  const Tensor a = values({9}, 70), b = values({9}, 71);
+  for (int64_t n : {0, 1, 3}) {
+    auto out = call("views_carried", {a, b, n}, 4);
+    // x drops its first element each step; y is the previous x without its last.
+    Tensor x = a, y = a;
+    for (int64_t k = 0; k < n; ++k) {
+      const Tensor s = x.slice(0, 1, 1000), t = x.slice(0, 0, -1);
+      x = s;
+      y = t;
+    }
+    const std::string at = std::to_string(n) + " steps";
+    expect_bitwise(tensor_out(out, 0), x, "x, " + at);
+    expect_bitwise(tensor_out(out, 1), y, "y, " + at);
+    expect_bitwise(tensor_out(out, 2), n % 2 ? b : a, "p, " + at);
+    expect_bitwise(tensor_out(out, 3), n % 2 ? a : b, "q, " + at);
+  }
 }
 
 TEST(Generated, BadSliceBoundsThrowWithTheSourceLine) {
