@@ -169,6 +169,17 @@ TEST(SteadyState, LstmLoopAllocatesNothing) {
   EXPECT_EQ(c.tensor_buffers, 0u);
 }
 
+TEST(SteadyState, LstmGateSlicesAllocateNothing) {
+  // Four gate slices per step, read in place by the fused cell update.
+  const int64_t H = 16;
+  const Counts c = second_call("lstm_gates",
+                               {values({1, 8}, 20), values({1, H}, 21), values({1, H}, 22), values({8, 4 * H}, 23),
+                                values({H, 4 * H}, 24), values({4 * H}, 25), int64_t{20}, H},
+                               2);
+  EXPECT_EQ(c.heap, 0);
+  EXPECT_EQ(c.tensor_buffers, 0u);
+}
+
 TEST(SteadyState, OutputsTheCallerKeepsAreNotOverwritten) {
   auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
   ASSERT_NE(g, nullptr);

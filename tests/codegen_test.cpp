@@ -824,7 +824,7 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
 TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
   size_t checked = 0;
   for (const char* file : {"if_tensor.graph", "loop.graph", "scalar_mix.graph", "chain8.graph", "matmul_epilogue.graph",
-                           "reduce_fused.graph"})
+                           "reduce_fused.graph", "views.graph"})
    for (const auto& g : codegen_case(file)) {
     const std::vector<graph::codegen::GraphUnit> units{{g.get(), "mangled", "hash", "x.cpp:1"}};
     const std::string cu = graph::codegen::generate_cuda_source(units, "x.cpp");
@@ -1304,6 +1304,165 @@ TEST(GeneratedReduce, SourceWritesNoIntermediateTensor) {
   }
   EXPECT_NE(src.find("lanes_add<::graph::reduce_order::Max>"), std::string::npos);
   EXPECT_NE(src.find("lanes_add<::graph::reduce_order::Min>"), std::string::npos);
+}
+
+// ---- slices read in place (graph::detail::LazySlice) and the dense fast
+// path (every operand dense at one shape): tests/codegen_cases/views.graph.
+
+// x's values with the other memory layout: the same [r, c] tensor, stored
+// column-major (strides [1, r]).
+Tensor column_major(const Tensor& x) { return x.t().contiguous().t(); }
+// A [1, c] row with the same values at stride 2 (a row of a [2, c] column-major tensor).
+Tensor strided_row(const Tensor& x) { return graph::cat({x.t(), x.t()}, 1).t().slice(0, 0, 1); }
+
+// cg_views(x, y, w) written with the eager API.
+std::vector<Tensor> views_eager(const Tensor& x, const Tensor& y, const Tensor& w) {
+  using namespace graph;
+  const Tensor a = x.slice(1, 1, 4), b = x.slice(1, 5, 8), c = y.slice(0, 0, -1, 2);
+  return {mul(tanh(add(a, b)), c), add(matmul(a, w), a), sum(b), b};
+}
+
+TEST(Generated, SlicesReadInPlaceGiveEagerBits) {
+  // [1, 9] and [2, 3] bases: every slice is dense at [1, 3], the fast path.
+  // [3, 9] bases: the slices skip elements between rows, the strided loop;
+  // a column-major base too.
+  const Tensor w = values({3, 3}, 52);
+  struct Case {
+    Tensor x, y;
+    std::string what;
+  };
+  const std::vector<Case> cases = {
+      {values({1, 9}, 50), values({2, 3}, 51), "[1, 9] base (dense slices)"},
+      {values({3, 9}, 50), values({7, 3}, 51), "[3, 9] base"},
+      {column_major(values({3, 9}, 50)), column_major(values({7, 3}, 51)), "column-major base"},
+      {strided_row(values({1, 9}, 50)), values({2, 3}, 51), "[1, 9] base at stride 2"},
+  };
+  for (const Case& k : cases) {
+    auto out = call("cg_views", {k.x, k.y, w}, 4);
+    const std::vector<Tensor> want = views_eager(k.x, k.y, w);
+    expect_bitwise(tensor_out(out, 0), want[0], k.what + ", the elementwise group");
+    expect_bitwise(tensor_out(out, 1), want[1], k.what + ", the epilogue re-reading a slice");
+    expect_bitwise(tensor_out(out, 2), want[2], k.what + ", a reduction of a slice");
+    // A slice returned as it is: a view of x, as the eager slice is.
+    const Tensor ret = tensor_out(out, 3);
+    expect_bitwise(ret, want[3], k.what + ", the returned slice");
+    EXPECT_EQ(ret.storage().get(), k.x.storage().get()) << k.what;
+    EXPECT_EQ(ret.storage_offset(), want[3].storage_offset()) << k.what;
+    EXPECT_EQ(ret.strides(), want[3].strides()) << k.what;
+  }
+}
+
+TEST(Generated, DenseFastPathAndStridedLoopGiveTheSameBits) {
+  // The same values through both paths of each group: dense slices take the
+  // fast path, the same slices of strided bases the strided loop.
+  const Tensor x = values({1, 9}, 53), y = values({2, 3}, 54), w = values({3, 3}, 55);
+  ASSERT_EQ(strided_row(x).strides()[1], 2);
+  auto fast = call("cg_views", {x, y, w}, 4);
+  auto strided = call("cg_views", {strided_row(x), column_major(y), w}, 4);
+  for (size_t k = 0; k < 3; ++k)
+    expect_bitwise(tensor_out(fast, k), tensor_out(strided, k), "output " + std::to_string(k));
+}
+
+TEST(Generated, GateSlicesAreReadInPlaceInTheSource) {
+  // lstm_gates: the four slices are LazySlices, never Tensor::slice calls in
+  // the loop body; the cell update's fast path tests all five operands; the
+  // carried tensors are bound by reference and moved at the end of a step.
+  auto graphs = codegen_case("views.graph");
+  ASSERT_EQ(graphs.size(), 3u);
+  const std::string src =
+      graph::codegen::generate_cpu_source({{graphs[1].get(), "lstm_gates", "h", "gates.cpp:1"}}, "gates.cpp");
+  EXPECT_EQ(count_of(src, "const ::graph::detail::LazySlice v_"), 4u) << src;
+  EXPECT_EQ(count_of(src, ".slice("), 0u) << src;
+  EXPECT_NE(src.find("if (::graph::detail::operand_dense(v_gi, dense_shape_2) && ::graph::detail::operand_dense(v_gf, "
+                     "dense_shape_2) && ::graph::detail::operand_dense(v_gc, dense_shape_2) && "
+                     "::graph::detail::operand_dense(v_go, dense_shape_2) && ::graph::detail::operand_dense(v_c, "
+                     "dense_shape_2))"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const ::graph::Tensor& v_h = v_h_2;"), std::string::npos) << src;
+  EXPECT_NE(src.find("v_h_2 = std::move(v_h_n);"), std::string::npos) << src;
+  EXPECT_NE(src.find("v_c_2 = std::move(v_c_n);"), std::string::npos) << src;
+}
+
+TEST(Generated, SlicesOfCarriedValuesAndSwappedReturns) {
+  const Tensor a = values({9}, 70), b = values({9}, 71);
+  for (int64_t n : {0, 1, 3}) {
+    auto out = call("views_carried", {a, b, n}, 4);
+    // x drops its first element each step; y is the previous x without its last.
+    Tensor x = a, y = a;
+    for (int64_t k = 0; k < n; ++k) {
+      const Tensor s = x.slice(0, 1, 1000), t = x.slice(0, 0, -1);
+      x = s;
+      y = t;
+    }
+    const std::string at = std::to_string(n) + " steps";
+    expect_bitwise(tensor_out(out, 0), x, "x, " + at);
+    expect_bitwise(tensor_out(out, 1), y, "y, " + at);
+    expect_bitwise(tensor_out(out, 2), n % 2 ? b : a, "p, " + at);
+    expect_bitwise(tensor_out(out, 3), n % 2 ? a : b, "q, " + at);
+  }
+}
+
+TEST(Generated, BadSliceBoundsThrowWithTheSourceLine) {
+  auto* g = graph::detail::find_graph("cg_views", "test-hash");
+  ASSERT_NE(g, nullptr);
+  // A 1-D x has no dim 1: Tensor::slice's message plus the slice's line.
+  std::vector<Arg> in = {values({9}, 56), values({7, 3}, 57), values({3, 3}, 58)};
+  Arg out[4];
+  std::string why;
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("slice: dim 1 is out of range for a tensor of shape [9]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(at views.cpp:3:16, slice in static graph 'views')"), std::string::npos) << msg;
+  }
+  // A 0-d y: the third slice (its own line) refuses it.
+  in = {values({3, 9}, 56), graph::full({}, 1.0f), values({3, 3}, 58)};
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("slice: cannot slice a 0-d tensor"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(at views.cpp:5:16, slice in static graph 'views')"), std::string::npos) << msg;
+  }
+  // Slices that clamp to different lengths ([3, 3] and [3, 0]): the group's
+  // operands do not broadcast, and the op whose shapes disagree says so.
+  in = {values({3, 5}, 56), values({7, 3}, 57), values({3, 3}, 58)};
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("(at views.cpp:6:14, add in static graph 'views')"), std::string::npos) << msg;
+  }
+}
+
+TEST(Generated, LstmGateSlicesGiveEagerBits) {
+  using namespace graph;
+  // Odd hidden size: the gates start at offsets 5, 10, 15 of each row. One
+  // row: dense gates (the fast path); two rows: the strided loop.
+  const int64_t H = 5;
+  for (const int64_t B : {1, 2})
+  for (int64_t steps : {0, 1, 4}) {
+    const Tensor x = values({B, 3}, 60), h0 = values({B, H}, 61), c0 = values({B, H}, 62);
+    const Tensor wx = mul(values({3, 4 * H}, 63), 0.5), wh = mul(values({H, 4 * H}, 64), 0.5), b = values({4 * H}, 65);
+    auto out = call("lstm_gates", {x, h0, c0, wx, wh, b, steps, H}, 2);
+    const Tensor xw = add(matmul(x, wx), b);
+    Tensor h = h0, c = c0;
+    for (int64_t t = 0; t < steps; ++t) {
+      const Tensor g = add(xw, matmul(h, wh));
+      const Tensor i = sigmoid(g.slice(1, 0, H)), f = sigmoid(g.slice(1, H, 2 * H));
+      const Tensor cc = tanh(g.slice(1, 2 * H, 3 * H)), o = sigmoid(g.slice(1, 3 * H, 4 * H));
+      c = add(mul(f, c), mul(i, cc));
+      h = mul(o, tanh(c));
+    }
+    const std::string at = "B=" + std::to_string(B) + ", " + std::to_string(steps) + " steps";
+    expect_bitwise(tensor_out(out, 0), h, "h, " + at);
+    expect_bitwise(tensor_out(out, 1), c, "c, " + at);
+  }
 }
 
 }  // namespace

@@ -150,6 +150,7 @@ const std::string& Emitter::name(const ir::Value* v) {
 void Emitter::reset_names() {
   names_.clear();
   used_.clear();
+  lazy_.clear();
 }
 
 // ---- errors that point at the source -------------------------------------------
@@ -409,14 +410,41 @@ void Emitter::loop(const ir::Node* n) {
   }
   line("bool " + cond + " = " + condition(n, n->input(1), "Loop condition") + ";");
   open("for (int64_t " + iter + " = 0; " + iter + " < " + trips + " && " + cond + "; ++" + iter + ")");
+  // The parameters may be references to the carried values (no copy per
+  // iteration) when no return is a parameter: the assignments at the end
+  // then never read a carried value already overwritten.
+  bool by_ref = true;
+  for (size_t i = 0; i < carried; ++i) {
+    const ir::Value* r = body->returns()[i + 1];
+    by_ref = by_ref && r->param_of() != body;
+  }
   line("[[maybe_unused]] const int64_t " + name(body->param(0)) + " = " + iter + ";");
   for (size_t i = 0; i < carried; ++i) {
     const ir::Value* p = body->param(i + 1);
-    line("[[maybe_unused]] const " + cpp_type(p->type()) + " " + name(p) + " = " + name(n->output(i)) + ";");
+    line("[[maybe_unused]] const " + cpp_type(p->type()) + (by_ref ? "& " : " ") + name(p) + " = " +
+         name(n->output(i)) + ";");
   }
   block(body);
   line(cond + " = " + condition(n, body->returns()[0], "Loop condition") + ";");
-  for (size_t i = 0; i < carried; ++i) line(name(n->output(i)) + " = " + name(body->returns()[i + 1]) + ";");
+  // Returned slices become Tensors before any carried value is assigned.
+  std::vector<std::string> rets;
+  for (size_t i = 0; i < carried; ++i) {
+    rets.push_back(name(body->returns()[i + 1]));
+    if (!lazy_.count(rets.back())) continue;
+    const std::string t = fresh("carried");
+    line("const ::graph::Tensor " + t + " = " + rets.back() + ";");
+    rets.back() = t;
+  }
+  // A tensor computed in this iteration and returned once is moved, not
+  // copied, into its carried value.
+  std::map<std::string, int> uses;
+  for (const std::string& r : rets) ++uses[r];
+  for (size_t i = 0; i < carried; ++i) {
+    const ir::Value* r = body->returns()[i + 1];
+    const bool move = r->type().is_tensor() && r->owning_block() == body && r->param_of() == nullptr &&
+                      uses[rets[i]] == 1 && !lazy_.count(name(r));
+    line(name(n->output(i)) + " = " + (move ? "std::move(" + rets[i] + ")" : rets[i]) + ";");
+  }
   close();
   close();
 }

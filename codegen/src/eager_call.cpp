@@ -129,7 +129,26 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
   throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
 }
 
+void Emitter::lazy_slice(const ir::Node* n) {
+  const Names nm = [&](const ir::Value* v) { return name(v); };
+  const std::string local = name(n->output());
+  line("const ::graph::detail::LazySlice " + local + " = " +
+       at_source(n, "slice",
+                 "::graph::detail::LazySlice(" + name(n->input(0)) + ", " + attr(nm, n, "dim") + ", " +
+                     attr(nm, n, "start") + ", " + attr(nm, n, "end") + ", " + attr(nm, n, "step", "1") + ")") +
+       ";");
+  alias(n->output(), local + ".get()");
+  lazy_[local + ".get()"] = local;
+}
+
+std::string Emitter::operand(const ir::Value* v) {
+  const std::string& n = name(v);
+  auto it = lazy_.find(n);
+  return it == lazy_.end() ? n : it->second;
+}
+
 void Emitter::eager_op(const ir::Node* n, const OpInfo& op) {
+  if (op.id == OpId::slice) return lazy_slice(n);
   line("const ::graph::Tensor " + name(n->output()) + " = " +
        at_source(n, std::string(op.name), eager_call(n, op)) + ";");
 }

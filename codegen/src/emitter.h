@@ -159,6 +159,12 @@ class Emitter {
   // eager_call.cpp: views, reductions, library and other ops as eager calls.
   std::string eager_call(const ir::Node* n, const OpInfo& op);
   void eager_op(const ir::Node* n, const OpInfo& op);
+  // A slice as a graph::detail::LazySlice: a fused loop reads it in place,
+  // everything else through get() (the view Tensor, made once).
+  void lazy_slice(const ir::Node* n);
+  // How a fused loop names tensor operand v: the LazySlice local for a slice,
+  // else name(v).
+  std::string operand(const ir::Value* v);
   bool primitive(const ir::Node* n);  // undefined(), list_*: false for others
   // grad_functions.cpp: a gradient op (sum_to, OP_backward) through its
   // runtime kernel; false for other ops.
@@ -170,6 +176,8 @@ class Emitter {
   void declare_outputs(const LoopSpec& spec);
   void fused_elementwise(const LoopSpec& spec);
   void fused_loop(const LoopSpec& spec, const std::string& shape);
+  void dense_path(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
+                  const std::vector<std::string>& out_t, const std::vector<std::string>& in_t);
   void locate_broadcast_error(const LoopSpec& spec);
   void cuda_dispatch(const LoopSpec& spec, const std::string& shape);
   void group_fused_loop(const LoopSpec& spec);
@@ -201,6 +209,12 @@ class Emitter {
   std::string cuda_fn_, cuda_mangled_, cuda_hash_;  // set_cuda
   size_t cuda_groups_ = 0;   // elementwise groups numbered so far
   bool cuda_pending_ = false;  // fusion_group -> the next fused_loop
+  std::unordered_map<std::string, std::string> lazy_;  // "v_x.get()" -> "v_x" (LazySlice locals)
+  // fused_elementwise -> fused_loop: the dense kernel already written, its
+  // scalar arguments, and the outputs' buffer slots (shared by both paths).
+  std::string dense_fn_;
+  std::vector<std::string> dense_scalars_;
+  std::vector<size_t> out_slots_;
 };
 
 }  // namespace graph::codegen::detail

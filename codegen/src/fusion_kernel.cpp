@@ -7,7 +7,12 @@
 // (op_table.h: compute_dtype) and chained through graph::scalar::<op>, the
 // same bodies the eager kernels run, so fused and eager results agree.
 //
-// Two paths, both split across cores by graph::cpu::parallel_for (inline on
+// First, before any shape or stride work, a fast path: when every tensor
+// operand is dense with the first one's shape (graph::detail::operand_dense;
+// slices, LazySlice, are read in place), the dense kernel below runs on the
+// operands' pointers directly.
+//
+// Otherwise two paths, both split across cores by graph::cpu::parallel_for (inline on
 // the caller for small tensors): when the StridedLoop collapses to one run
 // with every operand at stride 1 (the common dense case), the group's dense
 // kernel: plain indexed loops over __restrict pointers that the compiler
@@ -182,6 +187,24 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
   const ir::Node* first = *std::find_if(spec.members.begin(), spec.members.end(), [](const ir::Node* m) { return !hoisted(m); });
   const std::string first_op = ir::quote(first->op());
   const std::set<size_t> all(tensor_reads.begin(), tensor_reads.end());
+
+  // The dense kernel (both paths below call it) and the outputs' buffer slots.
+  std::vector<const ir::Value*> tensor_params;
+  std::vector<std::string> out_t, in_t;
+  for (size_t i : tensor_reads) {
+    tensor_params.push_back(spec.reads[i]);
+    in_t.push_back(element_type(*spec.reads[i]->type().dtype));
+  }
+  for (const ir::Value* v : spec.outputs) out_t.push_back(element_type(*v->type().dtype));
+  dense_scalars_.clear();
+  dense_fn_ = dense_kernel(spec, tensor_params, out_t, in_t, dense_scalars_);
+  out_slots_.clear();
+  for (size_t j = 0; j < spec.outputs.size(); ++j) out_slots_.push_back(next_slot());
+  if (!tensor_params.empty()) {
+    dense_path(spec, tensor_params, out_t, in_t);
+    --indent_;
+    open("} else");
+  }
   const std::string shape = fresh("shape");
 
   std::vector<std::string> smaller;
@@ -214,6 +237,40 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
     fused_loop(spec, "*" + shape);
     close();
   }
+  if (!tensor_params.empty()) close();
+}
+
+// The fast path: every tensor operand dense with the first one's shape (no
+// broadcast, no strides to walk), so that shape is the loop's and every
+// output's, and no op can fail on shapes. The dense kernel runs on the
+// operands' pointers (slices read in place); nothing else is computed.
+void Emitter::dense_path(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
+                         const std::vector<std::string>& out_t, const std::vector<std::string>& in_t) {
+  const std::string shape = fresh("dense_shape");
+  line("const ::graph::Shape& " + shape + " = ::graph::detail::operand_sizes(" + operand(tensor_params[0]) + ");");
+  std::vector<std::string> dense;
+  for (const ir::Value* p : tensor_params) dense.push_back("::graph::detail::operand_dense(" + operand(p) + ", " + shape + ")");
+  open("if (" + join(dense, " && ") + ")");
+  std::vector<std::string> ptrs;  // the kernel's arguments
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
+    const ir::Value* v = spec.outputs[j];
+    line(name(v) + " = buffers.take(" + std::to_string(out_slots_[j]) + ", " + shape + ", " +
+         dtype_expr(*v->type().dtype) + ");");
+    const std::string p = fresh("p");
+    line(out_t[j] + "* const " + p + " = " + name(v) + ".data_ptr<" + out_t[j] + ">();");
+    ptrs.push_back(p + " + begin");
+  }
+  for (size_t k = 0; k < tensor_params.size(); ++k) {
+    const std::string p = fresh("p");
+    line("const " + in_t[k] + "* const " + p + " = ::graph::detail::operand_data<" + in_t[k] + ">(" +
+         operand(tensor_params[k]) + ");");
+    ptrs.push_back(p + " + begin");
+  }
+  ptrs.insert(ptrs.end(), dense_scalars_.begin(), dense_scalars_.end());
+  open("::graph::cpu::parallel_for(::graph::detail::shape_numel(" + shape +
+       "), ::graph::cpu::kElementwiseGrain, [&](int64_t begin, int64_t end)");
+  line(dense_fn_ + "(end - begin, " + join(ptrs, ", ") + ");");
+  close(");");
 }
 
 // The body of loop_shape's locate(): each member op's broadcast, in order,
@@ -259,14 +316,15 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   for (size_t j = 0; j < n_out; ++j) {
     const ir::Value* v = spec.outputs[j];
     out_t.push_back(element_type(*v->type().dtype));
-    line(name(v) + " = " + take_buffer(shape, *v->type().dtype) + ";");
+    line(name(v) + " = buffers.take(" + std::to_string(out_slots_.at(j)) + ", " + shape + ", " +
+         dtype_expr(*v->type().dtype) + ");");
     out_ptr.push_back(fresh("out_" + name(v)));
     line(out_t.back() + "* const " + out_ptr.back() + " = " + name(v) + ".data_ptr<" + out_t.back() + ">();");
     strides.push_back(name(v) + ".strides()");
   }
   for (const ir::Value* p : tensor_params) {
     in_t.push_back(element_type(*p->type().dtype));
-    in_ptr.push_back(fresh("in_" + name(p)));
+    in_ptr.push_back(fresh("in_" + operand(p)));
     line("const " + in_t.back() + "* const " + in_ptr.back() + " = " + name(p) + ".data_ptr<" + in_t.back() + ">();");
     strides.push_back("::graph::cpu::broadcast_strides(" + name(p) + ", " + shape + ")");
   }
@@ -275,8 +333,8 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
 
   // The dense runs go through one function, `kernel`, over n elements whose
   // operands all have stride 1 (dense_kernel, below).
-  std::vector<std::string> scalar_args;
-  const std::string kernel = dense_kernel(spec, tensor_params, out_t, in_t, scalar_args);
+  const std::vector<std::string> scalar_args = dense_scalars_;
+  const std::string kernel = dense_fn_;
   auto dense_call = [&](const std::string& n, auto offset) {
     std::vector<std::string> args{n};
     for (size_t j = 0; j < n_out; ++j) args.push_back(out_ptr[j] + offset(j));

@@ -20,10 +20,10 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
       (bias.defined() && bias.device() != Device::CPU) || a.dim() < 2 || b.dim() != 2 || a.dtype() != b.dtype() ||
       (a.dtype() != kFloat32 && a.dtype() != kFloat64) || !a.is_contiguous())
     return eager();
-  const int64_t k = a.size(-1), m = linear ? b.size(0) : b.size(1);
+  const int64_t k = a.sizes().back(), m = b.sizes()[linear ? 0 : 1];
   const int64_t rows = k == 0 ? 0 : a.numel() / k;
   const bool has_bias = linear && bias.defined();
-  if ((linear ? b.size(1) : b.size(0)) != k || k == 0 || m == 0 || rows == 0 || k > INT_MAX || m > INT_MAX ||
+  if (b.sizes()[linear ? 1 : 0] != k || k == 0 || m == 0 || rows == 0 || k > INT_MAX || m > INT_MAX ||
       rows > INT_MAX || (!linear && a.dim() != 2) ||
       (has_bias && (bias.dtype() != a.dtype() || bias.dim() != 1 || bias.size(0) != m || !bias.is_contiguous())))
     return eager();
@@ -33,9 +33,12 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
   Tensor out = buffers.take(slot, shape, a.dtype());
   // Views only (no allocation): the operands as the eager op hands them to
   // its kernel, [rows, k] @ [k, m].
-  const Tensor a2 = a.dim() == 2 ? a : a.reshape({rows, k});
-  const Tensor o2 = out.dim() == 2 ? out : out.reshape({rows, m});
-  matmul_2d_into(a2, linear ? b.t() : b, o2);
+  // (2-D operands are passed as they are: no Tensor copies.)
+  if (a.dim() == 2 && !linear)
+    matmul_2d_into(a, b, out);
+  else
+    matmul_2d_into(a.dim() == 2 ? a : a.reshape({rows, k}), linear ? b.t() : b,
+                   out.dim() == 2 ? out : out.reshape({rows, m}));
   if (has_bias)  // as the eager linear: the product, then + bias
     dispatch_dtype(a.dtype(), [&](auto v) {
       using T = decltype(v);

@@ -283,23 +283,25 @@ DotKernel<T> small_dot_kernel() {
 // and b's columns are contiguous, else the i-p-j kernel.
 template <class T>
 void small_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  // 2-D operands: sizes()/strides() directly (size(d) checks d per call).
+  const Shape &as = a.strides(), &bs = b.strides();
+  const int64_t n = a.sizes()[0], k = a.sizes()[1], m = b.sizes()[1];
   const T* pa = a.data_ptr<T>();
   const T* pb = b.data_ptr<T>();
   T* po = out.data_ptr<T>();
-  const bool a_rows = a.stride(1) == 1 || k == 1, b_cols = b.stride(0) == 1 || k == 1;
+  const bool a_rows = as[1] == 1 || k == 1, b_cols = bs[0] == 1 || k == 1;
   if (a_rows && b_cols && k >= kDotLanes)
-    small_dot_kernel<T>()(n, k, m, pa, a.stride(0), pb, b.stride(1), po);
-  else if (b.stride(1) == 1 || m == 1)
-    small_gemm_kernel<T, true>()(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), 1, po);
+    small_dot_kernel<T>()(n, k, m, pa, as[0], pb, bs[1], po);
+  else if (bs[1] == 1 || m == 1)
+    small_gemm_kernel<T, true>()(n, k, m, pa, as[0], as[1], pb, bs[0], 1, po);
   else
-    small_gemm_kernel<T, false>()(n, k, m, pa, a.stride(0), a.stride(1), pb, b.stride(0), b.stride(1), po);
+    small_gemm_kernel<T, false>()(n, k, m, pa, as[0], as[1], pb, bs[0], bs[1], po);
 }
 
 // out[n, m] = a[n, k] @ b[k, m] for one matrix of each.
 template <class T>
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  const int64_t n = a.sizes()[0], k = a.sizes()[1], m = b.sizes()[1];  // 2-D
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (n * k * m <= kSmallGemm) return small_gemm<T>(a, b, out);
   }

@@ -13,6 +13,7 @@
 #include "graph/memory.h"
 #include "device.h"
 #include "graph/trace.h"
+#include "graph/generated_support.h"
 #include "storage.h"
 
 namespace graph {
@@ -371,25 +372,35 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   return reshape(sizes);
 }
 
+namespace detail {
+SliceBounds slice_bounds(const Tensor& t, int64_t d, int64_t start, int64_t end, int64_t step) {
+  check_defined("slice", t);
+  if (t.dim() == 0) throw Error("slice: cannot slice a 0-d tensor");
+  d = wrap_dim("slice", d, t.sizes());
+  if (step <= 0) {
+    throw Error("slice: step must be positive, got " + std::to_string(step) + " (shape " + shape_str(t.sizes()) +
+                ")");
+  }
+  // Clamp like PyTorch: negative bounds count from the end, then both are
+  // clipped to [0, size] and an empty range yields size 0.
+  const int64_t n = t.sizes()[static_cast<size_t>(d)];
+  auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  start = clamp(start);
+  end = std::max(clamp(end), start);
+  return {d, start, end, end == start ? 0 : (end - start - 1) / step + 1};
+}
+}  // namespace detail
+
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
   if (detail::tracing())
     return detail::trace_op("slice", {*this}, {{"dim", d}, {"start", start}, {"end", end}, {"step", step}},
                             [&] { return slice(d, start, end, step); });
-  detail::check_defined("slice", *this);
-  if (dim() == 0) throw Error("slice: cannot slice a 0-d tensor");
-  d = detail::wrap_dim("slice", d, sizes_);
-  if (step <= 0) {
-    throw Error("slice: step must be positive, got " + std::to_string(step) + " (shape " +
-                shape_str(sizes_) + ")");
-  }
-  // Clamp like PyTorch: negative bounds count from the end, then both are
-  // clipped to [0, size] and an empty range yields size 0.
-  const int64_t n = sizes_[d];
-  auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
-  start = clamp(start);
-  end = std::max(clamp(end), start);
+  const detail::SliceBounds b = detail::slice_bounds(*this, d, start, end, step);
+  d = b.dim;
+  start = b.start;
+  end = b.end;
   Shape sizes = sizes_, strides = strides_;
-  sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;
+  sizes[d] = b.len;
   strides[d] = strides_[d] * step;
   return autograd::record_unary(
       "slice", Tensor(storage_, offset_ + start * strides_[d], std::move(sizes), std::move(strides), dtype_), *this,

@@ -37,10 +37,10 @@ class SmallVector {
     assign(first, last);
   }
   SmallVector(const std::vector<T>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit, like the vector it replaces
-  SmallVector(const SmallVector& o) { assign(o.begin(), o.end()); }
+  SmallVector(const SmallVector& o) { copy_from(o); }
   SmallVector(SmallVector&& o) noexcept { steal(o); }
   SmallVector& operator=(const SmallVector& o) {
-    if (this != &o) assign(o.begin(), o.end());
+    if (this != &o) copy_from(o);
     return *this;
   }
   SmallVector& operator=(SmallVector&& o) noexcept {
@@ -160,7 +160,10 @@ class SmallVector {
   }
 
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
-    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.size_ != b.size_) return false;
+    for (size_t i = 0; i < a.size_; ++i)  // a short loop: no call to memcmp for a few dims
+      if (!(a.data_[i] == b.data_[i])) return false;
+    return true;
   }
   friend bool operator!=(const SmallVector& a, const SmallVector& b) { return !(a == b); }
   friend bool operator<(const SmallVector& a, const SmallVector& b) {
@@ -179,9 +182,23 @@ class SmallVector {
     cap_ = N;
     size_ = 0;
   }
+  // Up to N elements: the whole inline array's bytes, a fixed-size copy the
+  // compiler inlines (a Tensor copy or move copies two shapes), instead of a
+  // call to memmove for size_ elements. Every buffer holds at least N.
+  void copy_from(const SmallVector& o) {
+    if (o.size_ <= N) {
+      std::memcpy(static_cast<void*>(data_), static_cast<const void*>(o.data_), sizeof inline_);
+    } else if (o.size_ <= cap_) {
+      std::memcpy(static_cast<void*>(data_), static_cast<const void*>(o.data_), o.size_ * sizeof(T));
+    } else {
+      assign(o.begin(), o.end());
+      return;
+    }
+    size_ = o.size_;
+  }
   void steal(SmallVector& o) {
     if (o.data_ == o.inline_) {
-      std::memcpy(inline_, o.inline_, o.size_ * sizeof(T));
+      std::memcpy(static_cast<void*>(inline_), static_cast<const void*>(o.inline_), sizeof inline_);
       data_ = inline_;
       cap_ = N;
     } else {

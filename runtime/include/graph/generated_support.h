@@ -11,11 +11,13 @@
 // device_control.h); every tensor the function
 // allocates itself comes from its GraphBuffers (below), so a second call with
 // the same input shapes allocates nothing.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -244,6 +246,116 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
 // that is not a [n] vector, empty products, no cuBLASLt algorithm.
 enum class GemmEpilogue { Bias, Relu, ReluBias };
 Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e);
+
+// ---- slices read in place by fused loops ----------------------------------------
+// Where a slice starts and how long it is, after Tensor::slice's checks and
+// PyTorch's clamping (the same function computes Tensor::slice, tensor.cpp).
+// Throws Tensor::slice's errors: undefined or 0-d tensor, dim out of range,
+// step <= 0.
+struct SliceBounds {
+  int64_t dim = 0, start = 0, end = 0, len = 0;
+};
+SliceBounds slice_bounds(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step);
+
+// A slice in generated code (codegen: every `slice` node). It is checked
+// where the source takes it (errors carry that line), and a CPU fused loop
+// reads it in place: a pointer into the base and its geometry, no Tensor
+// made. Anything else (an eager op, a GEMM, the CUDA path, a returned or
+// loop-carried value) calls get(), which makes the view Tensor once, as
+// Tensor::slice would (with autograd). `base` must outlive the LazySlice:
+// the generator passes a local of an enclosing scope.
+class LazySlice {
+ public:
+  LazySlice(const Tensor& base, int64_t dim, int64_t start, int64_t end, int64_t step) : base_(&base), step_(step) {
+    const Shape& s = base.sizes();
+    if (base.defined() && dim >= 0 && dim < static_cast<int64_t>(s.size()) && step > 0) {
+      // slice_bounds' arithmetic, inline for the common case (nothing to report).
+      const int64_t n = s[static_cast<size_t>(dim)];
+      const auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+      start = clamp(start);
+      end = std::max(clamp(end), start);
+      b_ = {dim, start, end, end == start ? 0 : (end - start - 1) / step + 1};
+    } else {
+      b_ = slice_bounds(base, dim, start, end, step);  // a negative dim, or an error
+    }
+  }
+  LazySlice(Tensor&&, int64_t, int64_t, int64_t, int64_t) = delete;  // would dangle
+
+  const Tensor& get() const {
+    if (!view_) view_.emplace(base_->slice(b_.dim, b_.start, b_.end, step_));
+    return *view_;
+  }
+  const Tensor& base() const { return *base_; }
+  int64_t dim() const { return b_.dim; }
+  int64_t start() const { return b_.start; }
+  int64_t step() const { return step_; }
+  int64_t len() const { return b_.len; }
+
+ private:
+  const Tensor* base_;
+  SliceBounds b_;
+  int64_t step_;
+  mutable std::optional<Tensor> view_;
+};
+
+// ---- the dense fast path of a fused loop -----------------------------------------
+// Before any broadcast or StridedLoop work, a fused loop asks whether every
+// tensor operand is dense with the first one's shape: on the CPU, sizes equal
+// to `shape`, flat element i at data + i (the strides of size-1 dims do not
+// matter). Then the group's dense kernel runs on the operands' pointers
+// directly. Nothing here allocates.
+inline const Shape& operand_sizes(const Tensor& t) { return t.sizes(); }
+inline Shape operand_sizes(const LazySlice& v) {
+  Shape s = v.base().sizes();
+  if (!s.empty()) s[static_cast<size_t>(v.dim())] = v.len();
+  return s;
+}
+
+inline bool operand_dense(const Tensor& t, const Shape& shape) {
+  if (!t.defined()) return false;
+  const Shape& s = t.sizes();
+  const Shape& st = t.strides();
+  if (s.size() != shape.size()) return false;
+  int64_t expect = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    if (s[d] != shape[d]) return false;
+    if (s[d] != 1 && st[d] != expect) return false;
+    expect *= s[d];
+  }
+  return t.device() == Device::CPU;
+}
+inline bool operand_dense(const LazySlice& v, const Shape& shape) {
+  const Tensor& b = v.base();
+  const Shape& s = b.sizes();
+  const Shape& st = b.strides();
+  if (s.size() != shape.size()) return false;
+  const auto sd = static_cast<size_t>(v.dim());
+  int64_t expect = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    const int64_t size = d == sd ? v.len() : s[d];
+    const int64_t stride = d == sd ? st[d] * v.step() : st[d];
+    if (size != shape[d]) return false;
+    if (size != 1 && stride != expect) return false;
+    expect *= size;
+  }
+  return b.device() == Device::CPU;
+}
+
+template <class T>
+const T* operand_data(const Tensor& t) {
+  return t.data_ptr<T>();
+}
+template <class T>
+const T* operand_data(const LazySlice& v) {
+  const T* p = v.base().template data_ptr<T>();
+  return v.len() == 0 ? p : p + v.start() * v.base().strides()[static_cast<size_t>(v.dim())];
+}
+
+inline int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
 
 // ---- buffers kept between calls ----------------------------------------------
 // Each tensor a generated graph function writes itself (a fused loop's
