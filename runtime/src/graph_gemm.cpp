@@ -6,6 +6,7 @@
 #include "graph/generated_support.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "packed_gemm.h"
 
 namespace graph::detail {
 
@@ -35,6 +36,11 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
   // its kernel, [rows, k] @ [k, m].
   const Tensor a2 = a.dim() == 2 ? a : a.reshape({rows, k});
   const Tensor o2 = out.dim() == 2 ? out : out.reshape({rows, m});
+  // A float32 linear past the small kernel's range: the weight packed once
+  // for oneDNN's matmul primitive, the bias added by it (packed_gemm.h).
+  if (linear && a.dtype() == kFloat32 && rows * k * m > cpu::kPackedGemmMinWork &&
+      cpu::packed_linear(a2, b, has_bias ? bias : Tensor(), false, o2))
+    return out;
   matmul_2d_into(a2, linear ? b.t() : b, o2);
   if (has_bias)  // as the eager linear: the product, then + bias
     dispatch_dtype(a.dtype(), [&](auto v) {
