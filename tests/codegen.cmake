@@ -8,7 +8,8 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
 
-set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused strip_mined)
+set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused strip_mined
+  packed_mlp)
 set(_cxxgraph_codegen_generated)
 foreach(_case IN LISTS _cxxgraph_codegen_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
@@ -38,7 +39,8 @@ gtest_discover_tests(codegen_test)
 if(NOT CXXGRAPH_SANITIZE)
   add_executable(codegen_alloc_test ${CMAKE_CURRENT_LIST_DIR}/codegen_alloc_test.cpp
     ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/chain8.graph.cpp
-    ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/matmul_epilogue.graph.cpp)
+    ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/matmul_epilogue.graph.cpp
+    ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/packed_mlp.graph.cpp)
   target_link_libraries(codegen_alloc_test PRIVATE cxxgraph_runtime GTest::gtest_main)
   target_compile_options(codegen_alloc_test PRIVATE -ffp-contract=off)
   gtest_discover_tests(codegen_alloc_test)

@@ -74,11 +74,18 @@ struct PrimKey {
   bool operator==(const PrimKey&) const = default;
 };
 
+// The memory objects of one execution (their data handles are set per call),
+// kept so that a steady-state call creates none.
+struct ArgSet {
+  memory src, wts, bias, dst;
+};
+
 struct Prim {
   PrimKey key;
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   uint64_t last_use = 0;
+  std::vector<std::unique_ptr<ArgSet>> free_sets;  // under Cache::mu
 };
 
 struct Packed {
@@ -164,7 +171,7 @@ void evict_one(Cache& c, const Packed* keep) {
 // bits); the second packs it, later ones hit. So a weight that changes after
 // every use (training: an optimizer step between forward calls) never pays
 // for a reorder it would use once.
-std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::desc& user, const memory::desc& desc) {
+std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::desc& desc) {
   for (const auto& entry : c.weights) {
     if (!same_weight(*entry, w, desc)) continue;
     const std::shared_ptr<Packed> e = entry;  // evict_one below moves the vector's elements
@@ -174,6 +181,8 @@ std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::d
       return e;
     }
     e->mem = memory(desc, engine());
+    // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
+    const memory::desc user({w.size(1), w.size(0)}, memory::data_type::f32, memory::dims{w.stride(1), w.stride(0)});
     memory src(user, engine(), w.data_ptr<float>());
     dnnl::reorder(src, e->mem).execute(stream(), src, e->mem);
     stream().wait();
@@ -224,13 +233,13 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
     Cache& c = cache();
     std::shared_ptr<Prim> p;
     std::shared_ptr<Packed> w;
+    std::unique_ptr<ArgSet> set;
     {
       std::lock_guard<std::mutex> lock(c.mu);
       stats().calls.fetch_add(1, std::memory_order_relaxed);
       const PrimKey key{rows, k, m, bias.defined(), relu, num_threads(), true, 0, 0};
       p = primitive(c, key);
-      const memory::desc user({k, m}, memory::data_type::f32, memory::dims{ws1, ws0});
-      w = packed_weight(c, weight, user, p->pd.weights_desc());
+      w = packed_weight(c, weight, p->pd.weights_desc());
       if (!w) {
         PrimKey plain = key;
         plain.packed = false;
@@ -238,15 +247,34 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
         plain.ws1 = ws1;
         p = primitive(c, plain);
       }
+      if (!p->free_sets.empty()) {
+        set = std::move(p->free_sets.back());
+        p->free_sets.pop_back();
+      }
     }
-    memory src(p->pd.src_desc(), engine(), x.data_ptr<float>());
-    memory dst(p->pd.dst_desc(), engine(), out.data_ptr<float>());
-    memory wts = w ? w->mem : memory(p->pd.weights_desc(), engine(), weight.data_ptr<float>());
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}};
-    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, memory(p->pd.bias_desc(), engine(), bias.data_ptr<float>()));
-    p->prim.execute(stream(), args);
-    stream().wait();
-    return true;
+    if (!set) {
+      set = std::make_unique<ArgSet>();
+      set->src = memory(p->pd.src_desc(), engine(), nullptr);
+      set->dst = memory(p->pd.dst_desc(), engine(), nullptr);
+      if (!w) set->wts = memory(p->pd.weights_desc(), engine(), nullptr);
+      if (bias.defined()) set->bias = memory(p->pd.bias_desc(), engine(), nullptr);
+    }
+    set->src.set_data_handle(x.data_ptr<float>());
+    set->dst.set_data_handle(out.data_ptr<float>());
+    if (!w) set->wts.set_data_handle(weight.data_ptr<float>());
+    if (bias.defined()) set->bias.set_data_handle(bias.data_ptr<float>());
+    // The C entry point: arguments from the stack, no std::unordered_map.
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, set->src.get()},
+                               {DNNL_ARG_WEIGHTS, w ? w->mem.get() : set->wts.get()},
+                               {DNNL_ARG_DST, set->dst.get()},
+                               {DNNL_ARG_BIAS, bias.defined() ? set->bias.get() : nullptr}};
+    const dnnl_status_t status = dnnl_primitive_execute(p->prim.get(), stream().get(), bias.defined() ? 4 : 3, args);
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (p->free_sets.size() < p->free_sets.capacity() || p->free_sets.size() < 4) p->free_sets.push_back(std::move(set));
+    }
+    if (status != dnnl_success) return false;
+    return dnnl_stream_wait(stream().get()) == dnnl_success;
   } catch (const dnnl::error&) {
     return false;  // the caller's plain GEMM
   }
