@@ -665,3 +665,102 @@ TEST(Matmul, Errors) {
 }
 
 }  // namespace
+
+// ---- in-place ops and the version counter ------------------------------------
+
+namespace {
+
+TEST(Version, EveryInPlaceOpBumpsItOutOfPlaceOpsDoNot) {
+  Tensor t = graph::from_vector({1, -2, 3, -4}, {2, 2});
+  const Tensor view = t.t();  // views share the storage's counter
+  uint64_t v = t.version();
+  EXPECT_EQ(v, 0u);
+  const auto bumped = [&](const char* what) {
+    EXPECT_EQ(t.version(), v + 1) << what;
+    EXPECT_EQ(view.version(), t.version()) << what;
+    v = t.version();
+  };
+  // Out-of-place ops, views and reads leave it alone.
+  Tensor u = t + 1;
+  u = graph::relu(t) * t;
+  u = t.slice(0, 0, 1).contiguous();
+  u = t.clone();
+  (void)t.sum().item<float>();
+  EXPECT_EQ(t.version(), v);
+  EXPECT_EQ(u.version(), 0u);  // a new tensor starts at 0
+
+  t.add_(graph::from_vector({1, 1}, {2}));  // broadcast operand
+  bumped("add_");
+  EXPECT_EQ(values(t), (std::vector<float>{2, -1, 4, -3}));
+  t.sub_(0.5);
+  bumped("sub_");
+  EXPECT_EQ(values(t), (std::vector<float>{1.5, -1.5, 3.5, -3.5}));
+  t.mul_(graph::from_vector({2, -2, 2, -2}, {2, 2}));
+  bumped("mul_");
+  EXPECT_EQ(values(t), (std::vector<float>{3, 3, 7, 7}));
+  t.div_(4);
+  bumped("div_");
+  EXPECT_EQ(values(t), (std::vector<float>{0.75, 0.75, 1.75, 1.75}));
+  t.clamp_(0, 1);
+  bumped("clamp_");
+  EXPECT_EQ(values(t), (std::vector<float>{0.75, 0.75, 1, 1}));
+  t.copy_(graph::from_vector({5, 6}, {2}));  // broadcast rows
+  bumped("copy_");
+  EXPECT_EQ(values(t), (std::vector<float>{5, 6, 5, 6}));
+  t.fill_(2.5);
+  bumped("fill_");
+  EXPECT_EQ(values(t), (std::vector<float>{2.5, 2.5, 2.5, 2.5}));
+  t.zero_();
+  bumped("zero_");
+  EXPECT_EQ(values(t), (std::vector<float>{0, 0, 0, 0}));
+  // Through a view: the base sees the write and the shared counter moves.
+  view.slice(0, 1, 2).fill_(7);  // column 1 of t
+  bumped("fill_ of a view");
+  EXPECT_EQ(values(t), (std::vector<float>{0, 7, 0, 7}));
+  // Writes through a mutable data_ptr are not tracked; bump_version says so.
+  t.data_ptr<float>()[0] = 1;
+  EXPECT_EQ(t.version(), v);
+  t.bump_version();
+  bumped("bump_version");
+  EXPECT_EQ(Tensor().version(), 0u);
+}
+
+TEST(Version, InPlaceOpsMatchOutOfPlaceOnesBitForBit) {
+  const Tensor a = graph::randn({5, 7}), b = graph::randn({5, 7});
+  Tensor x = a.clone();
+  x.add_(b).mul_(a).div_(b).sub_(0.3).clamp_(-1.5, 2.0);
+  const Tensor want = graph::clamp(graph::div(graph::mul(a + b, a), b) - 0.3, -1.5, 2.0);
+  EXPECT_EQ(values(x), values(want));
+  // A copy from an overlapping view of itself reads the source first.
+  Tensor s = graph::from_vector({1, 2, 3, 4}, {2, 2});
+  s.copy_(s.t());
+  EXPECT_EQ(values(s), (std::vector<float>{1, 3, 2, 4}));
+  // Integer tensors, and an integral result into a float tensor.
+  Tensor i = graph::arange(0, 4, 1);
+  i.mul_(3);
+  EXPECT_EQ(ivalues(i), (std::vector<int64_t>{0, 3, 6, 9}));
+  Tensor f = graph::zeros({4});
+  f.copy_(i);
+  EXPECT_EQ(values(f), (std::vector<float>{0, 3, 6, 9}));
+}
+
+TEST(Version, InPlaceErrors) {
+  Tensor t = graph::zeros({2, 3});
+  const uint64_t v = t.version();
+  expect_error([&] { t.add_(graph::zeros({4, 2, 3})); }, {"add_", "[4, 2, 3]", "[2, 3]"});
+  expect_error([&] { t.copy_(graph::zeros({4})); }, {"copy_", "[4]", "does not broadcast", "[2, 3]"});
+  expect_error([&] { Tensor i = graph::zeros({2}, graph::kInt64); i.add_(0.5); }, {"add_", "float", "cannot be written"});
+  expect_error([&] { graph::zeros({3}).expand({2, 3}).fill_(1); }, {"fill_", "expanded"});
+  expect_error([&] { Tensor().zero_(); }, {"fill_", "undefined"});
+  Tensor p = graph::ones({2}).requires_grad_();
+  expect_error([&] { p.mul_(2); }, {"mul_", "requires grad"});
+  EXPECT_EQ(t.version(), v);  // nothing was written
+  {
+    graph::NoGradGuard no_grad;  // what optimizers do
+    p.mul_(2);
+  }
+  EXPECT_EQ(values(p.detach()), (std::vector<float>{2, 2}));
+  EXPECT_EQ(p.version(), 1u);
+}
+
+}  // namespace

@@ -1,7 +1,7 @@
 // In-place ops and the version counter (Tensor::version, tensor.h).
 //
 // Each in-place op is its out-of-place op followed by a copy of the result
-// into this tensor's elements (detail::copy_into, which bumps the version):
+// into this tensor's elements (detail::copy_into), then a version bump:
 // the same values as the out-of-place op, bit for bit, and no kernels of its
 // own to keep in step with the rest of the runtime.
 #include <string>
@@ -45,7 +45,8 @@ Tensor& assign(const char* op, Tensor& self, const Tensor& result) {
   if (floating(result.dtype()) && !floating(self.dtype()))
     throw Error(std::string(op) + ": the result has dtype " + std::string(dtype_name(result.dtype())) +
                 ", which cannot be written into a " + std::string(dtype_name(self.dtype())) + " tensor");
-  detail::copy_into(self, result);  // bumps the version
+  detail::copy_into(self, result);
+  self.bump_version();
   return self;
 }
 
@@ -90,6 +91,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   // A source that shares this storage is read whole before anything is written.
   if (b.storage() == storage()) b = b.clone();
   detail::copy_into(*this, b);
+  bump_version();
   return *this;
 }
 
@@ -97,6 +99,7 @@ Tensor& Tensor::fill_(Scalar value) {
   check_target("fill_", *this);
   NoGradGuard no_grad;
   detail::copy_into(*this, full({}, value, dtype()));
+  bump_version();
   return *this;
 }
 

@@ -39,8 +39,7 @@ struct Target {
   void finish() {
     if (data.storage() != param.storage() || data.storage_offset() != param.storage_offset())
       ::graph::detail::copy_into(param, data);
-    else
-      param.bump_version();
+    param.bump_version();
   }
 };
 
