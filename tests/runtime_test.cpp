@@ -1,6 +1,7 @@
 // Eager CPU runtime: values, not just absence of crashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "graph/parallel.h"
 #include "graph/cpu_loop.h"
 #include "graph/graph.h"
+#include "../runtime/src/packed_gemm.h"
 
 namespace {
 
@@ -761,6 +763,40 @@ TEST(Version, InPlaceErrors) {
   }
   EXPECT_EQ(values(p.detach()), (std::vector<float>{2, 2}));
   EXPECT_EQ(p.version(), 1u);
+}
+
+}  // namespace
+
+// ---- the packed-weight GEMM's epilogues (runtime/src/packed_gemm.h) ----------
+
+namespace {
+
+TEST(PackedLinear, BiasAndReluPostOpsMatchEagerAndDouble) {
+  const int64_t rows = 48, k = 70, m = 40;
+  const Tensor x = graph::randn({rows, k}), w = graph::randn({m, k}) * 0.2, b = graph::randn({m});
+  for (bool relu : {false, true})
+    for (bool bias : {false, true}) {
+      Tensor out = graph::full({rows, m}, 123.0);  // every element must be written
+      ASSERT_TRUE(graph::cpu::packed_linear(x, w, bias ? b : Tensor(), relu, out));
+      Tensor eager = graph::linear(x, w, bias ? b : Tensor());
+      if (relu) eager = graph::relu(eager);
+      const std::vector<float> got = values(out), want = values(eager), xs = values(x), ws = values(w),
+                               bs = values(b);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double s = bias ? bs[j] : 0.0;
+          for (int64_t q = 0; q < k; ++q) s += double(xs[i * k + q]) * ws[j * k + q];
+          if (relu) s = std::max(s, 0.0);
+          const size_t e = static_cast<size_t>(i * m + j);
+          ASSERT_NEAR(got[e], s, 2e-5 * (1 + std::fabs(s))) << "relu " << relu << " bias " << bias << " at " << e;
+          ASSERT_NEAR(got[e], want[e], 2e-5 * (1 + std::fabs(s)));
+          if (relu) ASSERT_GE(got[e], 0.0f);
+        }
+    }
+  // Layouts it does not take: the caller's plain GEMM runs instead.
+  Tensor out = graph::zeros({rows, m});
+  EXPECT_FALSE(graph::cpu::packed_linear(x, graph::randn({m, 2 * k}).slice(1, 0, 2 * k, 2), b, false, out));
+  EXPECT_FALSE(graph::cpu::packed_linear(x.slice(0, 0, 2), w, b, false, out.slice(0, 0, 2)));  // 2 rows: sgemm's
 }
 
 }  // namespace
