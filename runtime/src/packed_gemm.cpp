@@ -122,8 +122,9 @@ std::shared_ptr<Prim> primitive(Cache& c, const PrimKey& key) {
       return p;
     }
   const memory::desc src({key.rows, key.k}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc wts = key.packed ? memory::desc({key.k, key.m}, memory::data_type::f32, memory::format_tag::any)
-                                      : memory::desc({key.k, key.m}, memory::data_type::f32, memory::dims{key.ws1, key.ws0});
+  const memory::desc wts =
+      key.packed ? memory::desc({key.k, key.m}, memory::data_type::f32, memory::format_tag::any)
+                 : memory::desc({key.k, key.m}, memory::data_type::f32, memory::dims{key.ws1, key.ws0});
   const memory::desc bias = key.bias ? memory::desc({1, key.m}, memory::data_type::f32, memory::format_tag::ab)
                                      : memory::desc();
   const memory::desc dst({key.rows, key.m}, memory::data_type::f32, memory::format_tag::ab);
@@ -133,8 +134,11 @@ std::shared_ptr<Prim> primitive(Cache& c, const PrimKey& key) {
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
-  auto p = std::make_shared<Prim>(Prim{key, dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wts, bias, dst), attr, engine()), {}, ++c.tick});
+  auto p = std::make_shared<Prim>();
+  p->key = key;
+  p->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wts, bias, dst), attr, engine());
   p->prim = dnnl::matmul(p->pd);
+  p->last_use = ++c.tick;
   if (c.prims.size() >= kMaxPrimitives) {
     auto oldest = std::min_element(c.prims.begin(), c.prims.end(),
                                    [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
@@ -271,7 +275,7 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
     const dnnl_status_t status = dnnl_primitive_execute(p->prim.get(), stream().get(), bias.defined() ? 4 : 3, args);
     {
       std::lock_guard<std::mutex> lock(c.mu);
-      if (p->free_sets.size() < p->free_sets.capacity() || p->free_sets.size() < 4) p->free_sets.push_back(std::move(set));
+      if (p->free_sets.size() < 4) p->free_sets.push_back(std::move(set));  // one per concurrent caller
     }
     if (status != dnnl_success) return false;
     return dnnl_stream_wait(stream().get()) == dnnl_success;
