@@ -110,6 +110,7 @@ struct Cache {
   size_t weight_bytes = 0;
 };
 Cache& cache() {
+  engine();  // made first, so destroyed after the cache's primitives and memory
   static Cache c;
   return c;
 }

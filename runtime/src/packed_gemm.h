@@ -17,7 +17,9 @@ inline constexpr int64_t kPackedGemmMinWork = 32 * 32 * 32;
 // dnnl_sgemm's own kernels are faster than the matmul primitive.
 inline constexpr int64_t kPackedGemmMinRows = 4;
 
-// out[rows, m] = x[rows, k] @ weight[m, k]^T (+ bias[m]) (then relu), all
+// out[rows, m] = x[rows, k] @ weight[m, k]^T (+ bias[m]) (then relu: oneDNN's
+// post-op, which maps NaN to 0, unlike graph::relu, so generated code does
+// not ask for it yet), all
 // float32 on the CPU; x and out dense row-major, bias undefined or dense,
 // weight row-major or its transpose. Returns false (nothing written) when it
 // cannot take the product (another layout, oneDNN refuses): the caller then
