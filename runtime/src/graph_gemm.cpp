@@ -1,6 +1,9 @@
 // graph::detail::gemm (generated_support.h): the GEMM of a generated
 // matmul_epilogue group, written into a buffer the graph keeps between calls
-// by the eager matmul's own kernel, so static and eager agree bit for bit.
+// by the eager matmul's own kernel, so static and eager agree bit for bit;
+// except a float32 linear past the small kernels' range, which runs oneDNN's
+// matmul primitive on a packed copy of its weight (packed_gemm.h): faster,
+// and a few ulps from eager's dnnl_sgemm sums.
 #include <climits>
 
 #include "graph/generated_support.h"
