@@ -9,7 +9,7 @@ find_package(GTest REQUIRED)
 include(GoogleTest)
 
 set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused strip_mined reduce_nest
-  views)
+  views packed_mlp)
 set(_cxxgraph_codegen_generated)
 foreach(_case IN LISTS _cxxgraph_codegen_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
@@ -41,7 +41,8 @@ if(NOT CXXGRAPH_SANITIZE)
     ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/chain8.graph.cpp
     ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/matmul_epilogue.graph.cpp
     ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/reduce_nest.graph.cpp
-    ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/views.graph.cpp)
+    ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/views.graph.cpp
+    ${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/packed_mlp.graph.cpp)
   target_link_libraries(codegen_alloc_test PRIVATE cxxgraph_runtime GTest::gtest_main)
   target_compile_options(codegen_alloc_test PRIVATE -ffp-contract=off)
   gtest_discover_tests(codegen_alloc_test)

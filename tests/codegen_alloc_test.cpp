@@ -12,12 +12,14 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <vector>
 
 #include "graph/graph.h"
 #include "graph/memory.h"
+#include "graph/generated_support.h"
 #include "graph/static.h"
 
 extern "C" {
@@ -157,6 +159,26 @@ TEST(SteadyState, FusedReductionsAllocateNothing) {
     EXPECT_EQ(c.heap, 0);
     EXPECT_EQ(c.tensor_buffers, 0u);
   }
+}
+
+// Linear layers big enough for oneDNN's matmul primitive on packed weights
+// (runtime/src/packed_gemm.cpp). A weight is packed on its second use at one
+// version, so the steady state starts at the third call: it reuses the
+// packed weights, the primitives, their memory objects and the graph's
+// buffers. What remains is inside oneDNN: dnnl_primitive_execute builds its
+// argument map on the heap (7 blocks per GEMM with oneDNN 2.6, 1, 2 or 4
+// threads), which no caller can avoid; dnnl_sgemm, the eager GEMM, makes 1.
+TEST(SteadyState, PackedLinearLayersAllocateOnlyInsideOneDnn) {
+  const std::vector<Arg> in = {values({64, 96}, 20), values({128, 96}, 21), values({128}, 22), values({128, 128}, 23),
+                               values({128}, 24),    values({10, 128}, 25), values({10}, 26)};
+  const graph::detail::PackedGemmStats s0 = graph::detail::packed_gemm_stats();
+  second_call("cg_packed_mlp", in, 1);  // first use, then packing
+  const Counts c = second_call("cg_packed_mlp", in, 1);
+  const graph::detail::PackedGemmStats s1 = graph::detail::packed_gemm_stats();
+  EXPECT_EQ(s1.calls - s0.calls, 12u);  // 4 calls, 3 layers each
+  EXPECT_EQ(s1.hits - s0.hits, 6u);     // calls 3 and 4
+  EXPECT_LE(c.heap, 3 * 8);
+  EXPECT_EQ(c.tensor_buffers, 0u);
 }
 
 TEST(SteadyState, LstmLoopAllocatesNothing) {

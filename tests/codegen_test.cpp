@@ -19,6 +19,7 @@
 #include "graph/cpu_isa.h"
 #include "graph/parallel.h"
 #include "graph/codegen/grad.h"
+#include "graph/generated_support.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/passes.h"
@@ -1048,6 +1049,191 @@ TEST(Generated, GemmShapeErrorNamesTheLine) {
   } catch (const graph::Error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot be multiplied"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("at model.cpp:5:14, matmul in static graph 'seed'"), std::string::npos)
+        << e.what();
+  }
+}
+
+// ---- float32 linear layers on packed weights (runtime/src/packed_gemm.cpp) ----
+
+struct MlpParams {
+  Tensor w1, b1, w2, b2, w3, b3;
+  std::vector<Arg> args(const Tensor& x) const { return {x, w1, b1, w2, b2, w3, b3}; }
+};
+
+MlpParams mlp_params(int seed) {
+  return {graph::mul(values({128, 96}, seed), 0.1),     values({128}, seed + 1),
+          graph::mul(values({128, 128}, seed + 2), 0.1), values({128}, seed + 3),
+          graph::mul(values({10, 128}, seed + 4), 0.1),  values({10}, seed + 5)};
+}
+
+// linear(relu(linear(relu(linear(x, w1, b1)), w2, b2)), w3, b3) in double,
+// by plain loops over the float inputs: the independent reference.
+std::vector<double> mlp_reference(const Tensor& x, const MlpParams& p) {
+  const auto d = [](const Tensor& t) {
+    const Tensor c = t.detach().to(graph::kFloat64).contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
+  const auto layer = [&](const std::vector<double>& in, int64_t rows, const Tensor& w, const Tensor& b, bool relu) {
+    const int64_t m = w.size(0), k = w.size(1);
+    const std::vector<double> wd = d(w), bd = d(b);
+    std::vector<double> out(static_cast<size_t>(rows * m));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double s = bd[j];
+        for (int64_t q = 0; q < k; ++q) s += in[i * k + q] * wd[j * k + q];
+        out[i * m + j] = relu ? std::max(s, 0.0) : s;
+      }
+    return out;
+  };
+  const int64_t rows = x.size(0);
+  return layer(layer(layer(d(x), rows, p.w1, p.b1, true), rows, p.w2, p.b2, true), rows, p.w3, p.b3, false);
+}
+
+// Within float32 rounding of sums of ~100 terms of size ~1.
+void expect_near_reference(const Tensor& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+  const Tensor g = got.contiguous();
+  int bad = 0;
+  for (int64_t i = 0; i < g.numel() && bad < 5; ++i)
+    if (std::fabs(g.data_ptr<float>()[i] - want[i]) > 2e-5 * (1 + std::fabs(want[i])))
+      ADD_FAILURE() << what << ": element " << i << " is " << g.data_ptr<float>()[i] << ", want " << want[i], ++bad;
+}
+
+Tensor mlp_eager(const Tensor& x, const MlpParams& p) {
+  using namespace graph;
+  return linear(relu(linear(relu(linear(x, p.w1, p.b1)), p.w2, p.b2)), p.w3, p.b3);
+}
+
+// The static graph's result, copied (the graph reuses its output buffer).
+Tensor mlp_static(const Tensor& x, const MlpParams& p) {
+  return tensor_out(call("cg_packed_mlp", p.args(x), 1), 0).clone();
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return x.sizes() == y.sizes() &&
+         std::memcmp(x.data_ptr<float>(), y.data_ptr<float>(), static_cast<size_t>(x.numel()) * sizeof(float)) == 0;
+}
+
+TEST(PackedGemm, LinearBiasReluMatchesEagerAndDoubleReference) {
+  const MlpParams p = mlp_params(50);
+  const Tensor w1t = graph::mul(values({96, 128}, 56), 0.1);  // a transposed weight: w1t.t() is [128, 96]
+  for (int64_t batch : {2, 4, 64, 100}) {
+    const Tensor x = values({batch, 96}, 60);
+    const std::vector<double> want = mlp_reference(x, p);
+    const std::string what = "batch " + std::to_string(batch);
+    for (int call_no = 0; call_no < 3; ++call_no)  // first use, packing, packed
+      expect_near_reference(mlp_static(x, p), want, what + ", call " + std::to_string(call_no));
+    expect_near_reference(mlp_eager(x, p), want, what + ", eager");
+    // Batch 2: below the primitive's row minimum, dnnl_sgemm as in eager.
+    if (batch == 2) EXPECT_TRUE(same_bits(mlp_static(x, p), mlp_eager(x, p)));
+    MlpParams q = p;
+    q.w1 = w1t.t();
+    expect_near_reference(mlp_static(x, q), mlp_reference(x, q), what + ", transposed w1");
+  }
+}
+
+TEST(PackedGemm, CacheHitsOnUnchangedWeightsWithTheSameBits) {
+  graph::detail::clear_packed_gemm_cache();
+  const MlpParams p = mlp_params(70);
+  const Tensor x = values({64, 96}, 71);
+  using graph::detail::packed_gemm_stats;
+  const auto s0 = packed_gemm_stats();
+  const Tensor first = mlp_static(x, p);  // each weight's first use: read as it is
+  const auto s1 = packed_gemm_stats();
+  EXPECT_EQ(s1.unpacked - s0.unpacked, 3u);
+  EXPECT_EQ(s1.packs - s0.packs, 0u);
+  const Tensor second = mlp_static(x, p);  // second use: packed
+  const auto s2 = packed_gemm_stats();
+  EXPECT_EQ(s2.packs - s1.packs, 3u);
+  EXPECT_EQ(s2.hits - s1.hits, 0u);
+  const Tensor third = mlp_static(x, p);
+  const auto s3 = packed_gemm_stats();
+  EXPECT_EQ(s3.hits - s2.hits, 3u);
+  EXPECT_EQ(s3.packs - s2.packs, 0u);
+  EXPECT_EQ(s3.calls - s0.calls, 9u);
+  EXPECT_EQ(s3.entries, 3u);
+  // The primitive on the weight as it is and on its packed copy: same sums.
+  EXPECT_TRUE(same_bits(first, second));
+  EXPECT_TRUE(same_bits(first, third));
+}
+
+TEST(PackedGemm, InPlaceWeightUpdatesArePackedAgain) {
+  MlpParams p = mlp_params(80);
+  const Tensor x = values({64, 96}, 81);
+  for (int i = 0; i < 3; ++i) mlp_static(x, p);  // all three weights packed
+  using graph::detail::packed_gemm_stats;
+
+  // add_ on a weight: a new version, so no stale packed copy is used.
+  p.w2.add_(graph::mul(values({128, 128}, 82), 0.05));
+  auto s0 = packed_gemm_stats();
+  expect_near_reference(mlp_static(x, p), mlp_reference(x, p), "after add_");
+  auto s1 = packed_gemm_stats();
+  EXPECT_EQ(s1.hits - s0.hits, 2u);  // w1 and w3
+  EXPECT_EQ(s1.unpacked - s0.unpacked, 1u);  // w2 at its new version
+  EXPECT_TRUE(same_bits(mlp_static(x, p), mlp_static(x, p)));  // packs w2, then hits
+
+  // An optimizer step on w1 (gradient from the eager MLP).
+  p.w1.requires_grad_();
+  graph::optim::SGD opt({p.w1}, {.lr = 0.05});
+  graph::sum(mlp_eager(x, p)).backward();
+  opt.step();
+  p.w1 = p.w1.detach();
+  s0 = packed_gemm_stats();
+  const Tensor after_step = mlp_static(x, p);
+  s1 = packed_gemm_stats();
+  expect_near_reference(after_step, mlp_reference(x, p), "after an SGD step");
+  expect_near_reference(mlp_eager(x, p), mlp_reference(x, p), "eager after an SGD step");
+  EXPECT_EQ(s1.unpacked - s0.unpacked, 1u);
+
+  // A new weight tensor in place of a dropped one (its storage may reuse
+  // the dropped one's memory and even its address).
+  p.w3 = Tensor();
+  p.w3 = graph::mul(values({10, 128}, 83), 0.1);
+  expect_near_reference(mlp_static(x, p), mlp_reference(x, p), "a new w3");
+  expect_near_reference(mlp_static(x, p), mlp_reference(x, p), "a new w3, packed");
+}
+
+TEST(PackedGemm, GraphBufferReusedAsWeightIsPackedAgain) {
+  // A graph output handed back as a weight lives in one of the graph's kept
+  // buffers: once dropped, the next call overwrites that same storage. Its
+  // version moves (GraphBuffers::take), so its old packed copy is not used.
+  const MlpParams pa = mlp_params(90);
+  MlpParams producer = pa;
+  producer.w3 = graph::mul(values({128, 128}, 91), 0.1);  // output [10, 128]
+  producer.b3 = values({128}, 92);
+  MlpParams consumer = mlp_params(93);
+  const Tensor x = values({64, 96}, 94);
+  std::vector<Arg> out = call("cg_packed_mlp", producer.args(values({10, 96}, 95)), 1);
+  consumer.w3 = tensor_out(out, 0);
+  {
+    const void* kept = consumer.w3.storage().get();
+    for (int i = 0; i < 3; ++i) expect_near_reference(mlp_static(x, consumer), mlp_reference(x, consumer), "w3 = out");
+    consumer.w3 = Tensor();
+    out.clear();
+    out = call("cg_packed_mlp", producer.args(values({10, 96}, 96)), 1);  // new values, same kept buffer
+    consumer.w3 = tensor_out(out, 0);
+    EXPECT_EQ(consumer.w3.storage().get(), kept) << "the graph did not reuse its buffer: the case is not exercised";
+  }
+  expect_near_reference(mlp_static(x, consumer), mlp_reference(x, consumer), "w3 = the next out");
+}
+
+TEST(PackedGemm, BadShapesThrowWithTheSourceLine) {
+  MlpParams p = mlp_params(100);
+  p.w2 = values({128, 100}, 101);  // in_features 100, but h1 has 128
+  auto* g = graph::detail::find_graph("cg_packed_mlp", "test-hash");
+  ASSERT_NE(g, nullptr);
+  const std::vector<Arg> in = p.args(values({64, 96}, 102));
+  Arg out[1];
+  std::string why;
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("linear: input features 128 do not match weight in_features 100"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("at mlp.cpp:4:12, linear in static graph 'packed_mlp'"), std::string::npos)
         << e.what();
   }
 }

@@ -40,6 +40,7 @@ void set(const Tensor& t, const std::vector<double>& v) {
     else
       t.data_ptr<double>()[i] = v[i];
   }
+  t.bump_version();  // writes through data_ptr are not tracked by themselves
 }
 
 std::vector<double> vec(const Tensor& t) {
@@ -554,7 +555,9 @@ void compare_steps(Problem& pr, Opt& opt, int steps, Ref reference, double tol =
   for (int s = 0; s < steps; ++s) {
     opt.zero_grad();
     pr.backward();
+    const uint64_t version = pr.p.version();
     opt.step();
+    EXPECT_GT(pr.p.version(), version);  // an in-place write (Tensor::version)
     reference(x, pr.grad_at(x));
     expect_near(pr.p, x, tol);
   }
@@ -608,8 +611,10 @@ TEST(SGD, ErrorsAndSkipsParametersWithoutGradient) {
   EXPECT_NE(error_of([&] { optim::SGD({graph::ones({2}, graph::kInt64)}, {.lr = 0.1}); }).find("float32 or float64"),
             std::string::npos);
   optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
+  const uint64_t version = p.version();
   opt.step();  // no gradient yet: nothing happens
   expect_near(p, {1, 1}, 0);
+  EXPECT_EQ(p.version(), version);
 }
 
 TEST(Adam, FirstStepIsLrTimesSign) {
@@ -689,7 +694,9 @@ TEST(Serialize, RoundTripIntoExistingTensors) {
   nn::save(*a, path);
   Tensor w = b->fc1->weight;
   optim::SGD opt(b->parameters(), {.lr = 0.1});
+  const uint64_t version = w.version();
   nn::load(*b, path);
+  EXPECT_GT(w.version(), version);  // loading writes the parameters in place
   auto pa = a->named_parameters(), pb = b->named_parameters();
   ASSERT_EQ(pa.size(), pb.size());
   for (size_t i = 0; i < pa.size(); ++i) expect_near(pb[i].second, vec(pa[i].second), 0);

@@ -15,7 +15,7 @@
 #include "graph/parallel.h"
 #include "graph/cpu_loop.h"
 #include "graph/graph.h"
-#include "graph/parallel.h"
+#include "../runtime/src/packed_gemm.h"
 
 namespace {
 
@@ -753,6 +753,139 @@ TEST(Matmul, Errors) {
       },
       {"matmul", "one dtype", "long", "float", "[2, 3]"});
   expect_error([] { graph::matmul(Tensor(), graph::zeros({3, 2})); }, {"matmul", "undefined"});
+}
+
+}  // namespace
+
+// ---- in-place ops and the version counter ------------------------------------
+
+namespace {
+
+TEST(Version, EveryInPlaceOpBumpsItOutOfPlaceOpsDoNot) {
+  Tensor t = graph::from_vector({1, -2, 3, -4}, {2, 2});
+  const Tensor view = t.t();  // views share the storage's counter
+  uint64_t v = t.version();
+  EXPECT_EQ(v, 0u);
+  const auto bumped = [&](const char* what) {
+    EXPECT_EQ(t.version(), v + 1) << what;
+    EXPECT_EQ(view.version(), t.version()) << what;
+    v = t.version();
+  };
+  // Out-of-place ops, views and reads leave it alone.
+  Tensor u = t + 1;
+  u = graph::relu(t) * t;
+  u = t.slice(0, 0, 1).contiguous();
+  u = t.clone();
+  (void)t.sum().item<float>();
+  EXPECT_EQ(t.version(), v);
+  EXPECT_EQ(u.version(), 0u);  // a new tensor starts at 0
+
+  t.add_(graph::from_vector({1, 1}, {2}));  // broadcast operand
+  bumped("add_");
+  EXPECT_EQ(values(t), (std::vector<float>{2, -1, 4, -3}));
+  t.sub_(0.5);
+  bumped("sub_");
+  EXPECT_EQ(values(t), (std::vector<float>{1.5, -1.5, 3.5, -3.5}));
+  t.mul_(graph::from_vector({2, -2, 2, -2}, {2, 2}));
+  bumped("mul_");
+  EXPECT_EQ(values(t), (std::vector<float>{3, 3, 7, 7}));
+  t.div_(4);
+  bumped("div_");
+  EXPECT_EQ(values(t), (std::vector<float>{0.75, 0.75, 1.75, 1.75}));
+  t.clamp_(0, 1);
+  bumped("clamp_");
+  EXPECT_EQ(values(t), (std::vector<float>{0.75, 0.75, 1, 1}));
+  t.copy_(graph::from_vector({5, 6}, {2}));  // broadcast rows
+  bumped("copy_");
+  EXPECT_EQ(values(t), (std::vector<float>{5, 6, 5, 6}));
+  t.fill_(2.5);
+  bumped("fill_");
+  EXPECT_EQ(values(t), (std::vector<float>{2.5, 2.5, 2.5, 2.5}));
+  t.zero_();
+  bumped("zero_");
+  EXPECT_EQ(values(t), (std::vector<float>{0, 0, 0, 0}));
+  // Through a view: the base sees the write and the shared counter moves.
+  view.slice(0, 1, 2).fill_(7);  // column 1 of t
+  bumped("fill_ of a view");
+  EXPECT_EQ(values(t), (std::vector<float>{0, 7, 0, 7}));
+  // Writes through a mutable data_ptr are not tracked; bump_version says so.
+  t.data_ptr<float>()[0] = 1;
+  EXPECT_EQ(t.version(), v);
+  t.bump_version();
+  bumped("bump_version");
+  EXPECT_EQ(Tensor().version(), 0u);
+}
+
+TEST(Version, InPlaceOpsMatchOutOfPlaceOnesBitForBit) {
+  const Tensor a = graph::randn({5, 7}), b = graph::randn({5, 7});
+  Tensor x = a.clone();
+  x.add_(b).mul_(a).div_(b).sub_(0.3).clamp_(-1.5, 2.0);
+  const Tensor want = graph::clamp(graph::div(graph::mul(a + b, a), b) - 0.3, -1.5, 2.0);
+  EXPECT_EQ(values(x), values(want));
+  // A copy from an overlapping view of itself reads the source first.
+  Tensor s = graph::from_vector({1, 2, 3, 4}, {2, 2});
+  s.copy_(s.t());
+  EXPECT_EQ(values(s), (std::vector<float>{1, 3, 2, 4}));
+  // Integer tensors, and an integral result into a float tensor.
+  Tensor i = graph::arange(0, 4, 1);
+  i.mul_(3);
+  EXPECT_EQ(ivalues(i), (std::vector<int64_t>{0, 3, 6, 9}));
+  Tensor f = graph::zeros({4});
+  f.copy_(i);
+  EXPECT_EQ(values(f), (std::vector<float>{0, 3, 6, 9}));
+}
+
+TEST(Version, InPlaceErrors) {
+  Tensor t = graph::zeros({2, 3});
+  const uint64_t v = t.version();
+  expect_error([&] { t.add_(graph::zeros({4, 2, 3})); }, {"add_", "[4, 2, 3]", "[2, 3]"});
+  expect_error([&] { t.copy_(graph::zeros({4})); }, {"copy_", "[4]", "does not broadcast", "[2, 3]"});
+  expect_error([&] { Tensor i = graph::zeros({2}, graph::kInt64); i.add_(0.5); }, {"add_", "float", "cannot be written"});
+  expect_error([&] { graph::zeros({3}).expand({2, 3}).fill_(1); }, {"fill_", "expanded"});
+  expect_error([&] { Tensor().zero_(); }, {"fill_", "undefined"});
+  Tensor p = graph::ones({2}).requires_grad_();
+  expect_error([&] { p.mul_(2); }, {"mul_", "requires grad"});
+  EXPECT_EQ(t.version(), v);  // nothing was written
+  {
+    graph::NoGradGuard no_grad;  // what optimizers do
+    p.mul_(2);
+  }
+  EXPECT_EQ(values(p.detach()), (std::vector<float>{2, 2}));
+  EXPECT_EQ(p.version(), 1u);
+}
+
+}  // namespace
+
+// ---- the packed-weight GEMM's epilogues (runtime/src/packed_gemm.h) ----------
+
+namespace {
+
+TEST(PackedLinear, BiasAndReluPostOpsMatchEagerAndDouble) {
+  const int64_t rows = 48, k = 70, m = 40;
+  const Tensor x = graph::randn({rows, k}), w = graph::randn({m, k}) * 0.2, b = graph::randn({m});
+  for (bool relu : {false, true})
+    for (bool bias : {false, true}) {
+      Tensor out = graph::full({rows, m}, 123.0);  // every element must be written
+      ASSERT_TRUE(graph::cpu::packed_linear(x, w, bias ? b : Tensor(), relu, out));
+      Tensor eager = graph::linear(x, w, bias ? b : Tensor());
+      if (relu) eager = graph::relu(eager);
+      const std::vector<float> got = values(out), want = values(eager), xs = values(x), ws = values(w),
+                               bs = values(b);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double s = bias ? bs[j] : 0.0;
+          for (int64_t q = 0; q < k; ++q) s += double(xs[i * k + q]) * ws[j * k + q];
+          if (relu) s = std::max(s, 0.0);
+          const size_t e = static_cast<size_t>(i * m + j);
+          ASSERT_NEAR(got[e], s, 2e-5 * (1 + std::fabs(s))) << "relu " << relu << " bias " << bias << " at " << e;
+          ASSERT_NEAR(got[e], want[e], 2e-5 * (1 + std::fabs(s)));
+          if (relu) ASSERT_GE(got[e], 0.0f);
+        }
+    }
+  // Layouts it does not take: the caller's plain GEMM runs instead.
+  Tensor out = graph::zeros({rows, m});
+  EXPECT_FALSE(graph::cpu::packed_linear(x, graph::randn({m, 2 * k}).slice(1, 0, 2 * k, 2), b, false, out));
+  EXPECT_FALSE(graph::cpu::packed_linear(x.slice(0, 0, 2), w, b, false, out.slice(0, 0, 2)));  // 2 rows: sgemm's
 }
 
 }  // namespace

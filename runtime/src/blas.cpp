@@ -54,6 +54,8 @@ void check_int_range(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, 
 
 }  // namespace
 
+void use_blas_threads() { use_runtime_threads(); }
+
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   use_runtime_threads();

@@ -16,6 +16,10 @@
 
 namespace graph::cpu {
 
+// Sets oneDNN's OpenMP team to the runtime's thread count (one thread under
+// ThreadSanitizer), as every GEMM here does before it calls oneDNN.
+void use_blas_threads();
+
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A,

@@ -1,11 +1,15 @@
 // graph::detail::gemm (generated_support.h): the GEMM of a generated
 // matmul_epilogue group, written into a buffer the graph keeps between calls
-// by the eager matmul's own kernel, so static and eager agree bit for bit.
+// by the eager matmul's own kernel, so static and eager agree bit for bit;
+// except a float32 linear past the small kernels' range, which runs oneDNN's
+// matmul primitive on a packed copy of its weight (packed_gemm.h): faster,
+// and a few ulps from eager's dnnl_sgemm sums.
 #include <climits>
 
 #include "graph/generated_support.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "packed_gemm.h"
 
 namespace graph::detail {
 
@@ -31,6 +35,12 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
   Shape shape = a.sizes();
   shape.back() = m;
   Tensor out = buffers.take(slot, shape, a.dtype());
+  // A float32 linear past the small kernel's range: the weight packed once
+  // for oneDNN's matmul primitive, the bias added by it (packed_gemm.h).
+  if (linear && a.dtype() == kFloat32 && rows * k * m > cpu::kPackedGemmMinWork &&
+      cpu::packed_linear(a.dim() == 2 ? a : a.reshape({rows, k}), b, has_bias ? bias : Tensor(), false,
+                         out.dim() == 2 ? out : out.reshape({rows, m})))
+    return out;
   // Views only (no allocation): the operands as the eager op hands them to
   // its kernel, [rows, k] @ [k, m].
   // (2-D operands are passed as they are: no Tensor copies.)

@@ -34,9 +34,12 @@ void check_nonneg(const char* opt, const char* what, double v) {
 struct Target {
   Tensor param, data;
   explicit Target(const Tensor& p) : param(p.detach()), data(param.contiguous()) {}
+  // Writes the update back if it went into a copy, and bumps the parameter's
+  // version (Tensor::version: caches of packed weights key on it).
   void finish() {
     if (data.storage() != param.storage() || data.storage_offset() != param.storage_offset())
       ::graph::detail::copy_into(param, data);
+    param.bump_version();
   }
 };
 

@@ -227,7 +227,10 @@ void load(Module& module, const std::string& path) {
     throw Error(msg);
   }
   NoGradGuard no_grad;
-  for (auto& [name, t] : mine) ::graph::detail::copy_into(t, by_name.at(name));
+  for (auto& [name, t] : mine) {
+    ::graph::detail::copy_into(t, by_name.at(name));
+    t.bump_version();  // written in place (Tensor::version)
+  }
 }
 
 }  // namespace graph::nn

@@ -2,6 +2,7 @@
 // Private to the runtime: the Storage behind every Tensor, plus helpers the
 // runtime's source files share (dimension wrapping, safe value conversion,
 // strided copy). Nothing here is part of the public API.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -23,6 +24,11 @@ struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device = Device::CPU;  // CUDA storage comes from the device allocator (device.h)
+  // The version counter (Tensor::version()): bumped by every in-place write
+  // the runtime makes into this storage, shared by all its views, as
+  // LibTorch's `_version`. Caches of data derived from a tensor (the packed
+  // weights of the static graphs' GEMM, packed_gemm.cpp) key on it.
+  std::atomic<uint64_t> version{0};
 };
 
 namespace detail {

@@ -77,12 +77,17 @@ Tensor finite_difference(const Objective& f, const std::vector<Tensor>& inputs, 
   double* p = in[k].data_ptr<double>();
   const double eps = 1e-6;
   for (int64_t i = 0; i < in[k].numel(); ++i) {
+    // Writes through data_ptr: bump the version so that nothing cached from
+    // the input (packed GEMM weights) outlives them (Tensor::version).
     const double keep = p[i];
     p[i] = keep + eps;
+    in[k].bump_version();
     const double up = f(in).item<double>();
     p[i] = keep - eps;
+    in[k].bump_version();
     const double down = f(in).item<double>();
     p[i] = keep;
+    in[k].bump_version();
     g.data_ptr<double>()[i] = (up - down) / (2 * eps);
   }
   return g;

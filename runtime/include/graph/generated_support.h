@@ -407,8 +407,13 @@ class GraphBuffers {
   }
 
   static Tensor take(Slot& slot, const Shape& shape, DType dtype) {
+    // A reused buffer is about to be overwritten: a new version, so nothing
+    // cached from its old contents (packed GEMM weights) is taken for it.
     for (const Tensor& t : slot)
-      if (free_buffer(t) && t.dtype() == dtype && t.sizes() == shape) return t;
+      if (free_buffer(t) && t.dtype() == dtype && t.sizes() == shape) {
+        t.bump_version();
+        return t;
+      }
     // None fits: a fresh buffer, kept in an empty place, else in place of a
     // free one of another shape. When every kept buffer is still held, the
     // new one is not kept (it is handed out and freed as eager code would).
@@ -431,6 +436,12 @@ class GraphBuffers {
 // the eager ops compute it. A float or double contiguous `a` (2-D for
 // matmul, any rank >= 2 for linear) and a 2-D `b` take this path; other
 // shapes and dtypes, and any shape error, go to the eager op.
+//
+// A float32 linear (b the weight) bigger than the small-product kernel's
+// range runs oneDNN's matmul primitive instead, with b packed once into the
+// primitive's layout and kept (keyed on b's storage, geometry and
+// Tensor::version, so an in-place update packs again), the bias added by the
+// primitive: a few ulps from the eager op's sums (README, Static vs eager).
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias);
 
@@ -476,5 +487,18 @@ inline bool fused_reduction_shape(std::initializer_list<const Tensor*> operands,
   }
   return !(needs_elements && count == 0 && rows > 0);
 }
+
+// The packed-weight cache behind gemm (runtime/src/packed_gemm.cpp): calls
+// that used it, hits (weight already packed at its current version), packs
+// (second use of a weight version: packed then), unpacked (first use of a
+// weight version: the primitive reads the weight as it is, same bits, no
+// reorder), evictions (least recently used, bounded count and bytes), and
+// entries now held. For tests and tuning.
+struct PackedGemmStats {
+  uint64_t calls = 0, hits = 0, packs = 0, unpacked = 0, evictions = 0;
+  size_t entries = 0;
+};
+PackedGemmStats packed_gemm_stats();
+void clear_packed_gemm_cache();
 
 }  // namespace graph::detail

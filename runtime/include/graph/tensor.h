@@ -103,6 +103,34 @@ class Tensor {
   // Truth of a one-element tensor (what `if (t)` and `while (t)` test).
   explicit operator bool() const;
 
+  // ---- in-place writes and the version counter (inplace.cpp) ----
+  // The storage's version counter, as LibTorch's `_version`: every in-place
+  // write the runtime makes bumps it (the ops below, optimizer steps,
+  // nn::load, copies into existing tensors), and views share it with their
+  // base. Out-of-place ops never change it. Writes through a mutable
+  // data_ptr<T>() are NOT tracked (as in PyTorch): code that writes a tensor
+  // that way and may have handed it to a static graph calls bump_version().
+  // Undefined tensors have version 0.
+  uint64_t version() const;
+  void bump_version() const;
+  // In-place ops: compute the out-of-place op, write the result into this
+  // tensor's elements (the result must have this tensor's shape, and a
+  // floating result cannot go into an integer tensor) and bump the version.
+  // Refused on a tensor that requires grad while grad mode is on (the tape
+  // would see the old values), as PyTorch refuses it on leaves.
+  Tensor& add_(const Tensor& other);
+  Tensor& add_(Scalar other);
+  Tensor& sub_(const Tensor& other);
+  Tensor& sub_(Scalar other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(Scalar other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(Scalar other);
+  Tensor& clamp_(Scalar lo, Scalar hi);
+  Tensor& copy_(const Tensor& src);  // src broadcast to this shape, converted to this dtype
+  Tensor& fill_(Scalar value);
+  Tensor& zero_();
+
   Tensor contiguous() const;  // this if already contiguous, else a copy
   Tensor clone() const;       // always a contiguous copy
   Tensor to(DType t) const;   // converted copy (this if same dtype)

@@ -1,0 +1,309 @@
+// Packed-weight GEMM for the float32 linear layers of static graphs.
+//
+// dnnl_sgemm (blas.cpp, what eager matmul and linear use) repacks both
+// operands on every call. oneDNN's matmul primitive instead takes its weights
+// in a layout of its choosing (format_tag::any): the weight is reordered into
+// it once and the packed copy is kept here, so a call only streams the
+// activations, and the bias (and a ReLU, as a post-op) are applied while the
+// output tile is still in registers.
+//
+// The packed copy is valid while the weight is unchanged: an entry is keyed
+// on the weight's storage (held by weak_ptr: a freed storage never matches,
+// even when a new one reuses its address), offset, sizes, strides, dtype and
+// version (Tensor::version, bumped by every in-place write the runtime
+// makes), and on the packed layout. So an optimizer step or add_ on the
+// weight makes the next call pack again. Both caches are bounded (least
+// recently used entries go first).
+//
+// Numerics: the primitive sums over k in another order than dnnl_sgemm, so
+// static results differ from eager ones in the last bits (about 1e-6
+// relative for these sizes); see README, "Static vs eager".
+#include "packed_gemm.h"
+
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "blas.h"
+#include "graph/generated_support.h"
+#include "graph/parallel.h"
+#include "storage.h"
+
+namespace graph {
+namespace cpu {
+
+namespace {
+
+using dnnl::memory;
+
+constexpr size_t kMaxPrimitives = 64;
+constexpr size_t kMaxWeights = 32;
+constexpr size_t kMaxWeightBytes = size_t{512} << 20;
+
+struct Stats {
+  std::atomic<uint64_t> calls{0}, hits{0}, packs{0}, unpacked{0}, evictions{0};
+};
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// A primitive for one problem: `packed` takes the weight in its own layout
+// (format_tag::any), else in the user's layout, strides (ws1, ws0).
+struct PrimKey {
+  int64_t rows, k, m;
+  bool bias, relu;
+  int threads;
+  bool packed;
+  int64_t ws0, ws1;
+  bool operator==(const PrimKey&) const = default;
+};
+
+// The memory objects of one execution (their data handles are set per call),
+// kept so that a steady-state call creates none.
+struct ArgSet {
+  memory src, wts, bias, dst;
+};
+
+struct Prim {
+  PrimKey key;
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  uint64_t last_use = 0;
+  std::vector<std::unique_ptr<ArgSet>> free_sets;  // under Cache::mu
+};
+
+struct Packed {
+  std::weak_ptr<Storage> storage;
+  const Storage* raw = nullptr;
+  int64_t offset = 0;
+  Shape sizes, strides;
+  DType dtype = kFloat32;
+  uint64_t version = 0;
+  memory::desc desc;
+  memory mem;  // owns the packed buffer; empty until the second use
+  bool packed = false;
+  size_t bytes = 0;
+  uint64_t last_use = 0;
+};
+
+struct Cache {
+  std::mutex mu;
+  uint64_t tick = 0;
+  std::vector<std::shared_ptr<Prim>> prims;
+  std::vector<std::shared_ptr<Packed>> weights;
+  size_t weight_bytes = 0;
+};
+Cache& cache() {
+  engine();  // made first, so destroyed after the cache's primitives and memory
+  static Cache c;
+  return c;
+}
+
+// Under c.mu.
+std::shared_ptr<Prim> primitive(Cache& c, const PrimKey& key) {
+  for (auto& p : c.prims)
+    if (p->key == key) {
+      p->last_use = ++c.tick;
+      return p;
+    }
+  const memory::desc src({key.rows, key.k}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc wts =
+      key.packed ? memory::desc({key.k, key.m}, memory::data_type::f32, memory::format_tag::any)
+                 : memory::desc({key.k, key.m}, memory::data_type::f32, memory::dims{key.ws1, key.ws0});
+  const memory::desc bias = key.bias ? memory::desc({1, key.m}, memory::data_type::f32, memory::format_tag::ab)
+                                     : memory::desc();
+  const memory::desc dst({key.rows, key.m}, memory::data_type::f32, memory::format_tag::ab);
+  dnnl::primitive_attr attr;
+  if (key.relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  auto p = std::make_shared<Prim>();
+  p->key = key;
+  p->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wts, bias, dst), attr, engine());
+  p->prim = dnnl::matmul(p->pd);
+  p->last_use = ++c.tick;
+  if (c.prims.size() >= kMaxPrimitives) {
+    auto oldest = std::min_element(c.prims.begin(), c.prims.end(),
+                                   [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
+    c.prims.erase(oldest);
+  }
+  c.prims.push_back(p);
+  return p;
+}
+
+bool same_weight(const Packed& e, const Tensor& w, const memory::desc& desc) {
+  if (e.raw != w.storage().get() || e.offset != w.storage_offset() || e.sizes != w.sizes() ||
+      e.strides != w.strides() || e.dtype != w.dtype() || e.version != w.version() || !(e.desc == desc))
+    return false;
+  // The same Storage object, not a new one at a freed one's address.
+  const std::shared_ptr<Storage> alive = e.storage.lock();
+  return alive.get() == w.storage().get();
+}
+
+// Drops the least recently used entry other than `keep`.
+void evict_one(Cache& c, const Packed* keep) {
+  auto oldest = std::min_element(c.weights.begin(), c.weights.end(), [&](const auto& a, const auto& b) {
+    if (a.get() == keep) return false;
+    if (b.get() == keep) return true;
+    return a->last_use < b->last_use;
+  });
+  c.weight_bytes -= (*oldest)->bytes;
+  c.weights.erase(oldest);
+  stats().evictions.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Under c.mu: the entry of `w` at its current version for layout `desc`.
+// The first use of a weight version only records it (null is returned: the
+// caller runs the primitive on the weight as it is, which gives the same
+// bits); the second packs it, later ones hit. So a weight that changes after
+// every use (training: an optimizer step between forward calls) never pays
+// for a reorder it would use once.
+std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::desc& desc) {
+  for (const auto& entry : c.weights) {
+    if (!same_weight(*entry, w, desc)) continue;
+    const std::shared_ptr<Packed> e = entry;  // evict_one below moves the vector's elements
+    e->last_use = ++c.tick;
+    if (e->packed) {
+      stats().hits.fetch_add(1, std::memory_order_relaxed);
+      return e;
+    }
+    e->mem = memory(desc, engine());
+    // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
+    const memory::desc user({w.size(1), w.size(0)}, memory::data_type::f32, memory::dims{w.stride(1), w.stride(0)});
+    memory src(user, engine(), w.data_ptr<float>());
+    dnnl::reorder(src, e->mem).execute(stream(), src, e->mem);
+    stream().wait();
+    e->packed = true;
+    e->bytes = desc.get_size();
+    c.weight_bytes += e->bytes;
+    while (c.weight_bytes > kMaxWeightBytes && c.weights.size() > 1) evict_one(c, e.get());
+    stats().packs.fetch_add(1, std::memory_order_relaxed);
+    return e;
+  }
+  // Entries of this weight at older versions (or of a dead storage at this
+  // address) are stale: drop them now rather than when they age out.
+  for (size_t i = c.weights.size(); i-- > 0;) {
+    const Packed& e = *c.weights[i];
+    if (e.raw == w.storage().get() && e.offset == w.storage_offset() && e.sizes == w.sizes() &&
+        (e.version != w.version() || e.storage.expired())) {
+      c.weight_bytes -= e.bytes;
+      c.weights.erase(c.weights.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  auto e = std::make_shared<Packed>();
+  e->storage = w.storage();
+  e->raw = w.storage().get();
+  e->offset = w.storage_offset();
+  e->sizes = w.sizes();
+  e->strides = w.strides();
+  e->dtype = w.dtype();
+  e->version = w.version();  // read before the data: a later write bumps past it
+  e->desc = desc;
+  e->last_use = ++c.tick;
+  while (c.weights.size() >= kMaxWeights) evict_one(c, nullptr);
+  c.weights.push_back(e);
+  stats().unpacked.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
+}
+
+}  // namespace
+
+bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bool relu, const Tensor& out) {
+  const int64_t rows = x.size(0), k = x.size(1), m = weight.size(0);
+  // Fewer rows than this: dnnl_sgemm's matrix-vector kernels are faster.
+  if (rows < kPackedGemmMinRows || k <= 0 || m <= 0 || rows > INT_MAX || k > INT_MAX || m > INT_MAX) return false;
+  // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
+  const int64_t ws0 = weight.stride(0), ws1 = weight.stride(1);
+  if (!((ws1 == 1 && ws0 >= k) || (ws0 == 1 && ws1 >= m))) return false;
+  try {
+    use_blas_threads();
+    Cache& c = cache();
+    std::shared_ptr<Prim> p;
+    std::shared_ptr<Packed> w;
+    std::unique_ptr<ArgSet> set;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      stats().calls.fetch_add(1, std::memory_order_relaxed);
+      const PrimKey key{rows, k, m, bias.defined(), relu, num_threads(), true, 0, 0};
+      p = primitive(c, key);
+      w = packed_weight(c, weight, p->pd.weights_desc());
+      if (!w) {
+        PrimKey plain = key;
+        plain.packed = false;
+        plain.ws0 = ws0;
+        plain.ws1 = ws1;
+        p = primitive(c, plain);
+      }
+      if (!p->free_sets.empty()) {
+        set = std::move(p->free_sets.back());
+        p->free_sets.pop_back();
+      }
+    }
+    if (!set) {
+      set = std::make_unique<ArgSet>();
+      set->src = memory(p->pd.src_desc(), engine(), nullptr);
+      set->dst = memory(p->pd.dst_desc(), engine(), nullptr);
+      if (!w) set->wts = memory(p->pd.weights_desc(), engine(), nullptr);
+      if (bias.defined()) set->bias = memory(p->pd.bias_desc(), engine(), nullptr);
+    }
+    set->src.set_data_handle(x.data_ptr<float>());
+    set->dst.set_data_handle(out.data_ptr<float>());
+    if (!w) set->wts.set_data_handle(weight.data_ptr<float>());
+    if (bias.defined()) set->bias.set_data_handle(bias.data_ptr<float>());
+    // The C entry point: arguments from the stack, no std::unordered_map.
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, set->src.get()},
+                               {DNNL_ARG_WEIGHTS, w ? w->mem.get() : set->wts.get()},
+                               {DNNL_ARG_DST, set->dst.get()},
+                               {DNNL_ARG_BIAS, bias.defined() ? set->bias.get() : nullptr}};
+    const dnnl_status_t status = dnnl_primitive_execute(p->prim.get(), stream().get(), bias.defined() ? 4 : 3, args);
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (p->free_sets.size() < 4) p->free_sets.push_back(std::move(set));  // one per concurrent caller
+    }
+    if (status != dnnl_success) return false;
+    return dnnl_stream_wait(stream().get()) == dnnl_success;
+  } catch (const dnnl::error&) {
+    return false;  // the caller's plain GEMM
+  }
+}
+
+}  // namespace cpu
+
+namespace detail {
+
+PackedGemmStats packed_gemm_stats() {
+  cpu::Cache& c = cpu::cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  const auto& s = cpu::stats();
+  return PackedGemmStats{s.calls.load(), s.hits.load(), s.packs.load(), s.unpacked.load(), s.evictions.load(),
+                         c.weights.size()};
+}
+
+void clear_packed_gemm_cache() {
+  cpu::Cache& c = cpu::cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.weights.clear();
+  c.prims.clear();
+  c.weight_bytes = 0;
+}
+
+}  // namespace detail
+}  // namespace graph
