@@ -1592,38 +1592,29 @@ TEST(Generated, SlicesOfCarriedValuesAndSwappedReturns) {
 TEST(Generated, BadSliceBoundsThrowWithTheSourceLine) {
   auto* g = graph::detail::find_graph("cg_views", "test-hash");
   ASSERT_NE(g, nullptr);
+  // Calls cg_views on `in`; it must throw a graph::Error holding each of `parts`.
+  const auto expect_error = [&](std::vector<Arg> in, std::vector<std::string> parts) {
+    Arg out[4];
+    std::string why;
+    try {
+      g->fn(in.data(), in.size(), out, &why);
+      ADD_FAILURE() << "expected a graph::Error";
+    } catch (const graph::Error& e) {
+      const std::string msg = e.what();
+      for (const std::string& part : parts) EXPECT_NE(msg.find(part), std::string::npos) << msg;
+    }
+  };
   // A 1-D x has no dim 1: Tensor::slice's message plus the slice's line.
-  std::vector<Arg> in = {values({9}, 56), values({7, 3}, 57), values({3, 3}, 58)};
-  Arg out[4];
-  std::string why;
-  try {
-    g->fn(in.data(), in.size(), out, &why);
-    FAIL() << "expected a graph::Error";
-  } catch (const graph::Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("slice: dim 1 is out of range for a tensor of shape [9]"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("(at views.cpp:3:16, slice in static graph 'views')"), std::string::npos) << msg;
-  }
+  expect_error({values({9}, 56), values({7, 3}, 57), values({3, 3}, 58)},
+               {"slice: dim 1 is out of range for a tensor of shape [9]",
+                "(at views.cpp:3:16, slice in static graph 'views')"});
   // A 0-d y: the third slice (its own line) refuses it.
-  in = {values({3, 9}, 56), graph::full({}, 1.0f), values({3, 3}, 58)};
-  try {
-    g->fn(in.data(), in.size(), out, &why);
-    FAIL() << "expected a graph::Error";
-  } catch (const graph::Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("slice: cannot slice a 0-d tensor"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("(at views.cpp:5:16, slice in static graph 'views')"), std::string::npos) << msg;
-  }
+  expect_error({values({3, 9}, 56), graph::full({}, 1.0f), values({3, 3}, 58)},
+               {"slice: cannot slice a 0-d tensor", "(at views.cpp:5:16, slice in static graph 'views')"});
   // Slices that clamp to different lengths ([3, 3] and [3, 0]): the group's
   // operands do not broadcast, and the op whose shapes disagree says so.
-  in = {values({3, 5}, 56), values({7, 3}, 57), values({3, 3}, 58)};
-  try {
-    g->fn(in.data(), in.size(), out, &why);
-    FAIL() << "expected a graph::Error";
-  } catch (const graph::Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("(at views.cpp:6:14, add in static graph 'views')"), std::string::npos) << msg;
-  }
+  expect_error({values({3, 5}, 56), values({7, 3}, 57), values({3, 3}, 58)},
+               {"(at views.cpp:6:14, add in static graph 'views')"});
 }
 
 TEST(Generated, LstmGateSlicesGiveEagerBits) {
