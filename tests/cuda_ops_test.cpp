@@ -454,9 +454,10 @@ TEST_F(Cuda, GeneratedFusedReductionsMatchTheCpuLoopNest) {
   EXPECT_TRUE(std::isnan(out_tensor(dev, 2).to(graph::kCPU).data_ptr<float>()[0]));  // amax over everything
   expect_close(out_tensor(dev, 2), out_tensor(cpu, 2), 0, "amax with a NaN");
   // A strided device input: the two-step path, same values.
-  const Tensor xt = signed_values({40, 30}).t(), yt = signed_values({30, 40});
-  const auto cpu_t = call_graph("cg_reduce_nest", {xt, yt, 0.5}, 6);
-  const auto dev_t = call_graph("cg_reduce_nest", {cuda(xt), cuda(yt), 0.5}, 6);
+  const Tensor xs = signed_values({40, 30}), yt = signed_values({30, 40});
+  ASSERT_FALSE(cuda(xs).t().is_contiguous());
+  const auto cpu_t = call_graph("cg_reduce_nest", {xs.t(), yt, 0.5}, 6);
+  const auto dev_t = call_graph("cg_reduce_nest", {cuda(xs).t(), cuda(yt), 0.5}, 6);
   for (size_t k = 0; k < 6; ++k)
     expect_close(out_tensor(dev_t, k), out_tensor(cpu_t, k), 1e-4, "strided output " + std::to_string(k));
 }
