@@ -761,7 +761,7 @@ std::set<std::pair<std::string, std::string>> registered_keys(const std::string&
 }
 std::set<std::pair<std::string, std::string>> dispatched_keys(const std::string& cpp) {
   std::set<std::pair<std::string, std::string>> out;
-  const std::regex re("cuda_fused\\(\"([^\"]+)\", \"(\\w+)\"");
+  const std::regex re("cuda_fused(?:_reduce)?\\(\"([^\"]+)\", \"(\\w+)\"");
   for (std::sregex_iterator it(cpp.begin(), cpp.end(), re), end; it != end; ++it) out.insert({(*it)[1], (*it)[2]});
   return out;
 }
@@ -833,7 +833,9 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
     const size_t groups = count_ops(*g, "FusionGroup");
     if (groups == 0) continue;
     ++checked;
-    EXPECT_EQ(count_of(cu, "__global__"), groups) << file << "\n" << cu;
+    // One kernel per group, plus the fused reduce kernel of each reduce group that has one.
+    EXPECT_EQ(count_of(cu, "__global__"), groups + count_of(cpp, "::graph::detail::cuda_fused_reduce(")) << file << "\n"
+                                                                                                       << cu;
     EXPECT_EQ(count_of(cpp, "::graph::detail::cuda_fused("), groups) << file;
     EXPECT_EQ(registered_keys(cu), dispatched_keys(cpp)) << file;
     for (size_t k = 0; k < groups; ++k) {
@@ -846,6 +848,57 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
     EXPECT_EQ(count_of(cu, "__global__ void graph_" + g->name() + "_group"), groups);
   }
   EXPECT_GE(checked, 6u);
+}
+
+// Reduce groups: besides the producers' kernel (the two-step path), one
+// fused reduce kernel (producers in registers, block tree, stage 2 for a
+// single output) that the CPU function calls through cuda_fused_reduce when
+// the inputs are dense device tensors of one shape.
+TEST(GeneratedCuda, ReduceGroupsGetOneFusedReduceKernel) {
+  const auto graphs = codegen_case("reduce_nest.graph");
+  ASSERT_EQ(graphs.size(), 3u);
+  ir::fuse_groups(*graphs[0]);
+  const ir::Graph& g = *graphs[0];
+  ASSERT_EQ(g.name(), "red_f32");
+  ASSERT_EQ(count_ops(g, "FusionGroup"), 6u);
+  const std::vector<graph::codegen::GraphUnit> units{{&g, "m", "h", "red.cpp:1"}};
+  const std::string cu = graph::codegen::generate_cuda_source(units, "red.cpp");
+  const std::string cpp = graph::codegen::generate_cpu_source(units, "red.cpp");
+  EXPECT_EQ(count_of(cu, "__global__"), 12u) << cu;  // 6 producer kernels + 6 fused reduce kernels
+  for (int k = 0; k < 6; ++k) {
+    const std::string kernel = "graph_red_f32_reduce" + std::to_string(k);
+    const std::string key = "\"m#h/group" + std::to_string(k) + "/reduce\"";
+    EXPECT_EQ(count_of(cu, "__global__ void " + kernel + "(const int64_t rows, const int64_t count, const double "
+                           "divisor, double* __restrict__ partials, float* __restrict__ p0"),
+              1u)
+        << kernel << "\n" << cu;
+    EXPECT_NE(cu.find("FusedRegistrar register_" + kernel + "{" + key + ", &launch_" + kernel + "}"), std::string::npos)
+        << kernel;
+    EXPECT_NE(cpp.find("::graph::detail::cuda_fused_reduce(" + key + ", \"" + kernel + "\", "), std::string::npos)
+        << kernel << "\n" << cpp;
+  }
+  // Stage 1 in the generated kernel, stage 2 from graph/cuda/fused.h, per op.
+  EXPECT_EQ(count_of(cu, "acc = ::graph::cuda::fused_block_reduce<Op>(acc);"), 6u);
+  EXPECT_EQ(count_of(cu, "::graph::cuda::fused_reduce_final<::graph::cuda::FusedSum, float>"), 4u) << cu;
+  EXPECT_EQ(count_of(cu, "::graph::cuda::fused_reduce_final<::graph::cuda::FusedMax, float>"), 1u);
+  EXPECT_EQ(count_of(cu, "::graph::cuda::fused_reduce_final<::graph::cuda::FusedMin, float>"), 1u);
+  EXPECT_EQ(count_of(cu, "const double divisor = static_cast<double>(a.reduce.count);  // mean"), 2u);  // mse, mr
+  // The producers in registers: relu(x * y + s) into v, then accumulated.
+  const size_t k0 = cu.find("__global__ void graph_red_f32_reduce0(");
+  ASSERT_NE(k0, std::string::npos);
+  const std::string body = cu.substr(k0, cu.find("void launch_graph_red_f32_reduce0", k0) - k0);
+  EXPECT_NE(body.find("::graph::scalar::relu"), std::string::npos) << body;
+  EXPECT_NE(body.find("p1[i]"), std::string::npos) << body;
+  EXPECT_NE(body.find("acc = Op::combine(acc, static_cast<double>(v));"), std::string::npos) << body;
+  // The device path is asked for first, then the CPU loop nest, then the two-step path.
+  const size_t dev = cpp.find("::graph::detail::any_on_cuda({&");
+  const size_t red = cpp.find("::graph::detail::cuda_fused_reduce(");
+  const size_t nest = cpp.find("} else if (::graph::detail::fused_reduction_shape(");
+  ASSERT_NE(dev, std::string::npos);
+  EXPECT_LT(dev, red);
+  EXPECT_LT(red, nest);
+  EXPECT_NE(cpp.find("::graph::Device::CUDA))"), std::string::npos);
+  EXPECT_NE(cpp.find("::graph::detail::cuda_fused(\"m#h/group0\""), std::string::npos);  // the two-step path's kernel
 }
 
 TEST(GeneratedCuda, ForwardAndBackwardOfAutogradGetKernelsToo) {

@@ -15,7 +15,7 @@ gtest_discover_tests(cuda_ops_test PROPERTIES LABELS cuda)
 # .graph.cpp and a .graph.cu by graph-codegen (as the plugin's generator
 # does for annotated sources), compiled by nvcc into cuda_ops_test, whose
 # GeneratedKernels tests call the graphs with device inputs.
-set(_cxxgraph_cuda_cases chain8 scalar_mix loop matmul_epilogue reduce_fused if_tensor)
+set(_cxxgraph_cuda_cases chain8 scalar_mix loop matmul_epilogue reduce_fused reduce_nest if_tensor)
 set(_cxxgraph_cuda_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda_cases)
 foreach(_case IN LISTS _cxxgraph_cuda_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)

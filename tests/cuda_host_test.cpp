@@ -245,6 +245,70 @@ TEST(CudaLaunch, RowLaunchThreadsFitTheRow) {
   EXPECT_EQ(graph::cuda::row_launch(0, 100, limits).blocks, 0);
 }
 
+TEST(CudaLaunch, FusedReduceRowsAreOneBlockEachWithoutScratch) {
+  const graph::cuda::DeviceLimits limits;  // 108 SMs, 2048 threads each
+  using graph::cuda::fused_reduce_launch;
+  const auto none = fused_reduce_launch(0, 100, 4, limits);  // 0 rows: nothing to launch
+  EXPECT_EQ(none.blocks, 0);
+  EXPECT_EQ(none.scratch_bytes, 0u);
+  EXPECT_FALSE(none.two_stage);
+  const auto one = fused_reduce_launch(10, 1, 4, limits);  // rows of length 1
+  EXPECT_EQ(one.blocks, 10);
+  EXPECT_EQ(one.threads, 32);
+  EXPECT_FALSE(one.two_stage);
+  EXPECT_EQ(one.scratch_bytes, 0u);
+  const auto empty = fused_reduce_launch(3, 0, 4, limits);  // empty rows still write their value
+  EXPECT_EQ(empty.blocks, 3);
+  EXPECT_EQ(empty.threads, 32);
+  const auto wide = fused_reduce_launch(7, 300, 8, limits);
+  EXPECT_EQ(wide.blocks, 7);
+  EXPECT_EQ(wide.threads, 512);
+  EXPECT_EQ(fused_reduce_launch(7, int64_t{1} << 40, 8, limits).threads, 1024);
+  // More rows than the grid holds: the kernel strides over rows.
+  graph::cuda::DeviceLimits small = limits;
+  small.max_grid_x = 65535;
+  EXPECT_EQ(fused_reduce_launch(int64_t{1} << 40, 4, 4, small).blocks, 65535);
+}
+
+TEST(CudaLaunch, FusedReduceOverEverythingIsTwoStageWithPartials) {
+  const graph::cuda::DeviceLimits limits;  // 108 SMs, 2048 threads each
+  using graph::cuda::fused_reduce_launch;
+  // Small: one block writes the result, no second stage, no scratch.
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{4096}}) {
+    const auto r = fused_reduce_launch(1, n, 4, limits);
+    EXPECT_EQ(r.blocks, 1) << n;
+    EXPECT_FALSE(r.two_stage) << n;
+    EXPECT_EQ(r.stage2_threads, 0) << n;
+    EXPECT_EQ(r.scratch_bytes, 0u) << n;
+  }
+  // 5000 elements: 1024 threads x 4 elements per block -> 2 partials.
+  const auto two = fused_reduce_launch(1, 5000, 4, limits);
+  EXPECT_EQ(two.threads, 1024);
+  EXPECT_EQ(two.blocks, 2);
+  EXPECT_TRUE(two.two_stage);
+  EXPECT_EQ(two.stage2_threads, 32);
+  EXPECT_EQ(two.scratch_bytes, 2u * 4u);
+  // Huge: one wave of resident blocks (108 SMs x 2 blocks of 1024), double partials.
+  const auto huge = fused_reduce_launch(1, int64_t{1} << 30, 8, limits);
+  EXPECT_EQ(huge.blocks, 216);
+  EXPECT_EQ(huge.stage2_threads, 256);
+  EXPECT_EQ(huge.scratch_bytes, 216u * 8u);
+  // A big device: never more than 1024 partials, so stage 2 is one block pass.
+  graph::cuda::DeviceLimits big = limits;
+  big.sm_count = 1000;
+  const auto capped = fused_reduce_launch(1, int64_t{1} << 40, 4, big);
+  EXPECT_EQ(capped.blocks, 1024);
+  EXPECT_EQ(capped.stage2_threads, 1024);
+  EXPECT_EQ(capped.scratch_bytes, 4096u);
+}
+
+TEST(CudaLaunch, FusedReduceRejectsBadSizes) {
+  const graph::cuda::DeviceLimits limits;
+  EXPECT_THROW(graph::cuda::fused_reduce_launch(-1, 4, 4, limits), graph::Error);
+  EXPECT_THROW(graph::cuda::fused_reduce_launch(1, -4, 4, limits), graph::Error);
+  EXPECT_THROW(graph::cuda::fused_reduce_launch(1, 4, 0, limits), graph::Error);
+}
+
 // ---- dispatch ------------------------------------------------------------------
 
 TEST(CudaDispatch, ToCudaWithoutADeviceNamesTheDriverError) {

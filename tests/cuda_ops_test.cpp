@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <tuple>
 #include <vector>
 #include <string>
@@ -333,6 +334,47 @@ TEST(GeneratedKernels, EveryGroupOfTheLinkedSourcesIsRegistered) {
   EXPECT_NE(graph::cuda::find_fused_kernel("cg_matmul_epilogue#test-hash/group1"), nullptr);  // after a matmul
   EXPECT_NE(graph::cuda::find_fused_kernel("cg_reduce_fused#test-hash/group0"), nullptr);  // before a sum
   EXPECT_EQ(graph::cuda::find_fused_kernel("cg_chain8#other-hash/group0"), nullptr);
+  // Fused reduce kernels: one per qualifying reduce group, besides its producers' kernel.
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_reduce_fused#test-hash/group0/reduce"), nullptr);  // sum
+  EXPECT_NE(graph::cuda::find_fused_kernel("cg_reduce_fused#test-hash/group2/reduce"), nullptr);  // mean
+  for (int k = 0; k < 6; ++k)
+    EXPECT_NE(graph::cuda::find_fused_kernel(("cg_reduce_nest#test-hash/group" + std::to_string(k) + "/reduce").c_str()),
+              nullptr)
+        << k;
+  EXPECT_EQ(graph::cuda::find_fused_kernel("cg_chain8#test-hash/group0/reduce"), nullptr);  // not a reduce group
+}
+
+// Runs without a device: cuda_fused_reduce's checks come before any launch.
+TEST(GeneratedKernels, FusedReduceRefusesBadInput) {
+  const Tensor x = graph::ones({4, 3});
+  const auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const graph::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] {
+              graph::detail::cuda_fused_reduce("nope#h/group0/reduce", "graph_k_reduce0", {4}, 4, 3, graph::kFloat32,
+                                               {&x}, {});
+            }).find("graph_k_reduce0: no CUDA kernel is registered for this fused reduction"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              graph::detail::cuda_fused_reduce("cg_reduce_nest#test-hash/group0/reduce", "graph_red_f32_reduce0", {4},
+                                               4, 3, graph::kFloat32, {&x, &x}, {graph::detail::host_scalar(1.0)});
+            }).find("needs dense cuda inputs of one shape, got a cpu tensor of shape [4, 3]"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              graph::detail::cuda_fused_reduce("cg_reduce_nest#test-hash/group0/reduce", "graph_red_f32_reduce0", {5},
+                                               4, 3, graph::kFloat32, {&x, &x}, {});
+            }).find("a fused reduction of 4 rows of 3 into shape [5]"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              graph::detail::cuda_fused_reduce("cg_reduce_nest#test-hash/group0/reduce", "graph_red_f32_reduce0", {4},
+                                               4, 3, graph::kInt32, {&x}, {});
+            }).find("(float32, float64 only)"),
+            std::string::npos);
 }
 
 // The same graph with device inputs (its fused groups run as the generated
@@ -380,6 +422,44 @@ TEST_F(Cuda, GeneratedEpiloguesAfterCublasAndProducersOfReductions) {
   const auto dev = call_graph("cg_reduce_fused", {cuda(a), cuda(b)}, 3);
   for (size_t k = 0; k < 3; ++k)
     expect_close(out_tensor(dev, k), out_tensor(cpu, k), 1e-5, "sq_err output " + std::to_string(k));
+}
+
+// Fused reduce kernels on the device against the CPU loop nest: rows (one
+// block per row), a single output over many blocks (stage 1 partials +
+// stage 2), keepdim, float and double, NaN through amax/amin, and a strided
+// input (the two-step path: producers' kernel, then the eager reduction).
+TEST_F(Cuda, GeneratedFusedReductionsMatchTheCpuLoopNest) {
+  for (const graph::Shape& shape : {graph::Shape{7, 6}, graph::Shape{300, 1100}, graph::Shape{3, 70000}}) {
+    const Tensor x = signed_values(shape), y = signed_values(shape);
+    const std::string at = graph::shape_str(shape);
+    const auto cpu = call_graph("cg_reduce_nest", {x, y, 0.25}, 6);
+    const auto dev = call_graph("cg_reduce_nest", {cuda(x), cuda(y), 0.25}, 6);
+    for (size_t k = 0; k < 6; ++k) {
+      EXPECT_EQ(out_tensor(dev, k).device(), graph::kCUDA);
+      EXPECT_EQ(out_tensor(dev, k).sizes(), out_tensor(cpu, k).sizes());
+      expect_close(out_tensor(dev, k), out_tensor(cpu, k), 1e-4, "red_f32 output " + std::to_string(k) + " " + at);
+    }
+    const Tensor xd = x.to(graph::kFloat64), yd = y.to(graph::kFloat64);
+    const auto cpu64 = call_graph("red_f64", {xd, yd}, 4);
+    const auto dev64 = call_graph("red_f64", {cuda(xd), cuda(yd)}, 4);
+    for (size_t k = 0; k < 4; ++k)
+      expect_close(out_tensor(dev64, k), out_tensor(cpu64, k), 1e-10, "red_f64 output " + std::to_string(k) + " " + at);
+  }
+  // NaN wins in amax and amin, on the device as in eager.
+  Tensor x = signed_values({5, 9});
+  x.data_ptr<float>()[13] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = signed_values({5, 9});
+  const auto cpu = call_graph("cg_reduce_nest", {x, y, 1.0}, 6);
+  const auto dev = call_graph("cg_reduce_nest", {cuda(x), cuda(y), 1.0}, 6);
+  EXPECT_TRUE(std::isnan(out_tensor(dev, 2).to(graph::kCPU).data_ptr<float>()[0]));  // amax over everything
+  expect_close(out_tensor(dev, 2), out_tensor(cpu, 2), 0, "amax with a NaN");
+  // A strided device input: the two-step path, same values.
+  const Tensor xs = signed_values({40, 30}), yt = signed_values({30, 40});
+  ASSERT_FALSE(cuda(xs).t().is_contiguous());
+  const auto cpu_t = call_graph("cg_reduce_nest", {xs.t(), yt, 0.5}, 6);
+  const auto dev_t = call_graph("cg_reduce_nest", {cuda(xs).t(), cuda(yt), 0.5}, 6);
+  for (size_t k = 0; k < 6; ++k)
+    expect_close(out_tensor(dev_t, k), out_tensor(cpu_t, k), 1e-4, "strided output " + std::to_string(k));
 }
 
 TEST_F(Cuda, GeneratedKernelRefusesMixedDevices) {

@@ -73,6 +73,12 @@ std::string kernel_key(const std::string& mangled, const std::string& hash, size
   return mangled + "#" + hash + "/group" + std::to_string(k);
 }
 
+std::string reduce_kernel_name(const std::string& fn, size_t k) { return fn + "_reduce" + std::to_string(k); }
+
+std::string reduce_kernel_key(const std::string& mangled, const std::string& hash, size_t k) {
+  return kernel_key(mangled, hash, k) + "/reduce";
+}
+
 KernelPlan kernel_plan(const LoopSpec& spec) {
   KernelPlan p;
   for (const ir::Value* v : spec.outputs) p.tensors.push_back(v);
@@ -117,9 +123,12 @@ void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, co
   const KernelPlan plan = kernel_plan(spec);
   const std::string kernel = kernel_name(fn, k);
   const std::string kind = fusion_kind(n);
+  const bool fused_reduce = kind == "reduce" && match_fused_reduction(n).matched;
   line("");
   line("// " + graph_label + ", group " + std::to_string(k) +
        (kind == "matmul_epilogue" ? " (after its matmul, which runs on cuBLAS)"
+        : fused_reduce            ? " (before its reduction, which runs as an eager op when the fused reduce kernel "
+                                    "below does not apply)"
         : kind == "reduce"        ? " (before its reduction, which runs as an eager op)"
                                   : "") +
        ": " + describe(spec.members));
@@ -212,6 +221,95 @@ void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, co
   close();
   line("const ::graph::cuda::FusedRegistrar register_" + kernel + "{" + ir::quote(kernel_key(mangled, hash, k)) +
        ", &launch_" + kernel + "};");
+  if (fused_reduce) reduce_kernel(n, spec, plan, fn, k, mangled, hash, scalar_notes, operand_notes);
+}
+
+// The fused reduce kernel of a reduce group that match_fused_reduction
+// accepts, run by graph::detail::cuda_fused_reduce when every operand is on
+// the device, dense and of one shape (fused_reduction_shape): the producers
+// computed in registers with the graph::scalar bodies, each value added into
+// a double accumulator (also for float inputs: the CPU loop nest
+// accumulates in double too), then warp shuffles and shared memory combine
+// a block's threads (graph::cuda::fused_block_reduce). The launch is
+// graph::cuda::fused_reduce_launch's: one block per output row (grid-stride
+// over rows); for a single output, stage 1 writes one partial per block and
+// stage 2 (one block, fused_reduce_final) combines the partials in block
+// order. No float atomics, so a launch gives the same bits every run; the
+// order (thread i takes elements i, i + stride, ..., then a shuffle tree)
+// is not the CPU's lanes and chunks, so results agree with the CPU to
+// rounding, not bit for bit. mean divides by the count at the end; amax and
+// amin propagate NaN (graph::cuda::FusedMax/FusedMin, as eager).
+void Emitter::reduce_kernel(const ir::Node* n, const LoopSpec& spec, const KernelPlan& plan, const std::string& fn,
+                            size_t k, const std::string& mangled, const std::string& hash,
+                            const std::vector<std::string>& scalar_notes, const std::vector<std::string>& operand_notes) {
+  const ReduceMatch match = match_fused_reduction(n);
+  if (!match.matched || plan.n_out != 1) return;
+  const std::string kernel = reduce_kernel_name(fn, k);
+  const std::string T = element_type(*spec.results[0]->type().dtype);
+  const std::string Op = "::graph::cuda::Fused" + match.kind;
+  const bool mean = match.reduction->op() == "mean";
+  std::vector<std::string> params{"const int64_t rows", "const int64_t count", "const double divisor",
+                                  "double* __restrict__ partials", T + "* __restrict__ p0"};
+  std::vector<std::string> launch_args{"a.reduce.rows", "a.reduce.count", "divisor", "partials",
+                                       "static_cast<" + T + "*>(a.data[0])"};
+  std::vector<std::string> loads;
+  for (size_t j = 1; j < plan.tensors.size(); ++j) {
+    const std::string t = element_type(*plan.tensors[j]->type().dtype), p = "p" + std::to_string(j);
+    params.push_back("const " + t + "* __restrict__ " + p);
+    launch_args.push_back("static_cast<const " + t + "*>(a.data[" + std::to_string(j) + "])");
+    loads.push_back(p + "[i]");
+  }
+  for (size_t s = 0; s < plan.scalars.size(); ++s) {
+    const std::string type = cpp_type(plan.scalars[s]->type()), sn = "s" + std::to_string(s), ss = std::to_string(s);
+    params.push_back("const " + type + " " + sn);
+    launch_args.push_back(type == "double" ? "a.scalars[" + ss + "].f"
+                          : type == "bool" ? "a.scalars[" + ss + "].i != 0"
+                                           : "a.scalars[" + ss + "].i");
+  }
+  line("");
+  line("// The fused reduce kernel of group " + std::to_string(k) + ": " + describe(spec.members) + ", then " +
+       match.reduction->op() + " in one pass (graph::detail::cuda_fused_reduce).");
+  line("// Accumulates in double; per block, thread t takes elements t, t + stride, ..., then a shuffle tree;");
+  line("// one output: per-block partials, combined by one block in block order (deterministic, no atomics;");
+  line("// not the CPU's lane/chunk order, so equal to rounding). operands: p0 out (the " + match.reduction->op() +
+       "), " + join(std::vector<std::string>(operand_notes.begin() + 1, operand_notes.end()), ", ") +
+       (scalar_notes.empty() ? "" : "; host scalars: " + join(scalar_notes, ", ")));
+  open("__global__ void " + kernel + "(" + join(params, ", ") + ")");
+  line("using Op = " + Op + ";");
+  line("const bool split = partials != nullptr;  // one output over several blocks: stage 1 of 2");
+  open("for (int64_t r = split ? 0 : blockIdx.x; r < rows; r += split ? rows : gridDim.x)");
+  line("const int64_t first = split ? static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x : threadIdx.x;");
+  line("const int64_t step = split ? static_cast<int64_t>(gridDim.x) * blockDim.x : blockDim.x;");
+  line("double acc = Op::identity();");
+  open("for (int64_t j = first; j < count; j += step)");
+  line("const int64_t i = r * count + j;");
+  line(T + " v;");
+  raw(element_body(spec, loads, {"v"}, std::string(2 * indent_, ' ')));
+  line("acc = Op::combine(acc, static_cast<double>(v));");
+  close();
+  line("acc = ::graph::cuda::fused_block_reduce<Op>(acc);");
+  open("if (threadIdx.x == 0)");
+  line("if (split) partials[blockIdx.x] = acc;");
+  line("else p0[r] = static_cast<" + T + ">(acc / divisor);");
+  close();
+  close();
+  close();
+  open("void launch_" + kernel + "(const ::graph::cuda::FusedArgs& a)");
+  line("const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);");
+  line(std::string("const double divisor = ") +
+       (mean ? "static_cast<double>(a.reduce.count);  // mean" : "1.0;  // exact: acc / 1 == acc"));
+  line("double* const partials = a.reduce.plan.two_stage ? static_cast<double*>(a.reduce.partials) : nullptr;");
+  line(kernel + "<<<static_cast<unsigned>(a.reduce.plan.blocks), static_cast<unsigned>(a.reduce.plan.threads), 0, "
+                "stream>>>(");
+  line("    " + join(launch_args, ",\n" + std::string(2 * indent_ + 4, ' ')) + ");");
+  open("if (partials)");
+  line("::graph::cuda::fused_reduce_final<" + Op + ", " + T +
+       "><<<1, static_cast<unsigned>(a.reduce.plan.stage2_threads), 0, stream>>>(");
+  line("    partials, a.reduce.plan.blocks, static_cast<" + T + "*>(a.data[0]), divisor);");
+  close();
+  close();
+  line("const ::graph::cuda::FusedRegistrar register_" + kernel + "{" +
+       ir::quote(reduce_kernel_key(mangled, hash, k)) + ", &launch_" + kernel + "};");
 }
 
 }  // namespace detail
@@ -220,7 +318,8 @@ std::string generate_cuda_source(const std::vector<GraphUnit>& units, const std:
   detail::Emitter e;
   e.line("// Generated by cxxgraph from " + origin_file + "; do not edit.");
   e.line("// One CUDA kernel per elementwise fusion group of each [[graph::static]] function,");
-  e.line("// with its host launcher and registrar (graph/cuda/fused.h). The generated CPU");
+  e.line("// with its host launcher and registrar (graph/cuda/fused.h), and a fused reduce kernel");
+  e.line("// (graph_<fn>_reduce<k>) per reduce group whose reduction fuses. The generated CPU");
   e.line("// function (.graph.cpp) runs a group here when its inputs are on the device.");
   std::vector<std::string> names;
   for (const GraphUnit& u : units) names.push_back(u.graph->name());

@@ -81,12 +81,28 @@ struct LtEpilogueMatch {
   std::string epilogue;  // "Bias", "Relu" or "ReluBias" (graph::detail::GemmEpilogue)
 };
 LtEpilogueMatch match_lt_epilogue(const ir::Node* group);
+// Whether a reduce group runs as one loop nest (fused_groups.cpp): its
+// reduction (sum, mean, amax or amin, constant dims and keepdim) is the
+// group's last node and only output, of a float or double producer with at
+// least one tensor operand and one non-hoisted op. The CPU writes the loop
+// nest (Emitter::fused_reduction), the CUDA writer a fused reduce kernel.
+struct ReduceMatch {
+  bool matched = false;
+  const ir::Node* reduction = nullptr;
+  std::string kind;  // "Sum" (sum and mean), "Max" or "Min"
+  std::string dims;  // a C++ braced list of int64_t ("{}": all dims)
+  bool keepdim = false;
+};
+ReduceMatch match_fused_reduction(const ir::Node* group);
 // Work in a group that does not depend on the element (constants and
 // scalar-only arithmetic): it runs once, before the loop (fusion_kernel.cpp).
 bool hoisted(const ir::Node* m);
 // Kernel k of the graph function `fn`, and its registry key.
 std::string kernel_name(const std::string& fn, size_t k);
 std::string kernel_key(const std::string& mangled, const std::string& hash, size_t k);
+// The fused reduce kernel of reduce group k (cuda_kernel.cpp), and its key.
+std::string reduce_kernel_name(const std::string& fn, size_t k);
+std::string reduce_kernel_key(const std::string& mangled, const std::string& hash, size_t k);
 
 class Emitter {
  public:
@@ -141,6 +157,11 @@ class Emitter {
   // `n`, numbered k in graph function `fn`.
   void cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, const std::string& mangled,
                    const std::string& hash, const std::string& graph_label);
+  // The fused reduce kernel of reduce group `n` (when match_fused_reduction
+  // accepts it), after its elementwise kernel.
+  void reduce_kernel(const ir::Node* n, const LoopSpec& spec, const KernelPlan& plan, const std::string& fn, size_t k,
+                     const std::string& mangled, const std::string& hash, const std::vector<std::string>& scalar_notes,
+                     const std::vector<std::string>& operand_notes);
 
   // ---- errors that point at the source ----
   // A C++ string literal appended to a graph::Error escaping node `n`:

@@ -212,6 +212,42 @@ bool static_dims(const ir::Node* reduction, std::string& dims, bool& keepdim) {
 
 }  // namespace
 
+ReduceMatch match_fused_reduction(const ir::Node* n) {
+  ReduceMatch m;
+  if (fusion_kind(n) != "reduce") return m;
+  const ir::Block* body = n->block(0);
+  const std::vector<const ir::Node*> nodes = node_list(body);
+  const size_t r = index_of(
+      nodes, [](const ir::Node* x) { return find_op(x->op()) && find_op(x->op())->kind == OpKind::Reduce; },
+      "reduction");
+  const ir::Node* reduction = nodes[r];
+  if (!(r + 1 == nodes.size() && n->num_outputs() == 1 && body->returns()[0] == reduction->output())) return m;
+  const std::string op = reduction->op();
+  if (op == "sum" || op == "mean") m.kind = "Sum";
+  else if (op == "amax") m.kind = "Max";
+  else if (op == "amin") m.kind = "Min";
+  else return m;
+  const LoopSpec spec = group_loop(n);
+  if (spec.results.size() != 1) return m;
+  const ir::Type& in_type = spec.results[0]->type();
+  const ir::Type& out_type = reduction->output()->type();
+  if (!in_type.is_tensor() || !in_type.dtype || (*in_type.dtype != DType::Float32 && *in_type.dtype != DType::Float64))
+    return m;
+  if (!out_type.is_tensor() || out_type.dtype != in_type.dtype) return m;
+  if (!static_dims(reduction, m.dims, m.keepdim)) return m;
+  size_t tensors = 0;
+  for (const ir::Value* v : spec.reads)
+    if (v->type().is_tensor()) {
+      if (!v->type().dtype) return m;
+      ++tensors;
+    }
+  if (tensors == 0) return m;
+  if (std::none_of(spec.members.begin(), spec.members.end(), [](const ir::Node* x) { return !hoisted(x); })) return m;
+  m.reduction = reduction;
+  m.matched = true;
+  return m;
+}
+
 // A reduce group whose reduction is sum, mean, amax or amin of a float or
 // double producer, over all dims or trailing dims, as one loop nest when the
 // operands are dense and of one shape (checked at run time by
@@ -225,32 +261,18 @@ bool static_dims(const ir::Node* reduction, std::string& dims, bool& keepdim) {
 // the eager reduction, which reports bad dims with the source line).
 bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir::Node* reduction) {
   constexpr int kBlock = 256;  // a multiple of reduce_order::kLanes dividing kChunk
-  const std::string op = reduction->op();
-  std::string kind;
-  if (op == "sum" || op == "mean") kind = "Sum";
-  else if (op == "amax") kind = "Max";
-  else if (op == "amin") kind = "Min";
-  else return false;
-  if (spec.results.size() != 1) return false;
+  const ReduceMatch match = match_fused_reduction(n);
+  if (!match.matched || match.reduction != reduction) return false;
+  const std::string op = reduction->op(), kind = match.kind, dims = match.dims;
+  const bool keepdim = match.keepdim;
   const ir::Type& in_type = spec.results[0]->type();
   const ir::Type& out_type = reduction->output()->type();
-  if (!in_type.is_tensor() || !in_type.dtype || (*in_type.dtype != DType::Float32 && *in_type.dtype != DType::Float64))
-    return false;
-  if (!out_type.is_tensor() || out_type.dtype != in_type.dtype) return false;
-  std::string dims;
-  bool keepdim = false;
-  if (!static_dims(reduction, dims, keepdim)) return false;
   std::vector<const ir::Value*> tensor_params;
   for (const ir::Value* v : spec.reads)
-    if (v->type().is_tensor()) {
-      if (!v->type().dtype) return false;
-      tensor_params.push_back(v);
-    }
-  if (tensor_params.empty()) return false;
+    if (v->type().is_tensor()) tensor_params.push_back(v);
   std::vector<const ir::Node*> ops;
   for (const ir::Node* m : spec.members)
     if (!hoisted(m)) ops.push_back(m);
-  if (ops.empty()) return false;
 
   const std::string T = element_type(*in_type.dtype);
   const std::string Op = "::graph::reduce_order::" + kind;
@@ -265,9 +287,39 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   open("");
   line("::graph::Shape " + shape + ";");
   line("int64_t " + rows + " = 0, " + count + " = 0;");
-  open("if (::graph::detail::fused_reduction_shape({" + operand_list + "}, " + dims + ", " +
-       (keepdim ? "true" : "false") + ", " + (kind == "Sum" ? "false" : "true") + ", " + shape + ", " + rows + ", " +
-       count + "))");
+  const std::string shape_args = operand_list + "}, " + dims + ", " + (keepdim ? "true" : "false") + ", " +
+                                 (kind == "Sum" ? "false" : "true") + ", " + shape + ", " + rows + ", " + count;
+  // On the device: the fused reduce kernel of the generated .graph.cu (the
+  // group's number: the one its two-step loop below takes).
+  const KernelPlan plan = cuda_fn_.empty() ? KernelPlan{} : kernel_plan(spec);
+  if (!cuda_fn_.empty() && plan.eligible) {
+    const size_t k = cuda_groups_;
+    std::vector<std::string> ins, scalars;
+    for (size_t j = plan.n_out; j < plan.tensors.size(); ++j) ins.push_back("&" + name(plan.tensors[j]));
+    std::string in_list;
+    for (const auto& o : ins) in_list += (in_list.empty() ? "" : ", ") + o;
+    open("if (::graph::detail::any_on_cuda({" + in_list + "}) && ::graph::detail::fused_reduction_shape({" +
+         shape_args + ", ::graph::Device::CUDA))");
+    const std::string kernel = reduce_kernel_name(cuda_fn_, k);
+    line("// Inputs on the CUDA device, dense and of one shape: kernel " + kernel +
+         " of the generated .graph.cu (producers");
+    line("// in registers, one pass, no intermediate tensor).");
+    for (const ir::Node* m : spec.members)
+      if (hoisted(m)) node(m);
+    for (const ir::Value* v : plan.scalars) scalars.push_back("::graph::detail::host_scalar(" + name(v) + ")");
+    std::string scalar_list;
+    for (const auto& o : scalars) scalar_list += (scalar_list.empty() ? "" : ", ") + o;
+    line(out + " = " +
+         at_source(ops.front(), kernel,
+                   "::graph::detail::cuda_fused_reduce(" + ir::quote(reduce_kernel_key(cuda_mangled_, cuda_hash_, k)) +
+                       ", " + ir::quote(kernel) + ", " + shape + ", " + rows + ", " + count + ", " +
+                       dtype_expr(*out_type.dtype) + ", {" + in_list + "}, {" + scalar_list + "})") +
+         ";");
+    --indent_;
+    open("} else if (::graph::detail::fused_reduction_shape({" + shape_args + "))");
+  } else {
+    open("if (::graph::detail::fused_reduction_shape({" + shape_args + "))");
+  }
   line("// One loop nest: per output slot, the producers in blocks of " + std::to_string(kBlock) +
        " into a stack buffer, accumulated");
   line("// in the eager " + op + "'s order (graph/reduce_order.h); no intermediate tensor.");

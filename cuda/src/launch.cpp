@@ -52,6 +52,35 @@ LaunchConfig row_launch(int64_t rows, int64_t row_length, const DeviceLimits& li
   return c;
 }
 
+ReduceLaunch fused_reduce_launch(int64_t rows, int64_t row_length, size_t acc_size, const DeviceLimits& limits) {
+  if (rows < 0 || row_length < 0)
+    throw Error("fused reduction: cuda: negative size (" + std::to_string(rows) + " rows of " +
+                std::to_string(row_length) + ")");
+  if (acc_size == 0) throw Error("fused reduction: cuda: an accumulator of 0 bytes");
+  ReduceLaunch r;
+  if (rows == 0) return r;
+  r.threads = 32;
+  while (r.threads < 1024 && r.threads < row_length) r.threads *= 2;
+  if (rows > 1) {
+    r.blocks = std::min<int64_t>(rows, limits.max_grid_x);
+    return r;
+  }
+  // One output: enough blocks to fill the device (each thread reducing at
+  // least 4 elements before the block's tree), at most 1024 partials.
+  constexpr int64_t kMaxPartials = 1024;
+  const int64_t per_block = int64_t{r.threads} * 4;
+  const int64_t needed = (row_length + per_block - 1) / per_block;
+  const int64_t resident = int64_t{limits.sm_count} * std::max(limits.max_threads_per_sm / r.threads, 1);
+  r.blocks = std::clamp<int64_t>(needed, 1, std::min({resident, kMaxPartials, limits.max_grid_x}));
+  if (r.blocks > 1) {
+    r.two_stage = true;
+    r.stage2_threads = 32;
+    while (r.stage2_threads < r.blocks) r.stage2_threads *= 2;
+    r.scratch_bytes = static_cast<size_t>(r.blocks) * acc_size;
+  }
+  return r;
+}
+
 LtGemmPlan plan_lt_gemm(int64_t rows, int64_t k, int64_t n, bool weight_transposed, bool bias, bool relu) {
   if (rows <= 0 || k <= 0 || n <= 0)
     throw Error("matmul epilogue: cuda: an empty product (" + std::to_string(rows) + "x" + std::to_string(k) + " @ " +

@@ -401,6 +401,56 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
   return outs;
 }
 
+Tensor cuda_fused_reduce(const char* key, const char* kernel, const Shape& shape, int64_t rows, int64_t count,
+                         DType dtype, std::initializer_list<const Tensor*> inputs,
+                         std::initializer_list<HostScalar> scalars) {
+  const cuda::FusedLauncher launcher = cuda::find_fused_kernel(key);
+  if (!launcher)
+    throw Error(std::string(kernel) + ": no CUDA kernel is registered for this fused reduction ('" + key +
+                "'): the generated .graph.cu of its source was not built into this program");
+  if (inputs.size() == 0 || inputs.size() + 1 > static_cast<size_t>(cuda::kMaxFusedOperands) ||
+      scalars.size() > static_cast<size_t>(cuda::kMaxFusedScalars))
+    throw Error(std::string(kernel) + ": cuda: " + std::to_string(inputs.size()) + " inputs and " +
+                std::to_string(scalars.size()) + " scalars for a fused reduction");
+  if (dtype != kFloat32 && dtype != kFloat64)
+    throw Error(std::string(kernel) + ": cuda: a fused reduction of " + std::string(dtype_name(dtype)) + " (float32, float64 only)");
+  if (rows < 0 || count < 0 || shape_numel(shape) != rows)
+    throw Error(std::string(kernel) + ": cuda: a fused reduction of " + std::to_string(rows) + " rows of " +
+                std::to_string(count) + " into shape " + shape_str(shape));
+  const Shape& sizes = (*inputs.begin())->sizes();
+  for (const Tensor* t : inputs) {
+    if (t->device() != Device::CUDA || !t->is_contiguous() || t->sizes() != sizes)
+      throw Error(std::string(kernel) + ": cuda: a fused reduction needs dense cuda inputs of one shape, got a " +
+                  std::string(t->device() == Device::CUDA ? "cuda" : "cpu") + " tensor of shape " +
+                  shape_str(t->sizes()) + (t->is_contiguous() ? "" : " (strided)"));
+  }
+  if (shape_numel(sizes) != rows * count)
+    throw Error(std::string(kernel) + ": cuda: inputs of shape " + shape_str(sizes) + " do not hold " +
+                std::to_string(rows) + " rows of " + std::to_string(count));
+  Tensor out = empty_on(Device::CUDA, shape, dtype);
+  cuda::FusedArgs args;
+  args.data[0] = out.raw_data();
+  size_t k = 1;
+  for (const Tensor* t : inputs) args.data[k++] = const_cast<void*>(t->raw_data());
+  size_t s = 0;
+  for (const HostScalar& h : scalars) args.scalars[s++] = cuda::FusedScalar{h.i, h.f};
+  args.reduce.rows = rows;
+  args.reduce.count = count;
+  args.reduce.plan = cuda::fused_reduce_launch(rows, count, sizeof(double), cuda::device_limits());
+  // Stage-1 partials: a tensor from the caching allocator, alive until the
+  // launches are queued (the allocator's blocks are stream-ordered).
+  Tensor partials;
+  if (args.reduce.plan.two_stage) {
+    partials = empty_on(Device::CUDA, Shape{args.reduce.plan.blocks}, kFloat64);
+    args.reduce.partials = partials.raw_data();
+  }
+  args.launch.blocks = args.reduce.plan.blocks;
+  args.launch.threads = args.reduce.plan.threads;
+  args.stream = cuda::current_stream();
+  cuda::run_fused(kernel, launcher, args);
+  return out;
+}
+
 }  // namespace graph::detail
 
 // ---- CUDA Graph capture of static graphs (capture.h) ---------------------------

@@ -83,4 +83,9 @@ std::vector<Tensor> cuda_fused(const char*, const char* kernel, const Shape&, st
   no_backend(std::string(kernel));
 }
 
+Tensor cuda_fused_reduce(const char*, const char* kernel, const Shape&, int64_t, int64_t, DType,
+                         std::initializer_list<const Tensor*>, std::initializer_list<HostScalar>) {
+  no_backend(std::string(kernel));
+}
+
 }  // namespace graph::detail

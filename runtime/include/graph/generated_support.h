@@ -238,6 +238,19 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
                                std::initializer_list<DType> out_dtypes, std::initializer_list<const Tensor*> inputs,
                                std::initializer_list<HostScalar> scalars);
 
+// A reduce group as one fused reduce kernel on the device (codegen:
+// reduce_kernel, registered under `key`): the result, of `dtype` and
+// `shape` (fused_reduction_shape's, for Device::CUDA), `rows` slots of
+// `count` elements, computed from `inputs` (dense, one shape, on the
+// device) and `scalars`. Stage-1 partials of a single output live in a
+// scratch tensor from the caching allocator. Throws graph::Error naming
+// `kernel` when no kernel is registered under `key`, for inputs that are
+// not dense device tensors of one shape, and in a build without the CUDA
+// backend.
+Tensor cuda_fused_reduce(const char* key, const char* kernel, const Shape& shape, int64_t rows, int64_t count,
+                         DType dtype, std::initializer_list<const Tensor*> inputs,
+                         std::initializer_list<HostScalar> scalars);
+
 // A matmul_epilogue group whose ops cuBLASLt's epilogues compute (codegen's
 // match_lt_epilogue): on the device, one cuBLASLt GEMM instead of the GEMM
 // and the group's kernel. `bias` is linear's bias or the added vector
@@ -448,7 +461,8 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
 
 // ---- reductions fused with their producers ----------------------------------
 // Whether a reduce group (codegen/src/fused_groups.cpp) can run as one loop
-// nest: every tensor operand on the CPU, contiguous and of the same sizes
+// nest: every tensor operand on `device` (the CPU unless told; Device::CUDA
+// for the fused reduce kernel), contiguous and of the same sizes
 // (no broadcast), and the reduced dims (all of them when `dims` is empty)
 // exactly a trailing run of those sizes. Then `out` is the result's shape
 // (keepdim applied), `rows` the number of output slots and `count` the
@@ -456,11 +470,12 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
 // the eager reduction refuses (a dim out of range or given twice, amax/amin
 // of an empty slot: `needs_elements`), so the eager op reports it.
 inline bool fused_reduction_shape(std::initializer_list<const Tensor*> operands, std::initializer_list<int64_t> dims,
-                                  bool keepdim, bool needs_elements, Shape& out, int64_t& rows, int64_t& count) {
+                                  bool keepdim, bool needs_elements, Shape& out, int64_t& rows, int64_t& count,
+                                  Device device = Device::CPU) {
   const Tensor* first = *operands.begin();
   const Shape& sizes = first->sizes();
   for (const Tensor* t : operands)
-    if (t->device() != Device::CPU || !t->is_contiguous() || t->sizes() != sizes) return false;
+    if (t->device() != device || !t->is_contiguous() || t->sizes() != sizes) return false;
   const int64_t rank = static_cast<int64_t>(sizes.size());
   int64_t lowest = dims.size() == 0 ? 0 : rank;
   if (rank == 0 && dims.size() != 0) return false;

@@ -84,13 +84,75 @@ struct FusedScalar {
   double f = 0;
 };
 
+// What a fused reduce kernel (codegen: reduce_kernel) reads besides data
+// (the output, then the tensor inputs, all dense and of one shape) and
+// scalars: `rows` output slots of `count` elements, the launch plan
+// (fused_reduce_launch) and, when plan.two_stage, plan.blocks doubles of
+// device scratch for the stage-1 partials.
+struct FusedReduce {
+  int64_t rows = 0, count = 0;
+  ReduceLaunch plan;
+  void* partials = nullptr;
+};
+
 struct FusedArgs {
   void* data[kMaxFusedOperands] = {};  // outputs, then tensor inputs
   FusedScalar scalars[kMaxFusedScalars] = {};
   FusedGeometry geometry;
   LaunchConfig launch;
   void* stream = nullptr;  // the cudaStream_t to launch on (cuda.h current_stream)
+  FusedReduce reduce;      // fused reduce kernels only
 };
+
+#if defined(__CUDACC__)
+// The accumulators of fused reduce kernels (double), as graph/reduce_order.h
+// combines: a + b; max and min with NaN winning (a if a is NaN, else the
+// larger/smaller, b on ties and when b is NaN).
+struct FusedSum {
+  __device__ static double identity() { return 0.0; }
+  __device__ static double combine(double a, double b) { return a + b; }
+};
+struct FusedMax {
+  __device__ static double identity() { return __longlong_as_double(static_cast<long long>(0xfff0000000000000ULL)); }
+  __device__ static double combine(double a, double b) { return (a != a || a > b) ? a : b; }  // NOLINT
+};
+struct FusedMin {
+  __device__ static double identity() { return __longlong_as_double(static_cast<long long>(0x7ff0000000000000ULL)); }
+  __device__ static double combine(double a, double b) { return (a != a || a < b) ? a : b; }  // NOLINT
+};
+
+// The combination of every thread's `v` in a block of a power-of-two
+// number of threads (>= 32): a shuffle tree per warp, the warps' values
+// through shared memory, a shuffle tree over them. The same order for the
+// same launch, every run. Thread 0 holds the result; every thread of the
+// block must call it (it synchronizes).
+template <class Op>
+__device__ inline double fused_block_reduce(double v) {
+  __shared__ double warp_value[32];
+  for (int o = 16; o > 0; o >>= 1) v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, o));
+  const int lane = static_cast<int>(threadIdx.x & 31u), warp = static_cast<int>(threadIdx.x >> 5);
+  if (lane == 0) warp_value[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = static_cast<int>((blockDim.x + 31u) >> 5);
+    v = lane < warps ? warp_value[lane] : Op::identity();
+    for (int o = 16; o > 0; o >>= 1) v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, o));
+  }
+  __syncthreads();  // warp_value is reused by the caller's next row
+  return v;
+}
+
+// Stage 2 of a single-output fused reduction: one block combines the `n`
+// stage-1 partials (n <= blockDim.x) in block order and writes
+// out[0] = result / divisor (the count for mean, else 1).
+template <class Op, class T>
+__global__ void fused_reduce_final(const double* __restrict__ partials, int64_t n, T* __restrict__ out,
+                                   double divisor) {
+  double v = static_cast<int64_t>(threadIdx.x) < n ? partials[threadIdx.x] : Op::identity();
+  v = fused_block_reduce<Op>(v);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(v / divisor);
+}
+#endif
 
 using FusedLauncher = void (*)(const FusedArgs&);
 

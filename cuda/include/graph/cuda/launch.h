@@ -78,4 +78,28 @@ LaunchConfig elementwise_launch(int64_t numel, int vec, const DeviceLimits& limi
 // threads a power of two in [32, 1024], no more than the row needs.
 LaunchConfig row_launch(int64_t rows, int64_t row_length, const DeviceLimits& limits);
 
+// The launch of a fused device reduction (a reduce FusionGroup whose
+// producers are computed in registers, graph::detail::fused_reduction_shape
+// qualified): `rows` output slots of `row_length` elements each, accumulated
+// in `acc_size`-byte accumulators.
+//  - rows > 1: one block per output row (grid-stride over rows past
+//    max_grid_x), threads as row_launch; single stage, no scratch.
+//  - rows == 1 (reduction over everything): stage 1 has `blocks` blocks
+//    writing one partial each into `scratch_bytes` of scratch, stage 2 one
+//    block of `stage2_threads` threads reducing the partials in block order
+//    (deterministic, no float atomics). At most 1024 partials, so stage 2
+//    is one pass. A single stage-1 block writes the result directly
+//    (blocks == 1: no stage 2, no scratch).
+//  - rows == 0: nothing to launch (blocks 0). row_length 0 still launches
+//    (one block per row writes the empty reduction's value).
+// Throws graph::Error for negative sizes or acc_size 0.
+struct ReduceLaunch {
+  int64_t blocks = 0;  // stage 1 (0: nothing to launch)
+  int threads = 0;
+  bool two_stage = false;
+  int stage2_threads = 0;    // 0 without stage 2
+  size_t scratch_bytes = 0;  // partials: blocks * acc_size when two_stage
+};
+ReduceLaunch fused_reduce_launch(int64_t rows, int64_t row_length, size_t acc_size, const DeviceLimits& limits);
+
 }  // namespace graph::cuda
