@@ -153,6 +153,13 @@ void Emitter::eager_op(const ir::Node* n, const OpInfo& op) {
        at_source(n, std::string(op.name), eager_call(n, op)) + ";");
 }
 
+namespace {
+bool list_gradient_primitive(const std::string& op) {
+  return op == "list_split_like" || op == "list_unbind" || op == "list_add" || op == "list_zeros_like" ||
+         op == "list_last" || op == "list_drop_last" || op == "list_onehot";
+}
+}  // namespace
+
 // undefined() and the list primitives (ir.h).
 bool Emitter::primitive(const ir::Node* n) {
   const std::string& op = n->op();
@@ -166,6 +173,14 @@ bool Emitter::primitive(const ir::Node* n) {
     line("const ::graph::Tensor " + out + " = " +
          at_source(n, "list_get", "::graph::detail::list_get(" + in(0) + ", " + in(1) + ")") + ";");
   else if (op == "list_len") line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
+  else if (list_gradient_primitive(op)) {
+    // The gradients of lists (graph/list_grad.h): one call each, inputs in order.
+    std::string args;
+    for (size_t i = 0; i < n->inputs().size(); ++i) args += (i ? ", " : "") + in(i);
+    const bool tensor = op == "list_last";
+    line(std::string(tensor ? "const ::graph::Tensor " : "const std::vector<::graph::Tensor> ") + out + " = " +
+         at_source(n, op, "::graph::detail::" + op + "(" + args + ")") + ";");
+  }
   else if (op == "defined") line("const bool " + out + " = " + in(0) + ".defined();");
   else if (op == "tensor_dim") line("const int64_t " + out + " = " + in(0) + ".dim();");
   else if (op == "tensor_numel") line("const int64_t " + out + " = " + in(0) + ".numel();");

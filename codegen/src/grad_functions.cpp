@@ -35,7 +35,7 @@ GradientUnit make_gradient(const ir::Graph& lowered) {
   // Autodiff wants no calls and no fusion groups: the default pipeline up to
   // fusion, then the rest on each half.
   std::unique_ptr<ir::Graph> g = ir::parse(ir::print(lowered));
-  ir::run_pipeline(*g, ir::parse_pipeline("inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types"));
+  ir::run_pipeline(*g, ir::parse_pipeline("inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types"));
   std::vector<bool> requires_grad;
   bool any = false;
   for (const auto& in : g->inputs()) {

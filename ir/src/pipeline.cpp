@@ -54,6 +54,7 @@ const std::vector<Pass>& all_passes() {
        }},
       {"infer_types", [](Graph& g, const PassContext& c) { infer_types(g, c.tensor_default); }},
       {"simplify", [](Graph& g, const PassContext&) { simplify(g); }},
+      {"unpack_lists", [](Graph& g, const PassContext&) { unpack_lists(g); }},
       {"const_fold", [](Graph& g, const PassContext&) { const_fold(g); }},
       {"cse", [](Graph& g, const PassContext&) { cse(g); }},
       {"dce", [](Graph& g, const PassContext&) { dce(g); }},

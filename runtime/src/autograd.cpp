@@ -1,7 +1,10 @@
 // The autograd engine (autograd.h): recording, and the backward pass.
 #include "graph/autograd.h"
 
+#include <functional>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/ops.h"
@@ -21,21 +24,76 @@ void accumulate(AutogradMeta& leaf, const Tensor& g) {
   leaf.grad = leaf.grad.defined() ? leaf.grad + g : g.clone();
 }
 
-// Nodes reachable from `root`, each with the number of edges into it.
-std::unordered_map<Node*, int> dependencies(Node* root) {
-  std::unordered_map<Node*, int> deps{{root, 0}};
-  std::vector<Node*> stack{root};
+// Nodes reachable from `roots` without entering `blocked` ones, each with
+// the number of edges into it.
+std::unordered_map<Node*, int> dependencies(const std::vector<Node*>& roots,
+                                            const std::unordered_set<const Node*>& blocked) {
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack;
+  for (Node* r : roots)
+    if (deps.emplace(r, 0).second) stack.push_back(r);
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next) {
-      if (!e.fn) continue;
+      if (!e.fn || blocked.count(e.fn.get())) continue;
       auto [it, fresh] = deps.emplace(e.fn.get(), 0);
       ++it->second;
       if (fresh) stack.push_back(e.fn.get());
     }
   }
   return deps;
+}
+
+// Takes a gradient arriving along an edge (summed to the input's shape and
+// dtype): true when it ends there (a leaf, a captured target), false when it
+// flows on into the edge's node.
+using EdgeSink = std::function<bool(const Edge&, const Tensor&)>;
+
+// The backward pass from `grads` (per root node, one gradient per output):
+// runs every node reachable from them, except `blocked` ones, once each in
+// dependency order, summing gradients that meet.
+void run_backward(std::unordered_map<Node*, std::vector<Tensor>> grads, const std::unordered_set<const Node*>& blocked,
+                  const EdgeSink& sink, bool retain_graph) {
+  std::vector<Node*> roots;
+  for (auto& [n, g] : grads) roots.push_back(n);
+  auto deps = dependencies(roots, blocked);
+  std::vector<Node*> ready;
+  for (Node* r : roots)
+    if (deps[r] == 0) ready.push_back(r);
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    std::vector<Tensor> gn = std::move(grads[n]);
+    grads.erase(n);
+    if (!n->backward)
+      throw Error("backward: trying to go through the graph of '" + n->name +
+                  "' a second time; pass retain_graph=true to the first backward");
+    // No gradient reached this node (every path was non-differentiable):
+    // its inputs get none either, but their dependency counts still drop.
+    gn.resize(n->num_outputs);
+    bool any = false;
+    for (const Tensor& t : gn) any = any || t.defined();
+    std::vector<Tensor> in_grads = any ? n->backward(gn) : std::vector<Tensor>{};
+    if (!retain_graph) n->backward = nullptr;  // frees the saved tensors
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      const Edge& e = n->next[i];
+      if (!e.fn && !e.leaf) continue;
+      const bool flows = e.fn && !blocked.count(e.fn.get());
+      Tensor gi = i < in_grads.size() ? in_grads[i] : Tensor();
+      if (gi.defined()) {
+        gi = sum_to(gi, e.sizes);
+        if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);
+        if (!sink(e, gi) && flows) {
+          std::vector<Tensor>& slots = grads[e.fn.get()];
+          slots.resize(e.fn->num_outputs);
+          Tensor& slot = slots[e.output_nr];
+          slot = slot.defined() ? slot + gi : gi;
+        }
+      }
+      if (flows && --deps[e.fn.get()] == 0) ready.push_back(e.fn.get());
+    }
+  }
 }
 
 }  // namespace
@@ -149,46 +207,54 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     accumulate(*meta, g.detach());
     return;
   }
-  Node* start = meta->grad_fn.get();
-  auto deps = dependencies(start);
-  // Per node, the gradient of each of its outputs, summed where paths meet.
-  std::unordered_map<Node*, std::vector<Tensor>> grads;
-  grads[start].resize(start->num_outputs);
-  grads[start][meta->output_nr] = g.detach();
-  std::vector<Node*> ready{start};
-  while (!ready.empty()) {
-    Node* n = ready.back();
-    ready.pop_back();
-    std::vector<Tensor> gn = std::move(grads[n]);
-    grads.erase(n);
-    if (!n->backward)
-      throw Error("backward: trying to go through the graph of '" + n->name +
-                  "' a second time; pass retain_graph=true to the first backward");
-    // No gradient reached this node (every path was non-differentiable):
-    // its inputs get none either, but their dependency counts still drop.
-    gn.resize(n->num_outputs);
-    bool any = false;
-    for (const Tensor& t : gn) any = any || t.defined();
-    std::vector<Tensor> in_grads = any ? n->backward(gn) : std::vector<Tensor>{};
-    if (!retain_graph) n->backward = nullptr;  // frees the saved tensors
-    for (size_t i = 0; i < n->next.size(); ++i) {
-      const Edge& e = n->next[i];
-      if (!e.fn && !e.leaf) continue;
-      Tensor gi = i < in_grads.size() ? in_grads[i] : Tensor();
-      if (gi.defined()) {
-        gi = sum_to(gi, e.sizes);
-        if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);
-        if (e.leaf) accumulate(*e.leaf, gi);
-        else {
-          std::vector<Tensor>& slots = grads[e.fn.get()];
-          slots.resize(e.fn->num_outputs);
-          Tensor& slot = slots[e.output_nr];
-          slot = slot.defined() ? slot + gi : gi;
-        }
-      }
-      if (e.fn && --deps[e.fn.get()] == 0) ready.push_back(e.fn.get());
+  std::unordered_map<Node*, std::vector<Tensor>> seeds;
+  seeds[meta->grad_fn.get()].resize(meta->grad_fn->num_outputs);
+  seeds[meta->grad_fn.get()][meta->output_nr] = g.detach();
+  run_backward(std::move(seeds), {}, [](const Edge& e, const Tensor& gi) {
+    if (!e.leaf) return false;
+    accumulate(*e.leaf, gi);
+    return true;
+  }, retain_graph);
+}
+
+std::vector<Tensor> grad_at(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+                            const std::vector<Edge>& targets) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> result(targets.size());
+  auto add = [&](size_t k, const Tensor& g) { result[k] = result[k].defined() ? result[k] + g : g.detach(); };
+  // The target an edge (or an output's history) names, if any.
+  auto target_of = [&](const Node* fn, size_t output_nr, const AutogradMeta* leaf) -> std::optional<size_t> {
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const Edge& t = targets[k];
+      if ((leaf && t.leaf.get() == leaf) || (fn && t.fn.get() == fn && t.output_nr == output_nr)) return k;
+    }
+    return std::nullopt;
+  };
+  std::unordered_set<const Node*> blocked;  // nothing upstream of a target runs
+  for (const Edge& t : targets)
+    if (t.fn) blocked.insert(t.fn.get());
+  std::unordered_map<Node*, std::vector<Tensor>> seeds;
+  for (size_t i = 0; i < outputs.size() && i < grad_outputs.size(); ++i) {
+    if (!grad_outputs[i].defined() || !tracks_grad(outputs[i])) continue;
+    const auto& meta = outputs[i].autograd_meta();
+    if (auto k = target_of(meta->grad_fn.get(), meta->output_nr, meta->grad_fn ? nullptr : meta.get())) {
+      add(*k, grad_outputs[i]);
+    } else if (meta->grad_fn && !blocked.count(meta->grad_fn.get())) {
+      std::vector<Tensor>& slots = seeds[meta->grad_fn.get()];
+      slots.resize(meta->grad_fn->num_outputs);
+      Tensor& slot = slots[meta->output_nr];
+      slot = slot.defined() ? slot + grad_outputs[i].detach() : grad_outputs[i].detach();
     }
   }
+  if (!seeds.empty())
+    run_backward(std::move(seeds), blocked, [&](const Edge& e, const Tensor& gi) {
+      if (auto k = target_of(e.fn.get(), e.output_nr, e.leaf.get())) {
+        add(*k, gi);
+        return true;
+      }
+      return e.leaf != nullptr;  // another leaf: left alone
+    }, /*retain_graph=*/true);
+  return result;
 }
 
 }  // namespace autograd

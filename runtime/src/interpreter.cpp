@@ -29,6 +29,7 @@
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/generated_support.h"
+#include "graph/list_grad.h"
 #include "graph/ir/verifier.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
@@ -384,9 +385,34 @@ class Run {
       at(n->output()) = l[static_cast<size_t>(i < 0 ? i + size : i)];
     } else if (op == "list_len") {
       at(n->output()) = static_cast<int64_t>(list_in().size());
+    } else if (list_gradient(n)) {
     } else {
       throw Error("unknown list primitive '" + op + "'");
     }
+  }
+
+  // The gradients of lists (ir.h), by the functions the generated code calls.
+  bool list_gradient(const ir::Node* n) {
+    const std::string& op = n->op();
+    auto list = [&](size_t i) -> const TensorList& {
+      if (auto* l = std::get_if<TensorList>(&at(n->input(i)))) return *l;
+      throw Error(op + ": input " + std::to_string(i) + " must be a list");
+    };
+    auto tensor = [&](size_t i) -> const Tensor& {
+      if (auto* t = std::get_if<Tensor>(&at(n->input(i)))) return *t;
+      throw Error(op + ": input " + std::to_string(i) + " must be a tensor");
+    };
+    auto integer = [&](size_t i) { return as_int(n, at(n->input(i)), "an operand"); };
+    IValue& out = at(n->output());
+    if (op == "list_split_like") out = detail::list_split_like(tensor(0), list(1), integer(2));
+    else if (op == "list_unbind") out = detail::list_unbind(tensor(0), integer(1));
+    else if (op == "list_add") out = detail::list_add(list(0), list(1));
+    else if (op == "list_zeros_like") out = detail::list_zeros_like(list(0));
+    else if (op == "list_last") out = detail::list_last(list(0));
+    else if (op == "list_drop_last") out = detail::list_drop_last(list(0));
+    else if (op == "list_onehot") out = detail::list_onehot(list(0), integer(1), tensor(2));
+    else return false;
+    return true;
   }
 
   // Tensor metadata and host ints (ir.h), as the generated code computes them.

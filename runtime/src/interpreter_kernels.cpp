@@ -293,7 +293,11 @@ Out avg_pool2d_kernel(const ir::Node& n, In in) {
                             attr_shape(n, "padding", {0, 0}))};
 }
 Out embedding_kernel(const ir::Node& n, In in) { return {graph::embedding(T(n, in, 0), T(n, in, 1))}; }
+// cat's and stack's operands: one list value (a std::vector the function
+// built), or the tensors one per input.
 std::vector<Tensor> tensors(const ir::Node& n, In in) {
+  if (in.size() == 1)
+    if (const auto* l = std::get_if<TensorList>(&in[0])) return *l;
   std::vector<Tensor> ts;
   for (size_t i = 0; i < in.size(); ++i) ts.push_back(T(n, in, i));
   return ts;

@@ -267,7 +267,8 @@ Difference difference(const Arg& graph, const Arg& eager) {
 
 }  // namespace
 
-StaticFunction::EagerTurn::EagerTurn(const StaticFunction* f) : no_grad_(std::make_unique<autograd::NoGradGuard>()) {
+StaticFunction::EagerTurn::EagerTurn(const StaticFunction* f, bool grad)
+    : no_grad_(grad ? nullptr : std::make_unique<autograd::NoGradGuard>()) {
   eager_turn = f;
 }
 
@@ -298,6 +299,70 @@ void StaticFunction::report_check(const Arg* graph, const Arg* eager, size_t n) 
             (d.problem.empty() ? std::string(buf) : d.problem);
   }
   std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+namespace {
+
+// The node run_with_grad recorded for a graph's outputs, or null.
+autograd::Node* static_node(const Arg* graph, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (const Tensor* t = std::get_if<Tensor>(&graph[i]); t && t->defined() && t->autograd_meta())
+      if (autograd::Node* node = t->autograd_meta()->grad_fn.get(); node && node->name.starts_with("static graph ("))
+        return node;
+  return nullptr;
+}
+
+// Whether a gradient's difference is beyond what rounding explains: relative
+// to the eager gradient's size, at the precision of its dtype.
+// Eager's missing gradient (undefined `eager`) is zero.
+bool beyond_tolerance(double diff, const Tensor& eager) {
+  const double scale = eager.defined() && eager.numel() ? amax(abs(eager.detach().to(kFloat64))).item<double>() : 0.0;
+  const double rtol = eager.defined() && eager.dtype() == kFloat64 ? 1e-9 : 1e-4;
+  return !(diff <= rtol * (1.0 + scale));  // NaN differences are mismatches too
+}
+
+}  // namespace
+
+bool StaticFunction::static_node_of(const Arg* graph, size_t n) { return static_node(graph, n) != nullptr; }
+
+void StaticFunction::check_gradients(const Arg* graph, const Arg* eager, size_t n) {
+  autograd::Node* node = static_node(graph, n);
+  const CompiledGraph* g = load(graph_);
+  const CompiledGradient* d = g ? find_gradient(g->mangled_name, g->body_hash) : nullptr;
+  if (!node || !d) return;
+  std::vector<Tensor> eager_outputs(n);  // one per node output: the graph's outputs in order
+  for (size_t i = 0; i < n; ++i)
+    if (const Tensor* t = std::get_if<Tensor>(&eager[i])) eager_outputs[i] = *t;
+  std::vector<size_t> inputs(d->grad_inputs, d->grad_inputs + d->num_grad_inputs);  // edge k: graph input inputs[k]
+  const std::string head = "graph check: " + demangled(name_) + " (" + g->source + "):";
+  const std::string source = g->source;
+  node->backward = [inner = std::move(node->backward), targets = node->next, eager_outputs, inputs, head,
+                    source](const std::vector<Tensor>& grads) {
+    std::vector<Tensor> graph_grads = inner(grads);
+    const std::vector<Tensor> eager_grads = autograd::grad_at(eager_outputs, grads, targets);
+    std::string line = head;
+    for (size_t k = 0; k < targets.size() && k < inputs.size(); ++k) {
+      if (!targets[k].fn && !targets[k].leaf) continue;  // the input does not require grad
+      const Tensor mine = k < graph_grads.size() ? graph_grads[k] : Tensor();
+      // Eager autograd gives none where no path reaches the input; the graph
+      // may give zeros there (a Loop that ran no iteration): the same numbers.
+      const bool eager_none = mine.defined() && !eager_grads[k].defined();
+      Difference diff = tensor_difference(mine, eager_none ? zeros(mine.sizes(), mine.dtype()) : eager_grads[k]);
+      if (diff.problem.empty() && mine.defined() && mine.sizes() != targets[k].sizes)
+        diff.problem = "shapes differ: graph " + shape_str(mine.sizes()) + ", input " + shape_str(targets[k].sizes);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3g", std::fabs(diff.max));
+      const std::string what = "gradient of input " + std::to_string(inputs[k]);
+      line += std::string(line == head ? " " : "; ") + what + " max |graph - eager| = " +
+              (diff.problem.empty() ? std::string(buf) : diff.problem) + (eager_none ? " (eager: none)" : "");
+      const Tensor& reference = eager_none ? mine : eager_grads[k];
+      if (!diff.problem.empty() || (reference.defined() && beyond_tolerance(diff.max, eager_none ? Tensor() : reference)))
+        std::fprintf(stderr, "%s: error: graph check: the %s differs from eager autograd's (%s)\n", source.c_str(),
+                     what.c_str(), diff.problem.empty() ? buf : diff.problem.c_str());
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+    return graph_grads;
+  };
 }
 
 StaticFunction::StaticFunction(const char* mangled_name, const char* body_hash)

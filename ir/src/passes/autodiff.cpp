@@ -15,14 +15,25 @@ namespace graph::ir {
 
 namespace autodiff_detail {
 
+namespace {
+
+std::string where(const Node* n) {
+  if (!n || !n->loc().valid()) return "";
+  return " at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" + std::to_string(n->loc().col);
+}
+
+}  // namespace
+
 // The state shared by the Scopes of one differentiation.
 class Differentiator {
  public:
   Differentiator(Graph& forward, Graph& backward) : forward_(forward), backward_(backward) {}
 
   bool active(const Value* v) const { return active_.count(v) != 0; }
+  // Tensors and lists of tensors carry gradients (a list's gradient is a
+  // list of its elements' gradients).
   void mark(const Value* v) {
-    if (v->type().is_tensor()) active_.insert(v);
+    if (v->type().is_tensor() || v->type().is_list()) active_.insert(v);
   }
 
   // Values that depend on an input requiring grad, through ops that carry
@@ -35,9 +46,19 @@ class Differentiator {
           if (active(n->block(0)->returns()[i]) || active(n->block(1)->returns()[i])) mark(n->output(i));
       } else if (n->op() == "Loop") {
         loop_activity(n.get());
-      } else if (has_differentiable_outputs(*n)) {
-        if (std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return active(v); }))
-          for (Value* o : n->outputs()) mark(o);
+      } else if (std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return active(v); })) {
+        // A node that reads a value carrying a gradient either passes it on,
+        // provably does not (comparisons, metadata reads), or is refused
+        // here: a gradient is never dropped silently.
+        switch (gradient_flow(*n)) {
+          case Flow::Through:
+            for (Value* o : n->outputs()) mark(o);
+            break;
+          case Flow::None: break;
+          case Flow::Unknown:
+            throw Error("autodiff: '" + n->op() + "'" + where(n.get()) +
+                        " has no gradient, and it reads a value that carries one: the gradient would be lost");
+        }
       }
     }
   }
@@ -78,11 +99,6 @@ class Differentiator {
 };
 
 namespace {
-
-std::string where(const Node* n) {
-  if (!n || !n->loc().valid()) return "";
-  return " at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" + std::to_string(n->loc().col);
-}
 
 // What a branch that did not compute a value returns for it.
 Value* placeholder(Block* b, const Type& t) {
@@ -147,31 +163,57 @@ Value* Scope::save_in_branch(Value* v) {
 }
 
 // The forward Loop appends `v` to a list it carries, once per iteration; the
-// backward iteration reads the element of the iteration it undoes.
+// backward iteration reads the element of the iteration it undoes. A host int
+// (a reversed index, `t - 1`) travels as a one-element i64 tensor.
 Value* Scope::save_in_body(Value* v) {
   if (v == fwd_->param(0)) return iter_;
-  if (!v->type().is_tensor())
+  const bool host_int = v->type().kind == Type::Kind::Int;
+  if (!v->type().is_tensor() && !host_int)
     throw Error("autodiff: the backward of the Loop" + where(fwd_node_) + " needs each iteration's value of '%" +
                 v->name() + "' (" + v->type().str() +
-                "), which cannot be saved yet: only tensors are (a Loop inside a Loop, or a host scalar computed "
-                "in the body, is not supported)");
+                "), which cannot be saved yet: only tensors and host ints are (a Loop inside a Loop, a list or a "
+                "host float computed in the body is not supported)");
+  Value* item = v;
+  if (host_int) {
+    Node* boxed = fwd_->append("make_shape");
+    boxed->add_input(v);
+    item = boxed->add_output(Type::tensor());
+  }
   Node* init = fwd_node_->owner()->insert_before(fwd_node_, "list_new");
   fwd_node_->add_input(init->add_output(Type::list()));
   Value* list = fwd_->add_param(Type::list());
   Node* append = fwd_->append("list_append");
   append->add_input(list);
-  append->add_input(v);
+  append->add_input(item);
   fwd_->add_return(append->add_output(Type::list()));
   Value* saved = parent_->fwd(fwd_node_->add_output(Type::list(), "saved_" + v->name()));
-  return emit("list_get", {saved, iter_})->output();
+  Value* got = emit("list_get", {saved, iter_})->output();
+  if (!host_int) return got;
+  Node* zero = emit("constant", {}, 0);
+  zero->attrs()["value"] = int64_t{0};
+  Node* unboxed = emit("shape_get", {got, zero->add_output(Type::int_())}, 0);
+  return unboxed->add_output(Type::int_(), v->name());
 }
 
 void Scope::accumulate(Value* v, Value* g) {
   if (!g || !d_.active(v)) return;
   auto [it, fresh] = grads_.emplace(v, g);
   if (fresh) grad_order_.push_back(v);
-  else it->second = emit1("add", {it->second, g});
+  else it->second = v->type().is_list() ? emit_list("list_add", {it->second, g}) : emit1("add", {it->second, g});
 }
+
+Value* Scope::emit_list(const std::string& op, const std::vector<Value*>& inputs) {
+  Value* r = emit1(op, inputs);
+  r->set_type(Type::list());
+  return r;
+}
+
+Value* Scope::zeros(Value* like) {
+  return like->type().is_list() ? emit_list("list_zeros_like", {like}) : emit1("zeros_like", {like});
+}
+
+// The type of the gradient of `v`: a list's is a list.
+static Type grad_type(const Value* v) { return v->type().is_list() ? Type::list() : Type::tensor(); }
 
 Value* Scope::grad(const Value* v) const {
   auto it = grads_.find(v);
@@ -230,9 +272,9 @@ void Scope::if_(Node* n, const std::vector<Value*>& out_grads) {
     for (auto& s : branches) {
       s->current_ = n;
       Value* g = s->grad(v);
-      s->bwd_->add_return(g ? g : s->emit1("zeros_like", {s->fwd(v)}));
+      s->bwd_->add_return(g ? g : s->zeros(s->fwd(v)));
     }
-    bif->add_output(Type::tensor(), v->name().empty() ? "" : "grad_" + v->name());
+    bif->add_output(grad_type(v), v->name().empty() ? "" : "grad_" + v->name());
   }
   anchor_ = nullptr;
   current_ = n;
@@ -261,13 +303,13 @@ void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
   for (size_t j = 0; j < carried; ++j)
     if (d_.active(body->param(j + 1))) act.push_back(j);
   std::vector<Value*> inputs{count, add_constant(bwd_, true)};
-  for (size_t j : act) inputs.push_back(out_grads[j] ? out_grads[j] : emit1("zeros_like", {fwd(n->output(j))}));
+  for (size_t j : act) inputs.push_back(out_grads[j] ? out_grads[j] : zeros(fwd(n->output(j))));
   Node* bl = emit("Loop", inputs, 0);
   anchor_ = bl;
   Block* bb = bl->add_block();
   Value* it = bb->add_param(Type::int_(), "it");
   std::vector<Value*> carried_grads;
-  for (size_t j : act) carried_grads.push_back(bb->add_param(Type::tensor(), "grad_" + body->param(j + 1)->name()));
+  for (size_t j : act) carried_grads.push_back(bb->add_param(grad_type(body->param(j + 1)), "grad_" + body->param(j + 1)->name()));
 
   Scope s(d_, this, Kind::Body, body, bb, n);
   s.current_ = n;
@@ -282,15 +324,15 @@ void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
   std::vector<Value*> rets{add_constant(bb, true)};
   for (size_t a = 0; a < act.size(); ++a) {
     Value* g = s.grad(body->param(act[a] + 1));
-    rets.push_back(g ? g : s.emit1("zeros_like", {carried_grads[a]}));
-    bl->add_output(Type::tensor());
+    rets.push_back(g ? g : s.zeros(carried_grads[a]));
+    bl->add_output(grad_type(body->param(act[a] + 1)));
   }
   const std::vector<Value*> outer = s.outer_grads();
   for (Value* v : outer) {
-    bl->add_input(emit1("zeros_like", {fwd(v)}));
-    Value* acc = bb->add_param(Type::tensor(), "acc_" + v->name());
-    rets.push_back(s.emit1("add", {acc, s.grad(v)}));
-    bl->add_output(Type::tensor(), v->name().empty() ? "" : "grad_" + v->name());
+    bl->add_input(zeros(fwd(v)));
+    Value* acc = bb->add_param(grad_type(v), "acc_" + v->name());
+    rets.push_back(v->type().is_list() ? s.emit_list("list_add", {acc, s.grad(v)}) : s.emit1("add", {acc, s.grad(v)}));
+    bl->add_output(grad_type(v), v->name().empty() ? "" : "grad_" + v->name());
   }
   bb->set_returns(rets);
   anchor_ = nullptr;
@@ -343,6 +385,10 @@ GradGraphs differentiate(const Graph& g, const std::vector<bool>& requires_grad)
   std::vector<Value*> grad_outputs;
   for (size_t i = 0; i < r.num_outputs; ++i) {
     Value* out = fwd.outputs()[i];
+    if (out->type().is_list() && d.active(out))
+      throw Error("autodiff: output " + std::to_string(i) + " of graph '" + g.name() +
+                  "' is a list of tensors that carry gradients; the static backward receives gradients of tensor "
+                  "outputs only");
     grad_outputs.push_back(bwd.add_input(Type::tensor(), out->name().empty() ? "" : "grad_" + out->name()));
     top.accumulate(out, grad_outputs.back());
   }

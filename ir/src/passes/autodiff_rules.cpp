@@ -274,8 +274,34 @@ std::vector<Value*> plus(std::vector<Value*> in, const ListDim& d) {
   return in;
 }
 
+// cat and stack of one list value (`cat(parts, 0)` of a std::vector, or a
+// braced list the plugin built with list_append): the list's gradient is the
+// list of its elements' gradients, made at run time, when its length is known.
+bool list_operand(const Node& n) { return num_op_inputs(n) == 1 && n.input(0)->type().is_list(); }
+
+// `dim` as a host int of the backward: a constant, or the run-time value.
+Value* dim_value(Scope& s, const Node& n) {
+  if (auto d = dynamic_attr(n, "dim")) {
+    if (d->range || n.input(d->begin)->type().kind != Type::Kind::Int)
+      no_gradient(n, "with a run-time 'dim' that is not one host int has no gradient in a static graph");
+    return s.fwd(n.input(d->begin));
+  }
+  Node* c = s.emit("constant", {}, 0);
+  c->attrs()["value"] = n.has_attr("dim") ? n.i("dim") : int64_t{0};
+  return c->add_output(Type::int_());
+}
+
+std::vector<Value*> list_cat_stack_grad(Scope& s, const Node& n, Value* g) {
+  std::vector<Value*> out(n.inputs().size(), nullptr);
+  Value* dim = dim_value(s, n);
+  out[0] = n.op() == "cat" ? s.emit_list("list_split_like", {g, s.fwd(n.input(0)), dim})
+                           : s.emit_list("list_unbind", {g, dim});
+  return out;
+}
+
 // stack's gradient of input i: slice i of grad along dim, without that dim.
 std::vector<Value*> stack_grad(Scope& s, const Node& n, Value* g) {
+  if (list_operand(n)) return list_cat_stack_grad(s, n, g);
   const ListDim dim = list_dim(s, n);
   std::vector<Value*> out;
   for (size_t i = 0; i < num_op_inputs(n); ++i) {
@@ -289,6 +315,7 @@ std::vector<Value*> stack_grad(Scope& s, const Node& n, Value* g) {
 }
 
 std::vector<Value*> cat_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
+  if (list_operand(n)) return list_cat_stack_grad(s, n, g);
   const ListDim dim = list_dim(s, n);
   const size_t own = num_op_inputs(n);
   std::vector<Value*> in{g};
@@ -365,6 +392,29 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
 
 }  // namespace
 
+// The list primitives (ir.h) the forward uses: a list's gradient is a list
+// of its elements' gradients, one per element.
+static std::vector<Value*> list_primitive_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
+  if (n.op() == "list_append")  // list_append(l, t): t was the last element
+    return {wanted[0] ? s.emit_list("list_drop_last", {g}) : nullptr, wanted[1] ? s.emit1("list_last", {g}) : nullptr};
+  // list_get(l, i): g at element i, zeros elsewhere
+  return {s.emit_list("list_onehot", {s.fwd(n.input(0)), s.fwd(n.input(1)), g}), nullptr};
+}
+
+Flow gradient_flow(const Node& n) {
+  const std::string& op = n.op();
+  if (op == "list_append" || op == "list_get" || op == "reshape_dyn" || op == "slice_dyn" || op == "If" ||
+      op == "Loop" || op == "call" || op == "FusionGroup")
+    return Flow::Through;
+  // Reads of metadata: the size of a tensor or a list carries no gradient.
+  if (op == "defined" || op == "tensor_dim" || op == "tensor_size" || op == "tensor_numel" || op == "tensor_sizes" ||
+      op == "list_len")
+    return Flow::None;
+  const OpInfo* info = find_op(op);
+  if (!info || info->id > OpId::scaled_dot_product_attention) return Flow::Unknown;  // gradient ops included
+  return has_differentiable_outputs(n) ? Flow::Through : Flow::None;
+}
+
 bool has_differentiable_outputs(const Node& n) {
   // Views with run-time sizes (value_primitives.h): differentiable in their
   // tensor, so a gradient is never dropped silently.
@@ -377,6 +427,7 @@ bool has_differentiable_outputs(const Node& n) {
 std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,
                                  const std::vector<bool>& wanted) {
   const OpInfo* info = find_op(n.op());
+  if (n.op() == "list_append" || n.op() == "list_get") return list_primitive_grad(s, n, out_grads.at(0), wanted);
   if (n.op() == "reshape_dyn") return {s.emit1("reshape_as", {out_grads.at(0), s.fwd(n.input(0))})};
   if (n.op() == "slice_dyn") {
     // slice_backward with its bounds known at run time (value_primitives.h).

@@ -29,6 +29,10 @@ class Scope {
   // per `outputs`.
   Node* emit(const std::string& op, const std::vector<Value*>& inputs, size_t outputs = 1);
   Value* emit1(const std::string& op, const std::vector<Value*>& inputs) { return emit(op, inputs)->output(); }
+  // emit1 of a list primitive: its one output is a list.
+  Value* emit_list(const std::string& op, const std::vector<Value*>& inputs);
+  // Zeros shaped like backward value `like`: a tensor, or a list of them.
+  Value* zeros(Value* like);
 
   // Adds `g` to the gradient of forward value `v` (nothing when `v` carries
   // no gradient); the gradient so far, or null.
@@ -71,5 +75,11 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
 // Whether an op's outputs can carry gradients at all (false for comparisons,
 // argmax and the primitives).
 bool has_differentiable_outputs(const Node& n);
+
+// How a node passes on the gradients of its inputs: Through its outputs, None
+// (they provably carry none: comparisons, argmax, metadata reads), or Unknown
+// (autodiff must refuse the graph rather than drop a gradient).
+enum class Flow { Through, None, Unknown };
+Flow gradient_flow(const Node& n);
 
 }  // namespace graph::ir::autodiff_detail

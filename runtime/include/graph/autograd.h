@@ -117,6 +117,15 @@ Tensor sum_to(const Tensor& grad, const Shape& sizes);
 // one-element root when undefined).
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
+// The gradients that `outputs`, seeded with `grad_outputs` (an undefined one:
+// none), send to `targets` (each an input's edge: a producer's output or a
+// leaf), as torch.autograd.grad does: no leaf's grad() changes, nothing
+// upstream of a target runs, and the graph is kept (retain_graph). An
+// undefined result: no gradient reached that target. GRAPH_CHECK compares a
+// static graph's gradients with its eager body's through it.
+std::vector<Tensor> grad_at(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+                            const std::vector<Edge>& targets);
+
 }  // namespace graph::autograd
 
 namespace graph {

@@ -28,6 +28,7 @@
 #include "graph/cpu_isa.h"  // the fused loops' instruction-set variants
 #include "graph/reduce_order.h"  // the fused reductions' accumulation order
 #include "graph/error.h"
+#include "graph/list_grad.h"  // the static backward's gradients of lists
 #include "graph/static.h"
 #include "graph/tensor.h"
 

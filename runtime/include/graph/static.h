@@ -140,9 +140,13 @@ struct Results<std::pair<A, B>> {
   }
 };
 
-// GRAPH_CHECK=1: every graph call also runs the eager body (grad mode off)
-// and prints to stderr, per output, the largest |graph - eager|; the graph's
-// result is returned.
+// GRAPH_CHECK=1: every graph call also runs the eager body and prints to
+// stderr, per output, the largest |graph - eager|; the graph's result is
+// returned. When the call is one node on the tape (its inputs require grad),
+// the eager body runs with grad on, and that node's backward also runs the
+// eager body's backward and prints, per input gradient, the largest
+// difference (or that one side is undefined); a difference beyond tolerance
+// is also printed as an error at the function's line.
 bool check_enabled();
 
 class StaticFunction {
@@ -187,22 +191,29 @@ class StaticFunction {
   // GRAPH_CHECK: the eager result of the same call, compared output by output.
   template <class R, class E>
   void check(const R& graph_result, E& eager) {
-    R eager_result = [&] {
-      EagerTurn turn(this);
-      return eager();
-    }();
     Arg g[Results<R>::size], e[Results<R>::size];
     Results<R>::to_args(graph_result, g);
+    const bool on_tape = static_node_of(g, Results<R>::size);
+    R eager_result = [&] {
+      EagerTurn turn(this, /*grad=*/on_tape);
+      return eager();
+    }();
     Results<R>::to_args(eager_result, e);
     report_check(g, e, Results<R>::size);
+    if (on_tape) check_gradients(g, e, Results<R>::size);
   }
   // Prints "graph check: <function> (<source>): output k: max |graph - eager| = d".
   void report_check(const Arg* graph, const Arg* eager, size_t n);
+  // Whether the graph's outputs are one node on the tape (run_with_grad).
+  static bool static_node_of(const Arg* graph, size_t n);
+  // Makes that node's backward also run the eager outputs' backward and
+  // report the differences per input gradient.
+  void check_gradients(const Arg* graph, const Arg* eager, size_t n);
   // While alive, this thread's next call of this function runs its eager
-  // body, with grad mode off.
+  // body, with grad mode off unless `grad`.
   class EagerTurn {
    public:
-    explicit EagerTurn(const StaticFunction* f);
+    EagerTurn(const StaticFunction* f, bool grad);
     ~EagerTurn();
     EagerTurn(const EagerTurn&) = delete;
     EagerTurn& operator=(const EagerTurn&) = delete;

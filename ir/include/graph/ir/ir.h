@@ -26,6 +26,14 @@
 //   list_append(%l, %t)            %l with %t appended (a new list value)
 //   list_get(%l, %i)               element %i of %l (negative from the end)
 //   list_len(%l)                   the number of elements (an int)
+// The gradients of lists, which the autodiff pass emits (one gradient per
+// element; runtime: graph/list_grad.h):
+//   list_split_like(%g, %l, %dim)  cat's: %g cut along %dim like %l's elements
+//   list_unbind(%g, %dim)          stack's: %g's slices along %dim, dim removed
+//   list_add(%a, %b)               element by element
+//   list_zeros_like(%l)            zeros like each element
+//   list_last(%g), list_drop_last(%g)   list_append's: the tensor's, the list's
+//   list_onehot(%l, %i, %g)        list_get's: %g at %i, zeros like %l elsewhere
 //
 // If: input 0 is the condition (a bool scalar or a one-element tensor); two
 // blocks without parameters, each returning one value per If output.

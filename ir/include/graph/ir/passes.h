@@ -144,4 +144,10 @@ void dce(Graph& g);
 // (a bool tensor + 0 is i64, so it is not x). Postcondition: `g` verifies.
 void simplify(Graph& g);
 
+// cat and stack of a list built in place (list_new + list_append: a braced
+// list, push_backs outside loops) take its tensors as their operands, so that
+// they need no list at run time and their gradient needs none either
+// (unpack_lists.cpp). Precondition: `g` verifies. Postcondition: `g` verifies.
+void unpack_lists(Graph& g);
+
 }  // namespace graph::ir

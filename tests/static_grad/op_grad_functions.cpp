@@ -1,0 +1,100 @@
+// The functions of op_grad_functions.h: each applies one op (the inputs'
+// shapes and domains are op_grad_test.cpp's).
+#include "op_grad_functions.h"
+
+#include <vector>
+
+namespace og {
+using namespace graph;
+
+// ---- elementwise: a [2, 3] (positive for log, sqrt, rsqrt), b [3] or [2, 3]
+[[graph::static]] Tensor op_neg(const Tensor& a, const Tensor&, const Tensor&) { return -a; }
+[[graph::static]] Tensor op_abs(const Tensor& a, const Tensor&, const Tensor&) { return abs(a); }
+[[graph::static]] Tensor op_relu(const Tensor& a, const Tensor&, const Tensor&) { return relu(a); }
+[[graph::static]] Tensor op_exp(const Tensor& a, const Tensor&, const Tensor&) { return exp(a); }
+[[graph::static]] Tensor op_log(const Tensor& a, const Tensor&, const Tensor&) { return log(a); }
+[[graph::static]] Tensor op_sqrt(const Tensor& a, const Tensor&, const Tensor&) { return sqrt(a); }
+[[graph::static]] Tensor op_rsqrt(const Tensor& a, const Tensor&, const Tensor&) { return rsqrt(a); }
+[[graph::static]] Tensor op_tanh(const Tensor& a, const Tensor&, const Tensor&) { return tanh(a); }
+[[graph::static]] Tensor op_sigmoid(const Tensor& a, const Tensor&, const Tensor&) { return sigmoid(a); }
+[[graph::static]] Tensor op_erf(const Tensor& a, const Tensor&, const Tensor&) { return erf(a); }
+[[graph::static]] Tensor op_gelu(const Tensor& a, const Tensor&, const Tensor&) { return gelu(a); }
+[[graph::static]] Tensor op_silu(const Tensor& a, const Tensor&, const Tensor&) { return silu(a); }
+[[graph::static]] Tensor op_add(const Tensor& a, const Tensor& b, const Tensor&) { return a + b; }
+[[graph::static]] Tensor op_sub(const Tensor& a, const Tensor& b, const Tensor&) { return a - b; }
+[[graph::static]] Tensor op_mul(const Tensor& a, const Tensor& b, const Tensor&) { return a * b; }
+[[graph::static]] Tensor op_div(const Tensor& a, const Tensor& b, const Tensor&) { return a / b; }
+[[graph::static]] Tensor op_pow(const Tensor& a, const Tensor& b, const Tensor&) { return pow(a, b); }
+[[graph::static]] Tensor op_maximum(const Tensor& a, const Tensor& b, const Tensor&) { return maximum(a, b); }
+[[graph::static]] Tensor op_minimum(const Tensor& a, const Tensor& b, const Tensor&) { return minimum(a, b); }
+
+// ---- reductions over a [2, 3], b [2, 3]
+[[graph::static]] Tensor op_sum(const Tensor& a, const Tensor& b, const Tensor&) { return a.sum(1, true) * b.sum(); }
+[[graph::static]] Tensor op_mean(const Tensor& a, const Tensor&, const Tensor&) { return mean(a, 0); }
+[[graph::static]] Tensor op_amax(const Tensor& a, const Tensor&, const Tensor&) { return amax(a, Shape{1}); }
+[[graph::static]] Tensor op_amin(const Tensor& a, const Tensor&, const Tensor&) { return amin(a, Shape{0}, true); }
+
+// ---- library calls
+[[graph::static]] Tensor op_matmul(const Tensor& a, const Tensor& b, const Tensor&) { return matmul(a, b); }
+[[graph::static]] Tensor op_matmul_batched(const Tensor& a, const Tensor& b, const Tensor&) { return matmul(a, b); }
+[[graph::static]] Tensor op_conv2d(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return conv2d(a, b, c, {1, 2}, {1, 1});
+}
+[[graph::static]] Tensor op_conv2d_no_bias(const Tensor& a, const Tensor& b, const Tensor&) { return conv2d(a, b); }
+
+// ---- views of a [2, 3, 4] (t: [2, 3]; expand: [1, 3]; squeeze: [2, 1, 3])
+[[graph::static]] Tensor op_t(const Tensor& a, const Tensor&, const Tensor&) { return a.t() * 1.0; }
+[[graph::static]] Tensor op_transpose(const Tensor& a, const Tensor&, const Tensor&) { return a.transpose(0, 2) * 1.0; }
+[[graph::static]] Tensor op_permute(const Tensor& a, const Tensor&, const Tensor&) { return a.permute({2, 0, 1}) * 1.0; }
+[[graph::static]] Tensor op_reshape(const Tensor& a, const Tensor&, const Tensor&) { return a.reshape({4, -1}) * 1.0; }
+[[graph::static]] Tensor op_expand(const Tensor& a, const Tensor&, const Tensor&) { return a.expand({4, 3}) * 1.0; }
+[[graph::static]] Tensor op_slice(const Tensor& a, const Tensor&, const Tensor&) { return a.slice(2, 1, 4, 2) * 1.0; }
+[[graph::static]] Tensor op_squeeze(const Tensor& a, const Tensor&, const Tensor&) { return a.squeeze(1) * 1.0; }
+[[graph::static]] Tensor op_unsqueeze(const Tensor& a, const Tensor&, const Tensor&) { return a.unsqueeze(1) * 1.0; }
+[[graph::static]] Tensor op_flatten(const Tensor& a, const Tensor&, const Tensor&) { return a.flatten(1) * 1.0; }
+
+// ---- other kernels
+[[graph::static]] Tensor op_where(const Tensor& a, const Tensor& b, const Tensor&) { return where(a > 0.0, a, b); }
+[[graph::static]] Tensor op_softmax(const Tensor& a, const Tensor&, const Tensor&) { return softmax(a, 1); }
+[[graph::static]] Tensor op_log_softmax(const Tensor& a, const Tensor&, const Tensor&) { return log_softmax(a, 0); }
+[[graph::static]] Tensor op_linear(const Tensor& a, const Tensor& b, const Tensor& c) { return linear(a, b, c); }
+[[graph::static]] Tensor op_linear_no_bias(const Tensor& a, const Tensor& b, const Tensor&) { return linear(a, b); }
+[[graph::static]] Tensor op_layer_norm(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return layer_norm(a, {3}, b, c, 1e-5);
+}
+[[graph::static]] Tensor op_layer_norm_no_affine(const Tensor& a, const Tensor&, const Tensor&) {
+  return layer_norm(a, {2, 3});
+}
+[[graph::static]] Tensor op_max_pool2d(const Tensor& a, const Tensor&, const Tensor&) { return max_pool2d(a, {2, 2}); }
+[[graph::static]] Tensor op_avg_pool2d(const Tensor& a, const Tensor&, const Tensor&) {
+  return avg_pool2d(a, {3, 3}, {2, 2}, {1, 1});
+}
+[[graph::static]] Tensor op_embedding(const Tensor& a, const Tensor&, const Tensor& c) { return embedding(a, c); }
+[[graph::static]] Tensor op_cat(const Tensor& a, const Tensor& b, const Tensor&) { return cat({a, b * 2.0}, 1); }
+[[graph::static]] Tensor op_cat_vector(const Tensor& a, const Tensor& b, const Tensor&) {
+  std::vector<Tensor> parts;
+  parts.push_back(a);
+  parts.push_back(tanh(b));
+  parts.push_back(a * b);
+  return cat(parts, 0);
+}
+[[graph::static]] Tensor op_stack(const Tensor& a, const Tensor& b, const Tensor&) { return stack({a, b}, 1); }
+[[graph::static]] Tensor op_stack_vector(const Tensor& a, const Tensor& b, const Tensor&) {
+  std::vector<Tensor> parts;
+  for (int i = 0; i < 3; ++i) parts.push_back(a * b + i);
+  return stack(parts, -1);
+}
+[[graph::static]] Tensor op_dropout(const Tensor& a, const Tensor&, const Tensor&) { return dropout(a, 0.3, false); }
+[[graph::static]] Tensor op_mse_loss(const Tensor& a, const Tensor& b, const Tensor&) { return mse_loss(a, b); }
+[[graph::static]] Tensor op_cross_entropy(const Tensor& a, const Tensor&, const Tensor& c) { return cross_entropy(a, c); }
+[[graph::static]] Tensor op_scaled_dot_product_attention(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return scaled_dot_product_attention(a, b, c);
+}
+[[graph::static]] Tensor op_scaled_dot_product_attention_masked(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return scaled_dot_product_attention(a, b, c, a.slice(2, 0, 1) * b.slice(2, 0, 1).transpose(1, 2));
+}
+[[graph::static]] Tensor op_scaled_dot_product_attention_causal(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return scaled_dot_product_attention(a, b, c, Tensor(), 0.0, true);
+}
+
+}  // namespace og

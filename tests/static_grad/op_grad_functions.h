@@ -1,0 +1,24 @@
+#pragma once
+// One [[graph::static]] function per differentiable op of the op table (and
+// per optional operand or list form), for op_grad_test.cpp. Every function
+// has the same signature, so the test names it by op: og::op_<case>.
+#include <graph/graph.h>
+
+namespace og {
+using graph::Tensor;
+
+#define OG_CASES(X)                                                                                   \
+  X(neg) X(abs) X(relu) X(exp) X(log) X(sqrt) X(rsqrt) X(tanh) X(sigmoid) X(erf) X(gelu) X(silu)      \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                                            \
+  X(sum) X(mean) X(amax) X(amin) X(matmul) X(matmul_batched) X(conv2d) X(conv2d_no_bias)              \
+  X(t) X(transpose) X(permute) X(reshape) X(expand) X(slice) X(squeeze) X(unsqueeze) X(flatten)       \
+  X(where) X(softmax) X(log_softmax) X(linear) X(linear_no_bias) X(layer_norm) X(layer_norm_no_affine) \
+  X(max_pool2d) X(avg_pool2d) X(embedding) X(cat) X(cat_vector) X(stack) X(stack_vector) X(dropout)   \
+  X(mse_loss) X(cross_entropy) X(scaled_dot_product_attention) X(scaled_dot_product_attention_masked) \
+  X(scaled_dot_product_attention_causal)
+
+#define OG_DECLARE(name) Tensor op_##name(const Tensor& a, const Tensor& b, const Tensor& c);
+OG_CASES(OG_DECLARE)
+#undef OG_DECLARE
+
+}  // namespace og

@@ -1,0 +1,262 @@
+// Every op of the op table, differentiated through a static graph: for each
+// differentiable op, one or more [[graph::static]] functions that use it
+// (op_grad_functions.cpp: optional operands absent and present, lists braced
+// and built with push_back) are called with inputs that require grad; their
+// value and every input's gradient must equal eager autograd's, and float64
+// central differences of the eager body. The table below has one entry per
+// op-table entry, in order: adding an op without saying how it is tested
+// here fails the build of this test.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grad_check.h"
+#include "graph/op_table.h"
+#include "op_grad_functions.h"
+
+namespace {
+
+using graph::Tensor;
+using namespace sg_check;
+
+enum class Coverage {
+  Cases,       // `cases` names the og::op_<case> functions that use the op
+  NoGradient,  // the op has no gradient; `cases` says why
+  GradientOp,  // a gradient op the autodiff pass emits (tested through the others)
+};
+
+struct Entry {
+  std::string_view op;
+  Coverage coverage;
+  std::string_view cases;  // space-separated case names, or the reason
+};
+
+constexpr Entry kEntries[] = {
+    {"neg", Coverage::Cases, "neg"},
+    {"abs", Coverage::Cases, "abs"},
+    {"sign", Coverage::NoGradient, "piecewise constant (GRAPH_NO_GRAD)"},
+    {"relu", Coverage::Cases, "relu"},
+    {"exp", Coverage::Cases, "exp"},
+    {"log", Coverage::Cases, "log"},
+    {"sqrt", Coverage::Cases, "sqrt"},
+    {"rsqrt", Coverage::Cases, "rsqrt"},
+    {"tanh", Coverage::Cases, "tanh"},
+    {"sigmoid", Coverage::Cases, "sigmoid"},
+    {"erf", Coverage::Cases, "erf"},
+    {"gelu", Coverage::Cases, "gelu"},
+    {"silu", Coverage::Cases, "silu"},
+    {"logical_not", Coverage::NoGradient, "bool result"},
+    {"add", Coverage::Cases, "add"},
+    {"sub", Coverage::Cases, "sub"},
+    {"mul", Coverage::Cases, "mul"},
+    {"div", Coverage::Cases, "div"},
+    {"pow", Coverage::Cases, "pow"},
+    {"maximum", Coverage::Cases, "maximum"},
+    {"minimum", Coverage::Cases, "minimum"},
+    {"lt", Coverage::NoGradient, "bool result"},
+    {"le", Coverage::NoGradient, "bool result"},
+    {"gt", Coverage::NoGradient, "bool result"},
+    {"ge", Coverage::NoGradient, "bool result"},
+    {"eq", Coverage::NoGradient, "bool result"},
+    {"ne", Coverage::NoGradient, "bool result"},
+    {"sum", Coverage::Cases, "sum"},
+    {"mean", Coverage::Cases, "mean"},
+    {"amax", Coverage::Cases, "amax"},
+    {"amin", Coverage::Cases, "amin"},
+    {"argmax", Coverage::NoGradient, "index result"},
+    {"matmul", Coverage::Cases, "matmul matmul_batched"},
+    {"conv2d", Coverage::Cases, "conv2d conv2d_no_bias"},
+    {"t", Coverage::Cases, "t"},
+    {"transpose", Coverage::Cases, "transpose"},
+    {"permute", Coverage::Cases, "permute"},
+    {"reshape", Coverage::Cases, "reshape"},
+    {"expand", Coverage::Cases, "expand"},
+    {"slice", Coverage::Cases, "slice"},
+    {"squeeze", Coverage::Cases, "squeeze"},
+    {"unsqueeze", Coverage::Cases, "unsqueeze"},
+    {"flatten", Coverage::Cases, "flatten"},
+    {"where", Coverage::Cases, "where"},
+    {"softmax", Coverage::Cases, "softmax"},
+    {"log_softmax", Coverage::Cases, "log_softmax"},
+    {"linear", Coverage::Cases, "linear linear_no_bias"},
+    {"layer_norm", Coverage::Cases, "layer_norm layer_norm_no_affine"},
+    {"max_pool2d", Coverage::Cases, "max_pool2d"},
+    {"avg_pool2d", Coverage::Cases, "avg_pool2d"},
+    {"embedding", Coverage::Cases, "embedding"},
+    {"cat", Coverage::Cases, "cat cat_vector"},
+    {"stack", Coverage::Cases, "stack stack_vector"},
+    {"dropout", Coverage::Cases, "dropout"},  // while training: refused (StaticGrad.UndifferentiableGraph...)
+    {"mse_loss", Coverage::Cases, "mse_loss"},
+    {"cross_entropy", Coverage::Cases, "cross_entropy"},
+    {"scaled_dot_product_attention", Coverage::Cases,
+     "scaled_dot_product_attention scaled_dot_product_attention_masked scaled_dot_product_attention_causal"},
+    {"sum_to", Coverage::GradientOp, ""},
+    {"reshape_as", Coverage::GradientOp, ""},
+    {"zeros_like", Coverage::GradientOp, ""},
+    {"cat_backward", Coverage::GradientOp, ""},
+    {"sum_backward", Coverage::GradientOp, ""},
+    {"mean_backward", Coverage::GradientOp, ""},
+    {"amax_backward", Coverage::GradientOp, ""},
+    {"amin_backward", Coverage::GradientOp, ""},
+    {"matmul_backward", Coverage::GradientOp, ""},
+    {"conv2d_backward", Coverage::GradientOp, ""},
+    {"slice_backward", Coverage::GradientOp, ""},
+    {"linear_backward", Coverage::GradientOp, ""},
+    {"layer_norm_backward", Coverage::GradientOp, ""},
+    {"max_pool2d_backward", Coverage::GradientOp, ""},
+    {"avg_pool2d_backward", Coverage::GradientOp, ""},
+    {"embedding_backward", Coverage::GradientOp, ""},
+    {"mse_loss_backward", Coverage::GradientOp, ""},
+    {"cross_entropy_backward", Coverage::GradientOp, ""},
+    {"scaled_dot_product_attention_backward", Coverage::GradientOp, ""},
+};
+
+static_assert(std::size(kEntries) == graph::kNumOps,
+              "every op of the op table needs an entry in kEntries: a static function using it in "
+              "op_grad_functions.cpp, or why it has no gradient");
+consteval bool entries_follow_the_table() {
+  for (size_t i = 0; i < graph::kNumOps; ++i)
+    if (kEntries[i].op != graph::kOpTable[i].name) return false;
+  return true;
+}
+static_assert(entries_follow_the_table(), "kEntries must list the op table's ops in its order");
+
+// ---- the inputs of each case --------------------------------------------------
+
+using OpFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
+
+struct Case {
+  OpFn fn = nullptr;
+  std::vector<Tensor> inputs;  // three; unused ones are placeholders without grad
+  std::vector<size_t> no_grad;
+};
+
+Tensor in(graph::Shape s, float scale = 0.7f, float shift = -0.3f) { return pattern(s, scale, shift); }
+Tensor pos(graph::Shape s) { return pattern(s, 0.6f, 0.2f) + 1.5; }
+Tensor ints(std::initializer_list<int64_t> v) { return graph::tensor<int64_t>(v); }
+Tensor unused() { return graph::zeros({1}); }
+
+Case make(OpFn fn, std::vector<Tensor> inputs) {
+  Case c{fn, std::move(inputs), {}};
+  while (c.inputs.size() < 3) c.inputs.push_back(unused());
+  for (size_t i = 0; i < 3; ++i)
+    if (!graph::is_floating(c.inputs[i].dtype()) || (c.inputs[i].dim() == 1 && c.inputs[i].size(0) == 1))
+      c.no_grad.push_back(i);
+  return c;
+}
+
+Case case_named(std::string_view n) {
+  using namespace og;
+  const graph::Shape m{2, 3}, cube{2, 3, 4};
+#define OG_SAME(name) \
+  if (n == #name) return make(op_##name, {in(m)});
+  OG_SAME(neg) OG_SAME(abs) OG_SAME(relu) OG_SAME(exp) OG_SAME(tanh) OG_SAME(sigmoid) OG_SAME(erf) OG_SAME(gelu)
+  OG_SAME(silu) OG_SAME(mean) OG_SAME(amax) OG_SAME(amin) OG_SAME(t) OG_SAME(unsqueeze) OG_SAME(softmax)
+  OG_SAME(log_softmax) OG_SAME(dropout)
+#undef OG_SAME
+  if (n == "log") return make(op_log, {pos(m)});
+  if (n == "sqrt") return make(op_sqrt, {pos(m)});
+  if (n == "rsqrt") return make(op_rsqrt, {pos(m)});
+  if (n == "add") return make(op_add, {in(m), in({3}, 0.9f, 0.1f)});
+  if (n == "sub") return make(op_sub, {in(m), in({3}, 0.9f, 0.1f)});
+  if (n == "mul") return make(op_mul, {in(m), in({3}, 0.9f, 0.1f)});
+  if (n == "div") return make(op_div, {in(m), pos({3})});
+  if (n == "pow") return make(op_pow, {pos(m), in(m, 0.5f, 0.3f)});
+  if (n == "maximum") return make(op_maximum, {in(m), in(m, -0.45f, 0.35f)});
+  if (n == "minimum") return make(op_minimum, {in(m), in(m, -0.45f, 0.35f)});
+  if (n == "sum") return make(op_sum, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "matmul") return make(op_matmul, {in(m), in({3, 4}, 0.3f, -0.4f)});
+  if (n == "matmul_batched") return make(op_matmul_batched, {in(cube), in({4, 2}, 0.3f, -0.4f)});
+  if (n == "conv2d") return make(op_conv2d, {in({1, 2, 5, 4}, 0.2f, -0.1f), in({3, 2, 3, 3}, 0.3f, 0.2f), in({3})});
+  if (n == "conv2d_no_bias") return make(op_conv2d_no_bias, {in({1, 2, 5, 4}, 0.2f, -0.1f), in({3, 2, 3, 3}, 0.3f, 0.2f)});
+  if (n == "transpose") return make(op_transpose, {in(cube)});
+  if (n == "permute") return make(op_permute, {in(cube)});
+  if (n == "reshape") return make(op_reshape, {in(cube)});
+  if (n == "expand") return make(op_expand, {in({1, 3})});
+  if (n == "slice") return make(op_slice, {in(cube)});
+  if (n == "squeeze") return make(op_squeeze, {in({2, 1, 3})});
+  if (n == "flatten") return make(op_flatten, {in(cube)});
+  if (n == "where") return make(op_where, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "linear") return make(op_linear, {in(m), in({4, 3}, 0.3f, 0.2f), in({4}, 0.5f, -0.1f)});
+  if (n == "linear_no_bias") return make(op_linear_no_bias, {in(m), in({4, 3}, 0.3f, 0.2f)});
+  if (n == "layer_norm") return make(op_layer_norm, {in(m), in({3}, 0.5f, 0.4f), in({3}, 0.3f, -0.2f)});
+  if (n == "layer_norm_no_affine") return make(op_layer_norm_no_affine, {in({2, 2, 3})});
+  if (n == "max_pool2d") return make(op_max_pool2d, {in({1, 2, 4, 4}, 0.13f, -1.0f)});
+  if (n == "avg_pool2d") return make(op_avg_pool2d, {in({1, 2, 5, 5}, 0.1f, -1.0f)});
+  if (n == "embedding") return make(op_embedding, {in({5, 3}), unused(), ints({4, 0, 2, 4})});
+  if (n == "cat") return make(op_cat, {in(m), in({2, 2}, 0.4f, 0.1f)});
+  if (n == "cat_vector") return make(op_cat_vector, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "stack") return make(op_stack, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "stack_vector") return make(op_stack_vector, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "mse_loss") return make(op_mse_loss, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "cross_entropy") return make(op_cross_entropy, {in({3, 4}), unused(), ints({1, 3, 0})});
+  if (n == "scaled_dot_product_attention")
+    return make(op_scaled_dot_product_attention, {in(cube), in({2, 5, 4}, 0.3f, 0.1f), in({2, 5, 4}, 0.2f, -0.5f)});
+  if (n == "scaled_dot_product_attention_masked")
+    return make(op_scaled_dot_product_attention_masked,
+                {in(cube), in({2, 5, 4}, 0.3f, 0.1f), in({2, 5, 4}, 0.2f, -0.5f)});
+  if (n == "scaled_dot_product_attention_causal")
+    return make(op_scaled_dot_product_attention_causal, {in(cube), in(cube, 0.3f, 0.1f), in(cube, 0.2f, -0.5f)});
+  return {};
+}
+
+std::string mangled(std::string_view c) {
+  const std::string fn = "op_" + std::string(c);
+  return "_ZN2og" + std::to_string(fn.size()) + fn + "ERKN5graph6TensorES3_S3_";
+}
+
+std::vector<std::string> words(std::string_view s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = std::min(s.find(' ', i), s.size());
+    if (j > i) out.emplace_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+class OpGrad : public testing::TestWithParam<size_t> {};
+
+TEST_P(OpGrad, StaticGradientsEqualEagerAndFiniteDifferences) {
+  const Entry& e = kEntries[GetParam()];
+  const graph::OpInfo& info = graph::kOpTable[GetParam()];
+  switch (e.coverage) {
+    case Coverage::GradientOp:
+      EXPECT_TRUE(info.name.ends_with("_backward") || info.name == "sum_to" || info.name == "reshape_as" ||
+                  info.name == "zeros_like")
+          << info.name << " is not a gradient op";
+      return;
+    case Coverage::NoGradient:
+      // Only ops whose result cannot carry a gradient (or is piecewise constant).
+      EXPECT_TRUE(info.rule == graph::DTypeRule::ToBool || info.rule == graph::DTypeRule::ToIndex ||
+                  info.name == "sign")
+          << info.name << " claims no gradient";
+      return;
+    case Coverage::Cases: break;
+  }
+  const std::vector<std::string> cases = words(e.cases);
+  ASSERT_FALSE(cases.empty());
+  for (const std::string& name : cases) {
+    SCOPED_TRACE(name);
+    const Case c = case_named(name);
+    ASSERT_NE(c.fn, nullptr) << "no inputs for case '" << name << "' in case_named()";
+    for (graph::Mode mode : {graph::Mode::Static, graph::Mode::Interpret}) {
+      SCOPED_TRACE(mode == graph::Mode::Static ? "compiled" : "interpreted");
+      const std::string m = mangled(name);
+      check_gradients(m.c_str(),
+                      [fn = c.fn](const std::vector<Tensor>& x) {
+                        Tensor y = fn(x[0], x[1], x[2]);
+                        return (y * weights_like(y).to(y.dtype())).sum();
+                      },
+                      c.inputs, c.no_grad, mode);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryOp, OpGrad, testing::Range<size_t>(0, graph::kNumOps),
+                         [](const testing::TestParamInfo<size_t>& p) { return std::string(kEntries[p.param].op); });
+
+}  // namespace
