@@ -745,6 +745,59 @@ TEST(Autodiff, BadRequestsAreErrors) {
   expect_error([&] { ir::differentiate(*bad, {true}); }, {"malformed"});
 }
 
+// Lists carry gradients: a list's gradient is a list of per-element ones.
+// A Loop appends to a carried list; the list is read back at an index
+// computed in a second Loop (saved per iteration), stacked and concatenated.
+TEST(Autodiff, ListsAcrossLoopsCatAndStack) {
+  const char* text =
+      "graph f(%n : int, %x : Tensor, %w : Tensor) {\n"
+      "  %go : bool = constant{value=true}()\n"
+      "  %empty : list = list_new()\n"
+      "  %parts : list, %h : Tensor = Loop(%n, %go, %empty, %x)\n"
+      "    block(%i : int, %l : list, %a : Tensor) {\n"
+      "      %b : Tensor = mul(%a, %w)\n"
+      "      %c : Tensor = tanh(%b)\n"
+      "      %l2 : list = list_append(%l, %c)\n"
+      "      -> (%go, %l2, %c)\n"
+      "    }\n"
+      "  %one : int = constant{value=1}()\n"
+      "  %acc : Tensor = Loop(%n, %go, %x)\n"
+      "    block(%j : int, %s : Tensor) {\n"
+      "      %last : int = sub(%n, %j)\n"
+      "      %k : int = sub(%last, %one)\n"
+      "      %e : Tensor = list_get(%parts, %k)\n"
+      "      %ee : Tensor = mul(%e, %e)\n"
+      "      %s2 : Tensor = add(%s, %ee)\n"
+      "      -> (%go, %s2)\n"
+      "    }\n"
+      "  %with : list = list_append(%parts, %acc)\n"
+      "  %st : Tensor = stack{dim=0}(%with)\n"
+      "  %ct : Tensor = cat{dim=1}(%with)\n"
+      "  %total : Tensor = sum(%st)\n"
+      "  %cs : Tensor = sum(%ct)\n"
+      "  %hs : Tensor = sum(%h)\n"
+      "  %m : Tensor = mul(%cs, %hs)\n"
+      "  %y : Tensor = add(%total, %m)\n"
+      "  return (%y)\n"
+      "}\n";
+  for (int64_t n : {0, 1, 3}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    check_graph(text, {n, values({2, 3}, -1, 1, 90), values({2, 3}, 0.2, 0.9, 91)});
+  }
+}
+
+TEST(Autodiff, AListOutputCarryingGradientsIsRefused) {
+  auto g = ir::parse(
+      "graph f(%x : Tensor) {\n"
+      "  %e : list = list_new()\n"
+      "  %t : Tensor = tanh(%x)\n"
+      "  %l : list = list_append(%e, %t)\n"
+      "  return (%l)\n"
+      "}\n");
+  expect_error([&] { ir::differentiate(*g, {true}); }, {"output 0", "list of tensors", "tensor outputs only"});
+  EXPECT_NO_THROW(ir::differentiate(*g, {false}));
+}
+
 TEST(Autodiff, NestedLoopsNeedingPerIterationValuesAreAClearError) {
   auto g = ir::parse(
       "graph f(%x : Tensor) {\n"

@@ -81,7 +81,8 @@ std::vector<Pass> parse_pipeline(const std::string& names) {
 
 std::vector<Pass> default_pipeline() {
   return parse_pipeline(
-      "inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise, fuse_groups");
+      "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types, fuse_elementwise, "
+      "fuse_groups");
 }
 
 void run_pipeline(Graph& g, const std::vector<Pass>& steps, const PipelineOptions& options, const Module* module) {

@@ -122,6 +122,16 @@ consteval bool entries_follow_the_table() {
   return true;
 }
 static_assert(entries_follow_the_table(), "kEntries must list the op table's ops in its order");
+// The cases' objective reads one result per function: an op with several
+// outputs needs a case that uses each of them (extend case_named and
+// op_grad_functions.h with functions returning a std::tuple, as
+// static_grad_test's two_outputs does).
+consteval bool cases_have_one_output() {
+  for (size_t i = 0; i < graph::kNumOps; ++i)
+    if (kEntries[i].coverage == Coverage::Cases && graph::kOpTable[i].num_outputs != 1) return false;
+  return true;
+}
+static_assert(cases_have_one_output(), "an op with several outputs needs cases that use each output");
 
 // ---- the inputs of each case --------------------------------------------------
 

@@ -40,7 +40,7 @@ struct PipelineOptions {
   DType tensor_default = DType::Float32;
 };
 
-// inline_calls, infer_types, simplify, const_fold, cse, dce, infer_types,
+// inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types,
 // fuse_elementwise, fuse_groups: the order the plugin and graph-codegen use.
 // Types are inferred first because simplify only rewrites where it can prove
 // the dtype and shape unchanged, and again after the cleanups so fusion sees
