@@ -92,8 +92,8 @@ void check(const std::string& workload, const Tensor& cpu_ref, const Tensor& dev
   const double e = rel_error(cpu_ref, device_static);
   const bool ok = e <= tol;  // false for NaN
   if (!ok) ++failures;
-  std::printf("CHECK\t%s\t%.3g\t%s\tstatic on cuda vs eager on cpu, tolerance %.0e\n", workload.c_str(), e,
-              ok ? "OK" : "TOO LARGE", tol);
+  std::printf("CHECK\t%s\t%.3g\t%s\tstatic on cuda%s vs eager on cpu, tolerance %.0e\n", workload.c_str(), e,
+              ok ? "OK" : "TOO LARGE", graphs_on() ? " (CUDA graphs)" : "", tol);
   std::fflush(stdout);
 }
 
