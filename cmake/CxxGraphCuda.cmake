@@ -6,12 +6,14 @@ if(NOT CXXGRAPH_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # sm_80 SASS (A100) and compute_80 PTX, which the driver JIT-compiles on
-    # any newer GPU (Hopper, Blackwell): one nvcc pass over every kernel.
-    # Each architecture added costs another full pass; set
-    # CMAKE_CUDA_ARCHITECTURES for your GPU (e.g. 90 or native) to skip the JIT.
+    # Machine code (SASS) for sm_80 (A100) and sm_90 (H100/H200, the cards
+    # the device check runs on: no JIT at start, timings are of the real
+    # code), plus compute_90 PTX that the driver JIT-compiles on newer GPUs
+    # (Blackwell). That is two nvcc passes per .cu file (the PTX comes from
+    # the sm_90 pass); set CMAKE_CUDA_ARCHITECTURES (e.g. 90 or native) to
+    # build for one card only.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES "80")
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90")
     endif()
     # One CUDA runtime per process: the shared one that CUDA::cudart links
     # (the default, Static, would add cudart_static to every executable too).

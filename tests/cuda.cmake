@@ -46,3 +46,21 @@ foreach(_case IN ITEMS if_tensor loop)
     VERBATIM)
   target_sources(cuda_host_test PRIVATE ${_out})
 endforeach()
+
+# The one-call GPU check's bundle (tools/device_check.sh, docs/gpu-check.md):
+# packs what this build made (no building: CI built it all), checks that the
+# bundle is self-contained and within the device tool's carry limit, then
+# dry-runs it here, where the device tests skip with "no GPU". Packing is
+# mostly xz over ~100 MB of binaries and libraries (under a minute on two
+# cores); the dry run takes seconds more.
+if(CXXGRAPH_BUILD_PLUGIN AND CXXGRAPH_BUILD_EXAMPLES AND CXXGRAPH_BUILD_BENCH AND NOT CXXGRAPH_SANITIZE)
+  set(_bundle ${CMAKE_CURRENT_BINARY_DIR}/device_bundle/cxxgraph-device.tar.xz)
+  add_test(NAME device_bundle
+    COMMAND bash -c "set -e; '${PROJECT_SOURCE_DIR}/tools/device_check.sh' pack --no-build --build-dir '${CMAKE_BINARY_DIR}' --out '${_bundle}'
+                     '${PROJECT_SOURCE_DIR}/tools/device_check.sh' verify '${_bundle}'
+                     OUT='${CMAKE_CURRENT_BINARY_DIR}/device_bundle/out' '${PROJECT_SOURCE_DIR}/tools/device_check.sh' run --quick '${_bundle}'")
+  # Nothing may fail; without a GPU the summary must say that it is a dry run.
+  set_tests_properties(device_bundle PROPERTIES LABELS "cuda;device_bundle" TIMEOUT 600
+    PASS_REGULAR_EXPRESSION "device_check [^\n]*: (GPU|NO GPU \\(dry run\\))"
+    FAIL_REGULAR_EXPRESSION "FAILING|TIMEOUT|out of time|NOT FOUND")
+endif()

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <tuple>
 #include <vector>
 #include <string>
@@ -156,6 +157,39 @@ TEST_F(Cuda, AutogradFlowsThroughTheDevice) {
   graph::sum(graph::tanh(graph::matmul(x, w) * 2.0)).backward();
   ASSERT_EQ(gw_gpu.device(), graph::kCPU);  // to(kCUDA)'s backward brings it back
   expect_close(cuda(gw_gpu), w.grad(), 1e-4, "dL/dw");
+}
+
+// Module::to(kCUDA) and an optimizer on the device: parameters that are
+// device leaves get device gradients, and SGD with momentum and Adam update
+// them in place there, as the same steps on the CPU do.
+TEST_F(Cuda, ModulesMoveToTheDeviceAndOptimizersStepThere) {
+  for (int which = 0; which < 2; ++which) {
+    graph::manual_seed(11);
+    graph::nn::Linear cpu(8, 3), gpu(8, 3);
+    gpu->weight.detach().copy_(cpu->weight.detach());
+    gpu->bias.detach().copy_(cpu->bias.detach());
+    gpu->to(graph::kCUDA);
+    ASSERT_EQ(gpu->weight.device(), graph::kCUDA);
+    ASSERT_TRUE(gpu->weight.requires_grad());
+    auto make = [&](graph::nn::Linear& m) -> std::unique_ptr<graph::optim::Optimizer> {
+      if (which == 0) return std::make_unique<graph::optim::SGD>(m->parameters(), graph::optim::SGDOptions{0.1, 0.9});
+      return std::make_unique<graph::optim::Adam>(m->parameters(), graph::optim::AdamOptions{0.01});
+    };
+    auto opt_cpu = make(cpu), opt_gpu = make(gpu);
+    const Tensor x = signed_values({5, 8});
+    for (int step = 0; step < 3; ++step) {
+      for (auto [m, opt, in] : {std::tuple{&cpu, opt_cpu.get(), x}, std::tuple{&gpu, opt_gpu.get(), cuda(x)}}) {
+        opt->zero_grad();
+        graph::sum(graph::tanh((*m)->forward(in))).backward();
+        opt->step();
+      }
+    }
+    ASSERT_EQ(gpu->weight.grad().device(), graph::kCUDA);
+    expect_close(gpu->weight.detach(), cpu->weight.detach(), 1e-4, which ? "Adam weight" : "SGD weight");
+    expect_close(gpu->bias.detach(), cpu->bias.detach(), 1e-4, which ? "Adam bias" : "SGD bias");
+    gpu->to(graph::kCPU);
+    EXPECT_EQ(gpu->weight.device(), graph::kCPU);
+  }
 }
 
 TEST_F(Cuda, TheAllocatorReusesBlocksAcrossSteps) {

@@ -150,6 +150,19 @@ void Module::to(DType dtype) {
   for (auto& c : children_) c.second->to(dtype);
 }
 
+void Module::to(Device device) {
+  NoGradGuard no_grad;
+  for (auto& s : params_) {
+    Tensor& t = *s.tensor;
+    if (t.defined() && t.device() != device) t = as_parameter(t.to(device), t.requires_grad());
+  }
+  for (auto& s : buffers_) {
+    Tensor& t = *s.tensor;
+    if (t.defined() && t.device() != device) t = t.to(device).detach();
+  }
+  for (auto& c : children_) c.second->to(device);
+}
+
 // ---- initialization ----------------------------------------------------------
 
 namespace detail {

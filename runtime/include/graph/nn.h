@@ -108,6 +108,10 @@ class Module {
   // parameters); parameters stay leaves that require grad, with no gradient.
   // Optimizers built earlier keep the old tensors: build them afterwards.
   void to(DType dtype);
+  // Moves every parameter and buffer to `device` (a copy per tensor, as
+  // Tensor::to): parameters stay leaves with their requires_grad and no
+  // gradient. As with to(DType), build optimizers afterwards.
+  void to(Device device);
 
  private:
   struct Slot {
