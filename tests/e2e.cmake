@@ -1,7 +1,7 @@
 # End-to-end tests: annotated functions lowered by the plugin, compiled and
 # run against their eager bodies; the same binary under GRAPH_MODE=eager.
 # tolerance_test.cpp (reliability): the fused code against eager on random
-# inputs of several sizes, within README's tolerance; it lives here so that
+# inputs of several sizes, within the tolerance of docs/testing.md; it lives here so that
 # these functions' kernels are generated and compiled once.
 # break_test.cpp: graph breaks (break_functions.cpp), split into static
 # regions around the statements that run eagerly.

@@ -454,7 +454,7 @@ class GraphBuffers {
 // range runs oneDNN's matmul primitive instead, with b packed once into the
 // primitive's layout and kept (keyed on b's storage, geometry and
 // Tensor::version, so an in-place update packs again), the bias added by the
-// primitive: a few ulps from the eager op's sums (README, Static vs eager).
+// primitive: a few ulps from the eager op's sums (docs/bench/2026-11-25.md, Static vs eager).
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias);
 
