@@ -28,7 +28,7 @@
 
 #include "graph/autograd.h"
 #include "graph/error.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/ir/verifier.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"

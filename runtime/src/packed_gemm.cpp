@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "blas.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/parallel.h"
 #include "storage.h"
 

@@ -1,7 +1,10 @@
 #pragma once
 // Helpers for the C++ that codegen writes (graph-codegen, the plugin's
 // generator). Header-only so generated sources need nothing beyond the
-// runtime library. Users never call these directly.
+// runtime library. Users never call these directly: graph/detail/ holds the
+// headers only generated code and the runtime include, apart from the public
+// API (<graph/graph.h> and the headers beside it), and may change with any
+// release.
 //
 // A generated graph function first checks every input with the guards below
 // (kind, dtype, rank): a failed guard writes a reason into *why and the
