@@ -52,3 +52,12 @@ if(NOT CXXGRAPH_SANITIZE)
   set_tests_properties(e2e_subset_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
     FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
 endif()
+
+# Plugin-generated sources compile warning-free too (codegen.cmake): the graph
+# breaks' regions include graphs without inputs, and the Transformer example's
+# GELU loop calls erf, which no compiler vectorizes.
+cxxgraph_add_warning_tests(e2e_break_functions ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/e2e_test/e2e_break_functions.graph.cpp)
+if(CXXGRAPH_BUILD_EXAMPLES)
+  cxxgraph_add_warning_tests(example_transformer
+    ${PROJECT_BINARY_DIR}/examples/cxxgraph/example_transformer/transformer_encoder.graph.cpp)
+endif()
