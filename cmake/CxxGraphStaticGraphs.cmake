@@ -14,14 +14,41 @@
 # A depfile makes edits to the source or any header it includes re-run the
 # step. GENERATOR_FLAGS go to the generator only (e.g. -Werror=graph-fallback).
 #
-# Works from the build tree and from an install (find_package(CxxGraph)).
-# Other compilers than clang 19 may build the target: clang is only the
-# generator's front end.
+# Works from an install (find_package(CxxGraph)), from this build tree, and
+# from a project that includes the source tree (add_subdirectory or
+# FetchContent_MakeAvailable). Other compilers than clang 19 may build the
+# target: clang is only the generator's front end.
+
+# cxxgraph_set_generator(CLANG <clang++-19> PLUGIN <target> RUNTIME <target> HAS_CUDA <bool>)
+#
+# Records what cxxgraph_static_graphs() runs and links. They are global
+# properties, not variables: a project that adds the cxxgraph source tree
+# with add_subdirectory() calls cxxgraph_static_graphs() from its own
+# directories, where variables set in cxxgraph's scope are not visible
+# (functions and targets are global, variables are not).
+function(cxxgraph_set_generator)
+  cmake_parse_arguments(ARG "" "CLANG;PLUGIN;RUNTIME;HAS_CUDA" "" ${ARGN})
+  foreach(key CLANG PLUGIN RUNTIME)
+    if(NOT ARG_${key})
+      message(FATAL_ERROR "cxxgraph_set_generator: ${key} is required")
+    endif()
+  endforeach()
+  set_property(GLOBAL PROPERTY CXXGRAPH_GENERATOR_CLANG "${ARG_CLANG}")
+  set_property(GLOBAL PROPERTY CXXGRAPH_GENERATOR_PLUGIN_TARGET "${ARG_PLUGIN}")
+  set_property(GLOBAL PROPERTY CXXGRAPH_GENERATOR_RUNTIME_TARGET "${ARG_RUNTIME}")
+  set_property(GLOBAL PROPERTY CXXGRAPH_GENERATOR_HAS_CUDA "${ARG_HAS_CUDA}")
+endfunction()
 
 function(cxxgraph_static_graphs target)
   cmake_parse_arguments(ARG "" "" "SOURCES;GENERATOR_FLAGS" ${ARGN})
-  if(NOT CXXGRAPH_CLANG OR NOT TARGET ${CXXGRAPH_PLUGIN_TARGET})
-    message(FATAL_ERROR "cxxgraph_static_graphs: clang++-19 or the cxxgraph plugin is missing")
+  get_property(clang GLOBAL PROPERTY CXXGRAPH_GENERATOR_CLANG)
+  get_property(plugin GLOBAL PROPERTY CXXGRAPH_GENERATOR_PLUGIN_TARGET)
+  get_property(runtime GLOBAL PROPERTY CXXGRAPH_GENERATOR_RUNTIME_TARGET)
+  get_property(has_cuda GLOBAL PROPERTY CXXGRAPH_GENERATOR_HAS_CUDA)
+  if(NOT clang OR NOT plugin OR NOT TARGET "${plugin}")
+    message(FATAL_ERROR "cxxgraph_static_graphs: clang++-19 or the cxxgraph plugin is missing "
+                        "(clang: '${clang}', plugin target: '${plugin}'; a cxxgraph built with "
+                        "CXXGRAPH_BUILD_PLUGIN=OFF has no generator)")
   endif()
   get_target_property(src_dir ${target} SOURCE_DIR)
   set(sources ${ARG_SOURCES})
@@ -44,7 +71,7 @@ function(cxxgraph_static_graphs target)
   # compiles CUDA (enable_language(CUDA), which the cxxgraph build does).
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   set(with_cuda OFF)
-  if(CXXGRAPH_HAS_CUDA AND "CUDA" IN_LIST languages)
+  if(has_cuda AND "CUDA" IN_LIST languages)
     set(with_cuda ON)
   endif()
   foreach(src IN LISTS sources)
@@ -68,11 +95,11 @@ function(cxxgraph_static_graphs target)
     add_custom_command(
       OUTPUT ${copy} ${kernels} ${cuda_output}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${gen_dir}/${stem}
-      COMMAND ${CXXGRAPH_CLANG} -fsyntax-only -std=c++${std}
+      COMMAND ${clang} -fsyntax-only -std=c++${std}
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
               -Wno-unknown-warning-option ${ARG_GENERATOR_FLAGS}
-              -fplugin=$<TARGET_FILE:${CXXGRAPH_PLUGIN_TARGET}>
+              -fplugin=$<TARGET_FILE:${plugin}>
               -fplugin-arg-cxxgraph-copy=${copy}
               -fplugin-arg-cxxgraph-kernels=${kernels}
               ${cuda_option}
@@ -80,7 +107,7 @@ function(cxxgraph_static_graphs target)
               -MD -MF ${depfile} -MT ${copy}
               ${abs}
       DEPFILE ${depfile}
-      DEPENDS ${abs} ${CXXGRAPH_PLUGIN_TARGET}
+      DEPENDS ${abs} ${plugin}
       COMMENT "cxxgraph: lowering [[graph::static]] functions in ${rel}"
       COMMAND_EXPAND_LISTS VERBATIM)
     # Compile the copy instead of the original; quoted includes still resolve
@@ -95,7 +122,7 @@ function(cxxgraph_static_graphs target)
   if(kernel_sources)
     # An object library, linked in as objects, so registrars are never dropped.
     add_library(${target}_cxxgraph_kernels OBJECT ${kernel_sources})
-    target_link_libraries(${target}_cxxgraph_kernels PRIVATE ${CXXGRAPH_RUNTIME_TARGET})
+    target_link_libraries(${target}_cxxgraph_kernels PRIVATE ${runtime})
     # No fused multiply-add contraction: the fused loops' instruction-set
     # variants (graph/cpu_isa.h) and the eager kernels round a * b + c the
     # same way, so results are bitwise equal on every machine.

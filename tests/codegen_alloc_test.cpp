@@ -19,7 +19,7 @@
 
 #include "graph/graph.h"
 #include "graph/memory.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/static.h"
 
 extern "C" {

@@ -19,7 +19,7 @@
 #include "graph/cpu_isa.h"
 #include "graph/parallel.h"
 #include "graph/codegen/grad.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/passes.h"

@@ -17,7 +17,7 @@
 #include "graph/cuda/fused.h"
 #include "graph/cuda/launch.h"
 #include "graph/device_control.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/graph.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include "graph/cuda/fused.h"
 #include "graph/graph.h"
 #include "graph/static.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 
 namespace {
 

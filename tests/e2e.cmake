@@ -1,7 +1,7 @@
 # End-to-end tests: annotated functions lowered by the plugin, compiled and
 # run against their eager bodies; the same binary under GRAPH_MODE=eager.
 # tolerance_test.cpp (reliability): the fused code against eager on random
-# inputs of several sizes, within README's tolerance; it lives here so that
+# inputs of several sizes, within the tolerance of docs/testing.md; it lives here so that
 # these functions' kernels are generated and compiled once.
 # break_test.cpp: graph breaks (break_functions.cpp), split into static
 # regions around the statements that run eagerly.
@@ -51,4 +51,13 @@ if(NOT CXXGRAPH_SANITIZE)
   add_test(NAME e2e_subset_interpret COMMAND e2e_subset_test)
   set_tests_properties(e2e_subset_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
     FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+endif()
+
+# Plugin-generated sources compile warning-free too (codegen.cmake): the graph
+# breaks' regions include graphs without inputs, and the Transformer example's
+# GELU loop calls erf, which no compiler vectorizes.
+cxxgraph_add_warning_tests(e2e_break_functions ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/e2e_test/e2e_break_functions.graph.cpp)
+if(CXXGRAPH_BUILD_EXAMPLES)
+  cxxgraph_add_warning_tests(example_transformer
+    ${PROJECT_BINARY_DIR}/examples/cxxgraph/example_transformer/transformer_encoder.graph.cpp)
 endif()

@@ -4,7 +4,7 @@
 #    ThreadSanitizer build of tools/dev.sh builds and runs only this;
 #  - reliability_test (label reliability): errors inside graphs name the op,
 #    the shapes and the source line; NaN and infinities as in eager mode;
-#    (fused against eager on the e2e functions, within README's tolerance:
+#    (fused against eager on the e2e functions, within the tolerance of docs/testing.md:
 #    tolerance_test.cpp, built into e2e_test, which compiles those functions).
 set(_rel ${CMAKE_CURRENT_LIST_DIR}/reliability)
 

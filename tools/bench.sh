@@ -29,6 +29,7 @@ mkdir -p "$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cores=$(nproc --all)
 
+tools/setup.sh --bench  # Google Benchmark, Eigen, LibTorch: not in the default install
 echo "== bench: building bench_suite ($build)"
 [ -f "$build/build.ninja" ] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" --target bench_suite bench_models_plain

@@ -2,8 +2,9 @@
 # One entry point for people and CI:
 #   tools/dev.sh example    install what is missing, build, run the flagship example
 #   tools/dev.sh test       install what is missing, build, run the whole test suite,
-#                           fuzz the IR parser for a minute (tools/fuzz.sh 60), then
-#                           the sanitizer runs below
+#                           fuzz the IR parser for a minute (tools/fuzz.sh 60), the
+#                           tests that depend on the build type in a Release build
+#                           (<build>-rel), then the sanitizer runs below
 #   tools/dev.sh sanitize   the sanitizer runs only:
 #                           TSan build (<build>-tsan), tests labelled concurrency;
 #                           ASan+UBSan build (<build>-asan), the whole test suite
@@ -22,6 +23,18 @@ configure() {  # configure <dir> [cmake options...]
   shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "$@"
+}
+
+# The tests whose outcome depends on the build type (debug info: trace_test;
+# the command-line tools) in a Release build, where no -g is given: only what
+# they need, with the normal build's plugin and graph-codegen.
+release_tests() {
+  echo "== ${SECONDS}s in: the build-type-dependent tests in a Release build ($build-rel)"
+  configure "$build-rel" -DCMAKE_BUILD_TYPE=Release -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_BUILD_BENCH=OFF \
+    -DCXXGRAPH_CUDA=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so" \
+    -DCXXGRAPH_GENERATOR_CODEGEN="$(cd "$build" && pwd)/tools/graph-codegen"
+  cmake --build "$build-rel" --target trace_test graph-inspect graph-run
+  ctest --test-dir "$build-rel" -L "trace|cli" --output-on-failure -j2
 }
 
 sanitize() {
@@ -70,6 +83,7 @@ case "$cmd" in
     ctest --test-dir "$build" --output-on-failure -j2
     echo "== ${SECONDS}s in: fuzz: the IR text parser, 60 s (tools/fuzz.sh)"
     BUILD_DIR="$build" tools/fuzz.sh 60
+    release_tests
     sanitize
     ;;
   sanitize)

@@ -10,12 +10,15 @@
 // the first graph's registry key (default: the graph's name); --hash is the
 // body hash for all of them (default "0"); --print-ir prints the optimized IR;
 // --cuda also writes the CUDA kernels of the fusion groups (.graph.cu).
+// Exit codes: 0 success, 1 an unreadable or invalid graph, 2 bad arguments
+// (cli.h: -h/--help, --version, one-line usage errors).
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "graph/codegen/cpp.h"
 #include "graph/error.h"
 #include "graph/ir/ir.h"
@@ -23,10 +26,16 @@
 
 namespace {
 
-int usage() {
-  std::cerr << "usage: graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]\n";
-  return 2;
-}
+constexpr const char* kUsage = R"(usage: graph-codegen IN.graph OUT.cpp [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]
+       graph-codegen -h|--help|--version
+  Runs the pass pipeline on every graph of IN.graph (IR text) and writes the
+  C++ source that implements and registers them.
+  --mangled NAME  the first graph's registry key (default: its name)
+  --hash H        the body hash every graph is registered with (default: 0)
+  --print-ir      print the optimized IR on stdout
+  --cuda OUT.cu   also write the CUDA kernels of the fusion groups
+exit status: 0 success, 1 an unreadable or invalid graph, 2 bad arguments
+)";
 
 // "model.cpp:12" from the first node that carries a location, else the
 // .graph file itself.
@@ -41,19 +50,24 @@ std::string source_of(const graph::ir::Graph& g, const std::string& fallback) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const auto answered = graph::cli::answer_help_or_version(argc, argv, "graph-codegen", kUsage)) return *answered;
   std::vector<std::string> positional;
   std::string mangled, hash = "0", cuda_path;
   bool print_ir = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--mangled" && i + 1 < argc) mangled = argv[++i];
-    else if (a == "--hash" && i + 1 < argc) hash = argv[++i];
+    const bool valued = a == "--mangled" || a == "--hash" || a == "--cuda";
+    if (valued && i + 1 >= argc) return graph::cli::usage_error("graph-codegen", a + " needs a value");
+    if (a == "--mangled") mangled = argv[++i];
+    else if (a == "--hash") hash = argv[++i];
+    else if (a == "--cuda") cuda_path = argv[++i];
     else if (a == "--print-ir") print_ir = true;
-    else if (a == "--cuda" && i + 1 < argc) cuda_path = argv[++i];
-    else if (!a.empty() && a[0] == '-') return usage();
+    else if (a.size() > 1 && a[0] == '-') return graph::cli::usage_error("graph-codegen", "unknown option '" + a + "'");
     else positional.push_back(a);
   }
-  if (positional.size() != 2) return usage();
+  if (positional.size() != 2)
+    return graph::cli::usage_error("graph-codegen", "wants IN.graph and OUT.cpp, got " +
+                                                        std::to_string(positional.size()) + " arguments");
   const std::string& in_path = positional[0];
   const std::string& out_path = positional[1];
 

@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
 # Installs what cxxgraph needs on Debian 12 (bookworm), by package name, and
 # only what is missing. Safe to run again.
+#
+#   tools/setup.sh           what building and testing need (tools/dev.sh)
+#   tools/setup.sh --bench   that, plus the benchmarks' comparison libraries
+#                            (tools/bench.sh): Google Benchmark, Eigen,
+#                            LibTorch and PyTorch, whose Debian packages pull in
+#                            OpenCV, Qt, GDAL and FFmpeg: kept out of the default
+#                            install, the build skips what needs them.
 set -euo pipefail
+
+bench=0
+case "${1:-}" in
+  "") ;;
+  --bench) bench=1 ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "setup.sh: unknown option '$1'; tools/setup.sh --help shows the usage" >&2; exit 2 ;;
+esac
 
 packages=(
   cmake ninja-build g++ python3
@@ -12,9 +27,13 @@ packages=(
   libdnnl-dev                            # oneDNN: float GEMM (matmul, conv2d)
   libdw-dev                              # source lines in graph::trace's warnings
   graphviz                               # renders the generated .dot files
-  libbenchmark-dev libeigen3-dev         # tools/bench.sh: Google Benchmark, the Eigen reference
-  libtorch-dev python3-torch             # tools/bench.sh: the LibTorch and TorchScript columns
 )
+if ((bench)); then
+  packages+=(
+    libbenchmark-dev libeigen3-dev       # bench_suite: Google Benchmark, the Eigen reference
+    libtorch-dev python3-torch           # the LibTorch and TorchScript columns
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

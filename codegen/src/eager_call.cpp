@@ -174,7 +174,7 @@ bool Emitter::primitive(const ir::Node* n) {
          at_source(n, "list_get", "::graph::detail::list_get(" + in(0) + ", " + in(1) + ")") + ";");
   else if (op == "list_len") line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
   else if (list_gradient_primitive(op)) {
-    // The gradients of lists (graph/list_grad.h): one call each, inputs in order.
+    // The gradients of lists (graph/detail/list_grad.h): one call each, inputs in order.
     std::string args;
     for (size_t i = 0; i < n->inputs().size(); ++i) args += (i ? ", " : "") + in(i);
     const bool tensor = op == "list_last";

@@ -1,6 +1,6 @@
 // Gradients of static graphs for mixed execution (grad.h): differentiate the
 // lowered graph, optimize and fuse both halves, and write them as two more
-// GraphFns plus a CompiledGradient (runtime: graph/static_autograd.h).
+// GraphFns plus a CompiledGradient (runtime: graph/detail/static_autograd.h).
 #include <set>
 #include <sstream>
 

@@ -1,7 +1,7 @@
 // LeNet-5 with a [[graph::static]] forward, written as in LibTorch: the
 // modules' own forwards (conv1(x), fc1(x)). Conv2d keeps its stride and
 // padding as `Shape` members; the graph reads them at each call (run-time
-// attributes, README "What [[graph::static]] accepts today"), so a change
+// attributes, docs/user-guide.md, "What [[graph::static]] accepts today"), so a change
 // to conv1->padding after construction is seen by the next call.
 #include "lenet.h"
 

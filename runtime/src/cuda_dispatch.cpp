@@ -13,7 +13,7 @@
 #include "graph/cuda/dnn.h"
 #include "graph/cuda/fused.h"
 #include "graph/device_control.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/memory.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"

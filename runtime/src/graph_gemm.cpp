@@ -6,7 +6,7 @@
 // and a few ulps from eager's dnnl_sgemm sums.
 #include <climits>
 
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
 #include "packed_gemm.h"

@@ -28,8 +28,8 @@
 
 #include "graph/autograd.h"
 #include "graph/error.h"
-#include "graph/generated_support.h"
-#include "graph/list_grad.h"
+#include "graph/detail/generated_support.h"
+#include "graph/detail/list_grad.h"
 #include "graph/ir/verifier.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"

@@ -1,5 +1,5 @@
 // Gradients of lists of tensors (list_grad.h).
-#include "graph/list_grad.h"
+#include "graph/detail/list_grad.h"
 
 #include <string>
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "device.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/memory.h"
 
 namespace graph::detail {

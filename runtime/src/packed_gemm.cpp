@@ -17,7 +17,7 @@
 //
 // Numerics: the primitive sums over k in another order than dnnl_sgemm, so
 // static results differ from eager ones in the last bits (about 1e-6
-// relative for these sizes); see README, "Static vs eager".
+// relative for these sizes); see docs/bench/2026-11-25.md, "Static vs eager".
 #include "packed_gemm.h"
 
 #include <dnnl.hpp>
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "blas.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/parallel.h"
 #include "storage.h"
 

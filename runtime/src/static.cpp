@@ -16,10 +16,10 @@
 
 #include "graph/autograd.h"
 #include "graph/error.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "graph/ops.h"
 #include "graph/interpreter.h"
-#include "graph/static_autograd.h"
+#include "graph/detail/static_autograd.h"
 #include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/value_primitives.h"

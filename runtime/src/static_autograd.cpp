@@ -1,6 +1,6 @@
 // Mixed execution (static_autograd.h): a static graph as one node on the
 // eager tape, its backward the backward graph generated at build time.
-#include "graph/static_autograd.h"
+#include "graph/detail/static_autograd.h"
 
 #include <iterator>
 #include <memory>

@@ -13,7 +13,7 @@
 #include "graph/memory.h"
 #include "device.h"
 #include "graph/trace.h"
-#include "graph/generated_support.h"
+#include "graph/detail/generated_support.h"
 #include "storage.h"
 
 namespace graph {

@@ -2,7 +2,7 @@
 // (tests/e2e/static_functions.cpp, compiled into this test too), on random
 // inputs of several sizes: every element must satisfy
 //   |graph - eager| <= kTolerance * (1 + |eager|),
-// the tolerance README states. Both run the same graph::scalar bodies in
+// the tolerance docs/testing.md states. Both run the same graph::scalar bodies in
 // float, so in practice they agree exactly; the margin is for compilers that
 // contract a*b+c into an FMA in one path and not the other.
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "grad_check.h"
-#include "graph/static_autograd.h"
+#include "graph/detail/static_autograd.h"
 #include "list_functions.h"
 
 namespace {

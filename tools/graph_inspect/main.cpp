@@ -7,7 +7,7 @@
 // Reads the .graph / .opt.graph files cxxgraph_static_graphs() writes next
 // to the generated sources (catalog.h); never runs a graph. Exit codes: 0
 // success, 1 an error (unknown graph, unreadable build, failing dot), 2 bad
-// arguments.
+// arguments (cli.h: -h/--help, --version, one-line usage errors).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "catalog.h"
+#include "cli.h"
 #include "dot.h"
 #include "graph/error.h"
 #include "graph/ir/ir.h"
@@ -26,6 +27,7 @@ using namespace graph::inspect;
 namespace ir = graph::ir;
 
 constexpr const char* kUsage = R"(usage: graph-inspect [--build DIR] COMMAND ...
+       graph-inspect -h|--help|--version
   --build DIR   the build directory to look in (default: the current directory);
                 every <DIR>/**/cxxgraph/<target>/<source>/<fn>.graph is a graph
 commands:
@@ -79,7 +81,6 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--lowered" || arg == "--optimized" || arg == "--fusion" || arg == "--memory" ||
                arg == "--source-map")
       a.sections.push_back(arg.substr(2));
-    else if (arg == "-h" || arg == "--help") throw UsageError("");
     else if (arg.size() > 1 && arg[0] == '-') throw UsageError("unknown option '" + arg + "'");
     else positional.push_back(arg);
   }
@@ -191,13 +192,12 @@ void render_graph(const GraphFiles& files, const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const auto answered = graph::cli::answer_help_or_version(argc, argv, "graph-inspect", kUsage)) return *answered;
   Args args;
   try {
     args = parse_args(argc, argv);
   } catch (const UsageError& e) {
-    if (*e.what()) std::cerr << "graph-inspect: " << e.what() << "\n";
-    std::cerr << kUsage;
-    return 2;
+    return graph::cli::usage_error("graph-inspect", e.what());
   }
   try {
     const bool file_given = args.graph.size() > 6 && args.graph.ends_with(".graph");

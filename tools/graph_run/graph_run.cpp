@@ -9,7 +9,8 @@
 // float or bool. Outputs go to one tensor file (output0, output1, ...; scalars
 // as 0-d tensors) and/or to stdout. Helper modes write and show tensor files
 // and pack a .graph file plus parameters into a saved graph. Exit codes: 0
-// success, 1 a bad file or a failing run, 2 bad arguments.
+// success, 1 a bad file or a failing run, 2 bad arguments (cli.h: -h/--help,
+// --version, one-line usage errors).
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "graph/error.h"
 #include "graph/nn.h"
 #include "graph/saved_graph.h"
@@ -28,6 +30,7 @@ namespace {
 using namespace graph;
 
 constexpr const char* kUsage = R"(usage:
+  graph-run -h|--help|--version
   graph-run MODEL [--input NAME=VALUE]... [--output FILE] [--print] [--threads N]
       runs the saved graph MODEL. Every free input is given once: a tensor
       input's VALUE is a tensor file (its only tensor, or the one named NAME);
@@ -267,10 +270,6 @@ int dispatch(const std::vector<std::string>& args) {
   if (args.empty()) throw UsageError("no arguments");
   const std::string& mode = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (mode == "--help" || mode == "-h") {
-    std::cout << kUsage;
-    return 0;
-  }
   if (mode == "--make-tensor") return make_tensor(rest);
   if (mode == "--show") return show(rest);
   if (mode == "--pack") return pack(rest);
@@ -281,11 +280,11 @@ int dispatch(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const auto answered = graph::cli::answer_help_or_version(argc, argv, "graph-run", kUsage)) return *answered;
   try {
     return dispatch(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageError& e) {
-    std::cerr << "graph-run: " << e.what() << "\n(graph-run --help shows the usage)\n";
-    return 2;
+    return graph::cli::usage_error("graph-run", e.what());
   } catch (const std::exception& e) {  // graph::Error, and bad_alloc on a huge input file
     std::cerr << "graph-run: " << e.what() << "\n";
     return 1;

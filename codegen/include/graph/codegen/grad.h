@@ -2,7 +2,7 @@
 // Gradients of static graphs, made at build time (mixed execution).
 //
 // A [[graph::static]] function called with inputs that require grad becomes
-// one node on the eager tape (runtime: graph/static_autograd.h). For that the
+// one node on the eager tape (runtime: graph/detail/static_autograd.h). For that the
 // generator writes, next to the graph's own function, two more GraphFns:
 //
 //   <fn>_forward  (inputs...)                 -> (outputs..., saved...)

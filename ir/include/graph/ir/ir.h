@@ -27,7 +27,7 @@
 //   list_get(%l, %i)               element %i of %l (negative from the end)
 //   list_len(%l)                   the number of elements (an int)
 // The gradients of lists, which the autodiff pass emits (one gradient per
-// element; runtime: graph/list_grad.h):
+// element; runtime: graph/detail/list_grad.h):
 //   list_split_like(%g, %l, %dim)  cat's: %g cut along %dim like %l's elements
 //   list_unbind(%g, %dim)          stack's: %g's slices along %dim, dim removed
 //   list_add(%a, %b)               element by element

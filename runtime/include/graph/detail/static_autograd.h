@@ -1,5 +1,6 @@
 #pragma once
 // Mixed execution: a [[graph::static]] function inside eager autograd.
+// Not public API (graph/detail/): generated code and the runtime use it.
 //
 // Called with grad mode on and a tensor input that requires grad, a static
 // function runs the forward graph generated at build time (its outputs plus

@@ -1,7 +1,10 @@
 #pragma once
 // Helpers for the C++ that codegen writes (graph-codegen, the plugin's
 // generator). Header-only so generated sources need nothing beyond the
-// runtime library. Users never call these directly.
+// runtime library. Users never call these directly: graph/detail/ holds the
+// headers only generated code and the runtime include, apart from the public
+// API (<graph/graph.h> and the headers beside it), and may change with any
+// release.
 //
 // A generated graph function first checks every input with the guards below
 // (kind, dtype, rank): a failed guard writes a reason into *why and the
@@ -28,7 +31,7 @@
 #include "graph/cpu_isa.h"  // the fused loops' instruction-set variants
 #include "graph/reduce_order.h"  // the fused reductions' accumulation order
 #include "graph/error.h"
-#include "graph/list_grad.h"  // the static backward's gradients of lists
+#include "graph/detail/list_grad.h"  // the static backward's gradients of lists
 #include "graph/static.h"
 #include "graph/tensor.h"
 
@@ -40,8 +43,14 @@
 // iteration reads and writes element i only and no output overlaps another
 // operand, so telling the compiler there is no loop-carried dependence is
 // what __restrict already says.
+// Clang needs no hint: the loop sits in a function whose pointer parameters
+// are __restrict (fusion_kernel.cpp), which it takes as noalias, and it
+// vectorizes the same loops without one. Its hint, vectorize(assume_safety),
+// would also force vectorization, and a loop that cannot be vectorized (a
+// call to erf in gelu) would then warn at every build
+// (-Wpass-failed=transform-warning).
 #if defined(__clang__)
-#define GRAPH_DENSE_LOOP _Pragma("clang loop vectorize(assume_safety)")
+#define GRAPH_DENSE_LOOP
 #elif defined(__GNUC__)
 #define GRAPH_DENSE_LOOP _Pragma("GCC ivdep")
 #else
@@ -455,7 +464,7 @@ class GraphBuffers {
 // range runs oneDNN's matmul primitive instead, with b packed once into the
 // primitive's layout and kept (keyed on b's storage, geometry and
 // Tensor::version, so an in-place update packs again), the bias added by the
-// primitive: a few ulps from the eager op's sums (README, Static vs eager).
+// primitive: a few ulps from the eager op's sums (docs/bench/2026-11-25.md, Static vs eager).
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias);
 

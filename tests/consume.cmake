@@ -1,0 +1,17 @@
+# A user project that includes the source tree instead of an installed package,
+# with add_subdirectory() and with FetchContent, its target compiled by GCC and
+# by clang 19. Each builds cxxgraph's runtime once more (label consume, slow).
+foreach(_style add_subdirectory fetchcontent)
+  foreach(_name gcc clang)
+    set(_cxx g++)
+    if(_name STREQUAL "clang")
+      set(_cxx clang++-19)
+    endif()
+    set(_test consume_${_style}_${_name})
+    add_test(NAME ${_test}
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/consume/run_consume_test.sh ${_style} ${_cxx} ${PROJECT_SOURCE_DIR}
+              ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/${_test})
+    set_tests_properties(${_test} PROPERTIES LABELS "consume;slow" TIMEOUT 900
+      PASS_REGULAR_EXPRESSION "consume test \\(${_style}, [^)]*\\): OK")
+  endforeach()
+endforeach()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds a user project that includes the cxxgraph source tree
+# (add_subdirectory or FetchContent, tests/consume/<style>/CMakeLists.txt),
+# with <compiler> compiling the user's target, and runs it: the program exits
+# 0 only if the compiled graph ran and matched eager mode (the sources are
+# tests/install/user_project's).
+#
+# To keep CI short, the included cxxgraph loads the plugin and graph-codegen
+# this build made (CXXGRAPH_GENERATOR_PLUGIN/_CODEGEN: an imported plugin
+# target, found through the same global properties as a built one), leaves
+# out CUDA and builds with no build type (no -O3 kernels); only the targets
+# `app` needs are built (about the runtime and IR libraries).
+# usage: run_consume_test.sh <add_subdirectory|fetchcontent> <c++ compiler>
+#                            <cxxgraph source dir> <cxxgraph build dir> <scratch dir>
+set -euo pipefail
+style=$1
+cxx=$2
+source_dir=$(cd "$3" && pwd)
+build=$(cd "$4" && pwd)
+scratch=$5
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$scratch"
+mkdir -p "$scratch/src"
+cp "$here/../install/user_project/"*.cpp "$here/../install/user_project/"*.h "$scratch/src/"
+cp "$here/$style/CMakeLists.txt" "$scratch/src/"
+
+cmake -S "$scratch/src" -B "$scratch/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCXXGRAPH_SOURCE_DIR="$source_dir" -DCXXGRAPH_CUDA=OFF \
+  -DCXXGRAPH_GENERATOR_PLUGIN="$build/plugin/cxxgraph-plugin.so" \
+  -DCXXGRAPH_GENERATOR_CODEGEN="$build/tools/graph-codegen" >"$scratch/configure.log" || {
+  cat "$scratch/configure.log"; echo "FAIL: configure"; exit 1; }
+# Included, cxxgraph builds no tests, examples or benchmarks of its own.
+if grep -q '^CXXGRAPH_BUILD_TESTS:BOOL=ON' "$scratch/build/CMakeCache.txt"; then
+  echo "FAIL: an included cxxgraph turned its tests on"; exit 1
+fi
+cmake --build "$scratch/build" --target app
+test -f "$scratch/build/cxxgraph/app/layer.graph.cpp" || {
+  echo "FAIL: no generated kernels in $scratch/build/cxxgraph/app"; exit 1; }
+"$scratch/build/app"
+echo "consume test ($style, $cxx): OK"
