@@ -1,5 +1,6 @@
-// The Clang glue of cxxgraph: registers [[graph::static]], finds the tagged
-// functions after parsing, lowers each (Lower.h), and writes
+// The Clang glue of cxxgraph: the plugin action and its options, and the
+// consumer that finds the functions tagged [[graph::static]] (Attribute.cpp)
+// after parsing, lowers each (lower/Lower.h), and writes
 //   - the source copy with a one-line dispatch prologue in each lowered body
 //     (option copy=PATH; starts with #line 1 "<original>");
 //   - the generated CPU kernels and their registrars (option kernels=PATH);
@@ -11,8 +12,6 @@
 // into Clang's frames: every entry point catches and reports.
 //
 // Options reach the plugin as -fplugin-arg-cxxgraph-<key>=<value>.
-#include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -21,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "Attribute.h"
+#include "Diagnostics.h"
 #include "Lower.h"
 #include "Rewrite.h"
 #include "Split.h"
@@ -28,13 +29,9 @@
 #include "clang/AST/Attr.h"
 #include "clang/AST/Mangle.h"
 #include "clang/AST/RecursiveASTVisitor.h"
-#include "clang/Basic/DiagnosticSema.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendPluginRegistry.h"
-#include "clang/Lex/Lexer.h"
 #include "clang/Rewrite/Core/Rewriter.h"
-#include "clang/Sema/ParsedAttr.h"
-#include "clang/Sema/Sema.h"
 #include "graph/codegen/cpp.h"
 #include "graph/codegen/grad.h"
 #include "graph/ir/passes.h"
@@ -48,151 +45,37 @@ using namespace clang;
 
 namespace {
 
-constexpr const char* kTag = "graph.static";
-
-// ---- the attribute ------------------------------------------------------
-// The handler runs before the body is parsed, so it only tags the function.
-// Misplaced attributes get Clang's own diagnostics, naming the attribute in
-// full ('static' alone would read like the keyword). These run inside Sema:
-// nothing may throw out of them.
-constexpr const char* kAttrName = "'graph::static'";
-
-struct StaticAttrInfo : public ParsedAttrInfo {
-  StaticAttrInfo() {
-    static constexpr Spelling kSpellings[] = {{ParsedAttr::AS_CXX11, "graph::static"}};
-    Spellings = kSpellings;
-  }
-
-  bool diagAppertainsToDecl(Sema& s, const ParsedAttr& attr, const Decl* d) const override {
-    if (isa<FunctionDecl>(d)) return true;
-    wrong_subject(s, attr);
-    return false;
-  }
-
-  // Without this, Clang rejects the attribute on a statement with an error.
-  bool diagAppertainsToStmt(Sema& s, const ParsedAttr& attr, const Stmt*) const override {
-    wrong_subject(s, attr);
-    return false;
-  }
-
-  AttrHandling handleDeclAttribute(Sema& s, Decl* d, const ParsedAttr& attr) const override {
-    try {
-      if (has_argument_list(s, attr)) {
-        s.Diag(attr.getLoc(), diag::err_attribute_wrong_number_arguments) << kAttrName << 0;
-        return AttributeNotApplied;
-      }
-      d->addAttr(AnnotateAttr::Create(s.Context, kTag, nullptr, 0, attr.getRange()));
-      return AttributeApplied;
-    } catch (...) {
-      return AttributeNotApplied;
-    }
-  }
-
- private:
-  // Clang skips the argument list of a plugin attribute without parsing it
-  // (getNumArgs() is 0 even for `(1)`): look at the token after the name.
-  static bool has_argument_list(Sema& s, const ParsedAttr& attr) {
-    if (attr.getNumArgs() > 0) return true;
-    SourceLocation name = attr.getRange().getEnd();
-    if (name.isInvalid()) return false;
-    const SourceManager& sm = s.getSourceManager();
-    std::optional<Token> next = Lexer::findNextToken(sm.getSpellingLoc(name), sm, s.getLangOpts());
-    return next && next->is(tok::l_paren);
-  }
-
-  static void wrong_subject(Sema& s, const ParsedAttr& attr) {
-    try {
-      s.Diag(attr.getLoc(), diag::warn_attribute_wrong_decl_type_str)
-          << kAttrName << attr.isRegularKeywordAttribute() << "functions";
-    } catch (...) {
-    }
-  }
-};
-
-ParsedAttrInfoRegistry::Add<StaticAttrInfo> kAttr("graph_static", "[[graph::static]]: compile to a static graph");
-
 // ---- options ------------------------------------------------------------
+// Every option, its parsing and its -help line in one place.
 struct Options {
   std::string copy;       // rewritten source
   std::string kernels;    // generated .graph.cpp
   std::string cuda;       // generated .graph.cu
   std::string graph_dir;  // .graph files
   bool active() const { return !copy.empty() || !kernels.empty() || !cuda.empty(); }
-};
 
-// ---- diagnostics --------------------------------------------------------
-// The one place for the message style: lowercase, names quoted (quote() in
-// Lower.h), no trailing period; styled() enforces the first and the last for
-// every message reported here. The flag is named in the text because plugin
-// diagnostics cannot join a warning group in Clang 19. -Wno-graph-fallback
-// and -Werror=graph-fallback given to the generator are honoured here. The
-// same message at the same place is reported once.
-std::string styled(std::string m) {
-  while (!m.empty() && (m.back() == '.' || std::isspace(static_cast<unsigned char>(m.back())))) m.pop_back();
-  if (m.size() > 1 && std::isupper(static_cast<unsigned char>(m[0])) &&
-      !std::isupper(static_cast<unsigned char>(m[1])))
-    m[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(m[0])));
-  return m;
-}
+  static constexpr const char* kHelp =
+      "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
+      "  copy=PATH       write the source with dispatch prologues to PATH\n"
+      "  kernels=PATH    write the generated CPU kernels to PATH\n"
+      "  cuda=PATH       write the generated CUDA kernels (.graph.cu) to PATH\n"
+      "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
 
-class Diagnostics {
- public:
-  explicit Diagnostics(CompilerInstance& ci) : engine_(ci.getDiagnostics()) {
-    DiagnosticsEngine::Level level = DiagnosticsEngine::Warning;
-    for (const std::string& w : ci.getDiagnosticOpts().Warnings) {
-      if (w == "no-graph-fallback") level = DiagnosticsEngine::Ignored;
-      if (w == "graph-fallback" && level == DiagnosticsEngine::Ignored) level = DiagnosticsEngine::Warning;
-      if (w == "error=graph-fallback") level = DiagnosticsEngine::Error;
-      if (w == "no-error=graph-fallback" && level == DiagnosticsEngine::Error) level = DiagnosticsEngine::Warning;
-    }
-    fallback_ = engine_.getCustomDiagID(level, "%0 [-Wgraph-fallback]");
-    eager_note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "%0 will run eagerly");
-    note_ = engine_.getCustomDiagID(DiagnosticsEngine::Note, "%0");
-    error_ = engine_.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: %0");
-    internal_ = engine_.getCustomDiagID(DiagnosticsEngine::Warning,
-                                        "cxxgraph internal error compiling %0 (it will run eagerly): %1");
+  // Takes KEY=VALUE (or `help`); false for an unknown key.
+  bool set(const std::string& arg) {
+    auto eq = arg.find('=');
+    std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (key == "copy") copy = value;
+    else if (key == "kernels") kernels = value;
+    else if (key == "cuda") cuda = value;
+    else if (key == "graph-dir") graph_dir = value;
+    else if (key == "help") llvm::errs() << kHelp;
+    else return false;
+    return true;
   }
-
-  void fallback(SourceLocation at, const std::string& why, const FunctionDecl* fd,
-                const std::vector<std::pair<SourceLocation, std::string>>& notes = {}) {
-    if (!seen_.insert({at.getRawEncoding(), why}).second) return;
-    engine_.Report(at, fallback_) << styled(why);
-    for (const auto& [where, what] : notes)
-      if (where.isValid()) engine_.Report(where, note_) << styled(what);
-    engine_.Report(fd->getLocation(), eager_note_) << display(fd);
-  }
-  // A statement that runs eagerly between static regions (a graph break);
-  // `what` names what runs eagerly ("it", or the statement containing it).
-  void graph_break(SourceLocation at, const std::string& why, const std::string& what, const std::string& where,
-                   const std::vector<std::pair<SourceLocation, std::string>>& notes) {
-    if (!seen_.insert({at.getRawEncoding(), why}).second) return;
-    engine_.Report(at, fallback_) << styled(why) + "; " + what + " runs eagerly " + where;
-    for (const auto& [loc, what] : notes)
-      if (loc.isValid()) engine_.Report(loc, note_) << styled(what);
-  }
-  void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << styled(what); }
-  void internal(const FunctionDecl* fd, const std::string& what) {
-    engine_.Report(fd->getLocation(), internal_) << display(fd) << styled(what);
-  }
-
- private:
-  static std::string display(const FunctionDecl* fd) {
-    if (const auto* m = dyn_cast<CXXMethodDecl>(fd); m && m->getParent()->isLambda()) return "this lambda";
-    return quote(fd->getNameAsString());
-  }
-
-  DiagnosticsEngine& engine_;
-  unsigned fallback_, eager_note_, note_, error_, internal_;
-  std::set<std::pair<unsigned, std::string>> seen_;
 };
 
 // ---- the consumer -------------------------------------------------------
-bool tagged(const Decl* d) {
-  if (d->hasAttr<AnnotateAttr>())
-    for (const auto* a : d->specific_attrs<AnnotateAttr>())
-      if (a->getAnnotation() == kTag) return true;
-  return false;
-}
 
 // The annotated definitions, each once: a template's pattern but none of its
 // instantiations (they share its source; the pattern gets the diagnostic),
@@ -230,7 +113,6 @@ bool write_file(const std::string& path, const std::string& text, std::string& e
   }
   return true;
 }
-
 
 class Consumer : public ASTConsumer {
  public:
@@ -458,24 +340,11 @@ class Action : public PluginASTAction {
   bool ParseArgs(const CompilerInstance& ci, const std::vector<std::string>& args) override {
     DiagnosticsEngine& d = ci.getDiagnostics();
     try {
-      for (const std::string& a : args) {
-        auto eq = a.find('=');
-        std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
-        if (key == "copy") opts_.copy = value;
-        else if (key == "kernels") opts_.kernels = value;
-        else if (key == "cuda") opts_.cuda = value;
-        else if (key == "graph-dir") opts_.graph_dir = value;
-        else if (key == "help") {
-          llvm::errs() << "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
-                          "  copy=PATH       write the source with dispatch prologues to PATH\n"
-                          "  kernels=PATH    write the generated CPU kernels to PATH\n"
-                          "  cuda=PATH       write the generated CUDA kernels (.graph.cu) to PATH\n"
-                          "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
-        } else {
+      for (const std::string& a : args)
+        if (!opts_.set(a)) {
           d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: unknown plugin option '%0'")) << a;
           return false;
         }
-      }
       return true;
     } catch (...) {
       d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: internal error reading the plugin options"));
