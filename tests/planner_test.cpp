@@ -95,8 +95,8 @@ TEST(Planner, IslandInsideIfSplitsAroundTheWholeIf) {
   EXPECT_EQ(p.layout.regions[1].from, 2u);
   EXPECT_TRUE(p.layout.regions[1].last);
   // Live into the island: x (read by statement 3) and y. Region 0 hands on
-  // both: y it computes, x it reads (what a region touches comes from its
-  // graph, so a tensor it reads stays the value it saw).
+  // both: y it declares, x it names (the facts do not tell a read from an
+  // assignment, so whatever a region names comes from its graph).
   EXPECT_EQ(names(b.f, p.layout.params[1]), (Names{"x", "y"}));
   EXPECT_EQ(names(b.f, p.layout.regions[0].inputs), (Names{"x"}));
   EXPECT_EQ(names(b.f, p.layout.regions[0].outputs), (Names{"x", "y"}));

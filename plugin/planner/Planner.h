@@ -60,7 +60,9 @@ struct Stmt {
   bool returns = false;  // holds a `return` (of the function, not of a lambda)
   bool declaration = false;
   std::vector<Declared> declares;  // for a declaration
-  std::vector<Read> reads;         // every reference to Facts::vars, in source order
+  // Every reference to Facts::vars, in source order: reads and assignments
+  // alike (`y = f(x)` names both), so a region hands on what it names.
+  std::vector<Read> reads;
 };
 
 struct Facts {
