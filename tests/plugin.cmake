@@ -1,3 +1,8 @@
+# The graph-break planner on its own: no Clang linked, no clang run.
+add_executable(planner_test ${CMAKE_CURRENT_LIST_DIR}/planner_test.cpp)
+target_link_libraries(planner_test PRIVATE cxxgraph_planner GTest::gtest_main)
+gtest_discover_tests(planner_test PROPERTIES LABELS plugin)
+
 # Plugin tests: clang 19 with the plugin on tests/plugin_cases/*.cpp.
 add_executable(plugin_test ${CMAKE_CURRENT_LIST_DIR}/plugin_test.cpp)
 target_link_libraries(plugin_test PRIVATE cxxgraph_ir GTest::gtest_main)
