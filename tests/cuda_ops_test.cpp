@@ -145,6 +145,12 @@ TEST_F(Cuda, MatmulThroughCublas) {
   expect_close(graph::matmul(cuda(ba), cuda(v)), graph::matmul(ba, v), 1e-4, "batch @ vector");
   const Tensor da = a.to(graph::kFloat64), db = b.to(graph::kFloat64);
   expect_close(graph::matmul(cuda(da), cuda(db)), graph::matmul(da, db), 1e-12, "float64");
+  // linear's weight.t(): B read transposed in place, float64 and one column too.
+  expect_close(graph::matmul(cuda(da), cuda(db.t()).t()), graph::matmul(da, db), 1e-12, "float64 transposed operand");
+  const Tensor col = b.slice(1, 0, 1).contiguous();
+  expect_close(graph::matmul(cuda(a), cuda(col)), graph::matmul(a, col), 1e-4, "one column");
+  const Tensor bias = signed_values({9});
+  expect_close(graph::linear(cuda(a), cuda(b.t()), cuda(bias)), graph::linear(a, b.t(), bias), 1e-4, "linear");
   expect_close(graph::matmul(cuda(graph::zeros({2, 0})), cuda(graph::zeros({0, 3}))), graph::zeros({2, 3}), 0, "k = 0");
 }
 
@@ -223,6 +229,27 @@ void expect_grads_close(const std::function<Tensor(const std::vector<Tensor>&)>&
   const Tensor r = signed_values(out_shape).to(leaves[0].dtype());
   const auto gc = grads(f, leaves, false, r), gg = grads(f, leaves, true, r);
   for (size_t i = 0; i < gc.size(); ++i) expect_close(cuda(gg[i]), gc[i], tol, what + " grad " + std::to_string(i));
+}
+
+TEST_F(Cuda, CrossEntropyWithDeviceTargets) {
+  // Class indices on the device, one of them PyTorch's ignore_index (-100):
+  // the loss and the logits' gradient match the CPU's, the bad target names itself.
+  const Tensor logits = signed_values({5, 7}), target = graph::tensor({3, 0, -100, 6, 3});
+  const auto f = [&](const std::vector<Tensor>& in) {
+    return graph::cross_entropy(in[0], in[0].device() == graph::kCUDA ? cuda(target) : target);
+  };
+  expect_close(f({cuda(logits)}), f({logits}), 1e-6, "cross_entropy");
+  expect_grads_close(f, {logits}, {}, 1e-6, "cross_entropy");
+  const Tensor all = graph::tensor({1, 2, 3, 4, 5});
+  expect_close(graph::cross_entropy(cuda(logits.to(graph::kFloat64)), cuda(all)),
+               graph::cross_entropy(logits.to(graph::kFloat64), all), 1e-12, "cross_entropy float64");
+  try {
+    graph::cross_entropy(cuda(logits), cuda(graph::tensor({0, 1, 7, 2, 3})));
+    ADD_FAILURE() << "no error for target 7";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cross_entropy: target 7 is out of range for 7 classes"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(Cuda, Conv2dThroughCudnnForwardAndBackward) {

@@ -163,9 +163,13 @@ Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
   }
   if (!is_floating(a.dtype()))
     throw Error("matmul: cuda: float32 or float64 operands only, got " + std::string(dtype_name(a.dtype())));
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  // A 2-D b that is the transpose of a dense matrix (linear's weight.t()) is
+  // read as it is stored: no transposing copy per call.
+  const bool b_transposed = b.dim() == 2 && b.stride(0) == 1 && b.stride(1) == n;
+  const Tensor ca = a.contiguous(), cb = b_transposed ? b : b.contiguous();
   const int64_t batch = out.numel() / (m * n);
-  cuda::gemm(a.dtype(), ca.raw_data(), cb.raw_data(), out.raw_data(), batch, m, n, k, m * k, k * n);
+  const int64_t b_batch = b.dim() == 2 ? 0 : k * n;
+  cuda::gemm(a.dtype(), ca.raw_data(), cb.raw_data(), out.raw_data(), batch, m, n, k, m * k, b_batch, b_transposed);
   return out;
 }
 

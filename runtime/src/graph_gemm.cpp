@@ -18,8 +18,10 @@ void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out);  // ma
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias) {
   const auto eager = [&] { return linear ? graph::linear(a, b, bias) : graph::matmul(a, b); };
-  // Device operands: the eager op (cuBLAS), whose result the group's CUDA
-  // kernel (if any) then reads.
+  // Device operands: one cuBLASLt call, the weight read transposed in place
+  // and the bias added by its epilogue (the eager op where that does not fit).
+  if (a.defined() && b.defined() && a.device() == Device::CUDA)
+    return cuda_gemm_epilogue(a, b, linear, linear ? bias : Tensor(), GemmEpilogue::Bias);
   if (!a.defined() || !b.defined() || a.device() != Device::CPU || b.device() != Device::CPU ||
       (bias.defined() && bias.device() != Device::CPU) || a.dim() < 2 || b.dim() != 2 || a.dtype() != b.dtype() ||
       (a.dtype() != kFloat32 && a.dtype() != kFloat64) || !a.is_contiguous())

@@ -270,6 +270,26 @@ Tensor pick_targets(const Tensor& lsm_in, const Tensor& target, int64_t ignore) 
   });
 }
 
+// pick_targets on the device: the picks are rows r * C + target[r] of the
+// log-probabilities viewed as [R * C, 1], gathered by embedding (its backward
+// scatter-adds); ignored rows read row r * C and are masked to 0.
+Tensor pick_targets_device(const Tensor& lsm, const Tensor& host_target, int64_t ignore) {
+  const int64_t R = lsm.size(0), C = lsm.size(1);
+  const int64_t* pt = host_target.data_ptr<int64_t>();
+  Tensor rows = empty({R}, kInt64), keep = ones({R}, kFloat64);
+  int64_t* pr = rows.data_ptr<int64_t>();
+  double* pk = keep.data_ptr<double>();
+  bool any_ignored = false;
+  for (int64_t r = 0; r < R; ++r) {
+    const bool ignored = pt[r] == ignore;
+    pr[r] = r * C + (ignored ? 0 : pt[r]);
+    pk[r] = ignored ? 0.0 : 1.0;
+    any_ignored = any_ignored || ignored;
+  }
+  const Tensor picked = embedding_impl(lsm.reshape({R * C, 1}), rows.to(Device::CUDA)).reshape({R});
+  return any_ignored ? picked * keep.to(lsm.dtype()).to(Device::CUDA) : picked;
+}
+
 // A float tensor of infinities of `dtype` (0-d), for masking.
 Tensor minus_inf(DType dtype) { return full({}, -std::numeric_limits<double>::infinity(), dtype); }
 
@@ -509,7 +529,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
     throw Error("cross_entropy: expected a target of shape " + shape_str(want) + " (" + shapes + ")");
   // PyTorch's default ignore_index: such targets do not count in the mean.
   constexpr int64_t kIgnore = -100;
-  const Tensor t = target.contiguous().reshape({-1});
+  // The targets are checked (and counted) on the host: a device target is copied.
+  const Tensor t = target.to(kCPU).contiguous().reshape({-1});
   const int64_t* pt = t.data_ptr<int64_t>();
   int64_t count = 0;
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -528,7 +549,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
     rows = rows.permute(perm);
   }
   rows = rows.reshape({-1, C});
-  const Tensor picked = pick_targets(log_softmax(rows, 1), t.detach().clone(), kIgnore);
+  const Tensor lsm = log_softmax(rows, 1);
+  const Tensor picked = logits.device() == Device::CUDA ? pick_targets_device(lsm, t, kIgnore)
+                                                        : pick_targets(lsm, t.detach().clone(), kIgnore);
   return -picked.sum() / static_cast<double>(count);
 }
 

@@ -69,9 +69,10 @@ void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, in
 // ---- library calls (blas.cpp, via cuBLAS) --------------------------------
 // Row-major, contiguous: C[i] = A[i] (m x k) * B[i] (k x n) for i < batch,
 // with element strides a_batch/b_batch between consecutive A and B (0
-// broadcasts one matrix). float32 or float64.
+// broadcasts one matrix). float32 or float64. With b_transposed, B is stored
+// as its transpose, n x k row-major (linear's weight), read without a copy.
 void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n,
-          int64_t k, int64_t a_batch, int64_t b_batch);
+          int64_t k, int64_t a_batch, int64_t b_batch, bool b_transposed = false);
 
 // ---- a GEMM with its elementwise epilogue in one cuBLASLt call ---------------
 // Row-major out[rows, n] = x[rows, k] @ W (+ bias[n]) (then relu), W either
