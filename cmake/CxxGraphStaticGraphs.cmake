@@ -13,6 +13,8 @@
 #   <name>/<fn>.graph, <fn>.opt.graph   the IR before and after optimization
 # A depfile makes edits to the source or any header it includes re-run the
 # step. GENERATOR_FLAGS go to the generator only (e.g. -Werror=graph-fallback).
+# The generated kernels are compiled at -O2 at least, whatever the build type
+# (set CXXGRAPH_DEBUG_GENERATED=ON to build them with the build type's flags).
 #
 # Works from an install (find_package(CxxGraph)), from this build tree, and
 # from a project that includes the source tree (add_subdirectory or
@@ -127,6 +129,15 @@ function(cxxgraph_static_graphs target)
     # variants (graph/cpu_isa.h) and the eager kernels round a * b + c the
     # same way, so results are bitwise equal on every machine.
     target_compile_options(${target}_cxxgraph_kernels PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
+    # Optimized whatever the build type: under Debug or no build type the
+    # kernels would be built at -O0 while the eager ops they replace come
+    # prebuilt and optimized, and a static graph would run slower than eager.
+    # CXXGRAPH_DEBUG_GENERATED=ON keeps the build type's flags, to step
+    # through the generated loops in a debugger.
+    if(NOT CXXGRAPH_DEBUG_GENERATED)
+      target_compile_options(${target}_cxxgraph_kernels PRIVATE
+        $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CONFIG:Release,RelWithDebInfo,MinSizeRel>>>:-O2>)
+    endif()
     if(with_cuda)
       # The .graph.cu files include only graph/cuda/fused.h and
       # graph/scalar_ops.h: about a second of nvcc each.

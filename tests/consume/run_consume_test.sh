@@ -8,7 +8,7 @@
 # To keep CI short, the included cxxgraph loads the plugin and graph-codegen
 # this build made (CXXGRAPH_GENERATOR_PLUGIN/_CODEGEN: an imported plugin
 # target, found through the same global properties as a built one), leaves
-# out CUDA and builds with no build type (no -O3 kernels); only the targets
+# out CUDA and builds with no build type (the kernels still get -O2); only the targets
 # `app` needs are built (about the runtime and IR libraries).
 # usage: run_consume_test.sh <add_subdirectory|fetchcontent> <c++ compiler>
 #                            <cxxgraph source dir> <cxxgraph build dir> <scratch dir>
@@ -34,6 +34,9 @@ if grep -q '^CXXGRAPH_BUILD_TESTS:BOOL=ON' "$scratch/build/CMakeCache.txt"; then
   echo "FAIL: an included cxxgraph turned its tests on"; exit 1
 fi
 cmake --build "$scratch/build" --target app
+# No build type: the generated kernels are still compiled optimized.
+ninja -C "$scratch/build" -t commands app | grep -e '-c [^ ]*layer\.graph\.cpp' | grep -q -- ' -O2 ' || {
+  echo "FAIL: the generated kernels are not compiled with -O2 without a build type"; exit 1; }
 test -f "$scratch/build/cxxgraph/app/layer.graph.cpp" || {
   echo "FAIL: no generated kernels in $scratch/build/cxxgraph/app"; exit 1; }
 "$scratch/build/app"
