@@ -72,6 +72,8 @@ def build_rows(cells):
         ratios = {}
         if t["cxxgraph_eager"] and t["cxxgraph_static"]:
             ratios["static_vs_eager"] = t["cxxgraph_eager"] / t["cxxgraph_static"]
+            # A static graph must never be slower than the eager ops it replaces.
+            ratios["static_slower"] = ratios["static_vs_eager"] < 1.0
         ref = "reference" if t["reference"] else "libtorch"
         ours = "cxxgraph_static" if t["cxxgraph_static"] else "cxxgraph_eager"
         if t[ref] and t[ours]:
@@ -100,9 +102,16 @@ def markdown(rows, memory, build, note):
         if vr:
             who = "" if vr["cxxgraph"] == "cxxgraph_static" else "eager "
             vr_text = f"{who}{vr['value']:.2f}x ({names[vr['reference']]})"
+        sv_text = f"{sv:.2f}x" if sv else "n/a"
+        if r["ratios"].get("static_slower"):
+            sv_text += " **static slower**"
         out.append(f"| {r['title']} | " + " | ".join(cell(r["columns"][lib]) for lib, _ in LIBRARIES) +
-                   f" | {f'{sv:.2f}x' if sv else 'n/a'} | {vr_text} |")
+                   f" | {sv_text} | {vr_text} |")
     out.append("")
+    slower = [r["title"] for r in rows if r["ratios"].get("static_slower")]
+    if slower:
+        out.append(f"**Static slower than eager** in {len(slower)} row(s): " + "; ".join(slower) + ".")
+        out.append("")
     out.append("Ratios are time of the other / time of cxxgraph static (above 1: static is faster); "
                "\"vs reference\" compares with the hand-written column where there is one, else LibTorch, "
                "and uses cxxgraph eager (\"eager\") where static is n/a.")
