@@ -6,7 +6,8 @@
 //    nothing else reads becomes, with that group, one FusionGroup
 //    {kind="reduce"} placed where the reduction was;
 //  - a matmul or linear whose output is read only by one elementwise group,
-//    whose outputs all have the matmul's (known) shape, becomes with it one
+//    whose outputs all have the matmul's known shape (or, shapes unknown,
+//    which reads nothing else but 0-d values), becomes with it one
 //    FusionGroup{kind="matmul_epilogue"} placed where the group was.
 // The absorbed group's nodes are moved, not copied, and its parameters are
 // rebound to the new group's; values keep their names, types and locations.
@@ -135,7 +136,14 @@ bool has_epilogue(const Node* mm, const Block* top) {
   if (!info || (info->id != OpId::matmul && info->id != OpId::linear) || mm->num_outputs() != 1) return false;
   const Type& t = mm->output()->type();
   const Node* g = sole_user(mm->output(), top);
-  if (!t.dims || !elementwise_group(g) || g->owner() != mm->owner()) return false;
+  if (!elementwise_group(g) || g->owner() != mm->owner()) return false;
+  if (!t.dims) {
+    // Shapes known only at run time: the group keeps the GEMM's shape when
+    // nothing else it reads can broadcast it (0-d values only), e.g. relu.
+    for (const Value* in : g->inputs())
+      if (in != mm->output() && !(in->type().dims && in->type().dims->empty())) return false;
+    return true;
+  }
   for (const Value* out : g->outputs())
     if (!out->type().dims || *out->type().dims != *t.dims) return false;
   return true;
