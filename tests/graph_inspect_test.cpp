@@ -221,7 +221,8 @@ TEST(GraphInspect, OpsListsTheTableWithItsTraits) {
   EXPECT_NE(line("dropout").find("random"), std::string::npos) << line("dropout");
   EXPECT_EQ(line("dropout").find("pure"), std::string::npos) << line("dropout");
   EXPECT_NE(line("scaled_dot_product_attention").find("random-if-dropout_p,reads-host"), std::string::npos);
-  EXPECT_NE(line("matmul_backward").find("3 -> 2  pure,backward-of=matmul"), std::string::npos) << line("matmul_backward");
+  EXPECT_NE(line("matmul_backward").find("3 -> 2  pure,backward-of=matmul"), std::string::npos)
+      << line("matmul_backward");
   EXPECT_NE(line("cat").find("other        * -> 1"), std::string::npos) << line("cat");
   EXPECT_NE(line("call").find("control      * -> *  effectful"), std::string::npos) << line("call");
   EXPECT_NE(line("list_append").find("list"), std::string::npos);

@@ -98,7 +98,8 @@ std::unique_ptr<ir::Graph> one_node(const OpInfo& op) {
   ir::Node* n = g->top()->append(std::string(op.name));
   const int inputs = op.num_inputs < 0 ? 2 : op.num_inputs;
   for (int i = 0; i < inputs; ++i) n->add_input(g->add_input(ir::Type::tensor(graph::DType::Float32)));
-  for (int i = 0; i < op.num_outputs; ++i) g->top()->add_return(n->add_output(ir::Type::tensor(graph::DType::Float32)));
+  for (int i = 0; i < op.num_outputs; ++i)
+    g->top()->add_return(n->add_output(ir::Type::tensor(graph::DType::Float32)));
   if (op.id == OpId::dropout) n->attrs()["training"] = false;  // training: no gradient, by design
   return g;
 }
@@ -123,7 +124,8 @@ TEST(OpTable, EveryOpHasACodegenBinding) {
     auto g = one_node(op);
     // A missing attribute is the node's fault, not the binding's: only "no
     // CPU lowering" means codegen does not know the op.
-    const std::string err = error_of([&] { graph::codegen::generate_cpu_source({{g.get(), "_Z1gv", "h", "m.cpp:1"}}, "m.cpp"); });
+    const std::string err =
+        error_of([&] { graph::codegen::generate_cpu_source({{g.get(), "_Z1gv", "h", "m.cpp:1"}}, "m.cpp"); });
     EXPECT_EQ(err.find("no CPU lowering"), std::string::npos)
         << "'" << op.name << "' has no codegen binding (codegen/src/eager_call.cpp): " << err;
   }

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graph/error.h"
@@ -147,20 +149,27 @@ std::string trait_names(const OpInfo& op) {
   std::string s;
   for (const auto& [bit, name] : kNames)
     if (op.has(bit)) s += (s.empty() ? "" : ",") + std::string(name);
-  if (const OpInfo* f = forward_op(op)) s += (s.empty() ? "" : ",") + std::string("backward-of=") + std::string(f->name);
-  else if (op.has(op_trait::Backward)) s += (s.empty() ? "" : ",") + std::string("gradient-helper");
+  const std::string sep = s.empty() ? "" : ",";
+  if (const OpInfo* f = forward_op(op)) s += sep + "backward-of=" + std::string(f->name);
+  else if (op.has(op_trait::Backward)) s += sep + "gradient-helper";
   return s.empty() ? "-" : s;
 }
+
+// Columns: the longest op name (scaled_dot_product_attention_backward) and
+// the longest kind, each plus a space.
+std::string padded(std::string_view s, size_t width) {
+  return std::string(s) + std::string(s.size() < width ? width - s.size() : 1, ' ');
+}
+
+std::string arity(int n) { return n < 0 ? "*" : std::to_string(n); }
 
 }  // namespace
 
 std::string op_listing() {
   std::ostringstream out;
   auto row = [&](const OpInfo& op) {
-    const std::string in = op.num_inputs < 0 ? "*" : std::to_string(op.num_inputs);
-    out << std::string(op.name) << std::string(op.name.size() < 38 ? 38 - op.name.size() : 1, ' ') << kind_name(op.kind)
-        << std::string(13 - std::string(kind_name(op.kind)).size(), ' ') << in << " -> " << (op.num_outputs < 0 ? "*" : std::to_string(op.num_outputs)) << "  "
-        << trait_names(op) << "\n";
+    out << padded(op.name, 38) << padded(kind_name(op.kind), 13) << arity(op.num_inputs) << " -> "
+        << arity(op.num_outputs) << "  " << trait_names(op) << "\n";
   };
   for (const OpInfo& op : kOpTable) row(op);
   for (const OpInfo& op : kPrimitiveTable) row(op);
