@@ -201,9 +201,9 @@ std::vector<OpCase> op_cases() {
   };
   // Elementwise: every entry of ops.def, binary ones broadcasting [2, 3] with [3].
   auto positive_only = [](OpId id) { return id == OpId::log || id == OpId::sqrt || id == OpId::rsqrt; };
-#define GRAPH_UNARY_OP(name, rule, body, grad_x) \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
   add(#name, "  %y : Tensor = " #name "(%a)\n", {positive_only(OpId::name) ? pos : a});
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                                      \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                                      \
   add(#name, "  %y : Tensor = " #name "(%a, %b)\n", {OpId::name == OpId::pow ? pos : a,                        \
                                                     OpId::name == OpId::div || OpId::name == OpId::pow ? pos_row : row});
 #include "graph/ops.def"
@@ -262,7 +262,7 @@ std::vector<OpCase> op_cases() {
 }
 
 // The gradient ops the pass emits have no gradient themselves.
-bool is_gradient_op(const OpInfo& op) { return op.id > OpId::scaled_dot_product_attention; }
+bool is_gradient_op(const OpInfo& op) { return op.has(graph::op_trait::Backward); }
 
 TEST(Autodiff, EveryDifferentiableOpMatchesEagerAndFiniteDifferences) {
   std::set<std::string> covered;

@@ -33,6 +33,15 @@ target_link_libraries(codegen_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTe
 target_compile_options(codegen_test PRIVATE -Wall -Wextra -ffp-contract=off)
 gtest_discover_tests(codegen_test)
 
+# The op table against its readers (docs/adding-an-op.md): every op has an
+# interpreter kernel, a codegen binding, a gradient or a "not differentiable"
+# mark, and a PyTorch fixture; and the traits the passes read.
+add_executable(op_table_test ${CMAKE_CURRENT_LIST_DIR}/op_table_test.cpp)
+target_link_libraries(op_table_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTest::gtest_main)
+target_compile_definitions(op_table_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
+target_compile_options(op_table_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(op_table_test)
+
 # The second call of a generated graph allocates nothing (its own binary: it
 # replaces malloc and operator new to count them, which the sanitizers'
 # allocators do not allow: not built under CXXGRAPH_SANITIZE).

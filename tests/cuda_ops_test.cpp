@@ -73,7 +73,7 @@ TEST_F(Cuda, CopiesRoundTripEveryDtype) {
   EXPECT_TRUE(static_cast<bool>(cuda(graph::ones({1}, graph::kBool))));
 }
 
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                                \
   TEST_F(Cuda, Unary_##name) {                                                                  \
     const Tensor x = std::string(#name) == "logical_not" ? graph::rand({37, 65}) > 0.5          \
                      : graph::DTypeRule::rule == graph::DTypeRule::ToFloat ? positive({37, 65}) \
@@ -85,7 +85,7 @@ TEST_F(Cuda, CopiesRoundTripEveryDtype) {
   }
 #include "graph/ops.def"
 
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                         \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                         \
   TEST_F(Cuda, Binary_##name) {                                                                   \
     const Tensor a = positive({33, 64}), b = positive({33, 64}), row = positive({64});            \
     expect_close(graph::name(cuda(a), cuda(b)), graph::name(a, b), 1e-5, #name " dense");         \

@@ -207,6 +207,27 @@ TEST(GraphInspect, LoopBodyIsANestedCluster) {
   fs::remove_all(file.parent_path());
 }
 
+// The op listing is the op table's: kinds, arities and traits as declared.
+TEST(GraphInspect, OpsListsTheTableWithItsTraits) {
+  const Result r = inspect("ops");
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto line = [&](const std::string& op) {
+    std::istringstream lines(r.output);
+    for (std::string l; std::getline(lines, l);)
+      if (l.rfind(op + " ", 0) == 0) return l;
+    return std::string();
+  };
+  EXPECT_NE(line("exp").find("elementwise  1 -> 1  pure,expensive"), std::string::npos) << line("exp");
+  EXPECT_NE(line("dropout").find("random"), std::string::npos) << line("dropout");
+  EXPECT_EQ(line("dropout").find("pure"), std::string::npos) << line("dropout");
+  EXPECT_NE(line("scaled_dot_product_attention").find("random-if-dropout_p,reads-host"), std::string::npos);
+  EXPECT_NE(line("matmul_backward").find("3 -> 2  pure,backward-of=matmul"), std::string::npos)
+      << line("matmul_backward");
+  EXPECT_NE(line("cat").find("other        * -> 1"), std::string::npos) << line("cat");
+  EXPECT_NE(line("call").find("control      * -> *  effectful"), std::string::npos) << line("call");
+  EXPECT_NE(line("list_append").find("list"), std::string::npos);
+}
+
 TEST(GraphInspect, BadInputIsAClearError) {
   Result r = inspect("show no_such_graph");
   EXPECT_EQ(r.status, 1);

@@ -124,11 +124,11 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   using BinaryTS = Tensor (*)(const Tensor&, graph::Scalar);
   using BinaryST = Tensor (*)(graph::Scalar, const Tensor&);
   static const std::map<std::string, Unary> unary = {
-#define GRAPH_UNARY_OP(name, rule, body, grad) {#name, static_cast<Unary>(graph::name)},
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad) {#name, static_cast<Unary>(graph::name)},
 #include "graph/ops.def"
   };
   static const std::map<std::string, std::tuple<Binary, BinaryTS, BinaryST>> binary = {
-#define GRAPH_BINARY_OP(name, rule, body, ga, gb) \
+#define GRAPH_BINARY_OP(name, rule, cost, body, ga, gb) \
   {#name, {static_cast<Binary>(graph::name), static_cast<BinaryTS>(graph::name), static_cast<BinaryST>(graph::name)}},
 #include "graph/ops.def"
   };

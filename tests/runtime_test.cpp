@@ -602,11 +602,11 @@ TEST(Elementwise, SameBitsOnEveryInstructionSet) {
   using BinaryTS = Tensor (*)(const Tensor&, graph::Scalar);
   using BinaryST = Tensor (*)(graph::Scalar, const Tensor&);
   const std::vector<std::pair<std::string, Unary>> unary = {
-#define GRAPH_UNARY_OP(name, rule, body, grad) {#name, static_cast<Unary>(graph::name)},
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad) {#name, static_cast<Unary>(graph::name)},
 #include "graph/ops.def"
   };
   const std::vector<std::pair<std::string, std::tuple<Binary, BinaryTS, BinaryST>>> binary = {
-#define GRAPH_BINARY_OP(name, rule, body, ga, gb) \
+#define GRAPH_BINARY_OP(name, rule, cost, body, ga, gb) \
   {#name, {static_cast<Binary>(graph::name), static_cast<BinaryTS>(graph::name), static_cast<BinaryST>(graph::name)}},
 #include "graph/ops.def"
   };

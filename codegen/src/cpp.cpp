@@ -254,11 +254,11 @@ std::string group_kind(const ir::Node* n) {
 }  // namespace
 
 void Emitter::node(const ir::Node* n) {
-  const std::string& op = n->op();
-  if (op == "constant") return constant(n);
-  if (op == "If") return if_(n);
-  if (op == "Loop") return loop(n);
-  if (op == "FusionGroup") {
+  const OpId op = n->op_id();
+  if (op == OpId::constant) return constant(n);
+  if (op == OpId::If) return if_(n);
+  if (op == OpId::Loop) return loop(n);
+  if (op == OpId::FusionGroup) {
     const std::string kind = group_kind(n);
     if (kind == "elementwise") return fusion_group(n);
     if (kind == "matmul_epilogue") return matmul_epilogue(n);
@@ -266,10 +266,10 @@ void Emitter::node(const ir::Node* n) {
     throw Error("codegen: unknown FusionGroup kind '" + kind + "'");
   }
   if (primitive(n) || gradient_op(n)) return;
-  const OpInfo* info = find_op(op);
-  if (!info) throw Error("codegen: no CPU lowering for op '" + op + "'");
-  if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + op);
-  if (op == "matmul" || op == "linear") return gemm_call(n);
+  const OpInfo* info = n->table_op();
+  if (!info) throw Error("codegen: no CPU lowering for op '" + n->op() + "'");
+  if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + n->op());
+  if (op == OpId::matmul || op == OpId::linear) return gemm_call(n);
   switch (info->kind) {
     case OpKind::Elementwise: {
       bool any_tensor = false;
@@ -280,8 +280,9 @@ void Emitter::node(const ir::Node* n) {
     case OpKind::Library:
     case OpKind::View:
     case OpKind::Other: return eager_op(n, *info);
+    default: break;  // primitives: handled above
   }
-  throw Error("codegen: no CPU lowering for op '" + op + "'");
+  throw Error("codegen: no CPU lowering for op '" + n->op() + "'");
 }
 
 void Emitter::constant(const ir::Node* n) {

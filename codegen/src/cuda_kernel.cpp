@@ -43,11 +43,11 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 // (block order; If: then, else; Loop: body): each has one fused loop.
 void fusion_groups(const ir::Block* b, std::vector<const ir::Node*>& out) {
   for (const auto& n : b->nodes()) {
-    if (n->op() == "FusionGroup") {
+    if (n->is(OpId::FusionGroup)) {
       out.push_back(n.get());
       continue;
     }
-    if (n->op() == "If" || n->op() == "Loop")
+    if (n->is(OpId::If) || n->is(OpId::Loop))
       for (const auto& inner : n->blocks()) fusion_groups(inner.get(), out);
   }
 }
@@ -102,7 +102,7 @@ KernelPlan kernel_plan(const LoopSpec& spec) {
              ", which the generated kernels do not handle");
   for (const ir::Node* m : spec.members) {
     if (hoisted(m)) continue;
-    const OpInfo* op = find_op(m->op());
+    const OpInfo* op = m->table_op();
     if (!op) {
       refuse("op '" + m->op() + "' is not in the op table");
       continue;
@@ -247,7 +247,7 @@ void Emitter::reduce_kernel(const ir::Node* n, const LoopSpec& spec, const Kerne
   const std::string kernel = reduce_kernel_name(fn, k);
   const std::string T = element_type(*spec.results[0]->type().dtype);
   const std::string Op = "::graph::cuda::Fused" + match.kind;
-  const bool mean = match.reduction->op() == "mean";
+  const bool mean = match.reduction->is(OpId::mean);
   std::vector<std::string> params{"const int64_t rows", "const int64_t count", "const double divisor",
                                   "double* __restrict__ partials", T + "* __restrict__ p0"};
   std::vector<std::string> launch_args{"a.reduce.rows", "a.reduce.count", "divisor", "partials",

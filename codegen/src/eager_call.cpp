@@ -154,64 +154,65 @@ void Emitter::eager_op(const ir::Node* n, const OpInfo& op) {
 }
 
 namespace {
-bool list_gradient_primitive(const std::string& op) {
-  return op == "list_split_like" || op == "list_unbind" || op == "list_add" || op == "list_zeros_like" ||
-         op == "list_last" || op == "list_drop_last" || op == "list_onehot";
+bool list_gradient_primitive(OpId op) {
+  return op == OpId::list_split_like || op == OpId::list_unbind || op == OpId::list_add || op == OpId::list_zeros_like ||
+         op == OpId::list_last || op == OpId::list_drop_last || op == OpId::list_onehot;
 }
 }  // namespace
 
 // undefined() and the list primitives (ir.h).
 bool Emitter::primitive(const ir::Node* n) {
-  const std::string& op = n->op();
+  const OpId op = n->op_id();
+  const std::string& nm = n->op();  // for the generated call and its diagnostics
   const std::string out = n->num_outputs() == 1 ? name(n->output()) : "";
   auto in = [&](size_t i) { return name(n->input(i)); };
-  if (op == "undefined") line("const ::graph::Tensor " + out + "{};");
-  else if (op == "list_new") line("const std::vector<::graph::Tensor> " + out + "{};");
-  else if (op == "list_append")
+  if (op == OpId::undefined) line("const ::graph::Tensor " + out + "{};");
+  else if (op == OpId::list_new) line("const std::vector<::graph::Tensor> " + out + "{};");
+  else if (op == OpId::list_append)
     line("const std::vector<::graph::Tensor> " + out + " = ::graph::detail::list_append(" + in(0) + ", " + in(1) + ");");
-  else if (op == "list_get")
+  else if (op == OpId::list_get)
     line("const ::graph::Tensor " + out + " = " +
          at_source(n, "list_get", "::graph::detail::list_get(" + in(0) + ", " + in(1) + ")") + ";");
-  else if (op == "list_len") line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
+  else if (op == OpId::list_len) line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
   else if (list_gradient_primitive(op)) {
     // The gradients of lists (graph/detail/list_grad.h): one call each, inputs in order.
     std::string args;
     for (size_t i = 0; i < n->inputs().size(); ++i) args += (i ? ", " : "") + in(i);
-    const bool tensor = op == "list_last";
+    const bool tensor = op == OpId::list_last;
     line(std::string(tensor ? "const ::graph::Tensor " : "const std::vector<::graph::Tensor> ") + out + " = " +
-         at_source(n, op, "::graph::detail::" + op + "(" + args + ")") + ";");
+         at_source(n, nm, "::graph::detail::" + nm + "(" + args + ")") + ";");
   }
-  else if (op == "defined") line("const bool " + out + " = " + in(0) + ".defined();");
-  else if (op == "tensor_dim") line("const int64_t " + out + " = " + in(0) + ".dim();");
-  else if (op == "tensor_numel") line("const int64_t " + out + " = " + in(0) + ".numel();");
-  else if (op == "tensor_size")
+  else if (op == OpId::defined) line("const bool " + out + " = " + in(0) + ".defined();");
+  else if (op == OpId::tensor_dim) line("const int64_t " + out + " = " + in(0) + ".dim();");
+  else if (op == OpId::tensor_numel) line("const int64_t " + out + " = " + in(0) + ".numel();");
+  else if (op == OpId::tensor_size)
     line("const int64_t " + out + " = " + at_source(n, "size", in(0) + ".size(" + in(1) + ")") + ";");
-  else if (op == "int_div" || op == "int_mod")
-    line("const int64_t " + out + " = " + at_source(n, op, "::graph::detail::" + op + "(" + in(0) + ", " + in(1) + ")") + ";");
-  else if (op == "tensor_sizes") line("const ::graph::Tensor " + out + " = ::graph::detail::sizes_tensor(" + in(0) + ");");
-  else if (op == "inverse_permutation")
+  else if (op == OpId::int_div || op == OpId::int_mod)
+    line("const int64_t " + out + " = " + at_source(n, nm, "::graph::detail::" + nm + "(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == OpId::tensor_sizes) line("const ::graph::Tensor " + out + " = ::graph::detail::sizes_tensor(" + in(0) + ");");
+  else if (op == OpId::inverse_permutation)
     line("const ::graph::Tensor " + out + " = " + at_source(n, "permute", "::graph::detail::inverse_permutation(" + in(0) + ")") + ";");
-  else if (op == "full_dyn") {
+  else if (op == OpId::full_dyn) {
     DType dt{};
     if (!dtype_from_token(n->s("dtype"), dt)) throw Error("codegen: full_dyn: unknown dtype '" + n->s("dtype") + "'");
     line("const ::graph::Tensor " + out + " = " +
          at_source(n, "full", "::graph::full(::graph::detail::int_list(" + in(0) + "), " + in(1) +
                                   ", static_cast<::graph::DType>(" + std::to_string(static_cast<int>(dt)) + "))") +
          ";");
-  } else if (op == "make_shape") {
+  } else if (op == OpId::make_shape) {
     std::string ints;
     for (size_t i = 0; i < n->inputs().size(); ++i) ints += (i ? ", " : "") + in(i);
     line("const ::graph::Tensor " + out + " = ::graph::detail::make_shape({" + ints + "});");
-  } else if (op == "shape_get")
-    line("const int64_t " + out + " = " + at_source(n, op, "::graph::detail::shape_get(" + in(0) + ", " + in(1) + ")") + ";");
-  else if (op == "shape_set")
+  } else if (op == OpId::shape_get)
+    line("const int64_t " + out + " = " + at_source(n, nm, "::graph::detail::shape_get(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == OpId::shape_set)
     line("const ::graph::Tensor " + out + " = " +
-         at_source(n, op, "::graph::detail::shape_set(" + in(0) + ", " + in(1) + ", " + in(2) + ")") + ";");
-  else if (op == "reshape_dyn") {
+         at_source(n, nm, "::graph::detail::shape_set(" + in(0) + ", " + in(1) + ", " + in(2) + ")") + ";");
+  else if (op == OpId::reshape_dyn) {
     std::string sizes;
     for (size_t i = 1; i < n->inputs().size(); ++i) sizes += (i > 1 ? ", " : "") + in(i);
     line("const ::graph::Tensor " + out + " = " + at_source(n, "reshape", in(0) + ".reshape({" + sizes + "})") + ";");
-  } else if (op == "slice_dyn")
+  } else if (op == OpId::slice_dyn)
     line("const ::graph::Tensor " + out + " = " +
          at_source(n, "slice", in(0) + ".slice(int64_t{" + std::to_string(n->i("dim")) + "}, " + in(1) + ", " + in(2) +
                                    ", " + in(3) + ")") +

@@ -50,12 +50,12 @@ LoopSpec group_loop(const ir::Node* n) {
   const std::string kind = fusion_kind(n);
   if (kind == "matmul_epilogue") {
     const size_t g = index_of(
-        nodes, [](const ir::Node* m) { return m->op() == "matmul" || m->op() == "linear"; }, "matmul or linear");
+        nodes, [](const ir::Node* m) { return m->is(OpId::matmul) || m->is(OpId::linear); }, "matmul or linear");
     return LoopSpec(n, g + 1, nodes.size());
   }
   if (kind == "reduce") {
     const size_t r = index_of(
-        nodes, [](const ir::Node* m) { return find_op(m->op()) && find_op(m->op())->kind == OpKind::Reduce; },
+        nodes, [](const ir::Node* m) { return m->table_op() && m->table_op()->kind == OpKind::Reduce; },
         "reduction");
     LoopSpec spec(n, 0, r);
     spec.results = spec.outputs = {nodes[r]->input(0)};
@@ -75,10 +75,10 @@ LtEpilogueMatch match_lt_epilogue(const ir::Node* n) {
   if (fusion_kind(n) != "matmul_epilogue") return fail("not a matmul_epilogue group");
   const ir::Block* body = n->block(0);
   const std::vector<const ir::Node*> nodes = node_list(body);
-  if (nodes.empty() || (nodes[0]->op() != "matmul" && nodes[0]->op() != "linear"))
+  if (nodes.empty() || (!nodes[0]->is(OpId::matmul) && !nodes[0]->is(OpId::linear)))
     return fail("work before the GEMM");
   m.gemm = nodes[0];
-  const bool linear = m.gemm->op() == "linear";
+  const bool linear = m.gemm->is(OpId::linear);
   if (linear && m.gemm->inputs().size() > 2) m.bias = m.gemm->input(2);
   const auto is_f32 = [](const ir::Value* v) { return v->type().is_tensor() && v->type().dtype == kFloat32; };
   if (!is_f32(m.gemm->output())) return fail("the GEMM is not float32");
@@ -92,15 +92,15 @@ LtEpilogueMatch match_lt_epilogue(const ir::Node* n) {
   for (size_t i = 1; i < nodes.size(); ++i) {
     const ir::Node* op = nodes[i];
     if (op->num_outputs() != 1 || !is_f32(op->output())) return fail(op->op() + " does not give one float32 tensor");
-    if (op->op() == "add" && !added && !m.relu && !m.bias && op->inputs().size() == 2) {
+    if (op->is(OpId::add) && !added && !m.relu && !m.bias && op->inputs().size() == 2) {
       const ir::Value* other = op->input(0) == last ? op->input(1) : op->input(1) == last ? op->input(0) : nullptr;
       if (!other || other == last) return fail("add does not read the GEMM's result once");
       if (!is_param(other) || !is_f32(other)) return fail("the added value is not a float32 input of the group");
       m.bias = other;
       added = true;
-    } else if (op->op() == "relu" && !m.relu && op->input(0) == last) {
+    } else if (op->is(OpId::relu) && !m.relu && op->input(0) == last) {
       m.relu = true;
-    } else if (op->op() == "gelu") {
+    } else if (op->is(OpId::gelu)) {
       return fail("gelu: cuBLASLt's GELU epilogue is the tanh approximation, graph::gelu is exact");
     } else {
       return fail(op->op() + " has no cuBLASLt epilogue here");
@@ -116,7 +116,7 @@ LtEpilogueMatch match_lt_epilogue(const ir::Node* n) {
 }
 
 void Emitter::gemm_call(const ir::Node* gemm) {
-  const bool linear = gemm->op() == "linear";
+  const bool linear = gemm->is(OpId::linear);
   const std::string bias = linear && gemm->inputs().size() > 2 ? name(gemm->input(2)) : "::graph::Tensor()";
   line("const ::graph::Tensor " + name(gemm->output()) + " = " +
        at_source(gemm, gemm->op(),
@@ -130,7 +130,7 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
   for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
   const std::vector<const ir::Node*> nodes = node_list(body);
   const size_t g = index_of(
-      nodes, [](const ir::Node* m) { return m->op() == "matmul" || m->op() == "linear"; }, "matmul or linear");
+      nodes, [](const ir::Node* m) { return m->is(OpId::matmul) || m->is(OpId::linear); }, "matmul or linear");
   const ir::Node* gemm = nodes[g];
   const LoopSpec spec = group_loop(n);
 
@@ -147,7 +147,7 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
     line(name(spec.outputs[0]) + " = " +
          at_source(gemm, gemm->op(),
                    "::graph::detail::cuda_gemm_epilogue(" + a + ", " + b + ", " +
-                       (gemm->op() == "linear" ? "true" : "false") + ", " +
+                       (gemm->is(OpId::linear) ? "true" : "false") + ", " +
                        (lt.bias ? name(lt.bias) : std::string("::graph::Tensor()")) +
                        ", ::graph::detail::GemmEpilogue::" + lt.epilogue + ")") +
          ";");
@@ -169,7 +169,7 @@ void Emitter::reduce_group(const ir::Node* n) {
   for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
   const std::vector<const ir::Node*> nodes = node_list(body);
   const size_t r = index_of(
-      nodes, [](const ir::Node* m) { return find_op(m->op()) && find_op(m->op())->kind == OpKind::Reduce; },
+      nodes, [](const ir::Node* m) { return m->table_op() && m->table_op()->kind == OpKind::Reduce; },
       "reduction");
   const ir::Node* reduction = nodes[r];
   const LoopSpec spec = group_loop(n);
@@ -218,14 +218,14 @@ ReduceMatch match_fused_reduction(const ir::Node* n) {
   const ir::Block* body = n->block(0);
   const std::vector<const ir::Node*> nodes = node_list(body);
   const size_t r = index_of(
-      nodes, [](const ir::Node* x) { return find_op(x->op()) && find_op(x->op())->kind == OpKind::Reduce; },
+      nodes, [](const ir::Node* x) { return x->table_op() && x->table_op()->kind == OpKind::Reduce; },
       "reduction");
   const ir::Node* reduction = nodes[r];
   if (!(r + 1 == nodes.size() && n->num_outputs() == 1 && body->returns()[0] == reduction->output())) return m;
-  const std::string op = reduction->op();
-  if (op == "sum" || op == "mean") m.kind = "Sum";
-  else if (op == "amax") m.kind = "Max";
-  else if (op == "amin") m.kind = "Min";
+  const OpId op = reduction->op_id();
+  if (op == OpId::sum || op == OpId::mean) m.kind = "Sum";
+  else if (op == OpId::amax) m.kind = "Max";
+  else if (op == OpId::amin) m.kind = "Min";
   else return m;
   const LoopSpec spec = group_loop(n);
   if (spec.results.size() != 1) return m;
@@ -263,7 +263,8 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   constexpr int kBlock = 256;  // a multiple of reduce_order::kLanes dividing kChunk
   const ReduceMatch match = match_fused_reduction(n);
   if (!match.matched || match.reduction != reduction) return false;
-  const std::string op = reduction->op(), kind = match.kind, dims = match.dims;
+  const OpId op = reduction->op_id();
+  const std::string kind = match.kind, dims = match.dims;
   const bool keepdim = match.keepdim;
   const ir::Type& in_type = spec.results[0]->type();
   const ir::Type& out_type = reduction->output()->type();
@@ -322,7 +323,7 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   }
   line("// One loop nest: per output slot, the producers in blocks of " + std::to_string(kBlock) +
        " into a stack buffer, accumulated");
-  line("// in the eager " + op + "'s order (graph/reduce_order.h); no intermediate tensor.");
+  line("// in the eager " + reduction->op() + "'s order (graph/reduce_order.h); no intermediate tensor.");
   for (const ir::Node* m : spec.members)
     if (hoisted(m)) node(m);
   line(out + " = " + take_buffer(shape, *out_type.dtype) + ";");
@@ -394,7 +395,7 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   };
   const std::string K = "::graph::reduce_order::kChunk";
   const std::string finish = [&](const std::string& acc) {
-    return "static_cast<" + T + ">(" + (op == "mean" ? acc + " / static_cast<double>(" + count + ")" : acc) + ")";
+    return "static_cast<" + T + ">(" + (op == OpId::mean ? acc + " / static_cast<double>(" + count + ")" : acc) + ")";
   }("acc");
   const std::string chunks = fresh("chunks");
   line("const int64_t " + chunks + " = ::graph::reduce_order::num_chunks(" + count + ");");
@@ -429,7 +430,7 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   --indent_;
   open("} else");
   line("// Broadcast, strided or on the device, or dims the eager op refuses: the fused loop into a buffer, then the");
-  line("// eager " + op + ".");
+  line("// eager " + reduction->op() + ".");
   declare_outputs(spec);
   open("");
   group_fused_loop(spec);

@@ -44,7 +44,7 @@
 namespace graph::codegen::detail {
 
 bool hoisted(const ir::Node* m) {
-  if (m->op() == "constant") return true;
+  if (m->is(OpId::constant)) return true;
   for (const ir::Value* v : m->inputs())
     if (v->type().is_tensor()) return false;
   return true;
@@ -230,7 +230,7 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
     open("if (!" + shape + " || " + join(smaller, " || ") + ")");
     line("// The outputs' shapes differ from the loop's, or do not broadcast together: op by op.");
     for (const ir::Node* m : spec.members)
-      if (!hoisted(m)) eager_elementwise(m, *find_op(m->op()));
+      if (!hoisted(m)) eager_elementwise(m, *m->table_op());
     for (size_t j = 0; j < spec.outputs.size(); ++j) line(name(spec.outputs[j]) + " = " + name(spec.results[j]) + ";");
     --indent_;
     open("} else");
@@ -430,9 +430,9 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   // starts at each expensive op; otherwise one stage holds every op.
   std::vector<std::vector<const ir::Node*>> stages(1);
   size_t expensive = 0;
-  for (const ir::Node* m : ops) expensive += expensive_op(*find_op(m->op()));
+  for (const ir::Node* m : ops) expensive += expensive_op(*m->table_op());
   for (const ir::Node* m : ops) {
-    if (expensive >= 2 && expensive_op(*find_op(m->op())) && !stages.back().empty()) stages.emplace_back();
+    if (expensive >= 2 && expensive_op(*m->table_op()) && !stages.back().empty()) stages.emplace_back();
     stages.back().push_back(m);
   }
   std::unordered_map<const ir::Value*, size_t> stage_of;
@@ -555,7 +555,7 @@ std::string Emitter::stage_statements(const std::vector<const ir::Node*>& ops,
 // element locals `el`, into local `out`.
 std::string Emitter::scalar_call(const ir::Node* m, const std::unordered_map<const ir::Value*, std::string>& el,
                                  const std::string& out) {
-  const OpInfo& op = *find_op(m->op());
+  const OpInfo& op = *m->table_op();
   const DType compute = compute_dtype(op, promoted_dtype(m));
   const std::string ct = element_type(compute);
   std::string args;

@@ -80,13 +80,7 @@ namespace detail {
 namespace {
 
 // The GRAPH_BACKWARD_OP entries of the op table.
-bool is_gradient_op(const std::string& op) {
-  static const std::set<std::string> ops = {
-#define GRAPH_BACKWARD_OP(name, inputs, outputs) #name,
-#include "graph/ops.def"
-  };
-  return ops.count(op) != 0;
-}
+bool is_gradient_op(const ir::Node* n) { return n->table_op() && n->table_op()->has(op_trait::Backward); }
 
 // `n` alone in a graph of its own, as IR text: what the runtime's
 // GradientOp parses once to hand the op's kernel its node (attributes and
@@ -107,7 +101,7 @@ std::string single_node_graph(const ir::Node* n) {
 // run their op's eager backward); generated code calls it through a
 // GradientOp made once per node.
 bool Emitter::gradient_op(const ir::Node* n) {
-  if (!is_gradient_op(n->op())) return false;
+  if (!is_gradient_op(n)) return false;
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + n->op());
   const std::string op = fresh("gradient_op"), results = fresh("results");
   line("static const ::graph::detail::GradientOp " + op + "(" + ir::quote(single_node_graph(n)) + ");");

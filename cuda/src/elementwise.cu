@@ -22,12 +22,12 @@ using detail::grid_step;
 using detail::offset_of;
 
 // One functor per op, so kernels are templates over the op.
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                        \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                        \
   struct name##_fn {                                                                    \
     template <class T>                                                                  \
     __host__ __device__ auto operator()(T x) const { return ::graph::scalar::name(x); } \
   };
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                               \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                               \
   struct name##_fn {                                                                    \
     template <class T>                                                                  \
     __host__ __device__ auto operator()(T a, T b) const { return ::graph::scalar::name(a, b); } \
@@ -171,7 +171,7 @@ void dispatch_compute(const char* name, DType t, F f) {
 
 void unary(OpId op, DType compute, void* out, const void* x, const Geometry& g) {
   switch (op) {
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                              \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                              \
   case OpId::name:                                                                            \
     return dispatch_compute<DTypeRule::rule>(#name, compute, [&](auto c) {                    \
       launch_unary<decltype(c)>(#name, out, x, g, name##_fn{});                               \
@@ -184,7 +184,7 @@ void unary(OpId op, DType compute, void* out, const void* x, const Geometry& g) 
 
 void binary(OpId op, DType compute, void* out, const void* a, const void* b, const Geometry& g) {
   switch (op) {
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                     \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                     \
   case OpId::name:                                                                            \
     return dispatch_compute<DTypeRule::rule>(#name, compute, [&](auto c) {                    \
       launch_binary<decltype(c)>(#name, out, a, b, g, name##_fn{});                           \

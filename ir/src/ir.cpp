@@ -112,10 +112,20 @@ void replace_uses(Block* root, Value* from, Value* to, const Block* skip) {
   root->set_returns(std::move(rets));
 }
 
-bool is_value_primitive(const std::string& op) {
-  return op == "defined" || op == "tensor_dim" || op == "tensor_size" || op == "tensor_numel" || op == "int_div" ||
-         op == "int_mod" || op == "reshape_dyn" || op == "slice_dyn" || op == "tensor_sizes" || op == "make_shape" ||
-         op == "shape_get" || op == "shape_set" || op == "inverse_permutation" || op == "full_dyn";
+bool is_value_primitive(OpId id) {
+  return id != OpId::unknown && op_info(id).kind == OpKind::Value && id != OpId::constant && id != OpId::undefined;
+}
+
+bool is_random(const Node& n) {
+  const OpInfo* info = n.info();
+  if (!info) return false;
+  if (info->has(op_trait::Random)) return true;
+  if (!info->has(op_trait::RandomIfDropoutP)) return false;
+  auto it = n.attrs().find("dropout_p");
+  if (it == n.attrs().end()) return false;  // the default, 0
+  if (const auto* d = std::get_if<double>(&it->second)) return *d != 0.0;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return *i != 0;
+  return true;  // known at run time only ("@i")
 }
 
 std::optional<DynamicAttr> dynamic_attr(const Node& n, const std::string& name) {
@@ -163,7 +173,7 @@ namespace {
 
 // Whether every use of `v` by `n` is an operand the op allows to be undefined.
 bool optional_operand(const Node* n, const Value* v) {
-  const OpInfo* info = find_op(n->op());
+  const OpInfo* info = n->table_op();
   if (!info) return false;
   for (size_t i = 0; i < n->inputs().size(); ++i) {
     if (n->input(i) != v) continue;
@@ -178,14 +188,14 @@ bool optional_operand(const Node* n, const Value* v) {
 // `c` is defined(v), or its negation.
 bool tests_defined(const Value* c, const Value* v) {
   const Node* p = c->producer();
-  while (p && p->op() == "logical_not") p = p->input(0)->producer();
-  return p && p->op() == "defined" && p->input(0) == v;
+  while (p && p->is(OpId::logical_not)) p = p->input(0)->producer();
+  return p && p->is(OpId::defined) && p->input(0) == v;
 }
 
 // `n` runs only inside an If on defined(v).
 bool under_defined_test(const Node* n, const Value* v) {
   for (const Block* b = n->owner(); b && b->owner(); b = b->owner()->owner())
-    if (b->owner()->op() == "If" && tests_defined(b->owner()->input(0), v)) return true;
+    if (b->owner()->is(OpId::If) && tests_defined(b->owner()->input(0), v)) return true;
   return false;
 }
 
@@ -194,12 +204,12 @@ bool under_defined_test(const Node* n, const Value* v) {
 bool may_be_undefined(const Value* input) {
   bool optional = false;
   for (const Node* n : input->users()) {
-    if (n->op() == "defined" || optional_operand(n, input)) {
+    if (n->is(OpId::defined) || optional_operand(n, input)) {
       optional = true;
       continue;
     }
     if (under_defined_test(n, input)) continue;
-    if (n->op() == "FusionGroup") {  // the group's parameter stands for it
+    if (n->is(OpId::FusionGroup)) {  // the group's parameter stands for it
       for (size_t i = 0; i < n->inputs().size(); ++i)
         if (n->input(i) == input && !may_be_undefined(n->block(0)->param(i))) return false;
       optional = true;

@@ -48,14 +48,16 @@ class Verifier {
   }
 
   void node(const Node* n) {
-    const std::string& op = n->op();
-    if (op == "constant") return constant(n);
-    if (op == "If") return if_(n);
-    if (op == "Loop") return loop(n);
-    if (op == "FusionGroup") return fusion_group(n);
-    if (op == "call") return call(n);
-    if (op == "undefined" || op.rfind("list_", 0) == 0 || is_value_primitive(op)) return primitive(n);
-    const OpInfo* info = find_op(op);
+    switch (n->op_id()) {
+      case OpId::constant: return constant(n);
+      case OpId::If: return if_(n);
+      case OpId::Loop: return loop(n);
+      case OpId::FusionGroup: return fusion_group(n);
+      case OpId::call: return call(n);
+      default: break;
+    }
+    if (n->info() && n->info()->primitive()) return primitive(n);  // undefined, list_*, value primitives
+    const OpInfo* info = n->table_op();
     if (!info) return error(n, "op", "unknown op");
     if (!n->blocks().empty()) error(n, "op", "only If, Loop and FusionGroup own blocks");
     // Inputs past the op's own carry attributes known at run time.
@@ -160,35 +162,35 @@ class Verifier {
   // undefined() -> Tensor; list_new() -> list; list_append(list, Tensor) ->
   // list; list_get(list, int) -> Tensor; list_len(list) -> int.
   void primitive(const Node* n) {
-    struct Sig { const char* op; std::vector<Type::Kind> in; Type::Kind out; };
+    struct Sig { OpId op; std::vector<Type::Kind> in; Type::Kind out; };
     using K = Type::Kind;
-    static const Sig sigs[] = {{"undefined", {}, K::Tensor},
-                               {"list_new", {}, K::List},
-                               {"list_append", {K::List, K::Tensor}, K::List},
-                               {"list_get", {K::List, K::Int}, K::Tensor},
-                               {"list_len", {K::List}, K::Int},
+    static const Sig sigs[] = {{OpId::undefined, {}, K::Tensor},
+                               {OpId::list_new, {}, K::List},
+                               {OpId::list_append, {K::List, K::Tensor}, K::List},
+                               {OpId::list_get, {K::List, K::Int}, K::Tensor},
+                               {OpId::list_len, {K::List}, K::Int},
                                // gradients of lists (autodiff): list_grad.h
-                               {"list_split_like", {K::Tensor, K::List, K::Int}, K::List},
-                               {"list_unbind", {K::Tensor, K::Int}, K::List},
-                               {"list_add", {K::List, K::List}, K::List},
-                               {"list_zeros_like", {K::List}, K::List},
-                               {"list_last", {K::List}, K::Tensor},
-                               {"list_drop_last", {K::List}, K::List},
-                               {"list_onehot", {K::List, K::Int, K::Tensor}, K::List},
-                               {"defined", {K::Tensor}, K::Bool},
-                               {"tensor_dim", {K::Tensor}, K::Int},
-                               {"tensor_size", {K::Tensor, K::Int}, K::Int},
-                               {"tensor_numel", {K::Tensor}, K::Int},
-                               {"int_div", {K::Int, K::Int}, K::Int},
-                               {"int_mod", {K::Int, K::Int}, K::Int},
-                               {"slice_dyn", {K::Tensor, K::Int, K::Int, K::Int}, K::Tensor},
-                               {"tensor_sizes", {K::Tensor}, K::Tensor},
-                               {"inverse_permutation", {K::Tensor}, K::Tensor},
-                               {"shape_get", {K::Tensor, K::Int}, K::Int},
-                               {"shape_set", {K::Tensor, K::Int, K::Int}, K::Tensor}};
-    if (n->op() == "slice_dyn" && !(n->has_attr("dim") && std::holds_alternative<int64_t>(n->attrs().at("dim"))))
+                               {OpId::list_split_like, {K::Tensor, K::List, K::Int}, K::List},
+                               {OpId::list_unbind, {K::Tensor, K::Int}, K::List},
+                               {OpId::list_add, {K::List, K::List}, K::List},
+                               {OpId::list_zeros_like, {K::List}, K::List},
+                               {OpId::list_last, {K::List}, K::Tensor},
+                               {OpId::list_drop_last, {K::List}, K::List},
+                               {OpId::list_onehot, {K::List, K::Int, K::Tensor}, K::List},
+                               {OpId::defined, {K::Tensor}, K::Bool},
+                               {OpId::tensor_dim, {K::Tensor}, K::Int},
+                               {OpId::tensor_size, {K::Tensor, K::Int}, K::Int},
+                               {OpId::tensor_numel, {K::Tensor}, K::Int},
+                               {OpId::int_div, {K::Int, K::Int}, K::Int},
+                               {OpId::int_mod, {K::Int, K::Int}, K::Int},
+                               {OpId::slice_dyn, {K::Tensor, K::Int, K::Int, K::Int}, K::Tensor},
+                               {OpId::tensor_sizes, {K::Tensor}, K::Tensor},
+                               {OpId::inverse_permutation, {K::Tensor}, K::Tensor},
+                               {OpId::shape_get, {K::Tensor, K::Int}, K::Int},
+                               {OpId::shape_set, {K::Tensor, K::Int, K::Int}, K::Tensor}};
+    if (n->is(OpId::slice_dyn) && !(n->has_attr("dim") && std::holds_alternative<int64_t>(n->attrs().at("dim"))))
       error(n, "attrs", "slice_dyn needs the integer 'dim'");
-    if (n->op() == "full_dyn") {
+    if (n->is(OpId::full_dyn)) {
       // (Tensor sizes, scalar value) -> Tensor, with a dtype token
       if (!n->blocks().empty() || n->inputs().size() != 2 || n->num_outputs() != 1)
         return error(n, "op", "expects sizes and a value, 1 output and no blocks");
@@ -200,7 +202,7 @@ class Verifier {
       if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
       return;
     }
-    if (n->op() == "make_shape") {
+    if (n->is(OpId::make_shape)) {
       // (int...) -> Tensor
       if (!n->blocks().empty() || n->num_outputs() != 1)
         return error(n, "op", "expects ints, 1 output and no blocks");
@@ -209,7 +211,7 @@ class Verifier {
       if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
       return;
     }
-    if (n->op() == "reshape_dyn") {
+    if (n->is(OpId::reshape_dyn)) {
       // (Tensor, int...) -> Tensor
       if (!n->blocks().empty() || n->inputs().empty() || n->num_outputs() != 1)
         return error(n, "op", "expects a tensor and sizes, 1 output and no blocks");
@@ -220,7 +222,7 @@ class Verifier {
       return;
     }
     for (const Sig& s : sigs) {
-      if (n->op() != s.op) continue;
+      if (!n->is(s.op)) continue;
       if (!n->blocks().empty() || n->inputs().size() != s.in.size() || n->num_outputs() != 1)
         return error(n, "op", "expects " + std::to_string(s.in.size()) + " inputs, 1 output and no blocks");
       for (size_t i = 0; i < s.in.size(); ++i)
@@ -316,10 +318,10 @@ class Verifier {
     for (const auto& p : body->params()) inside.insert(p.get()), params.insert(p.get());
     int heavy = 0;  // the reduction or matmul the kind allows
     for (const auto& m : body->nodes()) {
-      const OpInfo* info = find_op(m->op());
+      const OpInfo* info = m->table_op();
       const bool reduction = info && info->kind == OpKind::Reduce;
       const bool product = info && (info->id == OpId::matmul || info->id == OpId::linear);
-      bool allowed = m->op() == "constant" || (info && info->kind == OpKind::Elementwise);
+      bool allowed = m->is(OpId::constant) || (info && info->kind == OpKind::Elementwise);
       if (kind == "reduce" && reduction) {
         ++heavy;
         allowed = true;

@@ -56,7 +56,7 @@ auto FunctionLowering::first_return(Region::StmtIt it, Region::StmtIt end) -> So
 }
 
 auto FunctionLowering::is_const(const ir::Value* v, bool b) const -> bool {
-  if (!v || !v->producer() || v->producer()->op() != "constant") return false;
+  if (!v || !v->producer() || !v->producer()->is(graph::OpId::constant)) return false;
   const auto* x = std::get_if<bool>(&v->producer()->attrs().at("value"));
   return x && *x == b;
 }
@@ -262,7 +262,7 @@ auto FunctionLowering::merge(ir::Node* n, Env& then_env, Env& else_env, const Si
       env_[k] = nullptr;
       continue;
     }
-    if (t->producer() && e->producer() && t->producer()->op() == "constant" && e->producer()->op() == "constant" &&
+    if (t->producer() && e->producer() && t->producer()->is(graph::OpId::constant) && e->producer()->is(graph::OpId::constant) &&
         t->type() == e->type() && t->producer()->attrs() == e->producer()->attrs()) {
       ir::Node* c = block_->append("constant");
       c->attrs() = t->producer()->attrs();

@@ -10,7 +10,7 @@ namespace graph {
 using namespace elementwise;
 
 namespace {
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)     \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)     \
   struct name##_fn {                                           \
     template <class X, class Y>                                \
     auto operator()(X x, Y y) const { return scalar::name(x, y); } \
@@ -27,7 +27,7 @@ namespace {
         [&] { return compute(OpId::name, a, b, name##_fn{}); },                                    \
         [&](Tensor& out) { record_binary(OpId::name, out, a, b, derivatives::name##_backward<Tensor>); }); \
   }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)          \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)          \
   GRAPH_BINARY_ENTRY(name, binary_tt, const Tensor&, const Tensor&) \
   GRAPH_BINARY_ENTRY(name, binary_ts, const Tensor&, Scalar)        \
   GRAPH_BINARY_ENTRY(name, binary_st, Scalar, const Tensor&)

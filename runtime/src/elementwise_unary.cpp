@@ -10,7 +10,7 @@ using namespace elementwise;
 
 // ---- public ops, one per ops.def unary entry ----------------------------
 
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                      \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                                      \
   Tensor name(const Tensor& x) {                                                                      \
     if (detail::tracing()) return detail::trace_op(#name, {x}, {}, [&] { return name(x); });          \
     return compute_and_record(                                                                        \

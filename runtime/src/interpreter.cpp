@@ -119,8 +119,8 @@ struct BlockInfo {
 // Blocks with fewer than two such nodes run in order on the calling thread;
 // elementwise and view nodes on their own are too cheap to schedule.
 bool heavy(const ir::Node* n) {
-  if (!n->blocks().empty()) return n->op() != "FusionGroup";
-  const OpInfo* info = find_op(n->op());
+  if (!n->blocks().empty()) return !n->is(OpId::FusionGroup);
+  const OpInfo* info = n->table_op();
   return info && (info->kind == OpKind::Library || info->kind == OpKind::Other);
 }
 
@@ -287,28 +287,28 @@ class Run {
   }
 
   void node(const ir::Node* n) {
-    const std::string& op = n->op();
+    const OpId op = n->op_id();
     try {
-      if (op == "constant") return constant(n);
-      if (op == "If") return if_(n);
-      if (op == "Loop") return loop(n);
-      if (op == "FusionGroup") return fusion_group(n);
-      if (op == "undefined") {
+      if (op == OpId::constant) return constant(n);
+      if (op == OpId::If) return if_(n);
+      if (op == OpId::Loop) return loop(n);
+      if (op == OpId::FusionGroup) return fusion_group(n);
+      if (op == OpId::undefined) {
         at(n->output()) = Tensor();
         return;
       }
-      if (op.rfind("list_", 0) == 0) return list(n);
+      if (n->info() && n->info()->kind == OpKind::List) return list(n);
       if (ir::is_value_primitive(op)) return value_primitive(n);
-      if (op == "call")
+      if (op == OpId::call)
         throw Error("call of '" + n->s("callee") + "': inline calls first (the inline_calls pass)");
-      const Kernel* k = detail::find_kernel(op);
-      if (!k) throw Error("no interpreter kernel for op '" + op + "'");
+      const Kernel* k = detail::find_kernel(n->op());
+      if (!k) throw Error("no interpreter kernel for op '" + n->op() + "'");
       std::vector<IValue> in;
       in.reserve(n->inputs().size());
       for (const ir::Value* v : n->inputs()) in.push_back(at(v));
       std::vector<IValue> out = detail::run_kernel(*k, *n, in);
       if (out.size() != n->num_outputs())
-        throw Error(op + ": the kernel gave " + std::to_string(out.size()) + " values for " +
+        throw Error(n->op() + ": the kernel gave " + std::to_string(out.size()) + " values for " +
                     std::to_string(n->num_outputs()) + " outputs");
       for (size_t i = 0; i < out.size(); ++i) at(n->output(i)) = std::move(out[i]);
     } catch (const NodeError&) {
@@ -363,77 +363,77 @@ class Run {
   }
 
   void list(const ir::Node* n) {
-    const std::string& op = n->op();
+    const OpId op = n->op_id();
     auto list_in = [&]() -> const TensorList& {
       if (auto* l = std::get_if<TensorList>(&at(n->input(0)))) return *l;
-      throw Error(op + ": input 0 must be a list");
+      throw Error(n->op() + ": input 0 must be a list");
     };
-    if (op == "list_new") {
+    if (op == OpId::list_new) {
       at(n->output()) = TensorList{};
-    } else if (op == "list_append") {
+    } else if (op == OpId::list_append) {
       TensorList l = list_in();
       const IValue& t = at(n->input(1));
       if (!std::holds_alternative<Tensor>(t)) throw Error("list_append: input 1 must be a tensor");
       l.push_back(std::get<Tensor>(t));
       at(n->output()) = std::move(l);
-    } else if (op == "list_get") {
+    } else if (op == OpId::list_get) {
       const TensorList& l = list_in();
       int64_t i = as_int(n, at(n->input(1)), "the index");
       const int64_t size = static_cast<int64_t>(l.size());
       if (i < -size || i >= size)
         throw Error("list_get: index " + std::to_string(i) + " out of range for a list of " + std::to_string(size));
       at(n->output()) = l[static_cast<size_t>(i < 0 ? i + size : i)];
-    } else if (op == "list_len") {
+    } else if (op == OpId::list_len) {
       at(n->output()) = static_cast<int64_t>(list_in().size());
     } else if (list_gradient(n)) {
     } else {
-      throw Error("unknown list primitive '" + op + "'");
+      throw Error("unknown list primitive '" + n->op() + "'");
     }
   }
 
   // The gradients of lists (ir.h), by the functions the generated code calls.
   bool list_gradient(const ir::Node* n) {
-    const std::string& op = n->op();
+    const OpId op = n->op_id();
     auto list = [&](size_t i) -> const TensorList& {
       if (auto* l = std::get_if<TensorList>(&at(n->input(i)))) return *l;
-      throw Error(op + ": input " + std::to_string(i) + " must be a list");
+      throw Error(n->op() + ": input " + std::to_string(i) + " must be a list");
     };
     auto tensor = [&](size_t i) -> const Tensor& {
       if (auto* t = std::get_if<Tensor>(&at(n->input(i)))) return *t;
-      throw Error(op + ": input " + std::to_string(i) + " must be a tensor");
+      throw Error(n->op() + ": input " + std::to_string(i) + " must be a tensor");
     };
     auto integer = [&](size_t i) { return as_int(n, at(n->input(i)), "an operand"); };
     IValue& out = at(n->output());
-    if (op == "list_split_like") out = detail::list_split_like(tensor(0), list(1), integer(2));
-    else if (op == "list_unbind") out = detail::list_unbind(tensor(0), integer(1));
-    else if (op == "list_add") out = detail::list_add(list(0), list(1));
-    else if (op == "list_zeros_like") out = detail::list_zeros_like(list(0));
-    else if (op == "list_last") out = detail::list_last(list(0));
-    else if (op == "list_drop_last") out = detail::list_drop_last(list(0));
-    else if (op == "list_onehot") out = detail::list_onehot(list(0), integer(1), tensor(2));
+    if (op == OpId::list_split_like) out = detail::list_split_like(tensor(0), list(1), integer(2));
+    else if (op == OpId::list_unbind) out = detail::list_unbind(tensor(0), integer(1));
+    else if (op == OpId::list_add) out = detail::list_add(list(0), list(1));
+    else if (op == OpId::list_zeros_like) out = detail::list_zeros_like(list(0));
+    else if (op == OpId::list_last) out = detail::list_last(list(0));
+    else if (op == OpId::list_drop_last) out = detail::list_drop_last(list(0));
+    else if (op == OpId::list_onehot) out = detail::list_onehot(list(0), integer(1), tensor(2));
     else return false;
     return true;
   }
 
   // Tensor metadata and host ints (ir.h), as the generated code computes them.
   void value_primitive(const ir::Node* n) {
-    const std::string& op = n->op();
+    const OpId op = n->op_id();
     auto tensor = [&](size_t i) -> const Tensor& {
       if (auto* t = std::get_if<Tensor>(&at(n->input(i)))) return *t;
-      throw Error(op + ": input " + std::to_string(i) + " must be a tensor");
+      throw Error(n->op() + ": input " + std::to_string(i) + " must be a tensor");
     };
     auto integer = [&](size_t i) { return as_int(n, at(n->input(i)), "an operand"); };
     IValue& out = at(n->output());
-    if (op == "defined") out = tensor(0).defined();
-    else if (op == "tensor_dim") out = tensor(0).dim();
-    else if (op == "tensor_size") out = tensor(0).size(integer(1));
-    else if (op == "tensor_numel") out = tensor(0).numel();
-    else if (op == "int_div") out = detail::int_div(integer(0), integer(1));
-    else if (op == "int_mod") out = detail::int_mod(integer(0), integer(1));
-    else if (op == "slice_dyn") out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
-    else if (op == "tensor_sizes") out = detail::sizes_tensor(tensor(0));
-    else if (op == "inverse_permutation") out = detail::inverse_permutation(tensor(0));
-    else if (op == "full_dyn") {
+    if (op == OpId::defined) out = tensor(0).defined();
+    else if (op == OpId::tensor_dim) out = tensor(0).dim();
+    else if (op == OpId::tensor_size) out = tensor(0).size(integer(1));
+    else if (op == OpId::tensor_numel) out = tensor(0).numel();
+    else if (op == OpId::int_div) out = detail::int_div(integer(0), integer(1));
+    else if (op == OpId::int_mod) out = detail::int_mod(integer(0), integer(1));
+    else if (op == OpId::slice_dyn) out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
+    else if (op == OpId::tensor_sizes) out = detail::sizes_tensor(tensor(0));
+    else if (op == OpId::inverse_permutation) out = detail::inverse_permutation(tensor(0));
+    else if (op == OpId::full_dyn) {
       DType dt{};
       if (!dtype_from_token(n->s("dtype"), dt)) throw Error("full_dyn: unknown dtype '" + n->s("dtype") + "'");
       const IValue& v = at(n->input(1));
@@ -442,18 +442,18 @@ class Run {
                                                               : Scalar(integer(1));
       out = full(detail::int_list(tensor(0)), value, dt);
     }
-    else if (op == "shape_get") out = detail::shape_get(tensor(0), integer(1));
-    else if (op == "shape_set") out = detail::shape_set(tensor(0), integer(1), integer(2));
-    else if (op == "make_shape") {
+    else if (op == OpId::shape_get) out = detail::shape_get(tensor(0), integer(1));
+    else if (op == OpId::shape_set) out = detail::shape_set(tensor(0), integer(1), integer(2));
+    else if (op == OpId::make_shape) {
       Shape v;
       for (size_t i = 0; i < n->inputs().size(); ++i) v.push_back(integer(i));
       out = detail::int_list_tensor(v);
-    } else if (op == "reshape_dyn") {
+    } else if (op == OpId::reshape_dyn) {
       Shape sizes;
       for (size_t i = 1; i < n->inputs().size(); ++i) sizes.push_back(integer(i));
       out = tensor(0).reshape(sizes);
     } else {
-      throw Error("unknown primitive '" + op + "'");
+      throw Error("unknown primitive '" + n->op() + "'");
     }
   }
 

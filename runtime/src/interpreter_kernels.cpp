@@ -171,7 +171,7 @@ bool all_host(In in) {
   return true;
 }
 
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                        \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                                        \
   Out name##_kernel(const ir::Node& n, In in) {                                                         \
     if (!all_host(in)) return {::graph::name(T(n, in, 0))};                                             \
     switch (compute_kind(n, op_info(OpId::name), in)) {                                                 \
@@ -186,7 +186,7 @@ bool all_host(In in) {
     }                                                                                                   \
     return {};                                                                                          \
   }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                               \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                               \
   Out name##_kernel(const ir::Node& n, In in) {                                                         \
     if (in.size() != 2) throw Error(#name ": expects 2 inputs");                                        \
     const bool ta = std::holds_alternative<Tensor>(in[0]), tb = std::holds_alternative<Tensor>(in[1]);  \
@@ -310,19 +310,19 @@ Out dropout_kernel(const ir::Node& n, In in) {
 Out mse_loss_kernel(const ir::Node& n, In in) { return {graph::mse_loss(T(n, in, 0), T(n, in, 1))}; }
 Out cross_entropy_kernel(const ir::Node& n, In in) { return {graph::cross_entropy(T(n, in, 0), T(n, in, 1))}; }
 Out scaled_dot_product_attention_kernel(const ir::Node& n, In in) {
-  return {graph::scaled_dot_product_attention(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), 0.0,
-                                              attr_bool(n, "is_causal", false))};
+  return {graph::scaled_dot_product_attention(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3),
+                                              attr_float(n, "dropout_p", 0.0), attr_bool(n, "is_causal", false))};
 }
 
 const std::unordered_map<std::string_view, Kernel>& kernels() {
   static const std::unordered_map<std::string_view, Kernel> table = [] {
     std::unordered_map<std::string_view, Kernel> t;
-#define GRAPH_UNARY_OP(name, rule, body, grad_x) t.emplace(#name, name##_kernel);
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) t.emplace(#name, name##_kernel);
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) t.emplace(#name, name##_kernel);
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b) t.emplace(#name, name##_kernel);
 #define GRAPH_REDUCE_OP(name, rule) t.emplace(#name, name##_kernel);
 #define GRAPH_LIBRARY_OP(name, inputs) t.emplace(#name, name##_kernel);
 #define GRAPH_VIEW_OP(name, inputs) t.emplace(#name, name##_kernel);
-#define GRAPH_OTHER_OP(name, inputs, rule) t.emplace(#name, name##_kernel);
+#define GRAPH_OTHER_OP(name, inputs, rule, traits) t.emplace(#name, name##_kernel);
 #include "graph/ops.def"
     return t;
   }();

@@ -428,20 +428,19 @@ std::string cuda_graph_blocker(const ir::Graph& g) {
   const std::function<void(const ir::Block*)> walk = [&](const ir::Block* b) {
     for (const auto& n : b->nodes()) {
       if (!reason.empty()) return;
-      const std::string& op = n->op();
-      if (op == "If" || op == "Loop") {
+      const ir::Node& m = *n;
+      const OpInfo* info = m.info();
+      if (m.is(OpId::If) || m.is(OpId::Loop)) {
         // A host condition is decided per signature; a tensor one becomes a
         // conditional node when ir/device_control.h allows it.
         const std::string refusal = ir::device_control_refusal(n.get());
         if (!refusal.empty())
-          reason = op + " (at " + (n->loc().valid() ? n->loc().file + ":" + std::to_string(n->loc().line) : "?") +
+          reason = m.op() + " (at " + (m.loc().valid() ? m.loc().file + ":" + std::to_string(m.loc().line) : "?") +
                    "): " + refusal;
-      } else if (op == "dropout" || op == "dropout_backward")
-        reason = op + ": random numbers are drawn per call, a replay would repeat them";
-      else if (op == "embedding" || op == "cross_entropy" || op == "cross_entropy_backward")
-        reason = op + ": reads device values on the host";
-      else if (op == "scaled_dot_product_attention" || op == "scaled_dot_product_attention_backward")
-        reason = op + ": builds its mask on the host";
+      } else if (ir::is_random(m))  // the op table's Random traits
+        reason = m.op() + ": random numbers are drawn per call, a replay would repeat them";
+      else if (info && info->has(op_trait::ReadsHost))
+        reason = m.op() + ": reads device values on the host";
       for (size_t i = 0; reason.empty() && i < n->blocks().size(); ++i) walk(n->block(i));
     }
   };

@@ -86,9 +86,9 @@ class DotWriter {
   }
 
   void node(const ir::Node& n, const std::string& indent) {
-    if (n.op() == "FusionGroup") return fusion_group(n, indent);
-    if (n.op() == "If") return if_node(n, indent);
-    if (n.op() == "Loop") return loop_node(n, indent);
+    if (n.is(OpId::FusionGroup)) return fusion_group(n, indent);
+    if (n.is(OpId::If)) return if_node(n, indent);
+    if (n.is(OpId::Loop)) return loop_node(n, indent);
     const std::string id = fresh("n");
     std::string label = n.op();
     for (const auto& [key, value] : n.attrs())

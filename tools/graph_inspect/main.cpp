@@ -3,6 +3,7 @@
 //   graph-inspect --build build list
 //   graph-inspect --build build show rnn_step
 //   graph-inspect --build build render example_rnn/rnn_step -o rnn_step.svg
+//   graph-inspect ops
 //
 // Reads the .graph / .opt.graph files cxxgraph_static_graphs() writes next
 // to the generated sources (catalog.h); never runs a graph. Exit codes: 0
@@ -45,6 +46,10 @@ commands:
       draws the optimized graph (the lowered one with --lowered) with
       Graphviz: fusion groups as filled clusters, If and Loop blocks as nested
       clusters. The format defaults to FILE's extension.
+  ops
+      every op and IR primitive of the op table: its kind, inputs -> outputs
+      (* for a list) and traits (pure, random, reads-host, expensive,
+      backward-of=OP, ...)
 GRAPH is <target>/<source>/<function>, any '/'-suffix of it (rnn_step),
 <target>/<function>, or the path of a .graph file.
 exit status: 0 success, 1 an error, 2 bad arguments
@@ -86,8 +91,8 @@ Args parse_args(int argc, char** argv) {
   }
   if (positional.empty()) throw UsageError("no command");
   a.command = positional[0];
-  const size_t wanted = a.command == "list" ? 1 : 2;
-  if (a.command != "list" && a.command != "show" && a.command != "render")
+  const size_t wanted = a.command == "list" || a.command == "ops" ? 1 : 2;
+  if (a.command != "list" && a.command != "ops" && a.command != "show" && a.command != "render")
     throw UsageError("unknown command '" + a.command + "'");
   if (positional.size() != wanted)
     throw UsageError(a.command + (wanted == 1 ? " takes no graph" : " needs exactly one GRAPH"));
@@ -141,7 +146,7 @@ void list(const std::vector<GraphFiles>& graphs) {
   for (const auto& g : graphs) {
     const auto graph = load(best(g));
     int nodes = 0, groups = 0;
-    ir::walk(graph->top(), [&](const ir::Node* n) { ++nodes, groups += n->op() == "FusionGroup"; });
+    ir::walk(graph->top(), [&](const ir::Node* n) { ++nodes, groups += n->is(graph::OpId::FusionGroup); });
     std::string name = g.qualified_name();
     name.resize(width + 2, ' ');
     std::string count = std::to_string(nodes);
@@ -200,6 +205,10 @@ int main(int argc, char** argv) {
     return graph::cli::usage_error("graph-inspect", e.what());
   }
   try {
+    if (args.command == "ops") {  // the op table: no build needed
+      std::cout << op_listing();
+      return 0;
+    }
     const bool file_given = args.graph.size() > 6 && args.graph.ends_with(".graph");
     const auto graphs =
         file_given && std::filesystem::is_regular_file(args.graph) ? std::vector<GraphFiles>{} : find_graphs(args.build_dir);

@@ -3,12 +3,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graph/error.h"
 #include "graph/ir/memory_plan.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/verifier.h"
+#include "graph/op_table.h"
 
 namespace graph::inspect {
 
@@ -26,8 +29,8 @@ std::string context(const ir::Node& n) {
   for (const ir::Block* b = n.owner(); b && b->owner(); b = b->owner()->owner()) {
     const ir::Node& owner = *b->owner();
     std::string part = owner.op();
-    if (owner.op() == "If") part += b == owner.block(0) ? " (then)" : " (else)";
-    if (owner.op() == "FusionGroup") part += " " + names(owner.outputs());
+    if (owner.is(OpId::If)) part += b == owner.block(0) ? " (then)" : " (else)";
+    if (owner.is(OpId::FusionGroup)) part += " " + names(owner.outputs());
     else part += " at " + short_loc(owner.loc());
     where = where.empty() ? part : part + " > " + where;
   }
@@ -62,7 +65,7 @@ std::string fusion_report(const ir::Graph& g) {
   std::ostringstream out;
   int count = 0;
   ir::walk(g.top(), [&](const ir::Node* n) {
-    if (n->op() != "FusionGroup") return;
+    if (!n->is(OpId::FusionGroup)) return;
     const std::string kind = n->has_attr("kind") ? n->s("kind") : "elementwise";
     out << "group " << ++count << ": " << names(n->outputs()) << " (" << kind << ", "
         << n->block(0)->nodes().size() << " ops)";
@@ -79,7 +82,7 @@ std::string source_map(const ir::Graph& g) {
   // (file, line) -> nodes, in line order; nodes without a location last.
   std::map<std::pair<std::string, int>, std::vector<const ir::Node*>> by_line;
   ir::walk(g.top(), [&](const ir::Node* n) {
-    if (n->op() == "FusionGroup") return;  // its members carry the lines
+    if (n->is(OpId::FusionGroup)) return;  // its members carry the lines
     by_line[{n->loc().file, n->loc().line}].push_back(n);
   });
   std::ostringstream out;
@@ -121,5 +124,56 @@ void specialize_inputs(ir::Graph& g, const std::map<std::string, std::string>& t
 }
 
 std::string memory_report(const ir::Graph& g) { return ir::describe(ir::plan_memory(g), g); }
+
+namespace {
+
+const char* kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Elementwise: return "elementwise";
+    case OpKind::Reduce: return "reduce";
+    case OpKind::Library: return "library";
+    case OpKind::View: return "view";
+    case OpKind::Other: return "other";
+    case OpKind::Control: return "control";
+    case OpKind::List: return "list";
+    case OpKind::Value: return "value";
+  }
+  return "?";
+}
+
+std::string trait_names(const OpInfo& op) {
+  static constexpr std::pair<uint16_t, const char*> kNames[] = {
+      {op_trait::Pure, "pure"},           {op_trait::Random, "random"},
+      {op_trait::RandomIfDropoutP, "random-if-dropout_p"}, {op_trait::ReadsHost, "reads-host"},
+      {op_trait::Effectful, "effectful"}, {op_trait::Expensive, "expensive"}};
+  std::string s;
+  for (const auto& [bit, name] : kNames)
+    if (op.has(bit)) s += (s.empty() ? "" : ",") + std::string(name);
+  const std::string sep = s.empty() ? "" : ",";
+  if (const OpInfo* f = forward_op(op)) s += sep + "backward-of=" + std::string(f->name);
+  else if (op.has(op_trait::Backward)) s += sep + "gradient-helper";
+  return s.empty() ? "-" : s;
+}
+
+// Columns: the longest op name (scaled_dot_product_attention_backward) and
+// the longest kind, each plus a space.
+std::string padded(std::string_view s, size_t width) {
+  return std::string(s) + std::string(s.size() < width ? width - s.size() : 1, ' ');
+}
+
+std::string arity(int n) { return n < 0 ? "*" : std::to_string(n); }
+
+}  // namespace
+
+std::string op_listing() {
+  std::ostringstream out;
+  auto row = [&](const OpInfo& op) {
+    out << padded(op.name, 38) << padded(kind_name(op.kind), 13) << arity(op.num_inputs) << " -> "
+        << arity(op.num_outputs) << "  " << trait_names(op) << "\n";
+  };
+  for (const OpInfo& op : kOpTable) row(op);
+  for (const OpInfo& op : kPrimitiveTable) row(op);
+  return out.str();
+}
 
 }  // namespace graph::inspect

@@ -32,4 +32,8 @@ void specialize_inputs(ir::Graph& g, const std::map<std::string, std::string>& t
 // The memory plan of `g` as describe() prints it.
 std::string memory_report(const ir::Graph& g);
 
+// Every op and IR primitive of the op table (graph/op_table.h), one per line:
+// name, kind, inputs and outputs, traits.
+std::string op_listing();
+
 }  // namespace graph::inspect

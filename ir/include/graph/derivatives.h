@@ -15,13 +15,13 @@
 namespace graph::derivatives {
 
 #define GRAPH_NO_GRAD V{}
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                                     \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                                     \
   template <class V>                                                                                 \
   V name##_backward([[maybe_unused]] const V& grad, [[maybe_unused]] const V& x,                     \
                     [[maybe_unused]] const V& result) {                                              \
     return grad_x;                                                                                   \
   }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                            \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                            \
   template <class V>                                                                                 \
   std::array<V, 2> name##_backward([[maybe_unused]] const V& grad, [[maybe_unused]] const V& a,      \
                                    [[maybe_unused]] const V& b, [[maybe_unused]] const V& result) {  \

@@ -1,8 +1,6 @@
 #pragma once
-// Per-element cost of the elementwise ops of the op table (ops.def), kept
-// beside it rather than as a column of every GRAPH_UNARY_OP/GRAPH_BINARY_OP
-// entry: only codegen reads it. Keyed by OpId, so renaming or removing an op
-// in ops.def fails to compile here.
+// Per-element cost of the elementwise ops, read from the op table's cost
+// column (ops.def: Cheap or Expensive).
 //
 // Expensive: ops whose body costs far more than loading and storing an
 // element (transcendentals, division, square roots); a fused loop of two or
@@ -13,17 +11,10 @@
 
 namespace graph {
 
-inline constexpr OpId kExpensiveOps[] = {
-    OpId::exp,     OpId::log,  OpId::sqrt, OpId::rsqrt, OpId::tanh, OpId::sigmoid,
-    OpId::erf,     OpId::gelu, OpId::silu, OpId::div,   OpId::pow,
-};
-
-inline constexpr bool expensive_op(OpId id) {
-  for (OpId e : kExpensiveOps)
-    if (e == id) return true;
-  return false;
+inline constexpr bool expensive_op(const OpInfo& op) {
+  return op.kind == OpKind::Elementwise && op.has(op_trait::Expensive);
 }
 
-inline constexpr bool expensive_op(const OpInfo& op) { return op.kind == OpKind::Elementwise && expensive_op(op.id); }
+inline constexpr bool expensive_op(OpId id) { return id != OpId::unknown && expensive_op(op_info(id)); }
 
 }  // namespace graph

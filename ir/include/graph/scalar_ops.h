@@ -21,12 +21,12 @@ template <class T, bool ToBool> using result_t = std::conditional_t<ToBool, bool
 #define GRAPH_RULE_IS_BOOL_Same false
 #define GRAPH_RULE_IS_BOOL_ToFloat false
 #define GRAPH_RULE_IS_BOOL_ToBool true
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                           \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                           \
   template <class T>                                                  \
   GRAPH_HOST_DEVICE inline result_t<T, GRAPH_RULE_IS_BOOL_##rule> name(T x) { \
     return static_cast<result_t<T, GRAPH_RULE_IS_BOOL_##rule>>(body); \
   }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                  \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                  \
   template <class T>                                                         \
   GRAPH_HOST_DEVICE inline result_t<T, GRAPH_RULE_IS_BOOL_##rule> name(T a, T b) { \
     return static_cast<result_t<T, GRAPH_RULE_IS_BOOL_##rule>>(body);        \

@@ -40,11 +40,11 @@ class Differentiator {
   // gradients; Loop-carried values iterate to a fixed point.
   void activity(const Block* b) {
     for (const auto& n : b->nodes()) {
-      if (n->op() == "If") {
+      if (n->is(OpId::If)) {
         for (const auto& blk : n->blocks()) activity(blk.get());
         for (size_t i = 0; i < n->num_outputs(); ++i)
           if (active(n->block(0)->returns()[i]) || active(n->block(1)->returns()[i])) mark(n->output(i));
-      } else if (n->op() == "Loop") {
+      } else if (n->is(OpId::Loop)) {
         loop_activity(n.get());
       } else if (std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return active(v); })) {
         // A node that reads a value carrying a gradient either passes it on,
@@ -131,7 +131,7 @@ Node* Scope::emit(const std::string& op, const std::vector<Value*>& inputs, size
 Value* Scope::fwd(Value* v) {
   if (auto it = memo_.find(v); it != memo_.end()) return it->second;
   Value* r = nullptr;
-  if (v->producer() && v->producer()->op() == "constant") {  // cheaper to repeat than to save
+  if (v->producer() && v->producer()->is(OpId::constant)) {  // cheaper to repeat than to save
     Node* c = emit("constant", {}, 0);
     c->attrs() = v->producer()->attrs();
     r = c->add_output(v->type());
@@ -243,8 +243,8 @@ void Scope::node(Node* n) {
   }
   if (!any) return;
   current_ = n;
-  if (n->op() == "If") return if_(n, out_grads);
-  if (n->op() == "Loop") return loop(n, out_grads);
+  if (n->is(OpId::If)) return if_(n, out_grads);
+  if (n->is(OpId::Loop)) return loop(n, out_grads);
   std::vector<bool> wanted;
   for (Value* v : n->inputs()) wanted.push_back(d_.active(v));
   const std::vector<Value*> in_grads = op_gradients(*this, *n, out_grads, wanted);

@@ -112,9 +112,9 @@ Sym lift(const Sym& like, N v) {
 
 // One function per elementwise op, found by argument-dependent lookup from
 // the formulas (exp(x), sign(x), pow(a, b), ...).
-#define GRAPH_UNARY_OP(name, rule, body, grad_x) \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
   [[maybe_unused]] Sym name(const Sym& x) { return Sym::op(OpId::name, {x}); }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b) \
   [[maybe_unused]] Sym name(const Sym& a, const Sym& b) { return Sym::op(OpId::name, {a, b}); }
 #include "graph/ops.def"
 
@@ -157,12 +157,12 @@ Value* reduce_to_input(Scope& s, const Sym& g, Value* input, const Value* result
 std::vector<Value*> elementwise(Scope& s, const Node& n, OpId id, Value* grad, const std::vector<bool>& wanted) {
   const Sym g = Sym::backward(&s, grad), result = Sym::forward(&s, n.output());
   switch (id) {
-#define GRAPH_UNARY_OP(name, rule, body, grad_x)                                            \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                                            \
   case OpId::name: {                                                                        \
     const Sym gx = derivatives::name##_backward(g, Sym::forward(&s, n.input(0)), result);  \
     return {gx.defined() && wanted[0] ? gx.get() : nullptr};                                \
   }
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                                    \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                    \
   case OpId::name: {                                                                        \
     const auto gs = derivatives::name##_backward(g, Sym::forward(&s, n.input(0)),            \
                                                  Sym::forward(&s, n.input(1)), result);     \
@@ -231,7 +231,7 @@ Value* softmax_grad(Scope& s, const Node& n, Value* g) {
   Value* y = s.fwd(n.output());
   // `dim` may be known only at run time: sum's own input is one, as softmax's.
   Attributes along{{"dim", n.attrs().at("dim")}, {"keepdim", true}};
-  if (n.op() == "softmax") {  // y * (g - sum(g * y, dim, keepdim))
+  if (n.is(OpId::softmax)) {  // y * (g - sum(g * y, dim, keepdim))
     Value* gy = s.emit1("mul", {g, y});
     Value* sum = with_attrs(s.emit("sum", with_runtime_inputs(s, n, gy)), along)->output();
     return s.emit1("mul", {y, s.emit1("sub", {g, sum})});
@@ -294,7 +294,7 @@ Value* dim_value(Scope& s, const Node& n) {
 std::vector<Value*> list_cat_stack_grad(Scope& s, const Node& n, Value* g) {
   std::vector<Value*> out(n.inputs().size(), nullptr);
   Value* dim = dim_value(s, n);
-  out[0] = n.op() == "cat" ? s.emit_list("list_split_like", {g, s.fwd(n.input(0)), dim})
+  out[0] = n.is(OpId::cat) ? s.emit_list("list_split_like", {g, s.fwd(n.input(0)), dim})
                            : s.emit_list("list_unbind", {g, dim});
   return out;
 }
@@ -352,33 +352,33 @@ Value* inverse_permutation_at_run_time(Scope& s, const Node& n) {
 }
 
 std::vector<Value*> view_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
-  const std::string& op = n.op();
+  const OpId op = n.op_id();
   if (has_dynamic_attrs(n)) {
     // Attributes known at run time: the same rules, with those values.
     std::vector<Value*> out(n.inputs().size(), nullptr);
-    if (op == "transpose") out[0] = with_attrs(s.emit("transpose", with_runtime_inputs(s, n, g)), n.attrs())->output();
-    else if (op == "permute") out[0] = with_attrs(s.emit("permute", {g, inverse_permutation_at_run_time(s, n)}), {{"dims", std::string("@1")}})->output();
-    else if (op == "slice") return through_backward_op(s, n, g, wanted);
-    else if (op == "expand") out[0] = s.emit1("sum_to", {g, s.fwd(n.input(0))});
+    if (op == OpId::transpose) out[0] = with_attrs(s.emit("transpose", with_runtime_inputs(s, n, g)), n.attrs())->output();
+    else if (op == OpId::permute) out[0] = with_attrs(s.emit("permute", {g, inverse_permutation_at_run_time(s, n)}), {{"dims", std::string("@1")}})->output();
+    else if (op == OpId::slice) return through_backward_op(s, n, g, wanted);
+    else if (op == OpId::expand) out[0] = s.emit1("sum_to", {g, s.fwd(n.input(0))});
     else out[0] = s.emit1("reshape_as", {g, s.fwd(n.input(0))});  // reshape, flatten, squeeze, unsqueeze
     return out;
   }
-  if (op == "t") return {s.emit1("t", {g})};
-  if (op == "transpose") return {with_attrs(s.emit("transpose", {g}), n.attrs())->output()};
-  if (op == "permute") return {with_attrs(s.emit("permute", {g}), {{"dims", inverse_permutation(n)}})->output()};
-  if (op == "expand") return {s.emit1("sum_to", {g, s.fwd(n.input(0))})};
-  if (op == "slice") return through_backward_op(s, n, g, wanted);
+  if (op == OpId::t) return {s.emit1("t", {g})};
+  if (op == OpId::transpose) return {with_attrs(s.emit("transpose", {g}), n.attrs())->output()};
+  if (op == OpId::permute) return {with_attrs(s.emit("permute", {g}), {{"dims", inverse_permutation(n)}})->output()};
+  if (op == OpId::expand) return {s.emit1("sum_to", {g, s.fwd(n.input(0))})};
+  if (op == OpId::slice) return through_backward_op(s, n, g, wanted);
   // reshape, flatten, squeeze, unsqueeze: the same elements in another shape
   return {s.emit1("reshape_as", {g, s.fwd(n.input(0))})};
 }
 
 std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
-  const std::string& op = n.op();
-  if (op == "softmax" || op == "log_softmax") return {softmax_grad(s, n, g)};
-  if (op == "where") return where_grad(s, n, g);
-  if (op == "stack") return stack_grad(s, n, g);
-  if (op == "cat") return cat_grad(s, n, g, wanted);
-  if (op == "dropout") {
+  const OpId op = n.op_id();
+  if (op == OpId::softmax || op == OpId::log_softmax) return {softmax_grad(s, n, g)};
+  if (op == OpId::where) return where_grad(s, n, g);
+  if (op == OpId::stack) return stack_grad(s, n, g);
+  if (op == OpId::cat) return cat_grad(s, n, g, wanted);
+  if (op == OpId::dropout) {
     const bool training = !n.has_attr("training") || n.b("training");
     const double p = n.has_attr("p") ? n.f("p") : 0.5;
     if (training && p > 0)
@@ -386,7 +386,7 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
                      "(set training=false, or differentiate eagerly)");
     return {g};
   }
-  if (find_op(op + "_backward")) return through_backward_op(s, n, g, wanted);
+  if (backward_op(*n.table_op())) return through_backward_op(s, n, g, wanted);
   no_gradient(n, "has no gradient");
 }
 
@@ -395,41 +395,41 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
 // The list primitives (ir.h) the forward uses: a list's gradient is a list
 // of its elements' gradients, one per element.
 static std::vector<Value*> list_primitive_grad(Scope& s, const Node& n, Value* g, const std::vector<bool>& wanted) {
-  if (n.op() == "list_append")  // list_append(l, t): t was the last element
+  if (n.is(OpId::list_append))  // list_append(l, t): t was the last element
     return {wanted[0] ? s.emit_list("list_drop_last", {g}) : nullptr, wanted[1] ? s.emit1("list_last", {g}) : nullptr};
   // list_get(l, i): g at element i, zeros elsewhere
   return {s.emit_list("list_onehot", {s.fwd(n.input(0)), s.fwd(n.input(1)), g}), nullptr};
 }
 
 Flow gradient_flow(const Node& n) {
-  const std::string& op = n.op();
-  if (op == "list_append" || op == "list_get" || op == "reshape_dyn" || op == "slice_dyn" || op == "If" ||
-      op == "Loop" || op == "call" || op == "FusionGroup")
+  const OpId op = n.op_id();
+  if (op == OpId::list_append || op == OpId::list_get || op == OpId::reshape_dyn || op == OpId::slice_dyn ||
+      op == OpId::If || op == OpId::Loop || op == OpId::call || op == OpId::FusionGroup)
     return Flow::Through;
   // Reads of metadata: the size of a tensor or a list carries no gradient.
-  if (op == "defined" || op == "tensor_dim" || op == "tensor_size" || op == "tensor_numel" || op == "tensor_sizes" ||
-      op == "list_len")
+  if (op == OpId::defined || op == OpId::tensor_dim || op == OpId::tensor_size || op == OpId::tensor_numel ||
+      op == OpId::tensor_sizes || op == OpId::list_len)
     return Flow::None;
-  const OpInfo* info = find_op(op);
-  if (!info || info->id > OpId::scaled_dot_product_attention) return Flow::Unknown;  // gradient ops included
+  const OpInfo* info = n.table_op();
+  if (!info || info->has(op_trait::Backward)) return Flow::Unknown;  // gradient ops included
   return has_differentiable_outputs(n) ? Flow::Through : Flow::None;
 }
 
 bool has_differentiable_outputs(const Node& n) {
   // Views with run-time sizes (value_primitives.h): differentiable in their
   // tensor, so a gradient is never dropped silently.
-  if (n.op() == "reshape_dyn" || n.op() == "slice_dyn") return true;
-  const OpInfo* info = find_op(n.op());
-  if (!info) return n.op() == "If" || n.op() == "Loop" || n.op() == "call" || n.op() == "FusionGroup";
+  if (n.is(OpId::reshape_dyn) || n.is(OpId::slice_dyn)) return true;
+  const OpInfo* info = n.table_op();
+  if (!info) return n.is(OpId::If) || n.is(OpId::Loop) || n.is(OpId::call) || n.is(OpId::FusionGroup);
   return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex;
 }
 
 std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,
                                  const std::vector<bool>& wanted) {
-  const OpInfo* info = find_op(n.op());
-  if (n.op() == "list_append" || n.op() == "list_get") return list_primitive_grad(s, n, out_grads.at(0), wanted);
-  if (n.op() == "reshape_dyn") return {s.emit1("reshape_as", {out_grads.at(0), s.fwd(n.input(0))})};
-  if (n.op() == "slice_dyn") {
+  const OpInfo* info = n.table_op();
+  if (n.is(OpId::list_append) || n.is(OpId::list_get)) return list_primitive_grad(s, n, out_grads.at(0), wanted);
+  if (n.is(OpId::reshape_dyn)) return {s.emit1("reshape_as", {out_grads.at(0), s.fwd(n.input(0))})};
+  if (n.is(OpId::slice_dyn)) {
     // slice_backward with its bounds known at run time (value_primitives.h).
     Node* b = s.emit("slice_backward", {out_grads.at(0), s.fwd(n.input(0)), s.fwd(n.input(1)), s.fwd(n.input(2)),
                                         s.fwd(n.input(3))});
@@ -441,16 +441,16 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
     return {b->output(), nullptr, nullptr, nullptr};
   }
   if (!info) {
-    if (n.op() == "call") no_gradient(n, "cannot be differentiated: run inline_calls first");
-    if (n.op() == "FusionGroup") no_gradient(n, "cannot be differentiated: differentiate before fusion");
+    if (n.is(OpId::call)) no_gradient(n, "cannot be differentiated: run inline_calls first");
+    if (n.is(OpId::FusionGroup)) no_gradient(n, "cannot be differentiated: differentiate before fusion");
     no_gradient(n, "has no gradient");
   }
-  if (info->id > OpId::scaled_dot_product_attention) no_gradient(n, "is a gradient op and has no gradient itself");
+  if (info->has(op_trait::Backward)) no_gradient(n, "is a gradient op and has no gradient itself");
   Value* g = out_grads.at(0);
   if (has_dynamic_attrs(n)) {
     if (info->id == OpId::cat || info->id == OpId::stack)
       return info->id == OpId::cat ? cat_grad(s, n, g, wanted) : stack_grad(s, n, g);
-    if (info->kind != OpKind::Elementwise && find_op(n.op() + "_backward")) return through_backward_op(s, n, g, wanted);
+    if (info->kind != OpKind::Elementwise && backward_op(*info)) return through_backward_op(s, n, g, wanted);
     if (info->kind == OpKind::View) return view_grad(s, n, g, wanted);
     if (info->id == OpId::softmax || info->id == OpId::log_softmax) {
       std::vector<Value*> out(n.inputs().size(), nullptr);
@@ -465,6 +465,7 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
     case OpKind::Library: return through_backward_op(s, n, g, wanted);
     case OpKind::View: return view_grad(s, n, g, wanted);
     case OpKind::Other: return other_grad(s, n, g, wanted);
+    default: break;  // primitives: handled above
   }
   no_gradient(n, "has no gradient");
 }

@@ -28,7 +28,7 @@ using Number = std::variant<int64_t, double, bool>;
 
 std::optional<Number> constant_of(const Value* v) {
   const Node* p = v->producer();
-  if (!p || p->op() != "constant" || !p->has_attr("value")) return std::nullopt;
+  if (!p || !p->is(OpId::constant) || !p->has_attr("value")) return std::nullopt;
   const AttrValue& a = p->attrs().at("value");
   if (auto* i = std::get_if<int64_t>(&a)) return *i;
   if (auto* d = std::get_if<double>(&a)) return *d;
@@ -44,9 +44,9 @@ T as(const Number& n) {
 template <class T>
 std::optional<Number> apply(OpId id, const std::vector<Number>& in) {
   switch (id) {
-#define GRAPH_UNARY_OP(name, rule, body, grad_x) \
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
   case OpId::name: return Number(graph::scalar::name<T>(as<T>(in[0])));
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b) \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b) \
   case OpId::name: return Number(graph::scalar::name<T>(as<T>(in[0]), as<T>(in[1])));
 #include "graph/ops.def"
     default: return std::nullopt;
@@ -123,10 +123,10 @@ class Folder {
 
  private:
   void node(Node* n) {
-    if (n->op() == "If") return if_(n);
-    if (n->op() == "Loop") return loop(n);
+    if (n->is(OpId::If)) return if_(n);
+    if (n->is(OpId::Loop)) return loop(n);
     for (const auto& inner : n->blocks()) block(inner.get());
-    const OpInfo* info = find_op(n->op());
+    const OpInfo* info = n->table_op();
     if (info && has_dynamic_attrs(*n)) constant_lists(n);
     if (!info || info->kind != OpKind::Elementwise || n->num_outputs() != 1 || !n->output()->type().is_scalar())
       return;
@@ -152,7 +152,7 @@ class Folder {
       for (size_t i = d.begin; i < d.end; ++i) ints.push_back(n->input(i));
     } else {
       const Node* p = n->input(d.begin)->producer();
-      if (!p || p->op() != "make_shape") return std::nullopt;
+      if (!p || !p->is(OpId::make_shape)) return std::nullopt;
       for (const Value* v : p->inputs()) ints.push_back(v);
     }
     std::vector<int64_t> out;

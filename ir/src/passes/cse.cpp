@@ -18,12 +18,13 @@ namespace graph::ir {
 
 namespace {
 
-// Nodes whose outputs depend on their inputs and attributes only.
+// Nodes whose outputs depend on their inputs and attributes only: the op
+// table's Pure trait, less the nodes that draw random numbers (dropout, and
+// attention with a dropout_p).
 bool pure(const Node* n) {
   if (!n->blocks().empty()) return false;
-  if (n->op() == "constant" || n->op() == "undefined") return true;
-  const OpInfo* info = find_op(n->op());
-  return info && info->id != OpId::dropout;
+  const OpInfo* info = n->info();
+  return info && info->has(op_trait::Pure) && !is_random(*n);
 }
 
 std::string attr_key(const AttrValue& a) {
@@ -44,7 +45,7 @@ std::string attr_key(const AttrValue& a) {
 // A key identifying what a pure node computes. Inputs are named by address:
 // equal keys mean the very same input values.
 std::string key(const Node* n) {
-  std::string k = n->op() + "{";
+  std::string k = std::to_string(static_cast<int>(n->op_id())) + "{";
   for (const auto& [name, v] : n->attrs()) k += name + "=" + attr_key(v) + ";";
   k += "}(";
   for (const Value* v : n->inputs()) k += std::to_string(reinterpret_cast<uintptr_t>(v)) + ",";
@@ -64,7 +65,7 @@ void cse_block(Block* b, Table& table) {
   for (const auto& n : b->nodes()) order.push_back(n.get());
   for (Node* n : order) {
     for (const auto& inner : n->blocks()) {
-      if (n->op() == "FusionGroup") {
+      if (n->is(OpId::FusionGroup)) {
         Table own;
         cse_block(inner.get(), own);
       } else {

@@ -18,21 +18,18 @@ namespace graph::ir {
 
 namespace {
 
-// Nodes whose only effect is their outputs. dropout draws random numbers, but
-// an unused draw changes nothing anyone can observe. call nodes are kept: the
-// callee is unknown until inlining.
+// Nodes whose only effect is their outputs: all but the op table's Effectful
+// ones (call: the callee is unknown until inlining), and If/Loop with such a
+// node inside. Random ops count: an unused draw changes nothing observable.
 bool pure(const Node* n) {
-  const std::string& op = n->op();
-  if (op == "constant" || op == "undefined" || op == "FusionGroup" || op.rfind("list_", 0) == 0 ||
-      is_value_primitive(op))
-    return true;
-  if (op == "If" || op == "Loop") {
+  const OpInfo* info = n->info();
+  if (!info || info->has(op_trait::Effectful)) return false;
+  if (n->is(OpId::If) || n->is(OpId::Loop)) {
     for (const auto& b : n->blocks())
       for (const auto& m : b->nodes())
         if (!pure(m.get())) return false;
-    return true;
   }
-  return find_op(op) != nullptr;
+  return true;
 }
 
 class Sweep {
@@ -66,10 +63,10 @@ class Sweep {
     for (const auto& n : b->nodes()) order.push_back(n.get());
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = *it;
-      if (n->op() != "FusionGroup")
+      if (!n->is(OpId::FusionGroup))
         for (const auto& inner : n->blocks()) block(inner.get());
-      if (n->op() == "If" || n->op() == "Loop") {
-        Node* rebuilt = n->op() == "If" ? prune_if(n) : prune_loop(n);
+      if (n->is(OpId::If) || n->is(OpId::Loop)) {
+        Node* rebuilt = n->is(OpId::If) ? prune_if(n) : prune_loop(n);
         if (rebuilt != n) recount();  // the rebuilt node's returns are new values' uses
         n = rebuilt;
       }

@@ -26,7 +26,7 @@ namespace {
 // An elementwise op-table node over at least one tensor, with every tensor
 // dtype known (codegen needs the element types to write the loop).
 bool fusable(const Node* n) {
-  const OpInfo* info = find_op(n->op());
+  const OpInfo* info = n->table_op();
   if (!info || info->kind != OpKind::Elementwise || !n->blocks().empty() || n->num_outputs() != 1)
     return false;
   bool any_tensor = false;
@@ -177,7 +177,7 @@ class BlockFuser {
 // ordinary uses. FusionGroup bodies are never re-fused.
 void fuse_block(Block* b) {
   for (const auto& n : b->nodes()) {
-    if (n->op() == "FusionGroup") continue;
+    if (n->is(OpId::FusionGroup)) continue;
     for (const auto& inner : n->blocks()) fuse_block(inner.get());
   }
   BlockFuser(b).run();
@@ -190,7 +190,7 @@ void fuse_elementwise(Graph& g) { fuse_block(g.top()); }
 std::vector<std::string> fusion_summary(const Graph& g) {
   std::vector<std::string> out;
   walk(g.top(), [&](const Node* n) {
-    if (n->op() != "FusionGroup" || n->blocks().size() != 1) return;
+    if (!n->is(OpId::FusionGroup) || n->blocks().size() != 1) return;
     std::string line;
     for (const auto& m : n->block(0)->nodes()) {
       if (!line.empty()) line += ',';

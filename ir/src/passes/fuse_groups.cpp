@@ -28,7 +28,7 @@ namespace graph::ir {
 namespace {
 
 bool elementwise_group(const Node* n) {
-  if (!n || n->op() != "FusionGroup" || n->blocks().size() != 1) return false;
+  if (!n || !n->is(OpId::FusionGroup) || n->blocks().size() != 1) return false;
   auto it = n->attrs().find("kind");
   return it == n->attrs().end() || it->second == AttrValue(std::string("elementwise"));
 }
@@ -124,7 +124,7 @@ void fuse_epilogue(Node* mm, Node* g) {
 }
 
 bool reducible(const Node* r, const Block* top) {
-  const OpInfo* info = find_op(r->op());
+  const OpInfo* info = r->table_op();
   // A reduction whose dims are known only at run time stays outside.
   if (!info || info->kind != OpKind::Reduce || has_dynamic_attrs(*r)) return false;
   const Node* g = r->input(0)->producer();
@@ -132,7 +132,7 @@ bool reducible(const Node* r, const Block* top) {
 }
 
 bool has_epilogue(const Node* mm, const Block* top) {
-  const OpInfo* info = find_op(mm->op());
+  const OpInfo* info = mm->table_op();
   if (!info || (info->id != OpId::matmul && info->id != OpId::linear) || mm->num_outputs() != 1) return false;
   const Type& t = mm->output()->type();
   const Node* g = sole_user(mm->output(), top);
@@ -153,7 +153,7 @@ void fuse_block(Block* b, const Block* top) {
   std::vector<Node*> order;
   for (const auto& n : b->nodes()) order.push_back(n.get());
   for (Node* n : order) {
-    if (n->op() == "FusionGroup") continue;
+    if (n->is(OpId::FusionGroup)) continue;
     for (const auto& inner : n->blocks()) fuse_block(inner.get(), top);
   }
   std::set<const Node*> erased;  // absorbed groups still listed in `order`

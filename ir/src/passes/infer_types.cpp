@@ -633,15 +633,21 @@ class TypeInference {
 
  private:
   void node(Node* n) {
-    const std::string& op = n->op();
-    if (op == "constant") return;  // typed by its value
-    if (op == "If") return if_(n);
-    if (op == "Loop") return loop(n);
-    if (op == "FusionGroup") return fusion_group(n);
-    if (op == "reshape_dyn" || op == "slice_dyn") return n->output()->set_type(dynamic_view(n));
-    if (op == "full_dyn") return n->output()->set_type(full_dyn(n));
-    if (op == "tensor_sizes" || op == "make_shape" || op == "shape_set" || op == "inverse_permutation") return n->output()->set_type(shape_value(n));
-    const OpInfo* info = find_op(op);
+    switch (n->op_id()) {
+      case OpId::constant: return;  // typed by its value
+      case OpId::If: return if_(n);
+      case OpId::Loop: return loop(n);
+      case OpId::FusionGroup: return fusion_group(n);
+      case OpId::reshape_dyn:
+      case OpId::slice_dyn: return n->output()->set_type(dynamic_view(n));
+      case OpId::full_dyn: return n->output()->set_type(full_dyn(n));
+      case OpId::tensor_sizes:
+      case OpId::make_shape:
+      case OpId::shape_set:
+      case OpId::inverse_permutation: return n->output()->set_type(shape_value(n));
+      default: break;
+    }
+    const OpInfo* info = n->table_op();
     if (!info || n->num_outputs() != 1) return;
     if (has_dynamic_attrs(*n)) return n->output()->set_type(with_dynamic_attrs(*info, n));
     n->output()->set_type(by_op(*info, n));
@@ -658,6 +664,7 @@ class TypeInference {
                                           : same_dtype(*info, n);
       case OpKind::View: return view(*info, n);
       case OpKind::Other: return other(*info, n);
+      default: break;  // primitives: typed above
     }
     return Type::tensor();
   }
@@ -733,9 +740,9 @@ class TypeInference {
   // length of the list shape_set copies.
   static Type shape_value(const Node* n) {
     Dim len = Dim::unknown();
-    if (n->op() == "make_shape") {
+    if (n->is(OpId::make_shape)) {
       len = Dim::of(static_cast<int64_t>(n->inputs().size()));
-    } else if (n->op() == "tensor_sizes") {
+    } else if (n->is(OpId::tensor_sizes)) {
       if (const auto& d = n->input(0)->type().dims) len = Dim::of(static_cast<int64_t>(d->size()));
     } else if (const auto& d = n->input(0)->type().dims; d && d->size() == 1) {
       len = (*d)[0];
@@ -761,7 +768,7 @@ class TypeInference {
     const Type& in = n->input(0)->type();
     Type out = Type::tensor();
     out.dtype = in.dtype;
-    if (n->op() == "reshape_dyn") {
+    if (n->is(OpId::reshape_dyn)) {
       out.dims = std::vector<Dim>(n->inputs().size() - 1, Dim::unknown());
     } else if (in.dims && !in.dims->empty()) {
       out.dims = in.dims;
@@ -838,8 +845,8 @@ namespace {
 bool used_as_indices(const Value* v, int depth = 0) {
   if (depth > 16) return false;
   for (const Node* n : v->users()) {
-    const OpInfo* info = find_op(n->op());
-    const bool view = n->op() == "reshape_dyn" || n->op() == "slice_dyn" || (info && info->kind == OpKind::View);
+    const OpInfo* info = n->table_op();
+    const bool view = n->is(OpId::reshape_dyn) || n->is(OpId::slice_dyn) || (info && info->kind == OpKind::View);
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       if (n->input(i) != v) continue;
       if (info && (info->id == OpId::embedding || info->id == OpId::cross_entropy) && i == 1) return true;

@@ -38,7 +38,7 @@ class Inliner {
     for (const auto& n : b->nodes()) order.push_back(n.get());
     for (Node* n : order) {
       for (const auto& inner : n->blocks()) block(inner.get(), stack);
-      if (n->op() == "call") inline_call(n, stack);
+      if (n->is(OpId::call)) inline_call(n, stack);
     }
   }
 

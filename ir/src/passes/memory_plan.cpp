@@ -41,28 +41,27 @@ int64_t static_bytes(const Type& t) {
 }
 
 bool is_view(const Node* n) {
-  const OpInfo* info = find_op(n->op());
+  const OpInfo* info = n->table_op();
   return info && info->kind == OpKind::View;
 }
 
 // Views whose result is contiguous when their input is.
 bool keeps_contiguity(const Node* n) {
-  const std::string& op = n->op();
-  return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze";
+  return n->is(OpId::reshape) || n->is(OpId::flatten) || n->is(OpId::squeeze) || n->is(OpId::unsqueeze);
 }
 
 // Views that must copy when their input's strides do not allow a view.
-bool may_copy(const Node* n) { return n->op() == "reshape" || n->op() == "flatten"; }
+bool may_copy(const Node* n) { return n->is(OpId::reshape) || n->is(OpId::flatten); }
 
 // One elementwise loop over the output: may write over an input it has read.
 bool is_elementwise(const Node* n) {
-  if (n->op() == "FusionGroup") return true;
-  const OpInfo* info = find_op(n->op());
+  if (n->is(OpId::FusionGroup)) return true;
+  const OpInfo* info = n->table_op();
   return info && info->kind == OpKind::Elementwise;
 }
 
 // If and Loop own blocks the planner walks; a FusionGroup is one kernel.
-bool has_control_blocks(const Node* n) { return n->op() == "If" || n->op() == "Loop"; }
+bool has_control_blocks(const Node* n) { return n->is(OpId::If) || n->is(OpId::Loop); }
 
 class Planner {
  public:
@@ -80,7 +79,7 @@ class Planner {
     extend_bases();
     walk(g_.top(), [&](const Node* n) {
       const Node* parent = n->owner()->owner();
-      if (parent && parent->op() == "FusionGroup") return;  // registers, not buffers
+      if (parent && parent->is(OpId::FusionGroup)) return;  // registers, not buffers
       if (is_elementwise(n)) in_place(n);
     });
     place();
@@ -103,7 +102,7 @@ class Planner {
       plan_.node_end[node] = pos_++;
       // If outputs are written at the end of the branch taken (from the
       // then-return on); Loop outputs are copied out at the end.
-      int out_def = node->op() == "If" ? return_pos_.at(node->block(0)) : plan_.node_end[node];
+      int out_def = node->is(OpId::If) ? return_pos_.at(node->block(0)) : plan_.node_end[node];
       for (Value* o : node->outputs()) def_[o] = out_def;
     }
     return_pos_[b] = pos_++;
@@ -122,12 +121,12 @@ class Planner {
     for (const auto& n : b->nodes()) {
       for (const Value* v : n->inputs()) use(v, plan_.node_start.at(n.get()), loops);
       if (!has_control_blocks(n.get())) continue;
-      if (n->op() == "Loop") {
+      if (n->is(OpId::Loop)) {
         loops.push_back(n.get());
         for (const auto& p : n->block(0)->params()) use(p.get(), plan_.node_end.at(n.get()), loops);
       }
       for (const auto& inner : n->blocks()) uses(inner.get(), loops);
-      if (n->op() == "Loop") loops.pop_back();
+      if (n->is(OpId::Loop)) loops.pop_back();
     }
     for (const Value* r : b->returns()) use(r, return_pos_.at(b), loops);
   }
@@ -165,23 +164,23 @@ class Planner {
   void classify(const Block* b) {
     for (const auto& n : b->nodes()) {
       const Node* node = n.get();
-      if (node->op() == "Loop")
+      if (node->is(OpId::Loop))
         for (const auto& p : node->block(0)->params())
           if (p->type().is_tensor()) own_buffer(p.get(), "loop-carried");
       if (has_control_blocks(node))
         for (const auto& inner : node->blocks()) classify(inner.get());
-      if (node->op() == "list_append") list_elements_.push_back(node->input(1));
+      if (node->is(OpId::list_append)) list_elements_.push_back(node->input(1));
       for (const Value* o : node->outputs())
         if (o->type().is_tensor()) classify_output(node, o);
     }
   }
 
   void classify_output(const Node* n, const Value* o) {
-    if (n->op() == "undefined") return void(add(o, Storage::External, "undefined"));
-    if (n->op() == "list_get") return void(add(o, Storage::External, "list element"));
-    if (n->op() == "call") return void(add(o, Storage::Dynamic, "call result"));
+    if (n->is(OpId::undefined)) return void(add(o, Storage::External, "undefined"));
+    if (n->is(OpId::list_get)) return void(add(o, Storage::External, "list element"));
+    if (n->is(OpId::call)) return void(add(o, Storage::Dynamic, "call result"));
     if (!is_view(n)) {
-      own_buffer(o, n->op() == "If" ? "branch result" : n->op() == "Loop" ? "loop result" : "");
+      own_buffer(o, n->is(OpId::If) ? "branch result" : n->is(OpId::Loop) ? "loop result" : "");
       contiguous_.insert(o);
       return;
     }

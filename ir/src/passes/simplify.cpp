@@ -29,7 +29,7 @@ namespace {
 // The constant a value holds, when it is produced by a constant node.
 std::optional<double> constant_number(const Value* v) {
   const Node* p = v->producer();
-  if (!p || p->op() != "constant") return std::nullopt;
+  if (!p || !p->is(OpId::constant)) return std::nullopt;
   const AttrValue& a = p->attrs().at("value");
   if (auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
   if (auto* d = std::get_if<double>(&a)) return *d;
@@ -67,7 +67,7 @@ bool is_float_typed(const Value* x) {
 const Node* producer_op(const Value* v, OpId id) {
   const Node* p = v->producer();
   if (!p) return nullptr;
-  const OpInfo* info = find_op(p->op());
+  const OpInfo* info = p->table_op();
   return info && info->id == id && !has_dynamic_attrs(*p) ? p : nullptr;
 }
 
@@ -191,7 +191,7 @@ void simplify_block(Block* b) {
   for (const auto& n : b->nodes()) order.push_back(n.get());
   for (Node* n : order) {
     for (const auto& inner : n->blocks()) simplify_block(inner.get());
-    const OpInfo* info = find_op(n->op());
+    const OpInfo* info = n->table_op();
     // Attributes known only at run time (value_primitives.h) are not compared.
     if (!info || n->num_outputs() != 1 || has_dynamic_attrs(*n)) continue;
     for (Rule rule : kRules) {

@@ -27,8 +27,8 @@ bool known_elements(const Value* list, std::vector<Value*>& out) {
   for (const Value* v = list;;) {
     const Node* p = v->producer();
     if (!p) return false;
-    if (p->op() == "list_new") break;
-    if (p->op() != "list_append") return false;
+    if (p->is(OpId::list_new)) break;
+    if (!p->is(OpId::list_append)) return false;
     reversed.push_back(p->input(1));
     v = p->input(0);
   }
@@ -39,7 +39,7 @@ bool known_elements(const Value* list, std::vector<Value*>& out) {
 void unpack_in(Block* b) {
   for (const auto& n : b->nodes()) {
     for (const auto& inner : n->blocks()) unpack_in(inner.get());
-    if (n->op() != "cat" && n->op() != "stack") continue;
+    if (!n->is(OpId::cat) && !n->is(OpId::stack)) continue;
     if (n->inputs().size() != 1 || !n->input(0)->type().is_list() || has_dynamic_attrs(*n)) continue;
     std::vector<Value*> elements;
     if (!known_elements(n->input(0), elements) || elements.empty()) continue;  // cat of nothing: the kernel's error

@@ -8,11 +8,11 @@
 namespace graph {
 
 // ---- elementwise, unary -------------------------------------------------
-#define GRAPH_UNARY_OP(name, rule, body, grad_x) GRAPH_OP(#name) Tensor name(const Tensor& x);
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) GRAPH_OP(#name) Tensor name(const Tensor& x);
 #include "graph/ops.def"
 
 // ---- elementwise, binary: tensor-tensor, tensor-scalar, scalar-tensor ---
-#define GRAPH_BINARY_OP(name, rule, body, grad_a, grad_b)                  \
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                  \
   GRAPH_OP(#name) Tensor name(const Tensor& a, const Tensor& b); \
   GRAPH_OP(#name) Tensor name(const Tensor& a, Scalar b);        \
   GRAPH_OP(#name) Tensor name(Scalar a, const Tensor& b);

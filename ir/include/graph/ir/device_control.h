@@ -20,8 +20,8 @@ namespace graph::ir {
 
 // True when the If or Loop node decides on a tensor.
 inline bool has_tensor_condition(const Node* n) {
-  if (n->op() == "If") return n->input(0)->type().is_tensor();
-  if (n->op() == "Loop")
+  if (n->is(OpId::If)) return n->input(0)->type().is_tensor();
+  if (n->is(OpId::Loop))
     return n->input(1)->type().is_tensor() || n->block(0)->returns().at(0)->type().is_tensor();
   return false;
 }
@@ -30,7 +30,7 @@ inline bool has_tensor_condition(const Node* n) {
 // node ("" when it can, or when its condition is a host value).
 inline std::string device_control_refusal(const Node* n) {
   if (!has_tensor_condition(n)) return "";
-  if (n->op() == "If") {
+  if (n->is(OpId::If)) {
     for (const Value* v : n->outputs())
       if (!v->type().is_tensor()) return "an If on a tensor condition gives a host value (" + v->name() + ")";
     return "";

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "graph/dtype.h"
+#include "graph/op_table.h"
 
 namespace graph::ir {
 
@@ -138,7 +139,15 @@ class Value {
 
 class Node {
  public:
+  // The op's name, for printing and diagnostics. Passes compare ids: the name
+  // is resolved to an OpId once, when the node is created.
   const std::string& op() const { return op_; }
+  OpId op_id() const { return id_; }
+  bool is(OpId id) const { return id_ == id; }
+  // The entry of the op or primitive; nullptr for a name the table lacks.
+  const OpInfo* info() const { return id_ == OpId::unknown ? nullptr : &op_info(id_); }
+  // The entry of a library op (kOpTable); nullptr for primitives and unknown names.
+  const OpInfo* table_op() const { return static_cast<size_t>(id_) < kNumOps ? &op_info(id_) : nullptr; }
   const std::vector<Value*>& inputs() const { return inputs_; }
   Value* input(size_t i) const { return inputs_.at(i); }
   size_t num_outputs() const { return outputs_.size(); }
@@ -168,8 +177,9 @@ class Node {
 
  private:
   friend class Block;
-  explicit Node(std::string op) : op_(std::move(op)) {}
+  explicit Node(std::string op) : op_(std::move(op)), id_(resolve_op(op_)) {}
   std::string op_;
+  OpId id_;
   std::vector<Value*> inputs_;
   std::vector<std::unique_ptr<Value>> outputs_;
   std::vector<std::unique_ptr<Block>> blocks_;
@@ -233,6 +243,12 @@ class Graph {
 // Replaces every use of `from` by `to` (node inputs and block returns) in
 // `root` and its nested blocks, except inside `skip` (may be null).
 void replace_uses(Block* root, Value* from, Value* to, const Block* skip = nullptr);
+
+// Whether `n` draws random numbers when it runs: its op is Random, or
+// RandomIfDropoutP with a dropout_p attribute that is not 0 (a run-time
+// dropout_p counts as random). CSE never merges such nodes and a CUDA graph
+// never replays them.
+bool is_random(const Node& n);
 
 // Builders for the nodes every front end emits.
 Value* add_constant(Block* b, int64_t v);

@@ -31,7 +31,8 @@
 
 namespace graph::ir {
 
-bool is_value_primitive(const std::string& op);
+// The primitives above (kind Value in the op table, less constant and undefined).
+bool is_value_primitive(OpId id);
 
 // An optional tensor input (a bias that may be undefined at run time): one
 // the graph tests with `defined` and otherwise uses only as an optional
