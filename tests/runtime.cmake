@@ -52,3 +52,10 @@ add_executable(fast_math_test ${CMAKE_CURRENT_LIST_DIR}/fast_math_test.cpp)
 target_link_libraries(fast_math_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(fast_math_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(fast_math_test)
+
+# The backward kernels (graph/detail/backward_kernels.h) called directly:
+# gradients against float64 finite differences, masks, errors.
+add_executable(backward_kernels_test ${CMAKE_CURRENT_LIST_DIR}/backward_kernels_test.cpp)
+target_link_libraries(backward_kernels_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(backward_kernels_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(backward_kernels_test)

@@ -129,6 +129,77 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
   throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
 }
 
+namespace {
+
+// grad_mask (1 per wanted input; absent: all) as a GradMask literal.
+std::string grad_mask(const ir::Node* n) {
+  if (!n->has_attr("grad_mask")) return "::graph::detail::kAllGrads";
+  const auto* v = std::get_if<std::vector<int64_t>>(&n->attrs().at("grad_mask"));
+  if (!v || v->size() > 32) throw Error("codegen: '" + n->op() + "': 'grad_mask' must be a list of at most 32 integers");
+  uint32_t bits = 0;
+  for (size_t i = 0; i < v->size(); ++i)
+    if ((*v)[i]) bits |= uint32_t{1} << i;
+  return "::graph::detail::GradMask{" + std::to_string(bits) + "u}";
+}
+
+}  // namespace
+
+// The call of the backward kernel (graph/detail/backward_kernels.h) computing
+// the gradient op `n`: a Tensor for the helpers and reductions, a
+// std::vector<Tensor> (one per input of the forward op) for the others.
+std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
+  auto in = [&](size_t i) { return name(n->input(i)); };
+  const Names nm = [&](const ir::Value* v) { return name(v); };
+  const std::string f = "::graph::detail::" + std::string(op.name);
+  const std::string mask = grad_mask(n);
+  switch (op.id) {
+    case OpId::sum_to:
+    case OpId::reshape_as: return f + "_backward(" + in(0) + ", " + in(1) + ")";
+    case OpId::zeros_like: return f + "_backward(" + in(0) + ")";
+    case OpId::cat_backward: {
+      std::string xs;
+      for (size_t i = 1; i < ir::num_op_inputs(*n); ++i) xs += (i > 1 ? ", " : "") + in(i);
+      return f + "(" + in(0) + ", std::vector<::graph::Tensor>{" + xs + "}, " + attr(nm, n, "dim", "0") + ", " +
+             attr(nm, n, "index") + ")";
+    }
+    case OpId::sum_backward:
+    case OpId::mean_backward:
+    case OpId::amax_backward:
+    case OpId::amin_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + (n->has_attr("dim") ? dims(nm, n) : "::graph::Shape{}") + ", " +
+             attr(nm, n, "keepdim", "false") + ")";
+    case OpId::matmul_backward:
+    case OpId::mse_loss_backward:
+    case OpId::cross_entropy_backward: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + mask + ")";
+    case OpId::linear_backward:
+    case OpId::embedding_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + (op.id == OpId::linear_backward ? ", " + in(3) : "") +
+             ", " + mask + ")";
+    case OpId::slice_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "dim") + ", " + attr(nm, n, "start") + ", " +
+             attr(nm, n, "end") + ", " + attr(nm, n, "step", "1") + ")";
+    case OpId::layer_norm_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "normalized_shape") + ", " + in(2) + ", " + in(3) +
+             ", " + attr(nm, n, "eps", "1e-5") + ", " + mask + ")";
+    case OpId::conv2d_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "stride", "{1, 1}") +
+             ", " + attr(nm, n, "padding", "{0, 0}") + ", " + attr(nm, n, "dilation", "{1, 1}") + ", " +
+             attr(nm, n, "groups", "1") + ", " + mask + ")";
+    case OpId::max_pool2d_backward:
+    case OpId::avg_pool2d_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
+             attr(nm, n, "padding", "{0, 0}") + ")";
+    case OpId::scaled_dot_product_attention_backward:
+      if (n->has_attr("dropout_p") && !ir::dynamic_attr(*n, "dropout_p") && attr(nm, n, "dropout_p") != "0.0")
+        throw Error("codegen: '" + n->op() + "': no gradient with dropout_p > 0 (the backward would need the forward's "
+                    "random mask)");
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + in(4) + ", " +
+             attr(nm, n, "is_causal", "false") + ", " + mask + ")";
+    default: break;
+  }
+  throw Error("codegen: no backward kernel for the gradient op '" + std::string(op.name) + "'");
+}
+
 void Emitter::lazy_slice(const ir::Node* n) {
   const Names nm = [&](const ir::Value* v) { return name(v); };
   const std::string local = name(n->output());

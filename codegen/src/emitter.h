@@ -179,6 +179,8 @@ class Emitter {
   void loop(const ir::Node* n);
   // eager_call.cpp: views, reductions, library and other ops as eager calls.
   std::string eager_call(const ir::Node* n, const OpInfo& op);
+  // The backward kernel call of a gradient op (graph/detail/backward_kernels.h).
+  std::string gradient_call(const ir::Node* n, const OpInfo& op);
   void eager_op(const ir::Node* n, const OpInfo& op);
   // A slice as a graph::detail::LazySlice: a fused loop reads it in place,
   // everything else through get() (the view Tensor, made once).
@@ -187,8 +189,8 @@ class Emitter {
   // else name(v).
   std::string operand(const ir::Value* v);
   bool primitive(const ir::Node* n);  // undefined(), list_*: false for others
-  // grad_functions.cpp: a gradient op (sum_to, OP_backward) through its
-  // runtime kernel; false for other ops.
+  // grad_functions.cpp: a gradient op (sum_to, OP_backward) as a call of its
+  // backward kernel; false for other ops.
   bool gradient_op(const ir::Node* n);
   void reduce(const ir::Node* n, const OpInfo& op);
 

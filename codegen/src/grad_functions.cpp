@@ -82,33 +82,27 @@ namespace {
 // The GRAPH_BACKWARD_OP entries of the op table.
 bool is_gradient_op(const ir::Node* n) { return n->table_op() && n->table_op()->has(op_trait::Backward); }
 
-// `n` alone in a graph of its own, as IR text: what the runtime's
-// GradientOp parses once to hand the op's kernel its node (attributes and
-// types included).
-std::string single_node_graph(const ir::Node* n) {
-  ir::Graph g(n->op());
-  ir::Node* copy = g.top()->append(n->op());
-  for (const ir::Value* v : n->inputs()) copy->add_input(g.add_input(v->type()));
-  for (const ir::Value* v : n->outputs()) g.top()->add_return(copy->add_output(v->type()));
-  copy->attrs() = n->attrs();
-  copy->set_loc(n->loc());
-  return ir::print(g);
-}
-
 }  // namespace
 
-// The gradient ops have one kernel, the interpreter's (grad_kernels.cpp: most
-// run their op's eager backward); generated code calls it through a
-// GradientOp made once per node.
+// The gradient ops call their backward kernels (graph/detail/backward_kernels.h)
+// directly, with the attributes as C++ values: nothing is parsed at run time.
 bool Emitter::gradient_op(const ir::Node* n) {
   if (!is_gradient_op(n)) return false;
+  const OpInfo* op = n->table_op();
+  if (!op) throw Error("codegen: the gradient op '" + n->op() + "' is not in the op table");
   if (n->loc().valid()) line("// " + loc_str(n->loc()) + ": " + n->op());
-  const std::string op = fresh("gradient_op"), results = fresh("results");
-  line("static const ::graph::detail::GradientOp " + op + "(" + ir::quote(single_node_graph(n)) + ");");
-  std::string args;
-  for (const ir::Value* v : n->inputs()) args += (args.empty() ? "" : ", ") + name(v);
-  line("const std::vector<::graph::Tensor> " + results + " = " + at_source(n, n->op(), op + ".run({" + args + "})") +
-       ";");
+  const std::string call = at_source(n, n->op(), gradient_call(n, *op));
+  // The kernels of one-input ops return the Tensor itself (backward_kernels.h).
+  const bool one = op->id == OpId::sum_to || op->id == OpId::reshape_as || op->id == OpId::zeros_like ||
+                   op->id == OpId::cat_backward || op->id == OpId::sum_backward || op->id == OpId::mean_backward ||
+                   op->id == OpId::amax_backward || op->id == OpId::amin_backward || op->id == OpId::slice_backward ||
+                   op->id == OpId::max_pool2d_backward || op->id == OpId::avg_pool2d_backward;
+  if (one) {
+    line("const ::graph::Tensor " + name(n->output()) + " = " + call + ";");
+    return true;
+  }
+  const std::string results = fresh("results");
+  line("const std::vector<::graph::Tensor> " + results + " = " + call + ";");
   for (size_t i = 0; i < n->num_outputs(); ++i)
     line("const ::graph::Tensor " + name(n->output(i)) + " = " + results + "[" + std::to_string(i) + "];");
   return true;

@@ -15,6 +15,7 @@
 
 #include "blas.h"
 #include "graph/autograd.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
 #include "device.h"
@@ -288,6 +289,28 @@ ConvGeom check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   return g;
 }
 
+// The gradients of conv2d (x [N, C, H, W] and w contiguous, float32/64): on
+// the device cuDNN's backward-data and backward-filter, on the CPU
+// conv_backward; the bias's is grad summed over N, H, W.
+std::vector<Tensor> conv_grads(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor& grad, bool need_x,
+                               bool need_w, bool need_b) {
+  const Tensor go = grad.to(x.dtype()).contiguous();
+  Tensor gx, gw;
+  if (x.device() == Device::CUDA) {
+    const detail::Conv2dParams p{g.sH, g.sW, g.pH, g.pW, g.dH, g.dW, g.groups};
+    if (need_x) gx = detail::cuda_conv2d_grad_input(w, go, x.sizes(), p);
+    if (need_w) gw = detail::cuda_conv2d_grad_weight(x, go, w.sizes(), p);
+  } else {
+    if (need_x) gx = zeros(x.sizes(), x.dtype());
+    if (need_w) gw = zeros(w.sizes(), w.dtype());
+    if (x.dtype() == kFloat64)
+      conv_backward<double>(g, x, w, go, need_x ? &gx : nullptr, need_w ? &gw : nullptr);
+    else
+      conv_backward<float>(g, x, w, go, need_x ? &gx : nullptr, need_w ? &gw : nullptr);
+  }
+  return {gx, gw, need_b ? sum(go, Shape{0, 2, 3}) : Tensor()};
+}
+
 // On the device: cuDNN's forward, backward-data and backward-filter
 // convolutions; the bias is added (and its gradient summed) by the eager
 // CUDA ops.
@@ -298,12 +321,8 @@ Tensor conv2d_cuda(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
   if (b_in.defined()) out = out + b_in.detach().reshape({1, g.Cout, 1, 1});
   if (!autograd::needs_grad({&x_in, &w_in, &b_in})) return out;
   const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad(), need_b = b_in.defined() && b_in.requires_grad();
-  auto conv2d_backward = [p, x, w, need_x, need_w, need_b](const Tensor& grad) -> std::vector<Tensor> {
-    const Tensor go = grad.to(x.dtype()).contiguous();
-    Tensor gx = need_x ? detail::cuda_conv2d_grad_input(w, go, x.sizes(), p) : Tensor();
-    Tensor gw = need_w ? detail::cuda_conv2d_grad_weight(x, go, w.sizes(), p) : Tensor();
-    Tensor gb = need_b ? sum(go, Shape{0, 2, 3}) : Tensor();
-    return {gx, gw, gb};
+  auto conv2d_backward = [g, x, w, need_x, need_w, need_b](const Tensor& grad) {
+    return conv_grads(g, x, w, grad, need_x, need_w, need_b);
   };
   autograd::record("conv2d", out, {x_in, w_in, b_in}, conv2d_backward);
   return out;
@@ -317,16 +336,8 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
   if (!autograd::needs_grad({&x_in, &w_in, &b_in})) return out;
   const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad(), need_b = b_in.defined() && b_in.requires_grad();
   // The named backward: saved tensors are detached values.
-  auto conv2d_backward = [g, x, w, need_x, need_w, need_b](const Tensor& grad) -> std::vector<Tensor> {
-    const Tensor go = grad.to(x.dtype()).contiguous();
-    Tensor gx = need_x ? zeros(x.sizes(), x.dtype()) : Tensor();
-    Tensor gw = need_w ? zeros(w.sizes(), w.dtype()) : Tensor();
-    if (x.dtype() == kFloat64)
-      conv_backward<double>(g, x, w, go, need_x ? &gx : nullptr, need_w ? &gw : nullptr);
-    else
-      conv_backward<float>(g, x, w, go, need_x ? &gx : nullptr, need_w ? &gw : nullptr);
-    Tensor gb = need_b ? sum(go, Shape{0, 2, 3}) : Tensor();
-    return {gx, gw, gb};
+  auto conv2d_backward = [g, x, w, need_x, need_w, need_b](const Tensor& grad) {
+    return conv_grads(g, x, w, grad, need_x, need_w, need_b);
   };
   autograd::record("conv2d", out, {x_in, w_in, b_in}, conv2d_backward);
   return out;
@@ -365,5 +376,36 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape s
   }
   return unbatched ? out.squeeze(0) : out;
 }
+
+namespace detail {
+
+std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                    const Shape& stride, const Shape& padding, const Shape& dilation, int64_t groups,
+                                    GradMask mask) {
+  detail::check_defined("conv2d_backward", x);
+  detail::check_defined("conv2d_backward", weight);
+  if (x.dim() != 3 && x.dim() != 4)
+    throw Error("conv2d_backward: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got input shape " +
+                shape_str(x.sizes()) + ", weight shape " + shape_str(weight.sizes()));
+  const bool unbatched = x.dim() == 3;
+  const Tensor x4 = unbatched ? x.unsqueeze(0) : x;
+  const ConvGeom g = check_conv(x4, weight, bias, stride, padding, dilation, groups, x.sizes());
+  const Shape out{g.N, g.Cout, g.Ho, g.Wo};
+  const Tensor g4 = unbatched && grad.dim() == 3 ? grad.unsqueeze(0) : grad;
+  if (g4.sizes() != out)
+    throw Error("conv2d_backward: gradient of shape " + shape_str(grad.sizes()) + " does not match the result " +
+                shape_str(unbatched ? Shape{g.Cout, g.Ho, g.Wo} : out) + " (input shape " + shape_str(x.sizes()) + ")");
+  const bool need_b = wants(mask, 2) && bias.defined();
+  const DType ct = is_reduced_float(x.dtype()) ? kFloat32 : x.dtype();  // 16-bit floats compute in float32
+  std::vector<Tensor> r = conv_grads(g, x4.to(ct).contiguous(), weight.to(ct).contiguous(), g4.to(ct), wants(mask, 0),
+                                     wants(mask, 1), need_b);
+  if (r[0].defined() && unbatched) r[0] = r[0].squeeze(0);
+  for (size_t i = 0; i < 3; ++i)
+    if (r[i].defined() && r[i].dtype() != x.dtype()) r[i] = r[i].to(x.dtype());
+  if (r[2].defined()) r[2] = r[2].reshape(bias.sizes());
+  return r;
+}
+
+}  // namespace detail
 
 }  // namespace graph

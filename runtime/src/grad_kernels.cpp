@@ -1,16 +1,13 @@
 // Kernels of the gradient ops (GRAPH_BACKWARD_OP entries of ops.def) for the
-// interpreter.
-//
-// OP_backward(grad, inputs...) runs OP's eager backward: the inputs whose
-// gradient is wanted (attribute grad_mask) become fresh leaves, OP runs
-// through its own interpreter kernel with grad mode on, and backward() from
-// its result gives exactly the gradients eager autograd gives. The forward is
-// computed again for that; what eager backward needs from it (pooling
-// indices, layer_norm's statistics) is recomputed rather than saved.
+// interpreter: each reads its node's attributes and calls the op's backward
+// kernel (graph/detail/backward_kernels.h), as generated code and eager
+// autograd do. None runs its op's forward again.
+#include <limits>
 #include <string>
 #include <unordered_map>
 
 #include "graph/autograd.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/error.h"
 #include "graph/interpreter.h"
 #include "graph/op_table.h"
@@ -33,41 +30,15 @@ int64_t int_attr(const ir::Node& n, const char* key, int64_t dflt) {
   throw Error(n.op() + ": attribute '" + std::string(key) + "' must be an integer");
 }
 
-// sum_to(grad, like): grad reduced to like's shape and converted to its dtype,
-// as the eager engine does for every input.
-Out sum_to_kernel(const ir::Node& n, In in) {
-  const Tensor& g = T(n, in, 0);
-  const Tensor& like = T(n, in, 1);
-  Tensor r = autograd::sum_to(g, like.sizes());
-  if (is_floating(like.dtype()) && r.dtype() != like.dtype()) r = r.to(like.dtype());
-  return {r};
-}
-
-Out reshape_as_kernel(const ir::Node& n, In in) { return {T(n, in, 0).reshape(T(n, in, 1).sizes())}; }
-
-Out zeros_like_kernel(const ir::Node& n, In in) {
-  const Tensor& like = T(n, in, 0);
-  return {zeros(like.sizes(), like.dtype())};
-}
+Out sum_to_kernel(const ir::Node& n, In in) { return {sum_to_backward(T(n, in, 0), T(n, in, 1))}; }
+Out reshape_as_kernel(const ir::Node& n, In in) { return {reshape_as_backward(T(n, in, 0), T(n, in, 1))}; }
+Out zeros_like_kernel(const ir::Node& n, In in) { return {zeros_like_backward(T(n, in, 0))}; }
 
 // cat_backward{dim, index}(grad, xs...): the slice of grad xs[index] filled.
 Out cat_backward_kernel(const ir::Node& n, In in) {
-  const Tensor& g = T(n, in, 0);
-  const int64_t index = int_attr(n, "index", 0);
-  if (index < 0 || static_cast<size_t>(index) + 1 >= in.size())
-    throw Error("cat_backward: index " + std::to_string(index) + " out of range for " +
-                std::to_string(in.size() - 1) + " inputs");
-  const int64_t d = wrap_dim("cat_backward", int_attr(n, "dim", 0), g.sizes());
-  // cat skips 1-D empty tensors (PyTorch's legacy rule): they get zeros.
-  const auto skipped = [&](const Tensor& t) { return t.dim() == 1 && t.size(0) == 0 && g.dim() != 1; };
-  int64_t offset = 0;
-  for (int64_t i = 0; i < index; ++i) {
-    const Tensor& x = T(n, in, static_cast<size_t>(i) + 1);
-    if (!skipped(x)) offset += x.size(d);
-  }
-  const Tensor& x = T(n, in, static_cast<size_t>(index) + 1);
-  if (skipped(x)) return {zeros(x.sizes(), g.dtype())};
-  return {g.slice(d, offset, offset + x.size(d))};
+  std::vector<Tensor> xs;
+  for (size_t i = 1; i < in.size(); ++i) xs.push_back(T(n, in, i));
+  return {cat_backward(T(n, in, 0), xs, int_attr(n, "dim", 0), int_attr(n, "index", 0))};
 }
 
 std::vector<bool> grad_mask(const ir::Node& n, size_t inputs) {
@@ -81,65 +52,123 @@ std::vector<bool> grad_mask(const ir::Node& n, size_t inputs) {
   return mask;
 }
 
-// OP_backward through OP's eager autograd.
-Out eager_backward(const ir::Node& n, In in, const Kernel& forward) {
-  const Tensor& grad = T(n, in, 0);
-  const std::vector<bool> mask = grad_mask(n, in.size() - 1);
-  std::vector<IValue> args(in.begin() + 1, in.end());
-  std::vector<Tensor> leaves(args.size());
-  autograd::GradModeGuard grad_on(true);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const Tensor* t = std::get_if<Tensor>(&args[i]);
-    if (!mask[i] || !t || !t->defined() || !is_floating(t->dtype())) continue;
-    leaves[i] = t->detach();
-    leaves[i].requires_grad_();
-    args[i] = leaves[i];
-  }
-  const Out out = forward(n, args);
-  const Tensor& y = std::get<Tensor>(out.at(0));
-  if (y.requires_grad()) autograd::backward(y, grad, false);
-  Out grads;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Tensor gi = leaves[i].defined() ? leaves[i].grad() : Tensor();
-    // A wanted gradient that no path reached is zero, not missing: later
-    // gradient nodes read it as a tensor.
-    if (!gi.defined() && leaves[i].defined()) gi = zeros(leaves[i].sizes(), leaves[i].dtype());
-    grads.push_back(gi);
-  }
-  return grads;
+GradMask mask_bits(const ir::Node& n, size_t inputs) {
+  const std::vector<bool> mask = grad_mask(n, inputs);
+  GradMask bits = 0;
+  for (size_t i = 0; i < mask.size(); ++i)
+    if (mask[i]) bits |= GradMask{1} << i;
+  return bits;
 }
 
-// matmul of two matrices needs no second forward.
-Out matmul_backward_kernel(const ir::Node& n, In in, const Kernel& forward) {
-  const Tensor& g = T(n, in, 0);
-  const Tensor& a = T(n, in, 1);
-  const Tensor& b = T(n, in, 2);
-  if (a.dim() != 2 || b.dim() != 2) return eager_backward(n, in, forward);
-  const std::vector<bool> mask = grad_mask(n, 2);
-  return {mask[0] ? matmul(g, b.t()) : Tensor(), mask[1] ? matmul(a.t(), g) : Tensor()};
+Shape shape_attr(const ir::Node& n, const char* key, Shape dflt) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) return dflt;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return Shape{*i};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return Shape(v->begin(), v->end());
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a list of integers");
+}
+
+double float_attr(const ir::Node& n, const char* key, double dflt) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) return dflt;
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a number");
+}
+
+bool bool_attr(const ir::Node& n, const char* key, bool dflt) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) return dflt;
+  if (auto* b = std::get_if<bool>(&it->second)) return *b;
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a bool");
+}
+
+// The reductions' dims: absent = all, one integer or a list.
+Shape reduce_dims(const ir::Node& n) {
+  auto it = n.attrs().find("dim");
+  if (it == n.attrs().end()) return {};
+  if (auto* i = std::get_if<int64_t>(&it->second)) return Shape{*i};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return Shape(v->begin(), v->end());
+  throw Error(n.op() + ": attribute 'dim' must be an integer or a list of integers");
+}
+
+bool keepdim(const ir::Node& n) { return bool_attr(n, "keepdim", false); }
+
+template <Tensor (*F)(const Tensor&, const Tensor&, const Shape&, bool)>
+Out reduce_backward_kernel(const ir::Node& n, In in) {
+  if (!grad_mask(n, 1)[0]) return {Tensor()};
+  return {F(T(n, in, 0), T(n, in, 1), reduce_dims(n), keepdim(n))};
+}
+
+Tensor amax_grad(const Tensor& g, const Tensor& x, const Shape& d, bool k) { return amax_backward(g, x, d, k); }
+Tensor amin_grad(const Tensor& g, const Tensor& x, const Shape& d, bool k) { return amin_backward(g, x, d, k); }
+
+Out to_out(std::vector<Tensor> grads) { return Out(grads.begin(), grads.end()); }
+
+Out matmul_backward_kernel(const ir::Node& n, In in) {
+  return to_out(matmul_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
+}
+Out linear_backward_kernel(const ir::Node& n, In in) {
+  return to_out(linear_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), mask_bits(n, 3)));
+}
+Out mse_loss_backward_kernel(const ir::Node& n, In in) {
+  return to_out(mse_loss_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
+}
+Out cross_entropy_backward_kernel(const ir::Node& n, In in) {
+  return to_out(cross_entropy_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
+}
+Out slice_backward_kernel(const ir::Node& n, In in) {
+  if (!grad_mask(n, 1)[0]) return {Tensor()};
+  return {slice_backward(T(n, in, 0), T(n, in, 1), int_attr(n, "dim", 0), int_attr(n, "start", 0),
+                         int_attr(n, "end", std::numeric_limits<int64_t>::max()), int_attr(n, "step", 1))};
+}
+Out layer_norm_backward_kernel(const ir::Node& n, In in) {
+  return to_out(layer_norm_backward(T(n, in, 0), T(n, in, 1), shape_attr(n, "normalized_shape", {}), T(n, in, 2),
+                                    T(n, in, 3), float_attr(n, "eps", 1e-5), mask_bits(n, 3)));
+}
+Out embedding_backward_kernel(const ir::Node& n, In in) {
+  return to_out(embedding_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
+}
+Out conv2d_backward_kernel(const ir::Node& n, In in) {
+  return to_out(conv2d_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), shape_attr(n, "stride", {1, 1}),
+                                shape_attr(n, "padding", {0, 0}), shape_attr(n, "dilation", {1, 1}),
+                                int_attr(n, "groups", 1), mask_bits(n, 3)));
+}
+template <Tensor (*F)(const Tensor&, const Tensor&, const Shape&, const Shape&, const Shape&)>
+Out pool_backward_kernel(const ir::Node& n, In in) {
+  if (!grad_mask(n, 1)[0]) return {Tensor()};
+  return {F(T(n, in, 0), T(n, in, 1), shape_attr(n, "kernel", {}), shape_attr(n, "stride", {}),
+            shape_attr(n, "padding", {0, 0}))};
+}
+Out sdpa_backward_kernel(const ir::Node& n, In in) {
+  if (float_attr(n, "dropout_p", 0.0) != 0.0)
+    throw Error(n.op() + ": no gradient with dropout_p > 0 (the backward would need the forward's random mask)");
+  return to_out(scaled_dot_product_attention_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), T(n, in, 4),
+                                                      bool_attr(n, "is_causal", false), mask_bits(n, 4)));
 }
 
 const std::unordered_map<std::string_view, Kernel>& kernels() {
   static const std::unordered_map<std::string_view, Kernel> table = [] {
-    std::unordered_map<std::string_view, Kernel> t{{"sum_to", sum_to_kernel},
-                                                   {"reshape_as", reshape_as_kernel},
-                                                   {"zeros_like", zeros_like_kernel},
-                                                   {"cat_backward", cat_backward_kernel}};
-    // Every other gradient op is OP_backward of a forward op OP.
-    const std::string_view suffix = "_backward";
-    for (const OpInfo& op : kOpTable) {
-      if (t.count(op.name) || !op.name.ends_with(suffix)) continue;
-      const std::string forward(op.name.substr(0, op.name.size() - suffix.size()));
-      // Only forward ops: find_kernel of a gradient op would come back here.
-      const OpInfo* fwd = find_op(forward);
-      if (!fwd || fwd->id > OpId::scaled_dot_product_attention) continue;
-      const Kernel* k = find_kernel(forward);
-      if (!k) continue;
-      if (forward == "matmul")
-        t.emplace(op.name, [k](const ir::Node& n, In in) { return matmul_backward_kernel(n, in, *k); });
-      else
-        t.emplace(op.name, [k](const ir::Node& n, In in) { return eager_backward(n, in, *k); });
-    }
+    std::unordered_map<std::string_view, Kernel> t{
+        {"sum_to", sum_to_kernel},
+        {"reshape_as", reshape_as_kernel},
+        {"zeros_like", zeros_like_kernel},
+        {"cat_backward", cat_backward_kernel},
+        {"sum_backward", reduce_backward_kernel<sum_backward>},
+        {"mean_backward", reduce_backward_kernel<mean_backward>},
+        {"amax_backward", reduce_backward_kernel<amax_grad>},
+        {"amin_backward", reduce_backward_kernel<amin_grad>},
+        {"matmul_backward", matmul_backward_kernel},
+        {"linear_backward", linear_backward_kernel},
+        {"mse_loss_backward", mse_loss_backward_kernel},
+        {"cross_entropy_backward", cross_entropy_backward_kernel},
+        {"slice_backward", slice_backward_kernel},
+        {"layer_norm_backward", layer_norm_backward_kernel},
+        {"embedding_backward", embedding_backward_kernel},
+        {"conv2d_backward", conv2d_backward_kernel},
+        {"max_pool2d_backward", pool_backward_kernel<max_pool2d_backward>},
+        {"avg_pool2d_backward", pool_backward_kernel<avg_pool2d_backward>},
+        {"scaled_dot_product_attention_backward", sdpa_backward_kernel}};
     return t;
   }();
   return table;

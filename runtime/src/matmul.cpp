@@ -13,6 +13,7 @@
 #include "blas.h"
 #include "device.h"
 #include "graph/autograd.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
 #include "graph/trace.h"
@@ -367,8 +368,9 @@ Tensor record_batched(const Tensor& a, const Tensor& b) {
   Tensor out = batched(a, b);
   if (!autograd::needs_grad({&a, &b})) return out;
   Tensor as = a.detach(), bs = b.detach();
-  autograd::record("matmul", out, {a, b}, [as, bs](const Tensor& g) {
-    return std::vector<Tensor>{batched(g, bs.transpose(-1, -2)), batched(as.transpose(-1, -2), g)};
+  const detail::GradMask mask = (a.requires_grad() ? 1u : 0u) | (b.requires_grad() ? 2u : 0u);
+  autograd::record("matmul", out, {a, b}, [as, bs, mask](const Tensor& g) {
+    return detail::matmul_backward(g, as, bs, mask);
   });
   return out;
 }
@@ -430,6 +432,31 @@ void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) gemm<T>(a, b, out);
   });
+}
+
+// dA = G B^T, dB = A^T G through matmul itself, so every shape rule (1-D
+// operands, a batch folded into rows, broadcast batch dims) and the CUDA
+// path come with it; B^T and A^T are views the GEMM reads with its
+// transpose flag, never copies.
+std::vector<Tensor> matmul_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask) {
+  check_operands(a, b);
+  // As matmul: a 1-D a is a row, a 1-D b a column; grad gets those dims back.
+  const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a, b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  Tensor g = grad;
+  if (a.dim() == 1) g = g.unsqueeze(b.dim() == 1 ? 0 : -2);
+  if (b.dim() == 1) g = g.unsqueeze(-1);
+  Tensor ga, gb;
+  if (b2.dim() == 2) {  // [..., n, k] @ [k, m]: one product over the rows of every batch
+    const Tensor g2 = g.reshape({-1, g.size(-1)});
+    if (wants(mask, 0)) ga = matmul(g2, b2.t()).reshape(a2.sizes());
+    if (wants(mask, 1)) gb = matmul(a2.reshape({-1, a2.size(-1)}).t(), g2);
+  } else {
+    if (wants(mask, 0)) ga = sum_to_backward(matmul(g, b2.transpose(-1, -2)), a2);
+    if (wants(mask, 1)) gb = sum_to_backward(matmul(a2.transpose(-1, -2), g), b2);
+  }
+  if (ga.defined()) ga = ga.reshape(a.sizes());
+  if (gb.defined()) gb = gb.reshape(b.sizes());
+  return {ga, gb};
 }
 
 // For tests: run the small kernels with instruction set `isa` (0 baseline, 1

@@ -2,10 +2,12 @@
 // or random numbers (random.cpp): linear, layer_norm, embedding, cat, stack,
 // dropout, mse_loss, cross_entropy, scaled_dot_product_attention.
 //
-// linear, stack, dropout, mse_loss, cross_entropy and sdpa are composites of
-// differentiable ops, so autograd needs nothing more. layer_norm, embedding,
-// cat and the target selection of cross_entropy (pick_targets) are kernels
-// that record their own backward.
+// stack, dropout, mse_loss, cross_entropy and sdpa are composites of
+// differentiable ops, so autograd needs nothing more. linear, layer_norm,
+// embedding, cat and the target selection of cross_entropy (pick_targets)
+// record their own backward; the kernels the generated backward code calls
+// (graph/detail/backward_kernels.h) are here for layer_norm and embedding,
+// the others in backward_kernels.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,6 +17,7 @@
 
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
 #include "device.h"
@@ -41,6 +44,31 @@ bool any_requires_grad(const std::vector<Tensor>& ts) {
 
 // ---- layer_norm kernel -------------------------------------------------------
 
+// mean and rstd of one row of M elements: four accumulators break the add
+// latency chain; two passes avoid the cancellation of E[x^2] - E[x]^2 for
+// rows far from 0.
+template <class T>
+void row_stats(const T* __restrict xr, int64_t M, double eps, double& mean, double& rstd) {
+  double s4[4] = {0, 0, 0, 0}, v4[4] = {0, 0, 0, 0};
+  const int64_t M4 = M / 4 * 4;
+  for (int64_t j = 0; j < M4; j += 4)
+    for (int k = 0; k < 4; ++k) s4[k] += static_cast<double>(xr[j + k]);
+  for (int64_t j = M4; j < M; ++j) s4[0] += static_cast<double>(xr[j]);
+  const double mu = (s4[0] + s4[1] + s4[2] + s4[3]) / static_cast<double>(M);
+  for (int64_t j = 0; j < M4; j += 4)
+    for (int k = 0; k < 4; ++k) {
+      const double d = static_cast<double>(xr[j + k]) - mu;
+      v4[k] += d * d;
+    }
+  for (int64_t j = M4; j < M; ++j) {
+    const double d = static_cast<double>(xr[j]) - mu;
+    v4[0] += d * d;
+  }
+  const double v = v4[0] + v4[1] + v4[2] + v4[3];
+  mean = mu;
+  rstd = 1.0 / std::sqrt(v / static_cast<double>(M) + eps);
+}
+
 // y = (x - mean) * rstd * w + b per row of M elements; mean and rstd saved
 // per row (double). w, b may be null.
 template <class T>
@@ -49,27 +77,8 @@ void layer_norm_forward(int64_t rows, int64_t M, double eps, const T* __restrict
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * M;
     T* yr = y + r * M;
-    // Four accumulators break the add latency chain; two passes avoid the
-    // cancellation of E[x^2] - E[x]^2 for rows far from 0.
-    double s4[4] = {0, 0, 0, 0}, v4[4] = {0, 0, 0, 0};
-    const int64_t M4 = M / 4 * 4;
-    for (int64_t j = 0; j < M4; j += 4)
-      for (int k = 0; k < 4; ++k) s4[k] += static_cast<double>(xr[j + k]);
-    for (int64_t j = M4; j < M; ++j) s4[0] += static_cast<double>(xr[j]);
-    const double mu = (s4[0] + s4[1] + s4[2] + s4[3]) / static_cast<double>(M);
-    for (int64_t j = 0; j < M4; j += 4)
-      for (int k = 0; k < 4; ++k) {
-        const double d = static_cast<double>(xr[j + k]) - mu;
-        v4[k] += d * d;
-      }
-    for (int64_t j = M4; j < M; ++j) {
-      const double d = static_cast<double>(xr[j]) - mu;
-      v4[0] += d * d;
-    }
-    const double v = v4[0] + v4[1] + v4[2] + v4[3];
-    const double rs = 1.0 / std::sqrt(v / static_cast<double>(M) + eps);
-    mean[r] = mu;
-    rstd[r] = rs;
+    row_stats(xr, M, eps, mean[r], rstd[r]);
+    const double mu = mean[r], rs = rstd[r];
     // x - mu as (x - tm) - dm: tm is mu rounded to T, so x - tm is exact
     // for x near the mean (no loss for rows far from 0), and dm the rest.
     const T tm = static_cast<T>(mu), dm = static_cast<T>(mu - static_cast<double>(tm)), tr = static_cast<T>(rs);
@@ -125,6 +134,25 @@ void dispatch_float(DType t, F&& f) {
   else f(float{});
 }
 
+// The gradients of layer_norm on the CPU from the rows' saved statistics
+// (float64 [rows]); x and w contiguous.
+std::vector<Tensor> layer_norm_grads(const Tensor& grad, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                     const Tensor& rstd, int64_t M, bool need_x, bool need_w, bool need_b,
+                                     const Shape& bias_shape) {
+  const int64_t rows = M == 0 ? 0 : x.numel() / M;
+  const Tensor g = grad.to(x.dtype()).contiguous();
+  Tensor gx = need_x ? empty(x.sizes(), x.dtype()) : Tensor();
+  Tensor gw = need_w ? empty(w.sizes(), x.dtype()) : Tensor();
+  Tensor gb = need_b ? empty(bias_shape, x.dtype()) : Tensor();
+  dispatch_float(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    layer_norm_backward<T>(rows, M, g.data_ptr<T>(), x.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
+                           mean.data_ptr<double>(), rstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,
+                           need_w ? gw.data_ptr<T>() : nullptr, need_b ? gb.data_ptr<T>() : nullptr);
+  });
+  return {gx, gw, gb};
+}
+
 // On the device: the hand kernels of cuda/src/nn.cu (one block per row;
 // mean and rstd kept in the input's dtype).
 Tensor layer_norm_cuda(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, int64_t M, double eps) {
@@ -161,24 +189,38 @@ Tensor layer_norm_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_i
   if (!autograd::needs_grad({&x_in, &w_in, &b_in})) return y;
   const bool need_x = x_in.requires_grad(), need_w = w.defined() && w_in.requires_grad(),
              need_b = b.defined() && b_in.requires_grad();
-  auto layer_norm_backward_fn = [x, w, mean, rstd, rows, M, need_x, need_w, need_b](const Tensor& grad) {
-    const Tensor g = grad.to(x.dtype()).contiguous();
-    Tensor gx = need_x ? empty(x.sizes(), x.dtype()) : Tensor();
-    Tensor gw = need_w ? empty(w.sizes(), x.dtype()) : Tensor();
-    Tensor gb = need_b ? empty(w.defined() ? w.sizes() : Shape{M}, x.dtype()) : Tensor();
-    dispatch_float(x.dtype(), [&](auto v) {
-      using T = decltype(v);
-      layer_norm_backward<T>(rows, M, g.data_ptr<T>(), x.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
-                             mean.data_ptr<double>(), rstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,
-                             need_w ? gw.data_ptr<T>() : nullptr, need_b ? gb.data_ptr<T>() : nullptr);
-    });
-    return std::vector<Tensor>{gx, gw, gb};
+  auto layer_norm_backward_fn = [x, w, mean, rstd, M, need_x, need_w, need_b,
+                                 bs = b.defined() ? b.sizes() : Shape{M}](const Tensor& grad) {
+    return layer_norm_grads(grad, x, w, mean, rstd, M, need_x, need_w, need_b, bs);
   };
   autograd::record("layer_norm", y, {x_in, w_in, b_in}, layer_norm_backward_fn);
   return y;
 }
 
 // ---- embedding kernel --------------------------------------------------------
+
+// The weight's gradient: grad's rows scatter-added at the indices (int64,
+// contiguous, checked by the forward); 16-bit floats accumulate in float32
+// (the engine converts back to the weight's dtype).
+Tensor embedding_grad(const Tensor& grad, const Tensor& idx, const Shape& wsizes, DType wdtype) {
+  const DType acc = wdtype == kFloat64 ? kFloat64 : kFloat32;
+  if (grad.device() == Device::CUDA) return detail::cuda_embedding_backward(grad.to(acc).contiguous(), idx, wsizes, acc);
+  const Tensor g = grad.to(acc).contiguous();
+  Tensor gw = zeros(wsizes, acc);
+  const int64_t* p = idx.data_ptr<int64_t>();
+  const int64_t D = wsizes[1], m = idx.numel();
+  dispatch_float(acc, [&](auto v) {
+    using T = decltype(v);
+    const T* pg = g.data_ptr<T>();
+    T* pw = gw.data_ptr<T>();
+    for (int64_t i = 0; i < m; ++i) {
+      T* row = pw + p[i] * D;
+      const T* gr = pg + i * D;
+      for (int64_t j = 0; j < D; ++j) row[j] += gr[j];
+    }
+  });
+  return gw;
+}
 
 // On the device: a gather kernel (its range check synchronizes to report a
 // bad index as the CPU does) and an atomic scatter-add for the backward.
@@ -190,10 +232,8 @@ Tensor embedding_cuda(const Tensor& weight_in, const Tensor& indices_in) {
                                                 shape_str(indices_in.sizes()));
   const Shape wsizes = weight.sizes();
   const DType wdtype = weight.dtype();
-  return autograd::record_unary("embedding", out, weight_in, [idx, wsizes, wdtype](const Tensor& grad) {
-    const DType acc = wdtype == kFloat64 ? kFloat64 : kFloat32;
-    return detail::cuda_embedding_backward(grad.to(acc).contiguous(), idx, wsizes, acc);
-  });
+  return autograd::record_unary("embedding", out, weight_in,
+                                [idx, wsizes, wdtype](const Tensor& grad) { return embedding_grad(grad, idx, wsizes, wdtype); });
 }
 
 Tensor embedding_impl(const Tensor& weight_in, const Tensor& indices_in) {
@@ -216,26 +256,8 @@ Tensor embedding_impl(const Tensor& weight_in, const Tensor& indices_in) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row_bytes, src + pi[i] * row_bytes, row_bytes);
   const Shape wsizes = weight.sizes();
   const DType wdtype = weight.dtype();
-  return autograd::record_unary("embedding", out, weight_in, [idx, wsizes, wdtype](const Tensor& grad) {
-    // Scatter-add rows; 16-bit floats accumulate in float32 (the engine
-    // converts back to the weight's dtype).
-    const DType acc = wdtype == kFloat64 ? kFloat64 : kFloat32;
-    const Tensor g = grad.to(acc).contiguous();
-    Tensor gw = zeros(wsizes, acc);
-    const int64_t* p = idx.data_ptr<int64_t>();
-    const int64_t D = wsizes[1], m = idx.numel();
-    dispatch_float(acc, [&](auto v) {
-      using T = decltype(v);
-      const T* pg = g.data_ptr<T>();
-      T* pw = gw.data_ptr<T>();
-      for (int64_t i = 0; i < m; ++i) {
-        T* row = pw + p[i] * D;
-        const T* gr = pg + i * D;
-        for (int64_t j = 0; j < D; ++j) row[j] += gr[j];
-      }
-    });
-    return gw;
-  });
+  return autograd::record_unary("embedding", out, weight_in,
+                                [idx, wsizes, wdtype](const Tensor& grad) { return embedding_grad(grad, idx, wsizes, wdtype); });
 }
 
 // ---- cross_entropy's selection -------------------------------------------------
@@ -315,15 +337,29 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 (bias.defined() ? ", " + dt(bias) : std::string()) + " (" + shapes + ")");
   if (bias.defined() && !(bias.dim() == 0 || (bias.dim() == 1 && (bias.size(0) == weight.size(0) || bias.size(0) == 1))))
     throw Error("linear: expected a bias of shape [" + std::to_string(weight.size(0)) + "], got " + shapes);
+  // One node on the tape whose backward is linear_backward: dW = g^T x
+  // directly, no transposed weight gradient to transpose back.
+  const bool record = autograd::needs_grad({&x, &weight, &bias});
   Tensor y;
-  if (x.dim() > 2) {  // one 2-D product over the flattened leading dims
-    Shape out = x.sizes();
-    out.back() = weight.size(0);
-    y = matmul(x.reshape({-1, x.size(-1)}), weight.t()).reshape(out);
-  } else {
-    y = matmul(x, weight.t());
+  {
+    NoGradGuard no_grad;
+    if (x.dim() > 2) {  // one 2-D product over the flattened leading dims
+      Shape out = x.sizes();
+      out.back() = weight.size(0);
+      y = matmul(x.reshape({-1, x.size(-1)}), weight.t()).reshape(out);
+    } else {
+      y = matmul(x, weight.t());
+    }
+    if (bias.defined()) y = y + bias;
   }
-  return bias.defined() ? y + bias : y;
+  if (!record) return y;
+  const detail::GradMask mask = (x.requires_grad() ? 1u : 0u) | (weight.requires_grad() ? 2u : 0u) |
+                                (bias.defined() && bias.requires_grad() ? 4u : 0u);
+  const Tensor xs = x.detach(), ws = weight.detach(), bs = bias.defined() ? bias.detach() : Tensor();
+  autograd::record("linear", y, {x, weight, bias}, [xs, ws, bs, mask](const Tensor& g) {
+    return detail::linear_backward(g, xs, ws, bs, mask);
+  });
+  return y;
 }
 
 // ---- layer_norm --------------------------------------------------------------
@@ -611,5 +647,74 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (dropout_p > 0.0) attn = dropout(attn, dropout_p, true);
   return matmul(attn, v);
 }
+
+// ---- backward kernels (backward_kernels.h) -------------------------------------
+
+namespace detail {
+
+// Recomputes each row's mean and rstd (one pass over x, O(rows * M), no
+// autograd): the graph saves layer_norm's inputs, not its statistics.
+std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Shape& normalized_shape,
+                                        const Tensor& weight, const Tensor& bias, double eps, GradMask mask) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k > 0 && x.dim() >= k && grad.sizes() == x.sizes() && is_floating(x.dtype());
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
+  for (const Tensor* p : {&weight, &bias}) ok = ok && (!p->defined() || p->sizes() == normalized_shape);
+  if (!ok)
+    throw Error("layer_norm_backward: expected a floating input whose trailing dims are normalized_shape " +
+                shape_str(normalized_shape) + ", weight and bias of that shape and a gradient of the input's shape, got input " +
+                shape_str(x.sizes()) + ", gradient " + shape_str(grad.sizes()));
+  const bool need_x = wants(mask, 0), need_w = wants(mask, 1) && weight.defined(), need_b = wants(mask, 2) && bias.defined();
+  if (is_reduced_float(x.dtype())) {  // as the forward: in float32, gradients converted back
+    const auto up = [](const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; };
+    std::vector<Tensor> r = layer_norm_backward(up(grad), up(x), normalized_shape, up(weight), up(bias), eps, mask);
+    for (Tensor& t : r)
+      if (t.defined()) t = t.to(x.dtype());
+    return r;
+  }
+  int64_t M = 1;
+  for (int64_t s : normalized_shape) M *= s;
+  const Tensor xc = x.contiguous(), wc = weight.defined() ? weight.contiguous() : Tensor();
+  std::vector<Tensor> r;
+  if (x.device() == Device::CUDA) {
+    // The device kernel gives the statistics with y only: its one pass.
+    const std::vector<Tensor> f = cuda_layer_norm(xc, wc, bias.defined() ? bias.contiguous() : Tensor(), M, eps);
+    r = cuda_layer_norm_backward(grad.to(x.dtype()).contiguous(), xc, wc, f[1], f[2], M, need_x, need_w, need_b);
+  } else {
+    const int64_t rows = M == 0 ? 0 : x.numel() / M;
+    Tensor mean = empty({rows}, kFloat64), rstd = empty({rows}, kFloat64);
+    dispatch_float(x.dtype(), [&](auto v) {
+      using T = decltype(v);
+      const T* px = xc.data_ptr<T>();
+      for (int64_t i = 0; i < rows; ++i) row_stats(px + i * M, M, eps, mean.data_ptr<double>()[i], rstd.data_ptr<double>()[i]);
+    });
+    r = layer_norm_grads(grad, xc, wc, mean, rstd, M, need_x, need_w, need_b,
+                         bias.defined() ? bias.sizes() : Shape{M});
+  }
+  if (r.size() == 3 && r[2].defined()) r[2] = r[2].reshape(bias.sizes());
+  return r;
+}
+
+std::vector<Tensor> embedding_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices, GradMask mask) {
+  if (!wants(mask, 0)) return {Tensor(), Tensor()};
+  if (weight.dim() != 2 || is_floating(indices.dtype()) || grad.numel() != indices.numel() * weight.size(1))
+    throw Error("embedding_backward: expected a 2-D weight, integer indices and a gradient of shape indices + [" +
+                (weight.dim() == 2 ? std::to_string(weight.size(1)) : std::string("D")) + "], got weight " +
+                shape_str(weight.sizes()) + ", indices " + shape_str(indices.sizes()) + ", gradient " +
+                shape_str(grad.sizes()));
+  const Tensor idx = indices.to(kInt64).contiguous();
+  if (weight.device() != Device::CUDA) {
+    const int64_t* pi = idx.data_ptr<int64_t>();
+    for (int64_t i = 0; i < idx.numel(); ++i)
+      if (pi[i] < 0 || pi[i] >= weight.size(0))
+        throw Error("embedding_backward: index " + std::to_string(pi[i]) + " is out of range for a table of " +
+                    std::to_string(weight.size(0)) + " rows");
+  }
+  Tensor gw = embedding_grad(grad, idx, weight.sizes(), weight.dtype());
+  if (gw.dtype() != weight.dtype()) gw = gw.to(weight.dtype());
+  return {gw, Tensor()};
+}
+
+}  // namespace detail
 
 }  // namespace graph

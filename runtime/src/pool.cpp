@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/autograd.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
 #include "device.h"
@@ -179,6 +180,60 @@ Tensor pool_cuda(const char* op, bool max, const Tensor& x_in, const PoolGeom& g
   });
 }
 
+// max pooling's input gradient on the CPU: grad scattered to each window's
+// maximum (idx: its offset in the plane, per output element).
+Tensor max_grad(const PoolGeom& g, const Tensor& idx, const Shape& in_sizes, DType dt, const Tensor& grad) {
+  const Tensor go = grad.to(dt).contiguous();
+  Tensor gx = zeros(in_sizes, go.dtype());
+  dispatch_float(go.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const T* pg = go.data_ptr<T>();
+    const int64_t* pi = idx.data_ptr<int64_t>();
+    T* px = gx.data_ptr<T>();
+    const int64_t n = g.Ho * g.Wo, hw = g.H * g.W;
+    for (int64_t p = 0; p < g.planes; ++p)
+      for (int64_t i = 0; i < n; ++i) px[p * hw + pi[p * n + i]] += pg[p * n + i];
+  });
+  return gx;
+}
+
+Tensor avg_grad(const PoolGeom& g, const Shape& in_sizes, DType dt, const Tensor& grad) {
+  const Tensor go = grad.to(dt).contiguous();
+  Tensor gx = zeros(in_sizes, go.dtype());
+  dispatch_float(go.dtype(), [&](auto v) {
+    using T = decltype(v);
+    avg_backward<T>(g, go.data_ptr<T>(), gx.data_ptr<T>());
+  });
+  return gx;
+}
+
+// The backward kernels: max pooling finds each window's maximum again (one
+// pass over x without autograd; the graph saves the input, not the indices),
+// average pooling needs no forward value. cuDNN's backward takes the
+// forward's result too: on the device it is recomputed.
+Tensor pool_backward(const char* op, bool max, const Tensor& grad, const Tensor& x_in, const Shape& kernel,
+                     const Shape& stride, const Shape& padding) {
+  const PoolGeom g = check_pool(op, x_in, kernel, stride, padding);
+  if (is_reduced_float(x_in.dtype()))
+    return pool_backward(op, max, grad.to(kFloat32), x_in.to(kFloat32), kernel, stride, padding).to(x_in.dtype());
+  const Tensor x = x_in.contiguous();
+  const Shape out = out_shape(x, g);
+  if (grad.sizes() != out)
+    throw Error(std::string(op) + ": gradient of shape " + shape_str(grad.sizes()) + " does not match the result " +
+                shape_str(out) + " (input shape " + shape_str(x.sizes()) + ")");
+  if (x.device() == Device::CUDA) {
+    const detail::Pool2dParams p{g.kH, g.kW, g.sH, g.sW, g.pH, g.pW, max};
+    return detail::cuda_pool2d_backward(x, detail::cuda_pool2d(x, p, out), grad.to(x.dtype()).contiguous(), p);
+  }
+  if (!max) return avg_grad(g, x.sizes(), x.dtype(), grad);
+  Tensor y = empty(out, x.dtype()), idx = empty(out, kInt64);
+  dispatch_float(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    max_forward<T>(g, x.data_ptr<T>(), y.data_ptr<T>(), idx.data_ptr<int64_t>());
+  });
+  return max_grad(g, idx, x.sizes(), x.dtype(), grad);
+}
+
 Tensor max_pool_impl(const Tensor& x_in, const PoolGeom& g) {
   if (x_in.device() == Device::CUDA) return pool_cuda("max_pool2d", true, x_in, g);
   const Tensor x = x_in.contiguous().detach();
@@ -190,20 +245,8 @@ Tensor max_pool_impl(const Tensor& x_in, const PoolGeom& g) {
   });
   const Shape in_sizes = x.sizes();
   const DType dt = x.dtype();
-  return autograd::record_unary("max_pool2d", out, x_in, [g, idx, in_sizes, dt](const Tensor& grad) {
-    const Tensor go = grad.to(dt).contiguous();
-    Tensor gx = zeros(in_sizes, go.dtype());
-    dispatch_float(go.dtype(), [&](auto v) {
-      using T = decltype(v);
-      const T* pg = go.data_ptr<T>();
-      const int64_t* pi = idx.data_ptr<int64_t>();
-      T* px = gx.data_ptr<T>();
-      const int64_t n = g.Ho * g.Wo, hw = g.H * g.W;
-      for (int64_t p = 0; p < g.planes; ++p)
-        for (int64_t i = 0; i < n; ++i) px[p * hw + pi[p * n + i]] += pg[p * n + i];
-    });
-    return gx;
-  });
+  return autograd::record_unary("max_pool2d", out, x_in,
+                                [g, idx, in_sizes, dt](const Tensor& grad) { return max_grad(g, idx, in_sizes, dt, grad); });
 }
 
 Tensor avg_pool_impl(const Tensor& x_in, const PoolGeom& g) {
@@ -216,15 +259,8 @@ Tensor avg_pool_impl(const Tensor& x_in, const PoolGeom& g) {
   });
   const Shape in_sizes = x.sizes();
   const DType dt = x.dtype();
-  return autograd::record_unary("avg_pool2d", out, x_in, [g, in_sizes, dt](const Tensor& grad) {
-    const Tensor go = grad.to(dt).contiguous();
-    Tensor gx = zeros(in_sizes, go.dtype());
-    dispatch_float(go.dtype(), [&](auto v) {
-      using T = decltype(v);
-      avg_backward<T>(g, go.data_ptr<T>(), gx.data_ptr<T>());
-    });
-    return gx;
-  });
+  return autograd::record_unary("avg_pool2d", out, x_in,
+                                [g, in_sizes, dt](const Tensor& grad) { return avg_grad(g, in_sizes, dt, grad); });
 }
 
 }  // namespace
@@ -246,5 +282,19 @@ Tensor avg_pool2d(const Tensor& x, Shape kernel_size, Shape stride, Shape paddin
   if (is_reduced_float(x.dtype())) return avg_pool_impl(x.to(kFloat32), g).to(x.dtype());
   return avg_pool_impl(x, g);
 }
+
+namespace detail {
+
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                           const Shape& padding) {
+  return pool_backward("max_pool2d_backward", true, grad, x, kernel_size, stride, padding);
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                           const Shape& padding) {
+  return pool_backward("avg_pool2d_backward", false, grad, x, kernel_size, stride, padding);
+}
+
+}  // namespace detail
 
 }  // namespace graph

@@ -20,6 +20,7 @@
 #include "device.h"
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/fast_math.h"
 #include "graph/ops.h"
 #include "graph/parallel.h"
@@ -171,25 +172,33 @@ Tensor expand_back(const Tensor& grad, const Plan& p, const Shape& in_sizes) {
   return grad.reshape(p.keep_shape).expand(in_sizes);
 }
 
+// The backward kernels of sum/mean/amax/amin (backward_kernels.h).
+Tensor reduce_backward(Kind kind, const char* op, const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim,
+                       const Tensor& result) {
+  const Plan p = make_plan(op, x, dims, keepdim);
+  const Tensor g = expand_back(grad, p, x.sizes());
+  switch (kind) {
+    case Kind::Sum: return g;
+    case Kind::Mean: return g / static_cast<double>(p.count);
+    case Kind::Max:
+    case Kind::Min: {
+      // The extreme itself is one reduction, recomputed when not saved.
+      const Tensor os = result.defined() ? result : reduce(kind, op, x, dims, keepdim);
+      // Ties share the gradient evenly, as PyTorch's amax/amin do.
+      const Tensor hit = eq(x, expand_back(os, p, x.sizes())).to(grad.dtype());
+      const Tensor ties = reduce(Kind::Sum, "sum", hit, p.dims, true);
+      return g * hit / ties.reshape(p.keep_shape).expand(x.sizes());
+    }
+  }
+  return Tensor();
+}
+
 Tensor record_reduce(Kind kind, const char* op, const Tensor& x, const Shape& dims, bool keepdim) {
   Tensor out = reduce(kind, op, x, dims, keepdim);
   if (!autograd::needs_grad({&x})) return out;
-  Plan p = make_plan(op, x, dims, keepdim);
-  Tensor xs = x.detach(), os = out.detach();
-  autograd::record(op, out, {x}, [kind, p, xs, os](const Tensor& grad) -> std::vector<Tensor> {
-    const Tensor g = expand_back(grad, p, xs.sizes());
-    switch (kind) {
-      case Kind::Sum: return {g};
-      case Kind::Mean: return {g / static_cast<double>(p.count)};
-      case Kind::Max:
-      case Kind::Min: {
-        // Ties share the gradient evenly, as PyTorch's amax/amin do.
-        const Tensor hit = eq(xs, expand_back(os, p, xs.sizes())).to(grad.dtype());
-        const Tensor ties = reduce(Kind::Sum, "sum", hit, p.dims, true);
-        return {g * hit / ties.reshape(p.keep_shape).expand(xs.sizes())};
-      }
-    }
-    return {Tensor()};
+  Tensor xs = x.detach(), os = kind == Kind::Max || kind == Kind::Min ? out.detach() : Tensor();
+  autograd::record(op, out, {x}, [kind, op, dims, keepdim, xs, os](const Tensor& grad) -> std::vector<Tensor> {
+    return {reduce_backward(kind, op, grad, xs, dims, keepdim, os)};
   });
   return out;
 }
@@ -388,6 +397,23 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
     return detail::trace_op("log_softmax", {x}, {{"dim", dim}}, [&] { return log_softmax(x, dim); });
   return record_softmax<true>("log_softmax", x, dim);
 }
+
+namespace detail {
+
+Tensor sum_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim) {
+  return reduce_backward(Kind::Sum, "sum", grad, x, dims, keepdim, Tensor());
+}
+Tensor mean_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim) {
+  return reduce_backward(Kind::Mean, "mean", grad, x, dims, keepdim, Tensor());
+}
+Tensor amax_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim, const Tensor& result) {
+  return reduce_backward(Kind::Max, "amax", grad, x, dims, keepdim, result);
+}
+Tensor amin_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim, const Tensor& result) {
+  return reduce_backward(Kind::Min, "amin", grad, x, dims, keepdim, result);
+}
+
+}  // namespace detail
 
 Tensor Tensor::sum() const { return graph::sum(*this); }
 Tensor Tensor::sum(int64_t dim, bool keepdim) const { return graph::sum(*this, dim, keepdim); }

@@ -9,8 +9,6 @@
 
 #include "graph/autograd.h"
 #include "graph/error.h"
-#include "graph/interpreter.h"
-#include "graph/ir/ir.h"
 #include "graph/ops.h"
 
 namespace graph::detail {
@@ -126,29 +124,6 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
   }
   autograd::record_multi(name, outs, inputs, std::move(backward));
   return true;
-}
-
-struct GradientOp::State {
-  std::unique_ptr<ir::Graph> graph;
-  const ir::Node* node;
-  const Kernel* kernel;
-};
-
-GradientOp::GradientOp(const char* ir_text) {
-  auto st = std::make_shared<State>();
-  st->graph = ir::parse(ir_text);
-  st->node = st->graph->top()->nodes().front().get();
-  st->kernel = find_backward_kernel(st->node->op());
-  if (!st->kernel) throw Error("static graph backward: no kernel for the gradient op '" + st->node->op() + "'");
-  state_ = std::move(st);
-}
-
-std::vector<Tensor> GradientOp::run(std::vector<Arg> inputs) const {
-  std::vector<IValue> in;
-  for (Arg& a : inputs) std::visit([&](auto& v) { in.emplace_back(std::move(v)); }, a);
-  std::vector<Tensor> out;
-  for (IValue& v : run_kernel(*state_->kernel, *state_->node, in)) out.push_back(std::get<Tensor>(std::move(v)));
-  return out;
 }
 
 }  // namespace graph::detail

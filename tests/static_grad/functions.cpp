@@ -107,6 +107,14 @@ ConvBlockImpl::ConvBlockImpl()
   return cross_entropy(matmul(tanh(embedding(table, idx)), proj), target);
 }
 
+// The benchmark's MLP train-step loss (bench/models.cpp: mlp_loss), smaller.
+[[graph::static]] Tensor mlp_ce_loss(Tensor x, Tensor labels, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor w3,
+                                     Tensor b3) {
+  Tensor h = relu(linear(x, w1, b1));
+  h = relu(linear(h, w2, b2));
+  return cross_entropy(linear(h, w3, b3), labels);
+}
+
 // Views, softmax and where over attributes known only at run time: another
 // tensor's sizes, a local Shape edited element by element, a local
 // std::vector<int64_t>, host ints.

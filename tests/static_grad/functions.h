@@ -63,6 +63,10 @@ GRAPH_MODULE(ConvBlock);
 // int64 inputs: embedding indices [N] and cross_entropy class targets [N].
 Tensor embed_loss(Tensor table, Tensor idx, Tensor proj, Tensor target);
 
+// relu(linear) twice, then linear and cross_entropy against int64 labels [N]:
+// the loss of the benchmark's MLP SGD step.
+Tensor mlp_ce_loss(Tensor x, Tensor labels, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor w3, Tensor b3);
+
 // Run-time list attributes (reshape/view/expand/permute from sizes() and
 // local shapes), a run-time transpose/softmax dim, where over them.
 Tensor reshape_like(Tensor x, Tensor like);           // x [2, 6], like [3, 4]

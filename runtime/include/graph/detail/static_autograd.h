@@ -16,7 +16,6 @@
 // refused the graph, it holds the reason and grad calls run the eager body
 // (GRAPH_EXPLAIN=1 says why).
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,17 +52,5 @@ bool grad_requested(const Arg* in, size_t n_in);
 // generated, autodiff refused the graph, a list input requires grad, or a
 // guard failed.
 bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why);
-
-// A gradient op of ops.def (sum_to, OP_backward) in generated backward code:
-// the node alone in a graph (IR text, parsed once), run by its kernel.
-class GradientOp {
- public:
-  explicit GradientOp(const char* ir_text);
-  std::vector<Tensor> run(std::vector<Arg> inputs) const;
-
- private:
-  struct State;
-  std::shared_ptr<const State> state_;
-};
 
 }  // namespace graph::detail

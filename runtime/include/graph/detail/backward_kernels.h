@@ -1,0 +1,99 @@
+#pragma once
+// Backward kernels of the ops whose gradient is a kernel of its own: the
+// gradient ops of ops.def (GRAPH_BACKWARD_OP), callable directly from C++.
+// Not public API (graph/detail/): eager autograd's recorded nodes, the
+// interpreter (grad_kernels.cpp) and generated backward code call them.
+//
+// OP_backward(grad, inputs..., attributes..., mask) takes the gradient of
+// OP's result, the values the forward saved (OP's inputs) and OP's typed
+// attributes, and returns one gradient per input of OP: undefined where the
+// mask does not want it. None runs OP's forward again under autograd. Where
+// the backward needs a statistic of the forward that the graph does not save
+// (it saves OP's inputs), the kernel recomputes only that, without autograd,
+// and says so: amax/amin's extreme, cross_entropy's log-probabilities,
+// layer_norm's row mean and rstd, max_pool2d's window maxima, attention's
+// probabilities; on the device, cuDNN pooling's result.
+//
+// Each kernel is defined next to its op's forward where it needs that file's
+// private kernels (reduce.cpp, matmul.cpp, conv.cpp, pool.cpp, nn_ops.cpp),
+// else in backward_kernels.cpp.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace graph::detail {
+
+// Bit i set: the gradient of input i is wanted.
+using GradMask = uint32_t;
+constexpr GradMask kAllGrads = ~GradMask{0};
+inline bool wants(GradMask m, size_t i) { return ((m >> i) & 1u) != 0; }
+
+// ---- helpers the gradients of several ops share (ops.def) -------------------
+
+// grad summed over the dims it was broadcast along to like's shape, and
+// converted to like's (floating) dtype, as the eager engine does.
+Tensor sum_to_backward(const Tensor& grad, const Tensor& like);
+// grad reshaped to like's shape.
+Tensor reshape_as_backward(const Tensor& grad, const Tensor& like);
+Tensor zeros_like_backward(const Tensor& like);
+// The part of grad (cat's result along dim) that came from xs[index].
+Tensor cat_backward(const Tensor& grad, const std::vector<Tensor>& xs, int64_t dim, int64_t index);
+
+// ---- reductions (reduce.cpp); empty dims = all dims ------------------------
+Tensor sum_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim);
+Tensor mean_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim);
+// Ties share the gradient evenly, as PyTorch's. `result` is the forward's
+// result; undefined recomputes it (one reduction, no autograd).
+Tensor amax_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim,
+                     const Tensor& result = Tensor());
+Tensor amin_backward(const Tensor& grad, const Tensor& x, const Shape& dims, bool keepdim,
+                     const Tensor& result = Tensor());
+
+// ---- products (matmul.cpp, nn_ops.cpp) --------------------------------------
+// Any shapes matmul takes (1-D, batched, broadcast batch dims). The
+// transposed operands are views: the GEMMs read them with transpose flags.
+std::vector<Tensor> matmul_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask);
+// linear(x [..., in], weight [out, in], bias): dx = g W, dW = g^T x over
+// the flattened leading dims (one GEMM each), dbias = g summed to its shape.
+std::vector<Tensor> linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                    GradMask mask);
+
+// ---- losses (nn_ops.cpp) -------------------------------------------------------
+std::vector<Tensor> mse_loss_backward(const Tensor& grad, const Tensor& input, const Tensor& target, GradMask mask);
+// `log_probs`: the forward's log_softmax of the logits' rows ([R, C], the
+// class dim last); undefined recomputes it (one log_softmax, no autograd).
+std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& target,
+                                           GradMask mask, const Tensor& log_probs = Tensor());
+
+// ---- views, normalization, lookup (backward_kernels.cpp, nn_ops.cpp) --------
+Tensor slice_backward(const Tensor& grad, const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step);
+std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Shape& normalized_shape,
+                                        const Tensor& weight, const Tensor& bias, double eps, GradMask mask);
+// The indices get no gradient.
+std::vector<Tensor> embedding_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices, GradMask mask);
+
+// ---- convolution and pooling (conv.cpp, pool.cpp) -----------------------------
+std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                    const Shape& stride, const Shape& padding, const Shape& dilation, int64_t groups,
+                                    GradMask mask);
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                           const Shape& padding);
+Tensor avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
+                           const Shape& padding);
+
+// ---- attention (nn_ops.cpp) ----------------------------------------------------
+std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                                          const Tensor& v, const Tensor& attn_mask, bool is_causal,
+                                                          GradMask mask);
+
+// ---- the fallback ------------------------------------------------------------
+// `forward` (an eager op on its tensor inputs) runs again under autograd on
+// fresh leaves, and backward() from its result gives the gradients. No
+// gradient op uses it; kept for ops added without a kernel (and as a
+// reference in tests).
+std::vector<Tensor> rerun_backward(const Tensor& grad, const std::vector<Tensor>& inputs, GradMask mask,
+                                   const std::function<Tensor(const std::vector<Tensor>&)>& forward);
+
+}  // namespace graph::detail
