@@ -187,4 +187,30 @@ TEST(Engine, GradientKeepsTheLeafDtype) {
   EXPECT_FLOAT_EQ(w.grad().data_ptr<float>()[1], 3.0f);
 }
 
+// Post-accumulate hooks (graph::dist's DDP starts all-reduces from them):
+// once per backward per leaf, when its gradient is final, even for a leaf
+// reached along several edges; callbacks queued by hooks run at the end.
+TEST(Engine, PostAccumulateHookRunsOnceWhenTheGradientIsFinal) {
+  Tensor a = graph::ones({2}).requires_grad_(), b = graph::ones({2}).requires_grad_();
+  std::vector<std::string> events;
+  auto ha = graph::autograd::add_post_accumulate_hook(a, [&](Tensor& g) {
+    events.push_back("a=" + std::to_string(g.data_ptr<float>()[0]));
+    graph::autograd::queue_callback([&] { events.push_back("end"); });
+  });
+  graph::autograd::add_post_accumulate_hook(b, [&](Tensor& g) {
+    events.push_back("b=" + std::to_string(g.data_ptr<float>()[0]));
+  });
+  ((a * 2 + a * 3) * b).sum().backward();  // a along two edges: 2 + 3
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_TRUE(events[0] == "a=5.000000" || events[1] == "a=5.000000");
+  EXPECT_TRUE(events[0] == "b=5.000000" || events[1] == "b=5.000000");
+  EXPECT_EQ(events[2], "end");
+  graph::autograd::remove_post_accumulate_hook(a, ha);
+  events.clear();
+  (b * 1).sum().backward();
+  EXPECT_EQ(events, (std::vector<std::string>{"b=6.000000"}));
+  EXPECT_THROW(graph::autograd::add_post_accumulate_hook(a * 2, [](Tensor&) {}), graph::Error);
+  EXPECT_THROW(graph::autograd::queue_callback([] {}), graph::Error);  // outside backward
+}
+
 }  // namespace

@@ -26,6 +26,7 @@ packages=(
   libopenblas-dev                        # CPU BLAS: double matmul
   libdnnl-dev                            # oneDNN: float GEMM (matmul, conv2d)
   libdw-dev                              # source lines in graph::trace's warnings
+  libopenmpi-dev openmpi-bin             # graph::dist: the MPI backend and mpirun (tests: label mpi)
   graphviz                               # renders the generated .dot files
 )
 if ((bench)); then

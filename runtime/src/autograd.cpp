@@ -1,6 +1,7 @@
 // The autograd engine (autograd.h): recording, and the backward pass.
 #include "graph/autograd.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <unordered_map>
@@ -16,6 +17,8 @@ namespace autograd {
 namespace {
 
 thread_local bool grad_mode = true;
+// Callbacks queued during a backward() (queue_callback), run at its end.
+thread_local std::vector<std::function<void()>>* final_callbacks = nullptr;
 
 bool tracks_grad(const Tensor& t) { return t.defined() && t.autograd_meta() && t.autograd_meta()->requires_grad; }
 
@@ -50,14 +53,34 @@ std::unordered_map<Node*, int> dependencies(const std::vector<Node*>& roots,
 // flows on into the edge's node.
 using EdgeSink = std::function<bool(const Edge&, const Tensor&)>;
 
+// Runs a leaf's post-accumulate hooks (its gradient is final for this pass).
+void run_post_accumulate_hooks(AutogradMeta& leaf) {
+  // A copy: a hook may add or remove hooks.
+  auto hooks = leaf.post_accumulate_hooks;
+  for (auto& [id, hook] : hooks) hook(leaf.grad);
+}
+
+// For each leaf with post-accumulate hooks, the number of edges into it from
+// the nodes this pass runs: its gradient is final once that many have passed.
+std::unordered_map<AutogradMeta*, int> hooked_leaf_edges(const std::unordered_map<Node*, int>& deps) {
+  std::unordered_map<AutogradMeta*, int> count;
+  for (const auto& [n, d] : deps)
+    for (const Edge& e : n->next)
+      if (e.leaf && !e.leaf->post_accumulate_hooks.empty()) ++count[e.leaf.get()];
+  return count;
+}
+
 // The backward pass from `grads` (per root node, one gradient per output):
 // runs every node reachable from them, except `blocked` ones, once each in
-// dependency order, summing gradients that meet.
+// dependency order, summing gradients that meet. With `leaf_hooks`, a leaf's
+// post-accumulate hooks run as soon as its last incoming edge has passed.
 void run_backward(std::unordered_map<Node*, std::vector<Tensor>> grads, const std::unordered_set<const Node*>& blocked,
-                  const EdgeSink& sink, bool retain_graph) {
+                  const EdgeSink& sink, bool retain_graph, bool leaf_hooks = false) {
   std::vector<Node*> roots;
   for (auto& [n, g] : grads) roots.push_back(n);
   auto deps = dependencies(roots, blocked);
+  std::unordered_map<AutogradMeta*, int> pending_leaves;
+  if (leaf_hooks) pending_leaves = hooked_leaf_edges(deps);
   std::vector<Node*> ready;
   for (Node* r : roots)
     if (deps[r] == 0) ready.push_back(r);
@@ -92,6 +115,10 @@ void run_backward(std::unordered_map<Node*, std::vector<Tensor>> grads, const st
         }
       }
       if (flows && --deps[e.fn.get()] == 0) ready.push_back(e.fn.get());
+      if (e.leaf && !pending_leaves.empty()) {
+        auto it = pending_leaves.find(e.leaf.get());
+        if (it != pending_leaves.end() && --it->second == 0) run_post_accumulate_hooks(*e.leaf);
+      }
     }
   }
 }
@@ -202,19 +229,57 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
                 shape_str(root.sizes()));
   }
   NoGradGuard no_grad;  // backward formulas compute values, not new history
+  // Callbacks that hooks queue run at the end of this (outermost) pass.
+  std::vector<std::function<void()>> callbacks;
+  const bool outermost = final_callbacks == nullptr;
+  if (outermost) final_callbacks = &callbacks;
+  struct Reset {
+    bool on;
+    ~Reset() {
+      if (on) final_callbacks = nullptr;
+    }
+  } reset{outermost};
   const auto& meta = root.autograd_meta();
   if (!meta->grad_fn) {
     accumulate(*meta, g.detach());
-    return;
+    if (!meta->post_accumulate_hooks.empty()) run_post_accumulate_hooks(*meta);
+  } else {
+    std::unordered_map<Node*, std::vector<Tensor>> seeds;
+    seeds[meta->grad_fn.get()].resize(meta->grad_fn->num_outputs);
+    seeds[meta->grad_fn.get()][meta->output_nr] = g.detach();
+    run_backward(std::move(seeds), {}, [](const Edge& e, const Tensor& gi) {
+      if (!e.leaf) return false;
+      accumulate(*e.leaf, gi);
+      return true;
+    }, retain_graph, /*leaf_hooks=*/true);
   }
-  std::unordered_map<Node*, std::vector<Tensor>> seeds;
-  seeds[meta->grad_fn.get()].resize(meta->grad_fn->num_outputs);
-  seeds[meta->grad_fn.get()][meta->output_nr] = g.detach();
-  run_backward(std::move(seeds), {}, [](const Edge& e, const Tensor& gi) {
-    if (!e.leaf) return false;
-    accumulate(*e.leaf, gi);
-    return true;
-  }, retain_graph);
+  if (!outermost) return;
+  // A callback may queue another (index loop: the vector may grow).
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    auto fn = std::move(callbacks[i]);
+    fn();
+  }
+}
+
+size_t add_post_accumulate_hook(const Tensor& leaf, PostAccumulateHook hook) {
+  detail::check_defined("add_post_accumulate_hook", leaf);
+  if (!leaf.requires_grad() || !leaf.is_leaf())
+    throw Error("add_post_accumulate_hook: the tensor must be a leaf that requires grad");
+  static std::atomic<size_t> next_id{1};
+  const size_t id = next_id++;
+  leaf.autograd_meta()->post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void remove_post_accumulate_hook(const Tensor& leaf, size_t id) {
+  if (!leaf.defined() || !leaf.autograd_meta()) return;
+  auto& hooks = leaf.autograd_meta()->post_accumulate_hooks;
+  std::erase_if(hooks, [id](const auto& h) { return h.first == id; });
+}
+
+void queue_callback(std::function<void()> fn) {
+  if (!final_callbacks) throw Error("queue_callback: only a hook running inside backward() can queue a callback");
+  final_callbacks->push_back(std::move(fn));
 }
 
 std::vector<Tensor> grad_at(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -24,11 +25,18 @@ namespace graph::autograd {
 
 struct Node;
 
+// Runs once per backward() on a leaf, when the last gradient of that pass has
+// been added into `grad` (torch's register_post_accumulate_grad_hook).
+// graph::dist's DDP starts a bucket's all-reduce from it while the rest of
+// the backward pass still runs.
+using PostAccumulateHook = std::function<void(Tensor& grad)>;
+
 struct AutogradMeta {
   bool requires_grad = false;
   Tensor grad;                    // accumulated gradient (leaves)
   std::shared_ptr<Node> grad_fn;  // the op that produced the tensor; null for leaves
   size_t output_nr = 0;           // which of grad_fn's outputs the tensor is
+  std::vector<std::pair<size_t, PostAccumulateHook>> post_accumulate_hooks;  // leaves; by id
 };
 
 // The gradients of a Node's inputs from the gradient of its result; an
@@ -116,6 +124,16 @@ Tensor sum_to(const Tensor& grad, const Shape& sizes);
 // Runs backward from `root` with initial gradient `grad` (ones for a
 // one-element root when undefined).
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+
+// Adds a post-accumulate hook to a leaf that requires grad; returns its id.
+// Hooks run in backward() only (not in grad_at), in the order added, when
+// the leaf's gradient for the pass is final: after the last edge into the
+// leaf has passed, whether or not a gradient flowed along it.
+size_t add_post_accumulate_hook(const Tensor& leaf, PostAccumulateHook hook);
+void remove_post_accumulate_hook(const Tensor& leaf, size_t id);
+// From a hook: runs `fn` when the outermost backward() finishes (torch's
+// queue_callback), e.g. to wait for the all-reduces the hooks started.
+void queue_callback(std::function<void()> fn);
 
 // The gradients that `outputs`, seeded with `grad_outputs` (an undefined one:
 // none), send to `targets` (each an input's edge: a producer's output or a

@@ -1,0 +1,211 @@
+// graph::dist::DistributedDataParallel (dist.h): bucketed gradient
+// all-reduce started from post-accumulate hooks during backward().
+//
+// Buckets hold parameters in reverse registration order (the order backward
+// finishes them), at most bucket_cap_bytes each, one dtype each. A hook copies
+// its leaf's final gradient into the bucket's flat buffer; when a bucket's last
+// gradient is in, and every earlier bucket has started, its MPI_Iallreduce
+// starts. Buckets start in index order on every rank because MPI requires
+// collectives to be issued in the same order everywhere. backward() then runs
+// the callback the first hook queued, which waits for all buckets, divides by
+// the world size and writes the averages back into the leaves' .grad.
+#include <chrono>
+
+#include "graph/autograd.h"
+#include "graph/dist.h"
+#include "graph/error.h"
+
+namespace graph::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+struct Bucket {
+  DType dtype = kFloat32;
+  std::vector<size_t> params;   // indices into Impl::params
+  std::vector<int64_t> offset;  // of each in `flat`
+  int64_t numel = 0;
+  Tensor flat;
+  size_t pending = 0;  // gradients still to come this pass
+  std::unique_ptr<Work> work;
+};
+
+}  // namespace
+
+struct DistributedDataParallel::Impl {
+  std::shared_ptr<nn::Module> module;
+  ProcessGroup* pg = nullptr;
+  DdpOptions opt;
+  std::vector<Tensor> params;  // those that require grad, registration order
+  std::vector<size_t> hook_ids;
+  std::vector<size_t> bucket_of, slot_of;
+  std::vector<Bucket> buckets;
+  std::vector<char> ready;  // per parameter, this pass
+  size_t next_launch = 0;
+  int launched_by_hooks = 0;
+  bool in_pass = false;
+  Clock::time_point first_launch, backward_end;
+  DdpStats stats;
+
+  void build_buckets() {
+    for (size_t k = params.size(); k-- > 0;) {
+      const Tensor& p = params[k];
+      const size_t bytes = static_cast<size_t>(p.numel()) * element_size(p.dtype());
+      const bool fits = !buckets.empty() && buckets.back().dtype == p.dtype() &&
+                        (static_cast<size_t>(buckets.back().numel) * element_size(p.dtype()) + bytes <=
+                         opt.bucket_cap_bytes);
+      if (!fits) buckets.emplace_back().dtype = p.dtype();
+      Bucket& b = buckets.back();
+      bucket_of[k] = buckets.size() - 1;
+      slot_of[k] = b.params.size();
+      b.params.push_back(k);
+      b.offset.push_back(b.numel);
+      b.numel += p.numel();
+    }
+    for (Bucket& b : buckets) b.flat = zeros({b.numel}, b.dtype);
+  }
+
+  // Every rank must have the same parameters, in the same order, and the same buckets.
+  void check_layout() {
+    std::vector<int64_t> layout{static_cast<int64_t>(params.size()), static_cast<int64_t>(opt.bucket_cap_bytes)};
+    for (const Tensor& p : params) {
+      layout.push_back(static_cast<int64_t>(p.dtype()));
+      layout.push_back(p.dim());
+      for (int64_t d = 0; d < p.dim(); ++d) layout.push_back(p.size(d));
+    }
+    pg->check_same(layout, "DDP: the wrapped module's parameters (count, bucket size, then dtype, rank and sizes of each)");
+  }
+
+  void begin_pass() {
+    in_pass = true;
+    next_launch = 0;
+    launched_by_hooks = 0;
+    std::fill(ready.begin(), ready.end(), 0);
+    for (Bucket& b : buckets) b.pending = b.params.size();
+    autograd::queue_callback([this] { finish(); });
+  }
+
+  std::string bucket_name(size_t i) const {
+    const Bucket& b = buckets[i];
+    return "DDP gradient all_reduce of bucket " + std::to_string(i) + " (" + std::to_string(b.numel) + " " +
+           std::string(dtype_name(b.dtype)) + ", " + std::to_string(b.params.size()) + " parameters)";
+  }
+
+  // Copies parameter k's gradient (zeros when none reached it) into its bucket.
+  void stage(size_t k, const Tensor& grad) {
+    Bucket& b = buckets[bucket_of[k]];
+    const int64_t off = b.offset[slot_of[k]], n = params[k].numel();
+    Tensor dst = b.flat.slice(0, off, off + n);
+    if (grad.defined()) dst.copy_(grad.reshape({n}));
+    else dst.zero_();
+    ready[k] = 1;
+    --b.pending;
+  }
+
+  // Starts every bucket that is complete and whose predecessors have started.
+  void launch_ready() {
+    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
+      Bucket& b = buckets[next_launch];
+      if (next_launch == 0) first_launch = Clock::now();
+      b.work = pg->start_all_reduce(b.flat, bucket_name(next_launch));
+      ++next_launch;
+    }
+    // MPI advances nonblocking collectives only inside MPI calls.
+    for (size_t i = 0; i < next_launch; ++i)
+      if (buckets[i].work) buckets[i].work->test();
+  }
+
+  void on_grad(size_t k, const Tensor& grad) {
+    if (!in_pass) begin_pass();
+    if (ready[k]) return;
+    stage(k, grad);
+    const size_t before = next_launch;
+    launch_ready();
+    launched_by_hooks += static_cast<int>(next_launch - before);
+  }
+
+  void finish() {
+    if (!in_pass) return;
+    in_pass = false;
+    backward_end = Clock::now();
+    const bool started = next_launch > 0;
+    // Parameters no gradient reached this pass: zeros, so every bucket runs on every rank.
+    for (size_t k = 0; k < params.size(); ++k)
+      if (!ready[k]) stage(k, Tensor());
+    launch_ready();
+    NoGradGuard no_grad;
+    const double world = pg->world_size();
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      Bucket& b = buckets[i];
+      pg->wait(*b.work, bucket_name(i));
+      b.work.reset();
+      b.flat.div_(Scalar(world));
+      for (size_t j = 0; j < b.params.size(); ++j) {
+        Tensor& p = params[b.params[j]];
+        Tensor avg = b.flat.slice(0, b.offset[j], b.offset[j] + p.numel()).view(p.sizes());
+        Tensor& g = p.autograd_meta()->grad;
+        if (g.defined() && g.sizes() == p.sizes() && g.dtype() == p.dtype() && g.is_contiguous()) g.copy_(avg);
+        else g = avg.clone();
+      }
+    }
+    const auto end = Clock::now();
+    stats.buckets = static_cast<int>(buckets.size());
+    stats.started_in_backward = launched_by_hooks;
+    stats.comm_in_backward_ms = started ? ms_between(first_launch, backward_end) : 0;
+    stats.wait_after_backward_ms = ms_between(backward_end, end);
+  }
+};
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module, ProcessGroup& pg,
+                                                 DdpOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!module) throw Error("DistributedDataParallel: the module is null");
+  if (options.bucket_cap_bytes == 0) throw Error("DistributedDataParallel: bucket_cap_bytes must be positive");
+  Impl& m = *impl_;
+  m.module = std::move(module);
+  m.pg = &pg;
+  m.opt = options;
+  for (Tensor& p : m.module->parameters())
+    if (p.requires_grad()) m.params.push_back(p);
+  for (const Tensor& p : m.params)
+    if (!p.is_contiguous() || p.device() != kCPU)
+      throw Error("DistributedDataParallel: parameters must be contiguous CPU tensors (the MPI backend)");
+  m.bucket_of.resize(m.params.size());
+  m.slot_of.resize(m.params.size());
+  m.ready.assign(m.params.size(), 0);
+  m.check_layout();
+  m.build_buckets();
+  {
+    NoGradGuard no_grad;
+    for (Tensor& p : m.module->parameters()) pg.broadcast(p, 0);
+    if (options.broadcast_buffers)
+      for (Tensor& b : m.module->buffers()) pg.broadcast(b, 0);
+  }
+  for (size_t k = 0; k < m.params.size(); ++k)
+    m.hook_ids.push_back(
+        autograd::add_post_accumulate_hook(m.params[k], [impl = impl_.get(), k](Tensor& g) { impl->on_grad(k, g); }));
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (size_t k = 0; k < impl_->hook_ids.size(); ++k)
+    autograd::remove_post_accumulate_hook(impl_->params[k], impl_->hook_ids[k]);
+}
+
+nn::Module& DistributedDataParallel::module() const { return *impl_->module; }
+
+void DistributedDataParallel::finish_gradient_sync() { impl_->finish(); }
+
+std::vector<std::vector<size_t>> DistributedDataParallel::bucket_layout() const {
+  std::vector<std::vector<size_t>> r;
+  for (const Bucket& b : impl_->buckets) r.push_back(b.params);
+  return r;
+}
+
+DdpStats DistributedDataParallel::last_stats() const { return impl_->stats; }
+
+}  // namespace graph::dist

@@ -1,0 +1,22 @@
+#pragma once
+// The models tests/dist/ddp_test.cpp trains: the same MLP with an eager
+// forward and with a [[graph::static]] one (ddp_models.cpp, compiled by the
+// plugin: its backward is the generated static backward).
+#include <graph/graph.h>
+
+struct MlpImpl : graph::nn::Module {
+  MlpImpl(int64_t in, int64_t hidden, int64_t out)
+      : fc1(register_module("fc1", graph::nn::Linear(in, hidden))),
+        fc2(register_module("fc2", graph::nn::Linear(hidden, hidden))),
+        fc3(register_module("fc3", graph::nn::Linear(hidden, out))) {}
+  graph::Tensor forward(graph::Tensor x) { return fc3(graph::tanh(fc2(graph::relu(fc1(x))))); }
+  graph::nn::Linear fc1, fc2, fc3;
+};
+GRAPH_MODULE(Mlp);
+
+struct StaticMlpImpl : graph::nn::Module {
+  StaticMlpImpl(int64_t in, int64_t hidden, int64_t out);
+  graph::Tensor forward(graph::Tensor x);  // [[graph::static]]
+  graph::nn::Linear fc1, fc2, fc3;
+};
+GRAPH_MODULE(StaticMlp);

@@ -1,0 +1,189 @@
+// DistributedDataParallel under mpirun -np 2: wrapping broadcasts rank 0's
+// weights; 20 steps of DDP on each rank's share of a batch equal one process
+// training on the whole batch (losses and parameters), bitwise the same on
+// every rank; with eager and static forwards, one bucket or many; mismatched
+// models are reported; unused parameters get zeros; hooks go with the wrapper.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <graph/optim.h>
+
+#include "ddp_models.h"
+#include "mpi_main.h"
+
+using namespace graph;
+
+namespace {
+
+constexpr int64_t kIn = 5, kHidden = 16, kOut = 3, kPerRank = 6;
+constexpr int kSteps = 20;
+
+// The global batch, the same on every rank; rank r trains on rows [r * kPerRank, (r + 1) * kPerRank).
+std::pair<Tensor, Tensor> global_batch(DType dt) {
+  manual_seed(7);
+  const int64_t n = kPerRank * pg().world_size();
+  Tensor x = randn({n, kIn}).to(dt);
+  Tensor y = (rand({n}) * static_cast<double>(kOut)).to(kInt64).clamp_(0, kOut - 1);
+  return {x, y};
+}
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  Tensor x = a.to(kFloat64).contiguous(), y = b.to(kFloat64).contiguous();
+  double worst = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double u = x.data_ptr<double>()[i], v = y.data_ptr<double>()[i];
+    worst = std::max(worst, std::fabs(u - v) / std::max(1.0, std::fabs(v)));
+  }
+  return worst;
+}
+
+// Every rank's copy of each parameter is bit for bit rank 0's.
+void expect_same_on_all_ranks(const std::vector<Tensor>& params) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    Tensor g = pg().all_gather(params[k].detach().contiguous());
+    for (int r = 1; r < pg().world_size(); ++r)
+      EXPECT_EQ(max_rel_diff(g.slice(0, r, r + 1), g.slice(0, 0, 1)), 0.0) << "parameter " << k << ", rank " << r;
+  }
+}
+
+struct Result {
+  double max_loss_diff = 0, max_param_diff = 0;
+};
+
+// Trains `make(seed)` with DDP on this rank's rows and a reference on the
+// whole batch (the model rank 0 starts from), and compares them.
+template <class Make>
+Result train_against_single_process(Make make, DType dt, dist::DdpOptions opt, int* buckets = nullptr) {
+  auto [x, y] = global_batch(dt);
+  const int r = pg().rank();
+  manual_seed(100 + r);  // different weights on each rank: DDP must broadcast rank 0's
+  auto model = make();
+  model->to(dt);
+  dist::DistributedDataParallel ddp(model.ptr(), pg(), opt);
+  manual_seed(100);
+  auto ref = make();
+  ref->to(dt);
+  const std::vector<Tensor> mp = model->parameters(), rp = ref->parameters();
+  for (size_t k = 0; k < mp.size(); ++k) EXPECT_EQ(max_rel_diff(mp[k], rp[k]), 0.0) << "broadcast, parameter " << k;
+  if (buckets) *buckets = static_cast<int>(ddp.bucket_layout().size());
+
+  optim::SGD opt_d(mp, {.lr = 0.1, .momentum = 0.9}), opt_r(rp, {.lr = 0.1, .momentum = 0.9});
+  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
+  Result res;
+  for (int s = 0; s < kSteps; ++s) {
+    opt_d.zero_grad();
+    Tensor loss = cross_entropy(model->forward(xr), yr);
+    loss.backward();  // the hooks all-reduce; the gradients are averaged when it returns
+    opt_d.step();
+    opt_r.zero_grad();
+    Tensor ref_loss = cross_entropy(ref->forward(x), y);
+    ref_loss.backward();
+    opt_r.step();
+    Tensor mean_loss = pg().all_reduced(loss.detach(), dist::ReduceOp::Avg);
+    res.max_loss_diff = std::max(res.max_loss_diff, max_rel_diff(mean_loss, ref_loss));
+  }
+  for (size_t k = 0; k < mp.size(); ++k) res.max_param_diff = std::max(res.max_param_diff, max_rel_diff(mp[k], rp[k]));
+  expect_same_on_all_ranks(mp);
+  return res;
+}
+
+auto make_mlp = [] { return Mlp(kIn, kHidden, kOut); };
+auto make_static_mlp = [] { return StaticMlp(kIn, kHidden, kOut); };
+
+uint64_t static_graph_runs() {
+  uint64_t n = 0;
+  for (const auto* g : detail::registered_graphs()) n += g->calls.load();
+  return n;
+}
+
+}  // namespace
+
+TEST(Ddp, EagerFloat64MatchesSingleProcessOnTheWholeBatch) {
+  int buckets = 0;
+  Result r = train_against_single_process(make_mlp, kFloat64, {}, &buckets);
+  EXPECT_EQ(buckets, 1);  // 25 MB holds the whole model
+  EXPECT_LT(r.max_loss_diff, 1e-12);
+  EXPECT_LT(r.max_param_diff, 1e-12);
+}
+
+TEST(Ddp, EagerFloat32ManyBucketsMatchesSingleProcess) {
+  int buckets = 0;
+  Result r = train_against_single_process(make_mlp, kFloat32, {.bucket_cap_bytes = 300}, &buckets);
+  EXPECT_EQ(buckets, 4);  // {fc3.bias, fc3.weight, fc2.bias}, {fc2.weight}, {fc1.bias}, {fc1.weight}
+  EXPECT_LT(r.max_loss_diff, 1e-6);
+  EXPECT_LT(r.max_param_diff, 1e-6);
+}
+
+TEST(Ddp, StaticForwardUsesTheGeneratedBackward) {
+  const uint64_t before = static_graph_runs();
+  int buckets = 0;
+  Result r = train_against_single_process(make_static_mlp, kFloat32, {.bucket_cap_bytes = 1024}, &buckets);
+  EXPECT_GE(static_graph_runs() - before, static_cast<uint64_t>(2 * kSteps)) << "the compiled forward did not run";
+  EXPECT_GT(buckets, 1);
+  EXPECT_LT(r.max_loss_diff, 1e-6);
+  EXPECT_LT(r.max_param_diff, 1e-6);
+}
+
+TEST(Ddp, BucketsStartDuringBackward) {
+  manual_seed(1);
+  Mlp model(kIn, kHidden, kOut);
+  dist::DistributedDataParallel ddp(model.ptr(), pg(), {.bucket_cap_bytes = 300});
+  auto [x, y] = global_batch(kFloat32);
+  cross_entropy(model->forward(x), y).backward();
+  // Last parameters first, as backward finishes them; at most 300 bytes unless one alone is larger.
+  EXPECT_EQ(ddp.bucket_layout(), (std::vector<std::vector<size_t>>{{5, 4, 3}, {2}, {1}, {0}}));
+  const dist::DdpStats st = ddp.last_stats();
+  EXPECT_EQ(st.buckets, 4);
+  // Every bucket was started by a hook, none left for the end of backward.
+  EXPECT_EQ(st.started_in_backward, st.buckets);
+}
+
+TEST(Ddp, DifferentModelsAcrossRanksAreReported) {
+  Mlp model(kIn, pg().rank() == 0 ? kHidden : kHidden + 1, kOut);
+  try {
+    dist::DistributedDataParallel ddp(model.ptr(), pg());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mismatch across ranks: DDP"), std::string::npos) << e.what();
+  }
+  pg().barrier();  // still in step
+}
+
+struct WithUnused : nn::Module {
+  WithUnused() : fc(register_module("fc", nn::Linear(kIn, kOut))) { unused = register_parameter("unused", ones({4})); }
+  nn::Linear fc;
+  Tensor unused;
+};
+
+TEST(Ddp, UnusedParametersGetZeroGradients) {
+  auto m = std::make_shared<WithUnused>();
+  dist::DistributedDataParallel ddp(m, pg());
+  auto [x, y] = global_batch(kFloat32);
+  m->fc(x).sum().backward();
+  ASSERT_TRUE(m->unused.grad().defined());
+  EXPECT_EQ(max_rel_diff(m->unused.grad(), zeros({4})), 0.0);
+}
+
+TEST(Ddp, HooksGoWithTheWrapper) {
+  manual_seed(1);
+  Mlp model(kIn, kHidden, kOut);
+  auto [x, y] = global_batch(kFloat32);
+  const int r = pg().rank();
+  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank);
+  { dist::DistributedDataParallel ddp(model.ptr(), pg()); }
+  model->forward(xr).sum().backward();  // no collective: a rank's own gradient
+  Tensor local = model->fc3->weight.grad().clone();
+  model->zero_grad();
+  model->forward(xr).sum().backward();
+  EXPECT_EQ(max_rel_diff(model->fc3->weight.grad(), local), 0.0);
+}
+
+TEST(Ddp, BadOptions) {
+  manual_seed(1);
+  Mlp model(kIn, kHidden, kOut);
+  EXPECT_THROW(dist::DistributedDataParallel(model.ptr(), pg(), {.bucket_cap_bytes = 0}), Error);
+  EXPECT_THROW(dist::DistributedDataParallel(nullptr, pg()), Error);
+}
+
+int main(int argc, char** argv) { return dist_test::run_all(argc, argv); }
