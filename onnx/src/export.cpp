@@ -195,6 +195,29 @@ class Walker {
   }
 };
 
+// The parameters' dtypes and shapes, and the given input shapes, as the
+// inputs' types where the IR's are less precise. True when one changed.
+bool refine_input_types(ir::Graph& g, const std::map<std::string, Tensor>& params, const ExportOptions& options) {
+  bool changed = false;
+  for (const auto& in : g.inputs()) {
+    ir::Value* v = in.get();
+    if (!v->type().is_tensor()) continue;
+    std::vector<ir::Dim> dims;
+    std::optional<DType> d = v->type().dtype;
+    if (auto p = params.find(v->name()); p != params.end()) {
+      d = p->second.dtype();
+      for (int64_t s : p->second.sizes()) dims.push_back(ir::Dim::of(s));
+    } else if (auto s = options.input_shapes.find(v->name()); s != options.input_shapes.end()) {
+      for (int64_t x : s->second) dims.push_back(x < 0 ? ir::Dim::sym(v->name() + "_" + std::to_string(dims.size())) : ir::Dim::of(x));
+    } else {
+      continue;
+    }
+    const ir::Type t = ir::Type::tensor(d, dims);
+    if (t != v->type()) v->set_type(t), changed = true;
+  }
+  return changed;
+}
+
 }  // namespace
 
 std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, Tensor>& params,
@@ -202,11 +225,14 @@ std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, 
   // A copy, with the types inferred where the graph lacks some (a plugin's
   // unoptimized .graph); a traced graph keeps the types it observed.
   std::unique_ptr<ir::Graph> g = ir::parse(ir::print(g_in));
-  bool untyped = false;
+  bool untyped = refine_input_types(*g, params, options);
   ir::walk(g->top(), [&](const ir::Node* n) {
     for (const ir::Value* v : n->outputs()) untyped |= v->type().is_tensor() && !v->type().dtype;
   });
   if (untyped) ir::infer_types(*g);
+  for (const auto& k : options.input_shapes)
+    if (std::none_of(g->inputs().begin(), g->inputs().end(), [&](const auto& v) { return v->name() == k.first; }))
+      throw Error("onnx export: no graph input is named '" + k.first + "'");
 
   ::onnx::ModelProto model;
   model.set_ir_version(8);
@@ -233,6 +259,9 @@ std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, 
     }
     if (!v->type().is_tensor()) continue;  // an error where it is used, naming the user
     if (!v->type().dtype) throw Error("onnx export: the graph input %" + v->name() + " has no dtype (" + v->type().str() + ")");
+    if (!v->type().dims)  // ONNX requires a rank for graph inputs
+      throw Error("onnx export: the graph input %" + v->name() + " has no shape: give it (ExportOptions::input_shapes, "
+                  "graph-export --shape " + v->name() + "=2,3)");
     const std::string name = ex.fresh(v->name());
     ex.bind(v, name);
     auto* vi = graph.add_input();
@@ -252,6 +281,8 @@ std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, 
     const ir::Value* v = g->outputs()[i];
     if (!v->type().is_tensor() && !ex.known(v)) ex.fail(*ret, "output " + std::to_string(i) + " is not a tensor");
     const DType d = ex.dtype(*ret, v);
+    if (v->type().is_tensor() && !v->type().dims)
+      ex.fail(*ret, "the rank of output " + std::to_string(i) + " is unknown; give the inputs' shapes");
     const std::string name = "output" + std::to_string(i);
     ex.node("Identity", {ex.tensor(*ret, v)}, {name});
     auto* vi = graph.add_output();

@@ -120,8 +120,11 @@ TEST(OnnxExport, RunTimeAttributesFromParametersAndScalars) {
                 "conv2d at lenet.cpp:18:18: the attribute 'groups' comes from %groups, unknown at export time"),
             std::string::npos);
   no_groups.erase("bias");  // an optional input the caller may leave undefined: not decidable
-  EXPECT_NE(export_error(kPluginConv, no_groups, opts).find("the optional input %bias may be undefined"),
+  std::string typed_bias = kPluginConv;
+  typed_bias.replace(typed_bias.find("%bias : Tensor"), 14, "%bias : f32[4]");
+  EXPECT_NE(export_error(typed_bias, no_groups, opts).find("the optional input %bias may be undefined"),
             std::string::npos);
+  EXPECT_NE(export_error(kPluginConv, no_groups, opts).find("the graph input %bias has no shape"), std::string::npos);
 }
 
 TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
@@ -169,7 +172,9 @@ TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
 })").find("layer_norm at m.cpp:4:4: the attribute 'eps' comes from %eps"),
             std::string::npos);
   // squeeze needs to know which dims have size 1.
-  EXPECT_NE(export_error(R"(graph f(%x : f32) {
+  EXPECT_NE(export_error("graph f(%x : f32) {\n  return (%x)\n}").find("the graph input %x has no shape"),
+            std::string::npos);
+  EXPECT_NE(export_error(R"(graph f(%x : f32[2, N]) {
   %y : f32 = squeeze(%x) @"m.cpp":5:5
   return (%y)
 })").find("squeeze at m.cpp:5:5: needs the static shape of %x"),

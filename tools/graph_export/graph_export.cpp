@@ -23,13 +23,15 @@ using namespace graph;
 
 constexpr const char* kUsage = R"(usage:
   graph-export -h|--help|--version
-  graph-export IN -o OUT.onnx [--params FILE] [--set NAME=VALUE]...
+  graph-export IN -o OUT.onnx [--params FILE] [--set NAME=VALUE]... [--shape NAME=SIZES]...
       writes the graph of IN as an ONNX model (opset 17). IN is a saved
       graph (graph::save, graph-run --pack; its parameters become
       initializers) or IR text (a plugin's <fn>.opt.graph). --params binds
       the tensors of a tensor file (nn::save) to the graph inputs of the same
       names. --set gives a host-scalar input (int, float, true/false) its
-      value; ONNX needs such values as constants. The other tensor inputs
+      value; ONNX needs such values as constants. --shape gives a tensor
+      input without one in the IR its sizes ("1,3,28,28"; -1 for a dynamic
+      dim), which the export propagates. The other tensor inputs
       are the model's inputs; its outputs are output0, output1, ...
 exit status: 0 success, 1 a bad file or an op the export refuses, 2 bad arguments
 )";
@@ -76,6 +78,18 @@ int run(const std::vector<std::string>& args) {
       const size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--set expects NAME=VALUE, got '" + kv + "'");
       options.scalars[kv.substr(0, eq)] = parse_scalar(kv.substr(eq + 1));
+    } else if (a == "--shape") {
+      const std::string& kv = value();
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--shape expects NAME=SIZES, got '" + kv + "'");
+      std::vector<int64_t> sizes;
+      std::stringstream ss(kv.substr(eq + 1));
+      for (std::string part; std::getline(ss, part, ',');) {
+        const auto v = parse_scalar(part);
+        if (!std::holds_alternative<int64_t>(v)) throw UsageError("--shape: '" + part + "' is not a size");
+        sizes.push_back(std::get<int64_t>(v));
+      }
+      options.input_shapes[kv.substr(0, eq)] = sizes;
     } else if (!a.empty() && a[0] == '-') throw UsageError("unknown option '" + a + "'");
     else if (in.empty()) in = a;
     else throw UsageError("one input graph expected, got '" + in + "' and '" + a + "'");

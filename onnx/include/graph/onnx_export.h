@@ -27,6 +27,7 @@
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "graph/ir/ir.h"
 #include "graph/saved_graph.h"
@@ -39,6 +40,10 @@ inline constexpr int64_t kOpset = 17;
 struct ExportOptions {
   // Values of host-scalar graph inputs (int, float, bool), by input name.
   std::map<std::string, std::variant<int64_t, double, bool>> scalars;
+  // Shapes of tensor inputs whose IR type lacks one (a plugin's graph reads
+  // `Tensor`): sizes, -1 for a dynamic dim. The shapes are propagated through
+  // the graph (infer_types) before the export, as are the parameters' shapes.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
   std::string model_name;  // default: the graph's name
 };
 
