@@ -19,6 +19,6 @@ target_link_libraries(onnx_cases PRIVATE cxxgraph_onnx)
 target_compile_options(onnx_cases PRIVATE -Wall -Wextra -Wno-attributes)  # [[graph::static]] without the plugin
 add_test(NAME onnx_runtime
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/onnx/run_onnx_check.sh ${CMAKE_BINARY_DIR}/onnx-venv
-          $<TARGET_FILE:onnx_cases> ${CMAKE_CURRENT_BINARY_DIR}/onnx_cases ${CMAKE_CURRENT_LIST_DIR}/onnx/check_onnx.py)
+          $<TARGET_FILE:onnx_cases> ${CMAKE_CURRENT_BINARY_DIR}/onnx_check ${CMAKE_CURRENT_LIST_DIR}/onnx/check_onnx.py)
 # The first run makes the venv (pip, about a minute); later runs take seconds.
 set_tests_properties(onnx_runtime PROPERTIES LABELS "onnx" SKIP_RETURN_CODE 77 TIMEOUT 600)

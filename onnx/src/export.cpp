@@ -272,6 +272,8 @@ std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, 
     if (std::none_of(g->inputs().begin(), g->inputs().end(), [&](const auto& v) { return v->name() == k.first; }))
       throw Error("onnx export: no graph input is named '" + k.first + "'");
 
+  std::vector<std::string> output_names;  // reserved before any value takes one
+  for (size_t i = 0; i < g->outputs().size(); ++i) output_names.push_back(ex.fresh("output" + std::to_string(i)));
   Walker(ex).block(*g->top());
 
   // Every output under its own name, through an Identity (an output may be
@@ -283,7 +285,7 @@ std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, 
     const DType d = ex.dtype(*ret, v);
     if (v->type().is_tensor() && !v->type().dims)
       ex.fail(*ret, "the rank of output " + std::to_string(i) + " is unknown; give the inputs' shapes");
-    const std::string name = "output" + std::to_string(i);
+    const std::string& name = output_names[i];
     ex.node("Identity", {ex.tensor(*ret, v)}, {name});
     auto* vi = graph.add_output();
     vi->set_name(name);

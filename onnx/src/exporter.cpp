@@ -112,12 +112,11 @@ std::string Exporter::tensor_as(const ir::Node& user, const ir::Value* v, DType 
 }
 
 std::string Exporter::fresh(const std::string& hint) {
-  std::string base = hint.empty() ? "t" : hint;
-  int& n = used_names_[base];
-  std::string name = n == 0 ? base : base + "_" + std::to_string(n);
-  ++n;
-  while (used_names_.count(name) && name != base) name += "_";  // a hint that looks like a generated name
-  used_names_[name];
+  const std::string base = hint.empty() ? "t" : hint;
+  int& k = next_suffix_[base];
+  std::string name = base;
+  while (taken_.count(name)) name = base + "_" + std::to_string(++k);
+  taken_.insert(name);
   return name;
 }
 

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -78,7 +79,8 @@ class Exporter {
   std::map<const ir::Value*, bool> undefined_;
   std::map<const ir::Value*, Tensor> lazy_params_;
   std::map<const ir::Value*, const ir::Value*> aliases_;
-  std::map<std::string, int> used_names_;
+  std::set<std::string> taken_;               // ONNX names in use
+  std::map<std::string, int> next_suffix_;  // per hint: the last _k tried
 };
 
 // The resolved attributes of an op-table node: its constant attributes plus

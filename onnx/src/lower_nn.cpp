@@ -185,7 +185,7 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::cat: return cat(r, false);
     case OpId::stack: return cat(r, true);
     case OpId::dropout:
-      if (r.b("training", false) && r.f("p") != 0) r.ex.fail(r.n, "dropout in training mode is random; export in eval mode");
+      if (r.b("training", false) && (!r.has("p") || r.f("p") != 0)) r.ex.fail(r.n, "dropout in training mode is random; export in eval mode");
       return r.done(r.emit("Identity", {r.x(0)}));
     case OpId::mse_loss: {
       const DType d = r.out_dtype();

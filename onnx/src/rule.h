@@ -21,22 +21,29 @@ struct Rule {
   std::string x(size_t i) { return ex.tensor(n, in(i)); }
   std::string x_as(size_t i, DType d) { return ex.tensor_as(n, in(i), d); }
   bool has(const std::string& k) const { return attrs.count(k) != 0; }
+  const ir::AttrValue& at(const std::string& k) const {
+    auto it = attrs.find(k);
+    if (it == attrs.end()) ex.fail(n, "the attribute '" + k + "' is missing");
+    return it->second;
+  }
   int64_t i(const std::string& k) const {
-    const auto* v = std::get_if<int64_t>(&attrs.at(k));
+    const auto* v = std::get_if<int64_t>(&at(k));
     if (!v) ex.fail(n, "the attribute '" + k + "' is not an int");
     return *v;
   }
   double f(const std::string& k) const {
-    if (const auto* v = std::get_if<int64_t>(&attrs.at(k))) return static_cast<double>(*v);
-    return std::get<double>(attrs.at(k));
+    if (const auto* v = std::get_if<int64_t>(&at(k))) return static_cast<double>(*v);
+    const auto* d = std::get_if<double>(&at(k));
+    if (!d) ex.fail(n, "the attribute '" + k + "' is not a number");
+    return *d;
   }
   bool b(const std::string& k, bool dflt) const {
     if (!has(k)) return dflt;
-    if (const auto* v = std::get_if<bool>(&attrs.at(k))) return *v;
-    return std::get<int64_t>(attrs.at(k)) != 0;
+    if (const auto* v = std::get_if<bool>(&at(k))) return *v;
+    return i(k) != 0;
   }
   std::vector<int64_t> ints(const std::string& k) const {
-    const ir::AttrValue& v = attrs.at(k);
+    const ir::AttrValue& v = at(k);
     if (const auto* one = std::get_if<int64_t>(&v)) return {*one};
     const auto* list = std::get_if<std::vector<int64_t>>(&v);
     if (!list) ex.fail(n, "the attribute '" + k + "' is not an int list");

@@ -55,8 +55,8 @@ std::string export_error(const std::string& text, const std::map<std::string, Te
 TEST(OnnxExport, MlpHeaderInputsOutputsAndInitializers) {
   const auto m = export_text(R"(graph mlp(%x : f32[N, 2], %w : f32[3, 2], %b : f32[3]) {
   %y : f32[N, 3] = linear(%x, %w, %b)
-  %z : f32[N, 3] = gelu(%y)
-  return (%z, %y)
+  %output0 : f32[N, 3] = gelu(%y)
+  return (%output0, %y)
 })", {{"w", randn({3, 2})}, {"b", randn({3})}});
   EXPECT_EQ(m.opset_import(0).version(), 17);
   EXPECT_EQ(m.producer_name(), "cxxgraph");
@@ -68,6 +68,7 @@ TEST(OnnxExport, MlpHeaderInputsOutputsAndInitializers) {
   EXPECT_EQ(x.type().tensor_type().shape().dim(1).dim_value(), 2);
   EXPECT_EQ(m.graph().initializer_size(), 5);  // w, b and gelu's three constants
   ASSERT_EQ(m.graph().output_size(), 2);
+  EXPECT_EQ(m.graph().output(0).name(), "output0");  // the IR value of that name gets another
   EXPECT_EQ(m.graph().output(1).name(), "output1");
   const auto ops = op_types(m);
   EXPECT_EQ(ops.front(), "Gemm");                                        // linear on a matrix
