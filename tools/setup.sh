@@ -8,15 +8,20 @@
 #                            LibTorch and PyTorch, whose Debian packages pull in
 #                            OpenCV, Qt, GDAL and FFmpeg: kept out of the default
 #                            install, the build skips what needs them.
+#   tools/setup.sh --onnx    that, plus libonnx-dev and python3-venv: the ONNX
+#                            export (graph-export, docs/onnx.md) and its tests,
+#                            built when found (CXXGRAPH_ONNX=AUTO)
 set -euo pipefail
 
-bench=0
-case "${1:-}" in
-  "") ;;
-  --bench) bench=1 ;;
-  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "setup.sh: unknown option '$1'; tools/setup.sh --help shows the usage" >&2; exit 2 ;;
-esac
+bench=0 onnx=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    --onnx) onnx=1 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg'; tools/setup.sh --help shows the usage" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   cmake ninja-build g++ python3
@@ -34,6 +39,9 @@ if ((bench)); then
     libbenchmark-dev libeigen3-dev       # bench_suite: Google Benchmark, the Eigen reference
     libtorch-dev python3-torch           # the LibTorch and TorchScript columns
   )
+fi
+if ((onnx)); then
+  packages+=(libonnx-dev python3-venv)   # the ONNX schema + checker; the test's venv (ONNX Runtime)
 fi
 
 missing=()

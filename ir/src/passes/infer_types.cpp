@@ -337,7 +337,9 @@ Type pool2d(const OpInfo& op, const Node* n) {
   if (x->size() != 3 && x->size() != 4) shape_error(n, "the input must be 3-D or 4-D, is " + dims_str(*x));
   const auto kernel = ints_or(n, "kernel", {});
   if (kernel.empty()) return out;
-  const auto stride = ints_or(n, "stride", kernel), pad = ints_or(n, "padding", {0, 0});
+  auto stride = ints_or(n, "stride", kernel);
+  if (stride.empty()) stride = kernel;  // stride=[]: the default, as the eager op
+  const auto pad = ints_or(n, "padding", {0, 0});
   Dims d(x->begin(), x->end() - 2);
   for (size_t i = 0; i < 2; ++i)
     d.push_back(window_out(n, (*x)[x->size() - 2 + i], kernel.at(i % kernel.size()), stride.at(i % stride.size()),

@@ -1,0 +1,316 @@
+// ONNX export, the driver: the model's inputs, initializers and outputs, and
+// the walk over the IR. Op-table nodes go to lower_ops.cpp; the primitives on
+// host values (constant, tensor_size, make_shape, defined, ...) are evaluated
+// here at export time, since ONNX needs their results as attributes.
+#include <onnx/checker.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "exporter.h"
+#include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
+#include "graph/onnx_export.h"
+
+namespace graph::onnx {
+namespace {
+
+using detail::Exporter;
+using detail::Known;
+
+void set_type(::onnx::ValueInfoProto& vi, const ir::Type& t, DType d) {
+  auto* tt = vi.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(detail::onnx_dtype(d));
+  if (!t.dims) return;  // rank unknown: no shape
+  auto* shape = tt->mutable_shape();
+  for (const ir::Dim& dim : *t.dims) {
+    auto* od = shape->add_dim();
+    if (dim.is_static()) od->set_dim_value(dim.size);
+    else if (!dim.symbol.empty()) od->set_dim_param(dim.symbol);
+  }
+}
+
+const int64_t* known_int(const Exporter& ex, const ir::Value* v) {
+  const Known* k = ex.known(v);
+  return k ? std::get_if<int64_t>(k) : nullptr;
+}
+
+class Walker {
+ public:
+  Walker(Exporter& ex) : ex_(ex) {}
+
+  void block(const ir::Block& b) {
+    for (const auto& n : b.nodes()) node(*n);
+  }
+
+ private:
+  Exporter& ex_;
+
+  // `to` stands for `from` (a block parameter for its argument, an If's
+  // output for the taken branch's return).
+  void alias(const ir::Node& user, const ir::Value* to, const ir::Value* from) {
+    if (ex_.is_undefined(from)) return ex_.mark_undefined(to);
+    if (const Known* k = ex_.known(from)) ex_.set_known(to, *k);
+    if (from->type().is_tensor()) {
+      ex_.bind(to, ex_.tensor(user, from));
+      ex_.alias(to, from);
+    }
+  }
+
+  int64_t int_input(const ir::Node& n, size_t i) {
+    const int64_t* v = known_int(ex_, n.input(i));
+    if (!v) ex_.fail(n, "input %" + n.input(i)->name() + " is an int unknown at export time");
+    return *v;
+  }
+
+  void node(const ir::Node& n) {
+    const std::string& op = n.op();
+    if (op == "FusionGroup") return inline_block(n, *n.block(0), true);
+    if (op == "If") return if_(n);
+    if (op == "constant") {
+      const ir::AttrValue& v = n.attrs().at("value");
+      if (const auto* i = std::get_if<int64_t>(&v)) return ex_.set_known(n.output(), *i);
+      if (const auto* d = std::get_if<double>(&v)) return ex_.set_known(n.output(), *d);
+      if (const auto* b = std::get_if<bool>(&v)) return ex_.set_known(n.output(), *b);
+      ex_.fail(n, "a constant that is not an int, a float or a bool");
+    }
+    if (op == "undefined") return ex_.mark_undefined(n.output());
+    if (const OpInfo* info = find_op(op)) {
+      if (n.num_outputs() == 1 && n.output()->type().is_scalar()) return host_op(n, *info);
+      return detail::lower_op(ex_, n, *info, detail::resolve_attrs(ex_, n));
+    }
+    primitive(n);
+  }
+
+  void inline_block(const ir::Node& n, const ir::Block& b, bool bind_params) {
+    if (bind_params)
+      for (size_t i = 0; i < b.params().size(); ++i) alias(n, b.param(i), n.input(i));
+    block(b);
+    for (size_t i = 0; i < n.num_outputs(); ++i) alias(n, n.output(i), b.returns().at(i));
+  }
+
+  void if_(const ir::Node& n) {
+    const Known* c = ex_.known(n.input(0));
+    if (!c || !(std::holds_alternative<bool>(*c) || std::holds_alternative<int64_t>(*c)))
+      ex_.fail(n, "an If on a condition known only at run time is not exported (ONNX If is not mapped yet)");
+    const bool taken = std::holds_alternative<bool>(*c) ? std::get<bool>(*c) : std::get<int64_t>(*c) != 0;
+    inline_block(n, *n.block(taken ? 0 : 1), false);
+  }
+
+  // An elementwise op on host scalars (`2 * embed_dim`), evaluated now.
+  void host_op(const ir::Node& n, const OpInfo& info) {
+    std::vector<double> in;
+    bool all_int = true;
+    for (const ir::Value* v : n.inputs()) {
+      const Known* k = ex_.known(v);
+      if (!k) ex_.fail(n, "a host-scalar op on %" + v->name() + ", unknown at export time");
+      if (const auto* i = std::get_if<int64_t>(k)) in.push_back(static_cast<double>(*i));
+      else if (const auto* d = std::get_if<double>(k)) in.push_back(*d), all_int = false;
+      else if (const auto* b = std::get_if<bool>(k)) in.push_back(*b ? 1 : 0);
+      else ex_.fail(n, "a host-scalar op on a list");
+    }
+    double r = 0;
+    const double a = in.at(0), b = in.size() > 1 ? in[1] : 0;
+    switch (info.id) {
+      case OpId::add: r = a + b; break;
+      case OpId::sub: r = a - b; break;
+      case OpId::mul: r = a * b; break;
+      case OpId::div: r = a / b, all_int = false; break;
+      case OpId::neg: r = -a; break;
+      case OpId::maximum: r = std::max(a, b); break;
+      case OpId::minimum: r = std::min(a, b); break;
+      case OpId::lt: return ex_.set_known(n.output(), a < b);
+      case OpId::le: return ex_.set_known(n.output(), a <= b);
+      case OpId::gt: return ex_.set_known(n.output(), a > b);
+      case OpId::ge: return ex_.set_known(n.output(), a >= b);
+      case OpId::eq: return ex_.set_known(n.output(), a == b);
+      case OpId::ne: return ex_.set_known(n.output(), a != b);
+      case OpId::logical_not: return ex_.set_known(n.output(), a == 0);
+      default: ex_.fail(n, "this host-scalar op is not evaluated at export time");
+    }
+    const ir::Type::Kind k = n.output()->type().kind;
+    if (k == ir::Type::Kind::Int && all_int) return ex_.set_known(n.output(), static_cast<int64_t>(r));
+    if (k == ir::Type::Kind::Bool) return ex_.set_known(n.output(), r != 0);
+    ex_.set_known(n.output(), r);
+  }
+
+  void primitive(const ir::Node& n) {
+    const std::string& op = n.op();
+    const ir::Value* out = n.num_outputs() == 1 ? n.output() : nullptr;
+    auto sizes = [&] { return ex_.need_sizes(n, n.input(0)); };
+    auto dim_index = [&](int64_t d, size_t rank) {
+      if (d < 0) d += static_cast<int64_t>(rank);
+      if (d < 0 || d >= static_cast<int64_t>(rank)) ex_.fail(n, "dimension out of range");
+      return static_cast<size_t>(d);
+    };
+    if (op == "defined") {
+      const ir::Value* t = n.input(0);
+      const bool maybe_undefined = !t->producer() && !t->param_of()->owner() && ir::may_be_undefined(t) && !ex_.is_param(t);
+      if (maybe_undefined && !ex_.is_undefined(t))
+        ex_.fail(n, "the optional input %" + t->name() + " may be undefined at run time; bind it (a parameter) to export");
+      return ex_.set_known(out, !ex_.is_undefined(t));
+    }
+    if (op == "tensor_dim") return ex_.set_known(out, static_cast<int64_t>(sizes().size()));
+    if (op == "tensor_size") {
+      auto s = sizes();
+      return ex_.set_known(out, s[dim_index(int_input(n, 1), s.size())]);
+    }
+    if (op == "tensor_numel") {
+      int64_t p = 1;
+      for (int64_t s : sizes()) p *= s;
+      return ex_.set_known(out, p);
+    }
+    if (op == "tensor_sizes") return ex_.set_known(out, sizes());
+    if (op == "int_div" || op == "int_mod") {
+      const int64_t a = int_input(n, 0), b = int_input(n, 1);
+      if (b == 0) ex_.fail(n, "integer division by zero");
+      return ex_.set_known(out, op == "int_div" ? a / b : a % b);
+    }
+    if (op == "make_shape") {
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < n.inputs().size(); ++i) v.push_back(int_input(n, i));
+      return ex_.set_known(out, v);
+    }
+    if (op == "shape_get" || op == "shape_set") {
+      const Known* k = ex_.known(n.input(0));
+      if (!k || !std::holds_alternative<std::vector<int64_t>>(*k)) ex_.fail(n, "a shape unknown at export time");
+      auto v = std::get<std::vector<int64_t>>(*k);
+      const size_t i = dim_index(int_input(n, 1), v.size());
+      if (op == "shape_get") return ex_.set_known(out, v[i]);
+      v[i] = int_input(n, 2);
+      return ex_.set_known(out, v);
+    }
+    if (op == "slice_dyn") {
+      const ir::Attributes a{{"dim", n.attrs().at("dim")}, {"start", int_input(n, 1)}, {"end", int_input(n, 2)},
+                             {"step", int_input(n, 3)}};
+      return detail::lower_op(ex_, n, op_info(OpId::slice), a);
+    }
+    if (op == "reshape_dyn") {
+      std::vector<int64_t> shape;
+      for (size_t i = 1; i < n.inputs().size(); ++i) shape.push_back(int_input(n, i));
+      return detail::lower_op(ex_, n, op_info(OpId::reshape), {{"shape", shape}});
+    }
+    ex_.fail(n, op == "Loop" ? "loops are not exported (ONNX Loop is not mapped yet)"
+                             : "'" + op + "' has no ONNX mapping");
+  }
+};
+
+// The parameters' dtypes and shapes, and the given input shapes, as the
+// inputs' types where the IR's are less precise. True when one changed.
+bool refine_input_types(ir::Graph& g, const std::map<std::string, Tensor>& params, const ExportOptions& options) {
+  bool changed = false;
+  for (const auto& in : g.inputs()) {
+    ir::Value* v = in.get();
+    if (!v->type().is_tensor()) continue;
+    std::vector<ir::Dim> dims;
+    std::optional<DType> d = v->type().dtype;
+    if (auto p = params.find(v->name()); p != params.end()) {
+      d = p->second.dtype();
+      for (int64_t s : p->second.sizes()) dims.push_back(ir::Dim::of(s));
+    } else if (auto s = options.input_shapes.find(v->name()); s != options.input_shapes.end()) {
+      for (int64_t x : s->second) dims.push_back(x < 0 ? ir::Dim::sym(v->name() + "_" + std::to_string(dims.size())) : ir::Dim::of(x));
+    } else {
+      continue;
+    }
+    const ir::Type t = ir::Type::tensor(d, dims);
+    if (t != v->type()) v->set_type(t), changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, Tensor>& params,
+                             const ExportOptions& options) {
+  // A copy, with the types inferred where the graph lacks some (a plugin's
+  // unoptimized .graph); a traced graph keeps the types it observed.
+  std::unique_ptr<ir::Graph> g = ir::parse(ir::print(g_in));
+  bool untyped = refine_input_types(*g, params, options);
+  ir::walk(g->top(), [&](const ir::Node* n) {
+    for (const ir::Value* v : n->outputs()) untyped |= v->type().is_tensor() && !v->type().dtype;
+  });
+  if (untyped) ir::infer_types(*g);
+  for (const auto& k : options.input_shapes)
+    if (std::none_of(g->inputs().begin(), g->inputs().end(), [&](const auto& v) { return v->name() == k.first; }))
+      throw Error("onnx export: no graph input is named '" + k.first + "'");
+
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("cxxgraph");
+  model.set_producer_version(CXXGRAPH_VERSION);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  ::onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name(options.model_name.empty() ? g->name() : options.model_name);
+
+  Exporter ex(graph, params);
+  for (const auto& in : g->inputs()) {
+    const ir::Value* v = in.get();
+    if (auto p = params.find(v->name()); p != params.end()) {
+      if (!v->type().is_tensor()) throw Error("onnx export: parameter '" + v->name() + "' binds a host-scalar input");
+      ex.bind_param(v, p->second);
+      continue;
+    }
+    if (auto s = options.scalars.find(v->name()); s != options.scalars.end()) {
+      if (!v->type().is_scalar()) throw Error("onnx export: scalar value given for the tensor input %" + v->name());
+      std::visit([&](const auto& x) { ex.set_known(v, x); }, s->second);
+      continue;
+    }
+    if (!v->type().is_tensor()) continue;  // an error where it is used, naming the user
+    if (!v->type().dtype) throw Error("onnx export: the graph input %" + v->name() + " has no dtype (" + v->type().str() + ")");
+    if (!v->type().dims)  // ONNX requires a rank for graph inputs
+      throw Error("onnx export: the graph input %" + v->name() + " has no shape: give it (ExportOptions::input_shapes, "
+                  "graph-export --shape " + v->name() + "=2,3)");
+    const std::string name = ex.fresh(v->name());
+    ex.bind(v, name);
+    auto* vi = graph.add_input();
+    vi->set_name(name);
+    set_type(*vi, v->type(), *v->type().dtype);
+  }
+  for (const auto& k : options.scalars)
+    if (std::none_of(g->inputs().begin(), g->inputs().end(), [&](const auto& v) { return v->name() == k.first; }))
+      throw Error("onnx export: no graph input is named '" + k.first + "'");
+
+  std::vector<std::string> output_names;  // reserved before any value takes one
+  for (size_t i = 0; i < g->outputs().size(); ++i) output_names.push_back(ex.fresh("output" + std::to_string(i)));
+  Walker(ex).block(*g->top());
+
+  // Every output under its own name, through an Identity (an output may be
+  // an input, a constant or listed twice).
+  ir::Node* ret = g->top()->append("return");  // a stand-in user for error messages
+  for (size_t i = 0; i < g->outputs().size(); ++i) {
+    const ir::Value* v = g->outputs()[i];
+    if (!v->type().is_tensor() && !ex.known(v)) ex.fail(*ret, "output " + std::to_string(i) + " is not a tensor");
+    const DType d = ex.dtype(*ret, v);
+    if (v->type().is_tensor() && !v->type().dims)
+      ex.fail(*ret, "the rank of output " + std::to_string(i) + " is unknown; give the inputs' shapes");
+    const std::string& name = output_names[i];
+    ex.node("Identity", {ex.tensor(*ret, v)}, {name});
+    auto* vi = graph.add_output();
+    vi->set_name(name);
+    set_type(*vi, v->type().is_tensor() ? v->type() : ir::Type::tensor(d, {}), d);
+  }
+  try {
+    ::onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw Error(std::string("onnx export: internal error, the ONNX checker refuses the model: ") + e.what());
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) throw Error("onnx export: the model does not serialize (over 2 GiB?)");
+  return bytes;
+}
+
+void export_model(const std::string& path, const ir::Graph& g, const std::map<std::string, Tensor>& params,
+                  const ExportOptions& options) {
+  const std::string bytes = export_to_string(g, params, options);
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !f.flush())
+    throw Error("onnx export: cannot write '" + path + "'");
+}
+
+void export_model(const std::string& path, const SavedGraph& saved, const ExportOptions& options) {
+  export_model(path, *saved.graph, saved.params, options);
+}
+
+}  // namespace graph::onnx

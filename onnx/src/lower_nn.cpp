@@ -1,0 +1,202 @@
+// ONNX export, the op rules for library calls and the ops with their own
+// kernels (matmul, linear, conv2d, pooling, layer_norm, softmax, losses,
+// attention, ...), by OpId. Decompositions follow the eager kernels
+// (runtime/src/nn_ops.cpp, pool.cpp) so that ONNX computes the same values.
+#include <cmath>
+#include <limits>
+
+#include "rule.h"
+
+namespace graph::onnx::detail {
+namespace {
+
+std::string transpose_last2(Rule& r, const std::string& x, int64_t rank) {
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < rank; ++k) perm.push_back(k);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  std::string out;
+  Exporter::attr(r.last_node("Transpose", {x}, out), "perm", perm);
+  return out;
+}
+
+void linear(Rule& r) {
+  const DType d = r.out_dtype();
+  const std::string x = r.x_as(0, d), w = r.x_as(1, d);
+  const bool bias = r.defined(2);
+  std::string out;
+  if (r.in(0)->type().dims && r.rank(0) == 2) {  // Gemm: x W^T + b
+    std::vector<std::string> inputs{x, w};
+    if (bias) inputs.push_back(r.x_as(2, d));
+    Exporter::attr(r.last_node("Gemm", inputs, out), "transB", int64_t{1});
+    return r.done(out);
+  }
+  out = r.emit("MatMul", {x, transpose_last2(r, w, 2)});
+  if (bias) out = r.emit("Add", {out, r.x_as(2, d)});
+  r.done(out);
+}
+
+void conv2d(Rule& r) {
+  const DType d = r.out_dtype();
+  std::vector<std::string> inputs{r.x_as(0, d), r.x_as(1, d)};
+  if (r.defined(2)) inputs.push_back(r.x_as(2, d));
+  const auto pad = r.ints("padding");
+  const auto w = r.ex.need_sizes(r.n, r.in(1));
+  std::string out;
+  auto& node = r.last_node("Conv", inputs, out);
+  Exporter::attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
+  Exporter::attr(node, "strides", r.ints("stride"));
+  Exporter::attr(node, "pads", {pad.at(0), pad.at(1), pad.at(0), pad.at(1)});
+  Exporter::attr(node, "dilations", r.ints("dilation"));
+  Exporter::attr(node, "group", r.i("groups"));
+  r.done(out);
+}
+
+void pool(Rule& r, bool max) {
+  const auto kernel = r.ints("kernel");
+  auto stride = r.has("stride") ? r.ints("stride") : std::vector<int64_t>{};
+  if (stride.empty()) stride = kernel;  // PyTorch's default
+  const auto pad = r.has("padding") ? r.ints("padding") : std::vector<int64_t>{0, 0};
+  std::string out;
+  auto& node = r.last_node(max ? "MaxPool" : "AveragePool", {r.x(0)}, out);
+  Exporter::attr(node, "kernel_shape", kernel);
+  Exporter::attr(node, "strides", stride);
+  Exporter::attr(node, "pads", {pad.at(0), pad.at(1), pad.at(0), pad.at(1)});
+  if (!max) Exporter::attr(node, "count_include_pad", int64_t{1});  // as the eager kernel
+  r.done(out);
+}
+
+void layer_norm(Rule& r) {
+  const DType d = r.out_dtype();
+  const auto shape = r.ints("normalized_shape");
+  std::string scale;
+  if (r.defined(1)) scale = r.x_as(1, d);
+  else {  // LayerNormalization needs a scale
+    scale = r.ex.fresh("ln_ones");
+    r.ex.add_initializer(scale, full(Shape(shape.begin(), shape.end()), 1.0, d));
+  }
+  std::vector<std::string> inputs{r.x_as(0, d), scale};
+  if (r.defined(2)) inputs.push_back(r.x_as(2, d));
+  std::string out;
+  auto& node = r.last_node("LayerNormalization", inputs, out);
+  Exporter::attr(node, "axis", -static_cast<int64_t>(shape.size()));
+  Exporter::attr(node, "epsilon", static_cast<float>(r.f("eps")));
+  r.done(out);
+}
+
+void cat(Rule& r, bool stack) {
+  const DType d = r.out_dtype();
+  const size_t k = ir::num_op_inputs(r.n);
+  if (k == 0) r.ex.fail(r.n, "no tensors to join");
+  int64_t dim = r.i("dim");
+  const int64_t out_rank = r.rank(0) + (stack ? 1 : 0);
+  dim = r.axis(dim, out_rank);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < k; ++i) {
+    std::string p = r.x_as(i, d);
+    if (stack) p = r.ex.emit("Unsqueeze", {p, r.ex.const_ints({dim})}, r.hint());
+    parts.push_back(p);
+  }
+  std::string out;
+  Exporter::attr(r.last_node("Concat", parts, out), "axis", dim);
+  r.done(out);
+}
+
+void cross_entropy(Rule& r) {
+  const DType d = r.out_dtype();
+  const int64_t rk = r.rank(0);
+  const int64_t cdim = rk == 1 ? 0 : 1;
+  std::string logits = r.x_as(0, d);
+  if (is_floating(r.ex.dtype(r.n, r.in(1)))) {  // class probabilities: mean of -sum(p * log_softmax)
+    std::string lsm;
+    Exporter::attr(r.last_node("LogSoftmax", {logits}, lsm), "axis", cdim);
+    const std::string per = r.emit("ReduceSum", {r.emit("Mul", {r.x_as(1, d), lsm}), r.ex.const_ints({cdim})});
+    std::string m;
+    Exporter::attr(r.last_node("ReduceMean", {r.emit("Neg", {per})}, m), "keepdims", int64_t{0});
+    return r.done(m);
+  }
+  std::string target = r.x_as(1, DType::Int64);
+  if (rk == 1) {  // one sample: [C] -> [1, C]
+    logits = r.emit("Unsqueeze", {logits, r.ex.const_ints({0})});
+    target = r.emit("Unsqueeze", {target, r.ex.const_ints({0})});
+  }
+  std::string out;
+  auto& node = r.last_node("SoftmaxCrossEntropyLoss", {logits, target}, out);
+  Rule::str_attr(node, "reduction", "mean");
+  Exporter::attr(node, "ignore_index", int64_t{-100});  // the eager kernel's (PyTorch's)
+  r.done(out);
+}
+
+void attention(Rule& r) {
+  if (r.has("dropout_p") && r.f("dropout_p") != 0) r.ex.fail(r.n, "attention with dropout is training-only");
+  const DType d = r.out_dtype();
+  const auto qs = r.ex.need_sizes(r.n, r.in(0)), ks = r.ex.need_sizes(r.n, r.in(1));
+  const std::string q = r.x_as(0, d), k = r.x_as(1, d), v = r.x_as(2, d);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(qs.back()));
+  std::string s = r.emit("Mul", {r.emit("MatMul", {q, transpose_last2(r, k, static_cast<int64_t>(ks.size()))}),
+                                 r.ex.const_scalar(scale, d)});
+  const std::string minus_inf = r.ex.const_scalar(-std::numeric_limits<double>::infinity(), d);
+  if (r.b("is_causal", false)) {  // top-left aligned lower triangle, as the eager kernel
+    const int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2];
+    Tensor mask = zeros({L, S}, kBool);
+    bool* m = mask.data_ptr<bool>();
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) m[i * S + j] = j <= i;
+    const std::string name = r.ex.fresh("causal_mask");
+    r.ex.add_initializer(name, mask);
+    s = r.emit("Where", {name, s, minus_inf});
+  }
+  if (r.defined(3)) {
+    if (r.ex.dtype(r.n, r.in(3)) == DType::Bool) s = r.emit("Where", {r.x(3), s, minus_inf});
+    else s = r.emit("Add", {s, r.x_as(3, d)});
+  }
+  std::string p;
+  Exporter::attr(r.last_node("Softmax", {s}, p), "axis", int64_t{-1});
+  r.done(r.emit("MatMul", {p, v}));
+}
+
+}  // namespace
+
+void lower_nn_op(Rule& r, const OpInfo& op) {
+  if (op.num_outputs != 1)
+    r.ex.fail(r.n, "a gradient op has no ONNX mapping; export the forward graph");
+  std::string out;
+  switch (op.id) {
+    case OpId::matmul: return r.done(r.emit("MatMul", {r.x_as(0, r.out_dtype()), r.x_as(1, r.out_dtype())}));
+    case OpId::linear: return linear(r);
+    case OpId::conv2d: return conv2d(r);
+    case OpId::max_pool2d: return pool(r, true);
+    case OpId::avg_pool2d: return pool(r, false);
+    case OpId::layer_norm: return layer_norm(r);
+    case OpId::softmax:
+    case OpId::log_softmax: {
+      auto& node = r.last_node(op.id == OpId::softmax ? "Softmax" : "LogSoftmax", {r.x_as(0, r.out_dtype())}, out);
+      Exporter::attr(node, "axis", r.i("dim"));
+      return r.done(out);
+    }
+    case OpId::where: {
+      const DType d = r.out_dtype();
+      return r.done(r.emit("Where", {r.x_as(0, DType::Bool), r.x_as(1, d), r.x_as(2, d)}));
+    }
+    case OpId::embedding: {
+      auto& node = r.last_node("Gather", {r.x(0), r.x(1)}, out);
+      Exporter::attr(node, "axis", int64_t{0});
+      return r.done(out);
+    }
+    case OpId::cat: return cat(r, false);
+    case OpId::stack: return cat(r, true);
+    case OpId::dropout:
+      if (r.b("training", false) && (!r.has("p") || r.f("p") != 0)) r.ex.fail(r.n, "dropout in training mode is random; export in eval mode");
+      return r.done(r.emit("Identity", {r.x(0)}));
+    case OpId::mse_loss: {
+      const DType d = r.out_dtype();
+      const std::string diff = r.emit("Sub", {r.x_as(0, d), r.x_as(1, d)});
+      Exporter::attr(r.last_node("ReduceMean", {r.emit("Mul", {diff, diff})}, out), "keepdims", int64_t{0});
+      return r.done(out);
+    }
+    case OpId::cross_entropy: return cross_entropy(r);
+    case OpId::scaled_dot_product_attention: return attention(r);
+    default: r.ex.fail(r.n, "no ONNX mapping for this op");
+  }
+}
+
+}  // namespace graph::onnx::detail

@@ -1,0 +1,156 @@
+// Writes the ONNX export test cases for tests/onnx/check_onnx.py: for each
+// case, a model traced from eager code (examples' modules, and op coverage
+// graphs), exported with graph::onnx::export_model, plus its inputs and the
+// eager outputs as .npy files:
+//   DIR/NAME.onnx  DIR/NAME.in0.npy ...  DIR/NAME.out0.npy ...
+// and DIR/cases.txt, one "NAME INPUTS OUTPUTS" line per case. ONNX Runtime
+// then runs each model on the inputs and compares with the eager outputs.
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+
+#include "../../examples/lenet/lenet.h"
+#include "../../examples/mlp_train/mlp.h"
+#include "../../examples/transformer/encoder.h"
+#include "graph/graph.h"
+#include "graph/onnx_export.h"
+#include "graph/trace.h"
+
+namespace {
+
+using namespace graph;
+
+// NumPy's .npy format, version 1.0: what np.load reads.
+void write_npy(const std::string& path, const Tensor& t_in) {
+  const Tensor t = t_in.contiguous();
+  std::string descr;
+  switch (t.dtype()) {
+    case DType::Float32: descr = "<f4"; break;
+    case DType::Float64: descr = "<f8"; break;
+    case DType::Int32: descr = "<i4"; break;
+    case DType::Int64: descr = "<i8"; break;
+    case DType::Bool: descr = "|b1"; break;
+    default: throw Error("write_npy: no .npy dtype for " + std::string(dtype_name(t.dtype())));
+  }
+  std::string shape = "(";
+  for (int64_t s : t.sizes()) shape += std::to_string(s) + ",";
+  shape += ")";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  f.put(static_cast<char>(len & 0xff)).put(static_cast<char>(len >> 8));
+  f << header;
+  f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.numel() * element_size(t.dtype())));
+  if (!f) throw Error("cannot write " + path);
+}
+
+struct Case {
+  std::string name;
+  TraceFn fn;
+  std::vector<Tensor> inputs;
+};
+
+std::vector<Case> cases() {
+  manual_seed(0);
+  std::vector<Case> out;
+  {
+    Mlp mlp;
+    out.push_back({"mlp", [mlp](const std::vector<Tensor>& x) mutable { return std::vector<Tensor>{mlp(x[0])}; },
+                   {randn({4, 2})}});
+  }
+  {
+    LeNet net;
+    out.push_back({"lenet", [net](const std::vector<Tensor>& x) mutable { return std::vector<Tensor>{net(x[0])}; },
+                   {randn({2, 1, 28, 28})}});
+  }
+  {
+    EncoderBlock enc;
+    out.push_back({"encoder", [enc](const std::vector<Tensor>& x) mutable { return std::vector<Tensor>{enc(x[0])}; },
+                   {randn({6, EncoderBlockImpl::kModel})}});
+  }
+  // Elementwise ops, comparisons and where, with scalars and broadcasting.
+  out.push_back({"elementwise", [](const std::vector<Tensor>& v) {
+                   const Tensor& a = v[0];
+                   const Tensor& b = v[1];
+                   Tensor pos = abs(a) + 0.5;
+                   Tensor y = gelu(a) + silu(b) * sigmoid(a) - tanh(b) / 3.0;
+                   y = y + exp(-abs(a)) + log(pos) + sqrt(pos) + rsqrt(pos) + erf(a) + sign(b) + relu(-b);
+                   y = y + pow(pos, b) + maximum(a, b) * minimum(a, 0.25) + 2.0 * neg(a);
+                   Tensor c = where(a > b, a, b * 2.0) + where((a <= 0.1) * 1.0 != 0, 1.0 * a, pos);
+                   Tensor flags = !(a >= b) * 1.0 + (a < 0) * 1.0 + (a == a) * 1.0;
+                   return std::vector<Tensor>{y, c + flags, a > b};
+                 },
+                 {randn({3, 4}), randn({4})}});
+  // Views: what the IR calls view ops, in a chain ONNX must follow exactly.
+  out.push_back({"views", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];                         // [2, 3, 4]
+                   Tensor y = x.transpose(0, 2).permute({1, 0, 2});  // [3, 4, 2]
+                   y = y.reshape({6, -1}).t();                       // [4, 6]
+                   y = y.slice(1, 1, 5, 2).unsqueeze(0).unsqueeze(-1);  // [1, 4, 2, 1]
+                   Tensor z = y.squeeze(-1).squeeze().expand({3, 4, 2});
+                   Tensor f = x.flatten(1) + x.flatten(0, 1).sum(0).sum();
+                   Tensor s = stack({x, x * 2.0}, 1).flatten(0, 1);  // [4, 3, 4]
+                   Tensor c = cat({x, x.slice(2, 0, 1)}, -1);         // [2, 3, 5]
+                   return std::vector<Tensor>{z, f, s, c, y.squeeze(0)};
+                 },
+                 {randn({2, 3, 4})}});
+  out.push_back({"reductions", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];  // [2, 3, 5]
+                   return std::vector<Tensor>{x.sum(), x.sum(1, true), x.mean(Shape{0, 2}), amax(x, Shape{-1}),
+                                              amin(x, Shape{0, 1}, true), argmax(x, 2), argmax(x),
+                                              softmax(x, 1), log_softmax(x, -1), (x > 0).sum(1)};
+                 },
+                 {randn({2, 3, 5})}});
+  // nn ops beyond the examples: pooling, embedding, losses, eval dropout, attention.
+  out.push_back({"nn", [](const std::vector<Tensor>& v) {
+                   const Tensor& img = v[0];  // [1, 2, 6, 6]
+                   const Tensor& q = v[1];    // [2, 5, 8]
+                   Tensor ids = argmax(q, 2);  // [2, 5], in [0, 8)
+                   Tensor table = arange(0.0, 40.0).reshape({10, 4}) * 0.1;
+                   Tensor logits = q.slice(2, 0, 4).reshape({-1, 4});
+                   Tensor target = arange(0, 10).reshape({10}) - (arange(0, 10) / 4).to(kInt64) * 4;
+                   return std::vector<Tensor>{
+                       avg_pool2d(img, {3, 3}, {2, 2}, {1, 1}), max_pool2d(img, {2, 2}, {1, 1}, {1, 1}),
+                       embedding(table, ids), mse_loss(q, q * 0.5), cross_entropy(logits, target),
+                       dropout(q, 0.3, false),
+                       scaled_dot_product_attention(q, q * 0.5, q, Tensor(), 0.0, true),
+                       scaled_dot_product_attention(q, q, q * 2.0, (q.slice(2, 0, 5) > 0), 0.0, false),
+                       layer_norm(q, {8}, Tensor(), Tensor(), 1e-5), matmul(q, q.transpose(1, 2))};
+                 },
+                 {randn({1, 2, 6, 6}), randn({2, 5, 8})}});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: onnx_cases DIR\n";
+    return 2;
+  }
+  const std::string dir = argv[1];
+  try {
+    std::ofstream list(dir + "/cases.txt");
+    for (Case& c : cases()) {
+      TraceOptions opts;
+      opts.name = c.name;
+      TracedGraph tg = trace(c.fn, c.inputs, opts);
+      if (!tg.warnings.empty()) throw Error(c.name + ": the trace froze a value-dependent decision");
+      onnx::export_model(dir + "/" + c.name + ".onnx", *tg.graph, tg.params);
+      const std::vector<Tensor> expected = c.fn(c.inputs);  // eager
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        write_npy(dir + "/" + c.name + ".in" + std::to_string(i) + ".npy", c.inputs[i]);
+      for (size_t i = 0; i < expected.size(); ++i)
+        write_npy(dir + "/" + c.name + ".out" + std::to_string(i) + ".npy", expected[i]);
+      list << c.name << " " << c.inputs.size() << " " << expected.size() << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "onnx_cases: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,220 @@
+// graph::onnx::export_model without ONNX Runtime: the model's structure (the
+// ONNX ops each IR op becomes, run-time attributes read from parameters and
+// bound scalars, an If on a known condition inlined) and every refusal,
+// which must name the op and its source line. onnx_runtime (check_onnx.py)
+// checks the values.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "graph/graph.h"
+#include "graph/onnx_export.h"
+
+namespace {
+
+using namespace graph;
+
+::onnx::ModelProto export_text(const std::string& text, const std::map<std::string, Tensor>& params = {},
+                               const graph::onnx::ExportOptions& options = {}) {
+  ::onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(graph::onnx::export_to_string(*ir::parse(text), params, options)));
+  return m;
+}
+
+std::vector<std::string> op_types(const ::onnx::ModelProto& m) {
+  std::vector<std::string> out;
+  for (const auto& n : m.graph().node()) out.push_back(n.op_type());
+  return out;
+}
+
+const ::onnx::NodeProto& find_node(const ::onnx::ModelProto& m, const std::string& op) {
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == op) return n;
+  throw std::runtime_error("no " + op + " node");
+}
+
+std::vector<int64_t> ints_attr(const ::onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  return {};
+}
+
+// The message of the graph::Error the export of `text` throws.
+std::string export_error(const std::string& text, const std::map<std::string, Tensor>& params = {},
+                         const graph::onnx::ExportOptions& options = {}) {
+  try {
+    graph::onnx::export_to_string(*ir::parse(text), params, options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(OnnxExport, MlpHeaderInputsOutputsAndInitializers) {
+  const auto m = export_text(R"(graph mlp(%x : f32[N, 2], %w : f32[3, 2], %b : f32[3]) {
+  %y : f32[N, 3] = linear(%x, %w, %b)
+  %output0 : f32[N, 3] = gelu(%y)
+  return (%output0, %y)
+})", {{"w", randn({3, 2})}, {"b", randn({3})}});
+  EXPECT_EQ(m.opset_import(0).version(), 17);
+  EXPECT_EQ(m.producer_name(), "cxxgraph");
+  ASSERT_EQ(m.graph().input_size(), 1);  // w and b are initializers
+  const auto& x = m.graph().input(0);
+  EXPECT_EQ(x.name(), "x");
+  EXPECT_EQ(x.type().tensor_type().elem_type(), ::onnx::TensorProto::FLOAT);
+  EXPECT_EQ(x.type().tensor_type().shape().dim(0).dim_param(), "N");
+  EXPECT_EQ(x.type().tensor_type().shape().dim(1).dim_value(), 2);
+  EXPECT_EQ(m.graph().initializer_size(), 5);  // w, b and gelu's three constants
+  ASSERT_EQ(m.graph().output_size(), 2);
+  EXPECT_EQ(m.graph().output(0).name(), "output0");  // the IR value of that name gets another
+  EXPECT_EQ(m.graph().output(1).name(), "output1");
+  const auto ops = op_types(m);
+  EXPECT_EQ(ops.front(), "Gemm");                                        // linear on a matrix
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "Erf"), ops.end());        // exact gelu, decomposed
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "Gelu"), ops.end());       // (Gelu is opset 20)
+}
+
+// What the plugin emits for LeNet's conv: attributes read at run time from
+// Shape members ("@3") and a host int, a FusionGroup, and an If on whether
+// the bias is defined.
+constexpr const char* kPluginConv = R"(graph forward(%x : f32[1, 1, 8, 8], %weight : f32[4, 1, 3, 3], %bias : Tensor, %stride : i64[?], %padding : i64[?], %dilation : i64[?], %groups : int) {
+  %c : bool = defined(%bias)
+  %b : Tensor = If(%c)
+    block() {
+      -> (%bias)
+    }
+    block() {
+      %u : Tensor = undefined()
+      -> (%u)
+    }
+  %r : f32 = conv2d{dilation="@5", groups="@6", padding="@4", stride="@3"}(%x, %weight, %b, %stride, %padding, %dilation, %groups) @"lenet.cpp":18:18
+  %y : f32 = FusionGroup(%r)
+    block(%r.0 : f32) {
+      %y.1 : f32 = relu(%r.0)
+      -> (%y.1)
+    }
+  %p : f32 = max_pool2d{kernel=[2, 2], padding=[0, 0], stride=[]}(%y)
+  return (%p)
+})";
+
+TEST(OnnxExport, RunTimeAttributesFromParametersAndScalars) {
+  const std::map<std::string, Tensor> params{{"weight", randn({4, 1, 3, 3})}, {"bias", randn({4})},
+                                             {"stride", full({2}, 2, kInt64)}, {"padding", full({2}, 1, kInt64)},
+                                             {"dilation", full({2}, 1, kInt64)}};
+  graph::onnx::ExportOptions opts;
+  opts.scalars["groups"] = int64_t{1};
+  const auto m = export_text(kPluginConv, params, opts);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "Relu", "MaxPool", "Identity"}));
+  const auto& conv = find_node(m, "Conv");
+  EXPECT_EQ(conv.input_size(), 3);  // the If on defined(%bias) kept the bias
+  EXPECT_EQ(ints_attr(conv, "strides"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(ints_attr(conv, "pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(ints_attr(conv, "kernel_shape"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(ints_attr(find_node(m, "MaxPool"), "strides"), (std::vector<int64_t>{2, 2}));  // default: the kernel
+  // The int-list parameters decide attributes; only the weights are initializers.
+  EXPECT_EQ(m.graph().initializer_size(), 2);
+
+  auto no_groups = params;
+  EXPECT_NE(export_error(kPluginConv, no_groups).find(
+                "conv2d at lenet.cpp:18:18: the attribute 'groups' comes from %groups, unknown at export time"),
+            std::string::npos);
+  no_groups.erase("bias");  // an optional input the caller may leave undefined: not decidable
+  std::string typed_bias = kPluginConv;
+  typed_bias.replace(typed_bias.find("%bias : Tensor"), 14, "%bias : f32[4]");
+  EXPECT_NE(export_error(typed_bias, no_groups, opts).find("the optional input %bias may be undefined"),
+            std::string::npos);
+  EXPECT_NE(export_error(kPluginConv, no_groups, opts).find("the graph input %bias has no shape"), std::string::npos);
+}
+
+TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
+  const std::string loop = R"(graph f(%n : int, %x : f32[4]) {
+  %go : bool = constant{value=true}()
+  %h : f32[4] = Loop(%n, %go, %x) @"model.cpp":12:5
+    block(%i : int, %h.1 : f32[4]) {
+      %h.2 : f32[4] = relu(%h.1)
+      -> (%go, %h.2)
+    }
+  return (%h)
+})";
+  EXPECT_NE(export_error(loop).find("onnx export: Loop at model.cpp:12:5: loops are not exported"), std::string::npos);
+
+  const std::string if_ = R"(graph f(%c : bool, %x : f32[4]) {
+  %y : f32[4] = If(%c) @"model.cpp":7:3
+    block() {
+      -> (%x)
+    }
+    block() {
+      %z : f32[4] = neg(%x)
+      -> (%z)
+    }
+  return (%y)
+})";
+  EXPECT_NE(export_error(if_).find("If at model.cpp:7:3: an If on a condition known only at run time"),
+            std::string::npos);
+  graph::onnx::ExportOptions opts;  // a bound condition decides the branch
+  opts.scalars["c"] = false;
+  EXPECT_EQ(op_types(export_text(if_, {}, opts)), (std::vector<std::string>{"Neg", "Identity"}));
+
+  EXPECT_NE(export_error(R"(graph f(%x : f32[4]) {
+  %y : f32[4] = dropout{p=0.5, training=true}(%x) @"train.cpp":3:9
+  return (%y)
+})").find("dropout at train.cpp:3:9: dropout in training mode"),
+            std::string::npos);
+  EXPECT_NE(export_error(R"(graph f(%g : f32[4], %x : f32[2, 4]) {
+  %y : f32[4] = sum_to(%g, %x) @"grad.cpp":1:2
+  return (%y)
+})").find("sum_to at grad.cpp:1:2:"),
+            std::string::npos);
+  EXPECT_NE(export_error(R"(graph f(%x : f32[4], %eps : float) {
+  %y : f32[4] = layer_norm{eps="@1", normalized_shape=[4]}(%x, %eps) @"m.cpp":4:4
+  return (%y)
+})").find("layer_norm at m.cpp:4:4: the attribute 'eps' comes from %eps"),
+            std::string::npos);
+  // squeeze needs to know which dims have size 1.
+  EXPECT_NE(export_error("graph f(%x : f32) {\n  return (%x)\n}").find("the graph input %x has no shape"),
+            std::string::npos);
+  EXPECT_NE(export_error(R"(graph f(%x : f32[2, N]) {
+  %y : f32 = squeeze(%x) @"m.cpp":5:5
+  return (%y)
+})").find("squeeze at m.cpp:5:5: needs the static shape of %x"),
+            std::string::npos);
+  EXPECT_NE(export_error("graph f(%x : f32[2]) {\n  return (%x)\n}", {}, [] {
+              graph::onnx::ExportOptions o;
+              o.scalars["nope"] = int64_t{1};
+              return o;
+            }()).find("no graph input is named 'nope'"),
+            std::string::npos);
+}
+
+TEST(OnnxExport, SavedGraphAndCommandLine) {
+  const std::string dir = ::testing::TempDir();
+  const auto g = ir::parse(R"(graph f(%x : f32[2, 3], %w : f32[3]) {
+  %y : f32[2, 3] = mul(%x, %w)
+  return (%y)
+})");
+  save(dir + "/m.cxgraph", *g, {{"w", full({3}, 2.0)}});
+  graph::onnx::export_model(dir + "/m.onnx", load(dir + "/m.cxgraph"));
+  ::onnx::ModelProto m;
+  std::ifstream f(dir + "/m.onnx", std::ios::binary);
+  ASSERT_TRUE(m.ParseFromIstream(&f));
+  ASSERT_EQ(m.graph().initializer_size(), 1);
+  EXPECT_EQ(m.graph().initializer(0).name(), "w");
+  EXPECT_EQ(m.graph().initializer(0).raw_data().size(), 12u);
+
+  const std::string tool = CXXGRAPH_GRAPH_EXPORT;
+  auto status = [&](const std::string& args) { return WEXITSTATUS(std::system((tool + " " + args + " >/dev/null 2>&1").c_str())); };
+  EXPECT_EQ(status("--help"), 0);
+  EXPECT_EQ(status("--version"), 0);
+  EXPECT_EQ(status(dir + "/m.cxgraph -o " + dir + "/cli.onnx"), 0);
+  EXPECT_EQ(status(dir + "/m.cxgraph"), 2);                  // no -o
+  EXPECT_EQ(status("--bogus " + dir + "/m.cxgraph -o x"), 2);
+  EXPECT_EQ(status(dir + "/missing.graph -o " + dir + "/x.onnx"), 1);
+  std::ofstream(dir + "/loop.graph") << "graph f(%n : int, %x : f32[4]) {\n  %go : bool = constant{value=true}()\n"
+                                        "  %h : f32[4] = Loop(%n, %go, %x)\n    block(%i : int, %h.1 : f32[4]) {\n"
+                                        "      -> (%go, %h.1)\n    }\n  return (%h)\n}\n";
+  EXPECT_EQ(status(dir + "/loop.graph -o " + dir + "/x.onnx --set n=3"), 1);
+}
+
+}  // namespace
