@@ -27,11 +27,13 @@ configure() {  # configure <dir> [cmake options...]
 
 # The tests whose outcome depends on the build type (debug info: trace_test;
 # the command-line tools) in a Release build, where no -g is given: only what
-# they need, with the normal build's plugin and graph-codegen.
+# they need, with the normal build's plugin and graph-codegen. Without the
+# optional MPI and ONNX parts (graph-export's options were checked in the
+# normal build).
 release_tests() {
   echo "== ${SECONDS}s in: the build-type-dependent tests in a Release build ($build-rel)"
   configure "$build-rel" -DCMAKE_BUILD_TYPE=Release -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_BUILD_BENCH=OFF \
-    -DCXXGRAPH_CUDA=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so" \
+    -DCXXGRAPH_CUDA=OFF -DCXXGRAPH_MPI=OFF -DCXXGRAPH_ONNX=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so" \
     -DCXXGRAPH_GENERATOR_CODEGEN="$(cd "$build" && pwd)/tools/graph-codegen"
   cmake --build "$build-rel" --target trace_test graph-inspect graph-run
   ctest --test-dir "$build-rel" -L "trace|cli" --output-on-failure -j2
@@ -65,9 +67,10 @@ sanitize() {
   # codegen_vectorized_* reports): nothing of theirs runs under the sanitizers.
   echo "== ${SECONDS}s in: sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, every test but the plugin's and the compile-only checks ($build-asan)"
   # No graph::dist here: Open MPI's own allocations at exit read as leaks to
-  # LeakSanitizer, and the mpi tests ran in the normal build (CI budget).
+  # LeakSanitizer, and the mpi tests ran in the normal build (CI budget); nor
+  # the ONNX export, whose test needs a second Python venv.
   configure "$build-asan" -DCXXGRAPH_SANITIZE=address,undefined -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_CUDA=OFF \
-    -DCXXGRAPH_MPI=OFF -DCXXGRAPH_BUILD_BENCH=OFF "${generators[@]}"
+    -DCXXGRAPH_MPI=OFF -DCXXGRAPH_ONNX=OFF -DCXXGRAPH_BUILD_BENCH=OFF "${generators[@]}"
   cmake --build "$build-asan"
   ctest --test-dir "$build-asan" --output-on-failure -j2 -LE warnings -E '^codegen_vectorized_'
   echo "== ${SECONDS}s: done"
