@@ -26,11 +26,8 @@ endforeach()
 if(loop_lines STREQUAL "")
   message(FATAL_ERROR "no dense fused loop in ${SOURCE}")
 endif()
-set(inc)
-string(REPLACE "," ";" INCLUDES "${INCLUDES}")
-foreach(d IN LISTS INCLUDES)
-  list(APPEND inc "-I${d}")
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/include_flags.cmake)
+cxxgraph_include_flags(inc "${INCLUDES}")
 execute_process(
   COMMAND ${COMPILER} -std=c++20 -O2 ${inc} -fopt-info-vec-optimized -c ${SOURCE} -o /dev/null
   ERROR_VARIABLE remarks OUTPUT_VARIABLE out RESULT_VARIABLE rc)

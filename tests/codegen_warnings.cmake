@@ -11,11 +11,8 @@ endforeach()
 if(NOT EXISTS "${SOURCE}")
   message(FATAL_ERROR "no generated source ${SOURCE} (not built?)")
 endif()
-set(inc)
-string(REPLACE "," ";" INCLUDES "${INCLUDES}")
-foreach(d IN LISTS INCLUDES)
-  list(APPEND inc "-I${d}")
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/include_flags.cmake)
+cxxgraph_include_flags(inc "${INCLUDES}")
 execute_process(
   COMMAND ${COMPILER} -std=c++20 -O2 -Wall -Wextra -ffp-contract=off ${inc} -c ${SOURCE} -o /dev/null
   ERROR_VARIABLE diagnostics OUTPUT_VARIABLE out RESULT_VARIABLE rc)
