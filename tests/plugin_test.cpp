@@ -85,7 +85,7 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
     EXPECT_NE(line.find("[-Wgraph-fallback]"), std::string::npos) << line;
   }
   // One warning per function. The unlowerable statement directly in the
-  // body of io, uses_try and float_to_int is a graph break: it runs eagerly
+  // body of io, uses_try and narrowing is a graph break: it runs eagerly
   // before the static rest of the function. Every other warning is followed
   // by the note naming its function, which runs eagerly.
   size_t warnings = 0, notes = 0, breaks = 0;
@@ -108,7 +108,7 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
   EXPECT_TRUE(fs::exists(out / "fine.graph"));
   EXPECT_TRUE(fs::exists(out / "dynamic_shape.graph"));
   EXPECT_FALSE(fs::exists(out / "io.graph"));
-  for (const char* region : {"io.region1.graph", "uses_try.region1.graph", "float_to_int.region1.graph"})
+  for (const char* region : {"io.region1.graph", "uses_try.region1.graph", "narrowing.region1.graph"})
     EXPECT_TRUE(fs::exists(out / region)) << region;
   EXPECT_FALSE(fs::exists(out / "pointer_param.graph"));
   std::string copy = read(out / "copy.cpp");

@@ -183,6 +183,8 @@ class Verifier {
                                {OpId::tensor_numel, {K::Tensor}, K::Int},
                                {OpId::int_div, {K::Int, K::Int}, K::Int},
                                {OpId::int_mod, {K::Int, K::Int}, K::Int},
+                               {OpId::int_to_float, {K::Int}, K::Float},
+                               {OpId::float_to_int, {K::Float}, K::Int},
                                {OpId::slice_dyn, {K::Tensor, K::Int, K::Int, K::Int}, K::Tensor},
                                {OpId::tensor_sizes, {K::Tensor}, K::Tensor},
                                {OpId::inverse_permutation, {K::Tensor}, K::Tensor},

@@ -124,6 +124,17 @@ auto FunctionLowering::conversion(const CastExpr* c) -> ir::Value* {
         unsupported(l, "the conversion from " + type_name(from) + " to " + type_name(c->getType()) +
                            " may change the value and cannot be lowered");
       break;
+    case CK_IntegralToFloating:
+      if (ir_type(from) && ir_type(c->getType())) {
+        ir::Value* v = expr(c->getSubExpr());
+        if (v->type().kind == ir::Type::Kind::Bool) v = bool_to_int(v, l);
+        return node("int_to_float", {v}, ir::Type::float_(), l)->output();
+      }
+      break;
+    case CK_FloatingToIntegral:  // truncating; NaN or out of range is an error at run time
+      if (ir_type(from) && ir_type(c->getType()))
+        return node("float_to_int", {expr(c->getSubExpr())}, ir::Type::int_(), l)->output();
+      break;
     case CK_ToVoid:
       unsupported(l, "a cast to 'void' cannot be used as a value");
     case CK_UserDefinedConversion:
@@ -198,9 +209,11 @@ auto FunctionLowering::binary(const BinaryOperator* b) -> ir::Value* {
   auto out = ir_type(b->getType());
   if (!out) unsupported(l, "the result type " + type_name(b->getType()) + " cannot be lowered");
   if (b->getOpcode() == BO_Div && out->kind == ir::Type::Kind::Int) op = "int_div";  // C++'s, truncating
-  // Operand promotions (int -> double) are implied by the op's float result.
-  ir::Value* lhs = operand(b->getLHS());
-  ir::Value* rhs = operand(b->getRHS());
+  // A float result converts its int operands explicitly: dropping the promotion of
+  // both (`static_cast<double>(a) / b`) would make the division an integer one.
+  const bool to_float = out->kind == ir::Type::Kind::Float;
+  ir::Value* lhs = to_float ? expr(b->getLHS()) : operand(b->getLHS());
+  ir::Value* rhs = to_float ? expr(b->getRHS()) : operand(b->getRHS());
   return node(op, {lhs, rhs}, *out, l)->output();
 }
 

@@ -197,6 +197,11 @@ int64_t as_int(const ir::Node* n, const IValue& v, const char* what) {
   throw Error(n->op() + ": " + what + " must be an int, got " + detail::describe(v));
 }
 
+double as_double(const ir::Node* n, const IValue& v) {
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  throw Error(n->op() + ": the operand must be a float, got " + detail::describe(v));
+}
+
 class Run {
  public:
   Run(const Program& p, int threads, bool grad_mode)
@@ -430,6 +435,8 @@ class Run {
     else if (op == OpId::tensor_numel) out = tensor(0).numel();
     else if (op == OpId::int_div) out = detail::int_div(integer(0), integer(1));
     else if (op == OpId::int_mod) out = detail::int_mod(integer(0), integer(1));
+    else if (op == OpId::int_to_float) out = static_cast<double>(integer(0));
+    else if (op == OpId::float_to_int) out = detail::float_to_int(as_double(n, at(n->input(0))));
     else if (op == OpId::slice_dyn) out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
     else if (op == OpId::tensor_sizes) out = detail::sizes_tensor(tensor(0));
     else if (op == OpId::inverse_permutation) out = detail::inverse_permutation(tensor(0));

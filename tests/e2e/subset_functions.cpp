@@ -96,6 +96,15 @@ NoBiasImpl::NoBiasImpl() : fc(register_module("fc", nn::Linear(4, 3, false))) {}
   return x * q + r;
 }
 
+// int <-> double conversions: explicit, implicit, and a truncating one.
+[[graph::static]] Tensor conversions(Tensor x, int n, double d) {
+  double mean = static_cast<double>(x.numel()) / n;  // int -> double, then a double division
+  double half = n / 2;                                // int division, then an implicit conversion
+  int t = static_cast<int>(d * 3);                    // truncates toward zero
+  int64_t k = d;                                      // implicit, truncating
+  return x * mean + half + t * 10 + k * 100;
+}
+
 [[graph::static]] Tensor pick(Tensor x, int k) {
   Tensor y;
   switch (k) {

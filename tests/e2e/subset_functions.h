@@ -42,6 +42,7 @@ Tensor size_out_of_range(Tensor x);
 
 // Statements.
 Tensor int_ops(Tensor x, int a, int b);
+Tensor conversions(Tensor x, int n, double d);
 Tensor pick(Tensor x, int k);
 Tensor switch_fallthrough(Tensor x, int k);
 Tensor switch_in_loop(Tensor x, int n);

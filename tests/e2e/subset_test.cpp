@@ -167,6 +167,25 @@ TEST(Subset, IntegerDivisionAndRemainderTruncate) {
   }
 }
 
+TEST(Subset, IntFloatConversionsFollowCxx) {
+  Tensor x = pattern({4}, 0.5f, 0.f);
+  for (auto [n, d] : {std::pair{3, 1.9}, {-4, -1.9}, {7, 0.2}, {2, -0.4}})
+    static_vs_eager("conversions", [&, n = n, d = d] { return subset::conversions(x, n, d); });
+  // One value by hand: numel 4 / n 3, 3 / 2 = 1, trunc(5.7) = 5, trunc(1.9) = 1.
+  graph::set_mode(compiled_mode());
+  Tensor y = subset::conversions(graph::zeros({4}), 3, 1.9);
+  EXPECT_FLOAT_EQ(y.data_ptr<float>()[0], 1 + 50 + 100);
+  // C++ leaves NaN and out-of-range conversions undefined; in the graph they are errors.
+  for (double bad : {std::nan(""), 1e300}) {
+    try {
+      subset::conversions(x, 3, bad);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const graph::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("to an integer is out of range"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Subset, SwitchAndDoWhile) {
   Tensor x = pattern({2, 3}, 0.7f, -0.4f);
   for (int k = -1; k <= 4; ++k) {

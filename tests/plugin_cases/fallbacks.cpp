@@ -22,8 +22,8 @@ int counter;
   return x;
 }
 
-[[graph::static]] Tensor float_dim(Tensor x, double d) {
-  return softmax(x, d);  // expect@21: the conversion from 'double' to 'int64_t' cannot be lowered yet
+[[graph::static]] Tensor unsigned_dim(Tensor x, double d) {
+  return softmax(x, static_cast<unsigned>(d));  // expect@21: the conversion from 'unsigned int' to 'int64_t' cannot be lowered yet
 }
 
 [[graph::static]] Tensor pointer_param(Tensor x, const float* p) {  // expect@63: parameter 'p' has type 'const float *'
@@ -38,8 +38,8 @@ int counter;
   return x * counter;  // expect@14: 'counter' is not a local, a parameter or a global tensor
 }
 
-[[graph::static]] Tensor float_to_int(Tensor x, double a) {
-  int q = static_cast<int>(a);  // expect@28: the conversion from 'double' to 'int' cannot be lowered yet
+[[graph::static]] Tensor narrowing(Tensor x, int64_t a) {
+  short q = static_cast<short>(a);  // expect@32: the conversion from 'int64_t' to 'short' may change the value
   return x * q;
 }
 

@@ -89,9 +89,9 @@ Shape opaque_dims();
   return x.reshape(s);
 }
 
-[[graph::static]] Tensor float_in_shape(Tensor x, double f) {
+[[graph::static]] Tensor float_in_shape(Tensor x, double f) {  // lowers
   Shape s = x.sizes();
-  s[0] = f;  // expect@10: the conversion from 'double' to 'long' cannot be lowered yet
+  s[0] = f;  // truncates: float_to_int
   return x.reshape(s);
 }
 
@@ -103,8 +103,8 @@ Shape opaque_dims();
   return x.sum(1, k);
 }
 
-[[graph::static]] Tensor float_dim(Tensor x, double d) {
-  return softmax(x, d);  // expect@21: the conversion from 'double' to 'int64_t' cannot be lowered yet
+[[graph::static]] Tensor float_dim(Tensor x, double d) {  // lowers
+  return softmax(x, d);  // the dim truncates: float_to_int, then a run-time attribute
 }
 
 [[graph::static]] Tensor not_an_op(Tensor x) {

@@ -9,6 +9,9 @@
 //   tensor_numel(%t)            int: its number of elements
 //   int_div(%a, %b)             int: C++'s a / b (truncating)
 //   int_mod(%a, %b)             int: C++'s a % b (the sign of a)
+//   int_to_float(%a)            float: static_cast<double>(a)
+//   float_to_int(%f)            int: static_cast<int64_t>(f), truncating; NaN or
+//                               a value outside int64 is an error (UB in C++)
 //   reshape_dyn(%t, %s0, ...)   Tensor: %t.reshape({%s0, ...}) (ints; -1 infers)
 //   slice_dyn{dim}(%t, %start, %end, %step)   Tensor: %t.slice(dim, ...)
 // Int lists known at run time (`x.sizes()`, a local `Shape`) are 1-D int64

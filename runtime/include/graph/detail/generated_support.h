@@ -160,6 +160,13 @@ inline int64_t int_mod(int64_t a, int64_t b) {
   if (b == 0) throw Error("integer remainder by zero: " + std::to_string(a) + " % 0");
   return b == -1 ? 0 : a % b;
 }
+// static_cast<int64_t>(v), where C++ leaves NaN and out-of-range values undefined.
+inline int64_t float_to_int(double v) {
+  // +-2^63 are exact doubles; [-2^63, 2^63) truncates into int64, NaN fails both tests.
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    throw Error("the conversion of " + std::to_string(v) + " to an integer is out of range");
+  return static_cast<int64_t>(v);
+}
 
 // An int list attribute known at run time, held in a 1-D int64 tensor (a
 // `Shape` member passed to the graph); interpreter_kernels.cpp.
