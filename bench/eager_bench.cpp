@@ -76,7 +76,7 @@ void per_op_small() {
   std::printf("median ratio LibTorch / cxxgraph: %.2f (target >= 3)\n", ratios[ratios.size() / 2]);
   (void)sink;
 #else
-  std::printf("(LibTorch not found: install libtorch-dev for the comparison)\n");
+  std::printf("(no LibTorch here: bench_suite and bench_libtorch compare per-op times, tools/bench.sh)\n");
 #endif
 }
 

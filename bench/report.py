@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Merges tools/bench.sh's measurements into one table of medians and ratios.
 
-  report.py --suite S.json --torchscript T.json --check C.json --build B.json
+  report.py --suite S.json [--libtorch L.json] --torchscript T.json --check C.json --build B.json
             [--markdown FILE] [--json FILE] [--note TEXT]
 
 S is bench_suite's Google Benchmark JSON (every repetition and the median
-aggregate), T the TorchScript script's, C bench_suite --check's (why a static
+aggregate), L bench_libtorch's (the same format), T the TorchScript script's, C bench_suite --check's (why a static
 column ran eagerly, as GRAPH_EXPLAIN=1 said; peak memory), B the build
 cost measured by tools/bench.sh. Prints the Markdown table to stdout too.
 """
@@ -151,12 +151,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     for f in ("suite", "torchscript", "check", "build"):
         ap.add_argument("--" + f, required=True)
+    ap.add_argument("--libtorch", help="bench_libtorch's Google Benchmark JSON")
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--note", default="")
     args = ap.parse_args()
     cells = load_suite(args.suite)
+    if args.libtorch:
+        cells.update(load_suite(args.libtorch))
     ts = json.load(open(args.torchscript))
+    global LIBRARIES  # the PyTorch columns name the version measured (the LibTorch column links the same wheel)
+    LIBRARIES = [(lib, f"{name} {ts['torch'].split('+')[0]}" if lib in ("libtorch", "torchscript") else name)
+                 for lib, name in LIBRARIES]
     for workload, c in ts["results"].items():
         cells[(workload, "torchscript")] = c
     check = json.load(open(args.check))

@@ -3,6 +3,8 @@
 //   GRAPH_EXPLAIN=1 bench_suite --check    as JSON: why each static column that did not
 //                                          run its graph ran eagerly, and the peak memory
 //                                          of eager vs static
+//   bench_suite --train-digest             losses and a parameter hash of a few MLP training
+//                                          steps (SGD, momentum, Adam; eager and static forward)
 // GRAPH_EXPLAIN makes every eager-mode call of an annotated function print a
 // line, which would distort the timings: only --check runs with it.
 #include "suite.h"
@@ -261,8 +263,8 @@ int main(int argc, char** argv) {
   graph::manual_seed(0);
   bench::register_cxxgraph();
   if (argc > 1 && std::strcmp(argv[1], "--check") == 0) return bench::print_check();
+  if (argc > 1 && std::strcmp(argv[1], "--train-digest") == 0) return bench::print_train_digest();
   bench::register_references();
-  bench::register_libtorch();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -28,8 +28,9 @@ void add_na(const std::string& workload, const std::string& library, const std::
 void add_cxxgraph(const std::string& workload, std::function<void()> call,
                   std::function<std::string()> check = nullptr);
 
-// The inputs, made once and shared by every library (LibTorch and the
-// reference loops read the same memory through from_blob / Eigen::Map).
+// The inputs, made once and shared by the cxxgraph and reference columns
+// (the reference loops read the same memory through Eigen::Map; LibTorch
+// runs in its own program, bench_libtorch, on inputs of the same shapes).
 struct Big { graph::Tensor x, y; };  // 16M float32 each
 struct Small { graph::Tensor a, b, m; };  // [64], [64], [8, 8]
 struct Lstm { graph::Tensor x, h, c, wx, wh, b; static constexpr int steps = 100; };
@@ -46,7 +47,7 @@ const Transformer& transformer_inputs();
 const Lenet& lenet_inputs();
 
 void register_cxxgraph();
+int print_train_digest();    // bench_suite --train-digest (workloads_cxxgraph.cpp)
 void register_references();  // hand-written loops, Eigen, cblas_sgemm
-void register_libtorch();    // or n/a when built without LibTorch
 
 }  // namespace bench

@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """The TorchScript column of tools/bench.sh: each workload of bench/models.cpp
-written in PyTorch and compiled with torch.jit.script, timed like bench_suite
+written in PyTorch and compiled with torch.jit.script (PyTorch 2.x from PyPI,
+in the venv tools/torch_venv.sh makes), timed like bench_suite
 (warm-up, repetitions of at least --min-time seconds, median time per call),
 with torch.set_num_threads(--threads). Writes JSON:
   {"torch": version, "threads": n, "results": {workload: {"median_s": t} or {"na": reason}}}
 """
 import argparse
 import json
+import re
 import statistics
 import time
 from typing import List
 
+import warnings
+
 import torch
 import torch.nn.functional as F
+
+# PyTorch 2.x deprecates torch.jit.script (for torch.compile); it still runs.
+warnings.filterwarnings("ignore", message=".*torch.jit.script.*is deprecated", category=FutureWarning)
 
 
 @torch.jit.script
@@ -204,11 +211,14 @@ def main():
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.2)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--only", default="", help="a regular expression: time only the workloads it matches")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     results = {}
     for name, call in workloads().items():
+        if not re.search(args.only, name):
+            continue
         grad = torch.enable_grad() if name == "mlp_train_step_b64" else torch.no_grad()
         with grad:
             results[name] = {"median_s": median_time(call, args.repetitions, args.min_time)}

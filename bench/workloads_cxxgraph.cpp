@@ -2,6 +2,9 @@
 // under Mode::Eager and Mode::Static (suite.h: add_cxxgraph).
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +94,43 @@ void training() {
 }
 
 }  // namespace
+
+// --train-digest: 5 steps of the MLP from the bench's weights with SGD, SGD
+// with momentum and Adam, each eager and with the static forward: the loss
+// of every step and a hash of the final parameters' bits. A change to the
+// training path that must keep values identical keeps this output identical.
+int print_train_digest() {
+  const auto run = [](graph::Mode mode, const char* name, const std::function<graph::optim::Optimizer*(
+                                                                std::vector<Tensor>&)>& make) {
+    graph::set_mode(mode);
+    const Mlp& m = mlp_inputs();
+    std::vector<Tensor> p{m.w1.clone(), m.b1.clone(), m.w2.clone(), m.b2.clone(), m.w3.clone(), m.b3.clone()};
+    for (Tensor& t : p) t.requires_grad_();
+    std::unique_ptr<graph::optim::Optimizer> opt(make(p));
+    std::printf("%s %s losses", mode == graph::Mode::Eager ? "eager " : "static", name);
+    for (int s = 0; s < 5; ++s) {
+      opt->zero_grad();
+      Tensor loss = mlp_loss(m.x, m.labels, p[0], p[1], p[2], p[3], p[4], p[5]);
+      loss.backward();
+      opt->step();
+      std::printf(" %.9g", loss.item<double>());
+    }
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the parameters' bytes
+    for (const Tensor& t : p) {
+      const auto* b = reinterpret_cast<const unsigned char*>(t.data_ptr<float>());
+      for (size_t i = 0; i < static_cast<size_t>(t.numel()) * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ull;
+    }
+    std::printf(" params %016llx\n", static_cast<unsigned long long>(h));
+  };
+  for (graph::Mode mode : {graph::Mode::Eager, graph::Mode::Static}) {
+    run(mode, "sgd     ", [](std::vector<Tensor>& p) { return new graph::optim::SGD(p, {.lr = 0.01}); });
+    run(mode, "momentum", [](std::vector<Tensor>& p) {
+      return new graph::optim::SGD(p, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4});
+    });
+    run(mode, "adam    ", [](std::vector<Tensor>& p) { return new graph::optim::Adam(p, {.lr = 1e-3}); });
+  }
+  return 0;
+}
 
 void register_cxxgraph() {
   elementwise();

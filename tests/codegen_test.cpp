@@ -1211,6 +1211,22 @@ TEST(PackedGemm, CacheHitsOnUnchangedWeightsWithTheSameBits) {
   EXPECT_TRUE(same_bits(first, third));
 }
 
+// Module parameters require grad. A call that records no tape (inference)
+// still packs them; only a forward run for a backward (graph_gemm.cpp) gives
+// trained weights the eager GEMM.
+TEST(PackedGemm, WeightsThatRequireGradArePackedForInference) {
+  graph::detail::clear_packed_gemm_cache();
+  MlpParams p = mlp_params(75);
+  for (Tensor* w : {&p.w1, &p.w2, &p.w3}) w->requires_grad_();
+  const Tensor x = values({64, 96}, 76);
+  using graph::detail::packed_gemm_stats;
+  const auto s0 = packed_gemm_stats();
+  for (int i = 0; i < 3; ++i) expect_near_reference(mlp_static(x, p), mlp_reference(x, p), "call " + std::to_string(i));
+  const auto s1 = packed_gemm_stats();
+  EXPECT_EQ(s1.packs - s0.packs, 3u);
+  EXPECT_EQ(s1.hits - s0.hits, 3u);
+}
+
 TEST(PackedGemm, InPlaceWeightUpdatesArePackedAgain) {
   MlpParams p = mlp_params(80);
   const Tensor x = values({64, 96}, 81);

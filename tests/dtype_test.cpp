@@ -92,4 +92,33 @@ TEST(SpecialValuesEager, ReluKeepsNaN) {
   EXPECT_TRUE(std::isnan(r.data_ptr<float>()[3]));
 }
 
+// A floating tensor times a bool mask of its shape (relu's backward) runs in
+// one pass: the same bits as the mask converted to 0/1 and multiplied, either
+// operand order, with signed zeros, inf and NaN; a strided mask takes the
+// generic path. Large enough (2 * 64K elements) to split across threads.
+TEST(SpecialValuesEager, MaskProductMatchesConvertedMask) {
+  const int64_t n = 1 << 17;
+  for (DType dt : {graph::kFloat32, graph::kFloat64}) {
+    graph::Tensor x = graph::randn({2, n / 2}, dt) * 3.0;
+    graph::Tensor mask = graph::empty({2, n / 2}, graph::kBool);
+    for (int64_t i = 0; i < n; ++i) mask.data_ptr<bool>()[i] = (i * 7919) % 3 != 0;
+    graph::Tensor special = x.reshape({-1}).slice(0, 0, 4);
+    special.copy_(graph::tensor({-0.0, std::numeric_limits<double>::infinity(), -2.5,
+                                 std::numeric_limits<double>::quiet_NaN()}).to(dt));
+    mask.data_ptr<bool>()[0] = false;  // -0 * 0
+    mask.data_ptr<bool>()[1] = false;  // inf * 0: NaN
+    const graph::Tensor want = x * mask.to(dt);
+    for (const graph::Tensor& got : {x * mask, mask * x, x * mask.t().contiguous().t()}) {
+      ASSERT_EQ(got.dtype(), dt);
+      ASSERT_EQ(got.sizes(), want.sizes());
+      const graph::Tensor g = got.contiguous().to(graph::kFloat64), w = want.to(graph::kFloat64);
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = g.data_ptr<double>()[i], b = w.data_ptr<double>()[i];
+        ASSERT_TRUE((std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)))
+            << graph::dtype_name(dt) << " element " << i << ": " << a << " vs " << b;
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark suite in one command: builds what it needs, then measures every
 # workload of bench/ as cxxgraph eager, cxxgraph static, LibTorch, TorchScript
+# (both PyTorch 2.x from PyPI, in the venv tools/torch_venv.sh makes once)
 # and a hand-written reference, the peak memory of eager vs static, and the
 # build cost of the generator; prints one table of medians and ratios.
 #
@@ -29,10 +30,15 @@ mkdir -p "$out"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cores=$(nproc --all)
 
-tools/setup.sh --bench  # Google Benchmark, Eigen, LibTorch: not in the default install
-echo "== bench: building bench_suite ($build)"
-[ -f "$build/build.ninja" ] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" --target bench_suite bench_models_plain
+tools/setup.sh --bench  # Google Benchmark, Eigen, python3-venv: not in the default install
+echo "== bench: PyTorch from PyPI (tools/torch_venv.sh)"
+torch_python=$(tools/torch_venv.sh)
+torch_dir=$("$torch_python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+echo "== bench: building bench_suite ($build) against $torch_dir"
+generator=()
+[ -f "$build/build.ninja" ] || generator=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+cmake -S . -B "$build" "${generator[@]}" -DCXXGRAPH_TORCH_DIR="$torch_dir" >/dev/null
+cmake --build "$build" --target bench_suite bench_models_plain bench_libtorch
 
 # Build cost: each step's own command, as ninja runs it, without ccache.
 echo "== bench: build cost of bench/models.cpp ($build_runs run(s) per step)"
@@ -71,10 +77,15 @@ echo "== bench: C++ workloads ($threads thread(s), $reps repetitions of >= $min_
   --benchmark_display_aggregates_only=true \
   --benchmark_out="$out/suite.json" --benchmark_out_format=json | tee "$out/suite.log" | grep --line-buffered -E '_median|ERROR'
 
+echo "== bench: LibTorch $("$torch_python" -c 'import torch; print(torch.__version__)') (bench_libtorch, its own process)"
+"$build/bench/bench_libtorch" --benchmark_repetitions=$reps --benchmark_min_time=$min_time \
+  --benchmark_display_aggregates_only=true \
+  --benchmark_out="$out/libtorch.json" --benchmark_out_format=json | tee "$out/libtorch.log" | grep --line-buffered -E '_median|ERROR'
+
 echo "== bench: which static graphs ran (GRAPH_EXPLAIN=1), peak memory"
 GRAPH_EXPLAIN=1 "$build/bench/bench_suite" --check >"$out/check.json" 2>"$out/check.log"
 echo "== bench: TorchScript"
-/usr/bin/python3 bench/torchscript_bench.py --threads "$threads" --repetitions $reps --min-time $min_time \
+"$torch_python" bench/torchscript_bench.py --threads "$threads" --repetitions $reps --min-time $min_time \
   --json "$out/torchscript.json"
 
 note="Measured $(date -u +%Y-%m-%d) by \`tools/bench.sh$( ((quick)) && echo ' --quick')\` on $cores cores \
@@ -82,6 +93,7 @@ note="Measured $(date -u +%Y-%m-%d) by \`tools/bench.sh$( ((quick)) && echo ' --
 $reps repetitions of >= $min_time s each, medians; load average $load_before before, \
 $(cut -d' ' -f1-3 /proc/loadavg) after (a shared machine: other builds ran meanwhile)."
 echo "== bench: results"
-/usr/bin/python3 bench/report.py --suite "$out/suite.json" --torchscript "$out/torchscript.json" \
+/usr/bin/python3 bench/report.py --suite "$out/suite.json" --libtorch "$out/libtorch.json" \
+  --torchscript "$out/torchscript.json" \
   --check "$out/check.json" --build "$out/build.json" --note "$note" \
   ${markdown:+--markdown "$markdown"} ${json:+--json "$json"}

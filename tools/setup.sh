@@ -4,9 +4,10 @@
 #
 #   tools/setup.sh           what building and testing need (tools/dev.sh)
 #   tools/setup.sh --bench   that, plus the benchmarks' comparison libraries
-#                            (tools/bench.sh): Google Benchmark, Eigen,
-#                            LibTorch and PyTorch, whose Debian packages pull in
-#                            OpenCV, Qt, GDAL and FFmpeg: kept out of the default
+#                            (tools/bench.sh): Google Benchmark, Eigen, and
+#                            python3-venv for the venv with PyTorch 2.x from
+#                            PyPI that tools/torch_venv.sh makes (LibTorch and
+#                            TorchScript columns); kept out of the default
 #                            install, the build skips what needs them.
 #   tools/setup.sh --onnx    that, plus libonnx-dev and python3-venv: the ONNX
 #                            export (graph-export, docs/onnx.md) and its tests,
@@ -18,7 +19,7 @@ for arg in "$@"; do
   case "$arg" in
     --bench) bench=1 ;;
     --onnx) onnx=1 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'; tools/setup.sh --help shows the usage" >&2; exit 2 ;;
   esac
 done
@@ -37,7 +38,7 @@ packages=(
 if ((bench)); then
   packages+=(
     libbenchmark-dev libeigen3-dev       # bench_suite: Google Benchmark, the Eigen reference
-    libtorch-dev python3-torch           # the LibTorch and TorchScript columns
+    python3-venv                         # tools/torch_venv.sh: PyTorch 2.x from PyPI (LibTorch, TorchScript)
   )
 fi
 if ((onnx)); then

@@ -22,9 +22,24 @@ thread_local std::vector<std::function<void()>>* final_callbacks = nullptr;
 
 bool tracks_grad(const Tensor& t) { return t.defined() && t.autograd_meta() && t.autograd_meta()->requires_grad; }
 
+// True when `g` is the only handle on all of its storage: nothing else can
+// see it, so it may become a leaf's .grad without a copy.
+bool sole_owner(const Tensor& g) {
+  const auto& s = g.storage();
+  return s && s.use_count() == 1 && g.storage_offset() == 0 && g.is_contiguous() &&
+         static_cast<size_t>(g.numel()) * element_size(g.dtype()) == s->nbytes;
+}
+
 // Adds `g` into a leaf's gradient. Gradients are plain values: no history.
-void accumulate(AutogradMeta& leaf, const Tensor& g) {
-  leaf.grad = leaf.grad.defined() ? leaf.grad + g : g.clone();
+// The first gradient is taken as is where nothing else holds its storage
+// (as PyTorch's AccumulateGrad steals it), else copied, so an in-place edit
+// of .grad never reaches another tensor.
+void accumulate(AutogradMeta& leaf, Tensor g) {
+  if (leaf.grad.defined()) {
+    leaf.grad = leaf.grad + g;
+    return;
+  }
+  leaf.grad = sole_owner(g) ? g.detach() : g.clone();
 }
 
 // Nodes reachable from `roots` without entering `blocked` ones, each with
@@ -49,9 +64,9 @@ std::unordered_map<Node*, int> dependencies(const std::vector<Node*>& roots,
 }
 
 // Takes a gradient arriving along an edge (summed to the input's shape and
-// dtype): true when it ends there (a leaf, a captured target), false when it
-// flows on into the edge's node.
-using EdgeSink = std::function<bool(const Edge&, const Tensor&)>;
+// dtype): true when it ends there (a leaf, a captured target; the sink may
+// then move it away), false when it flows on into the edge's node.
+using EdgeSink = std::function<bool(const Edge&, Tensor&)>;
 
 // Runs a leaf's post-accumulate hooks (its gradient is final for this pass).
 void run_post_accumulate_hooks(AutogradMeta& leaf) {
@@ -103,7 +118,7 @@ void run_backward(std::unordered_map<Node*, std::vector<Tensor>> grads, const st
       const Edge& e = n->next[i];
       if (!e.fn && !e.leaf) continue;
       const bool flows = e.fn && !blocked.count(e.fn.get());
-      Tensor gi = i < in_grads.size() ? in_grads[i] : Tensor();
+      Tensor gi = i < in_grads.size() ? std::move(in_grads[i]) : Tensor();
       if (gi.defined()) {
         gi = sum_to(gi, e.sizes);
         if (gi.dtype() != e.dtype) gi = gi.to(e.dtype);
@@ -247,9 +262,9 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     std::unordered_map<Node*, std::vector<Tensor>> seeds;
     seeds[meta->grad_fn.get()].resize(meta->grad_fn->num_outputs);
     seeds[meta->grad_fn.get()][meta->output_nr] = g.detach();
-    run_backward(std::move(seeds), {}, [](const Edge& e, const Tensor& gi) {
+    run_backward(std::move(seeds), {}, [](const Edge& e, Tensor& gi) {
       if (!e.leaf) return false;
-      accumulate(*e.leaf, gi);
+      accumulate(*e.leaf, std::move(gi));
       return true;
     }, retain_graph, /*leaf_hooks=*/true);
   }
@@ -312,7 +327,7 @@ std::vector<Tensor> grad_at(const std::vector<Tensor>& outputs, const std::vecto
     }
   }
   if (!seeds.empty())
-    run_backward(std::move(seeds), blocked, [&](const Edge& e, const Tensor& gi) {
+    run_backward(std::move(seeds), blocked, [&](const Edge& e, Tensor& gi) {
       if (auto k = target_of(e.fn.get(), e.output_nr, e.leaf.get())) {
         add(*k, gi);
         return true;

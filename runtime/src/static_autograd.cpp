@@ -33,6 +33,10 @@ bool fail(std::string* why, std::string reason) {
 
 bool tracks_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
+// Set while a forward runs for a backward (run_with_grad): graph_gemm.cpp
+// then gives trained weights the eager GEMM rather than packing them.
+thread_local bool t_forward_with_grad = false;
+
 // What the backward needs to stand in a zero gradient for an output no
 // gradient reached (the backward graph takes one defined tensor per output).
 struct OutputInfo {
@@ -44,6 +48,8 @@ struct OutputInfo {
 Tensor zero_grad_for(const OutputInfo& o) { return o.tensor ? zeros(o.sizes, o.dtype) : zeros({}, kFloat32); }
 
 }  // namespace
+
+bool forward_with_grad() { return t_forward_with_grad; }
 
 void register_gradient(CompiledGradient* g) {
   GradientRegistry& r = gradient_registry();
@@ -87,6 +93,11 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
   std::vector<Arg> results(n_out + d->num_saved);
   {
     NoGradGuard no_grad;
+    struct Flag {
+      bool prev = t_forward_with_grad;
+      Flag() { t_forward_with_grad = true; }
+      ~Flag() { t_forward_with_grad = prev; }
+    } flag;
     if (!d->forward(in, n_in, results.data(), why)) return fail(why, "a guard failed: " + (why ? *why : ""));
   }
   auto saved = std::make_shared<const std::vector<Arg>>(std::make_move_iterator(results.begin() + n_out),

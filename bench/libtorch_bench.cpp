@@ -1,0 +1,208 @@
+// bench_libtorch: the LibTorch column of tools/bench.sh, each workload of
+// bench/models.cpp written with ATen ops as a LibTorch C++ user would, timed
+// as bench_suite times the others (Google Benchmark, "<workload>/libtorch",
+// two warm-up calls), with at::set_num_threads(CXXGRAPH_BENCH_THREADS).
+//
+// A program of its own, linked with the PyTorch 2.x wheel's libtorch_cpu and
+// nothing of cxxgraph: libtorch_cpu exports its own oneDNN (dnnl_*) and MKL's
+// BLAS (sgemm_, cblas_*). In one process with the runtime's oneDNN and
+// OpenBLAS, whichever library comes first on the link line serves the other's
+// calls: ATen's GEMMs then ran OpenBLAS's SSE3 kernels (4x slower), or the
+// runtime's dnnl_sgemm ran the wheel's oneDNN and failed. So the inputs are
+// its own, of the same shapes and distributions as bench/suite.cpp's (as the
+// TorchScript column's are).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <c10/core/GradMode.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+int threads() {
+  const char* e = std::getenv("CXXGRAPH_BENCH_THREADS");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : 1;
+}
+
+void add(const std::string& workload, std::function<void()> call) {
+  benchmark::RegisterBenchmark((workload + "/libtorch").c_str(),
+                               [call](benchmark::State& state) {
+                                 for (int i = 0; i < 2; ++i) call();  // warm-up, as bench_suite
+                                 for (auto _ : state) call();
+                               })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+
+void keep(const at::Tensor& t) { benchmark::DoNotOptimize(t.data_ptr()); }
+
+// randn scaled by 1/sqrt(fan_in), as bench/suite.cpp's weights.
+at::Tensor weight(at::IntArrayRef shape, int64_t fan_in) { return at::randn(shape) / std::sqrt(double(fan_in)); }
+
+const at::Tensor& big_x() {
+  static const at::Tensor t = at::rand({16 << 20});
+  return t;
+}
+const at::Tensor& big_y() {
+  static const at::Tensor t = at::rand({16 << 20});
+  return t;
+}
+
+void elementwise() {
+  static const at::Tensor& x = big_x();
+  static const at::Tensor& y = big_y();
+  add("copy_16M", [] { keep(x.clone()); });
+  add("triad_16M", [] { keep(x + y * 1.5); });
+  add("chain8_16M", [] {
+    at::Tensor t = x + y;
+    t = t * 0.5;
+    t = at::relu(t);
+    t = t - y;
+    t = at::tanh(t);
+    t = at::exp(t);
+    t = at::sigmoid(t);
+    keep(-t);
+  });
+  add("sum_16M", [] { keep(x.sum()); });
+  add("mse_16M", [] { keep(((x - y) * (x - y)).mean()); });
+  static const at::Tensor x2 = x.reshape({16384, 1024}), y2 = y.reshape({16384, 1024});
+  add("rowsum_16M", [] { keep(at::relu(x2 * y2 + 1).sum(-1)); });
+}
+
+void small_ops() {
+  static const at::Tensor a = at::rand({64}), b = at::rand({64}), m = at::rand({8, 8});
+  add("op64_add", [] { keep(a + b); });
+  add("op64_relu", [] { keep(at::relu(a)); });
+  add("op64_tanh", [] { keep(at::tanh(a)); });
+  add("op64_sum", [] { keep(a.sum()); });
+  add("op64_softmax", [] { keep(at::softmax(a, 0)); });
+  add("op_matmul_8x8", [] { keep(at::matmul(m, m)); });
+}
+
+at::Tensor lstm(const at::Tensor& x, at::Tensor h, at::Tensor c, const at::Tensor& wx, const at::Tensor& wh,
+                const at::Tensor& b, int steps) {
+  constexpr int H = 64;
+  at::Tensor xw = at::matmul(x, wx) + b;
+  for (int i = 0; i < steps; ++i) {
+    at::Tensor gates = xw + at::matmul(h, wh);
+    at::Tensor in = at::sigmoid(gates.slice(1, 0, H));
+    at::Tensor forget = at::sigmoid(gates.slice(1, H, 2 * H));
+    at::Tensor cell = at::tanh(gates.slice(1, 2 * H, 3 * H));
+    at::Tensor out = at::sigmoid(gates.slice(1, 3 * H, 4 * H));
+    c = forget * c + in * cell;
+    h = out * at::tanh(c);
+  }
+  return h;
+}
+
+struct MlpParams { at::Tensor w1, b1, w2, b2, w3, b3; };
+
+at::Tensor mlp_input() { return at::rand({64, 784}); }
+MlpParams mlp_params() {
+  return {weight({512, 784}, 784), weight({512}, 784), weight({512, 512}, 512),
+          weight({512}, 512),      weight({10, 512}, 512), weight({10}, 512)};
+}
+
+at::Tensor mlp_logits(const at::Tensor& x, const MlpParams& p) {
+  at::Tensor h = at::relu(at::linear(x, p.w1, p.b1));
+  h = at::relu(at::linear(h, p.w2, p.b2));
+  return at::linear(h, p.w3, p.b3);
+}
+
+at::Tensor transformer(const at::Tensor& x, const std::vector<at::Tensor>& p) {
+  constexpr int D = 256, Heads = 4, Dh = 64;
+  at::Tensor n1 = at::layer_norm(x, {D}, p[0], p[1], 1e-5);
+  at::Tensor q = at::linear(n1, p[2], p[3]).reshape({8, 64, Heads, Dh}).transpose(1, 2);
+  at::Tensor k = at::linear(n1, p[4], p[5]).reshape({8, 64, Heads, Dh}).transpose(1, 2);
+  at::Tensor v = at::linear(n1, p[6], p[7]).reshape({8, 64, Heads, Dh}).transpose(1, 2);
+  at::Tensor probs = at::softmax(at::matmul(q, k.transpose(2, 3)) * 0.125, 3);
+  at::Tensor ctx = at::matmul(probs, v).transpose(1, 2).reshape({8, 64, D});
+  at::Tensor r1 = x + at::linear(ctx, p[8], p[9]);
+  at::Tensor n2 = at::layer_norm(r1, {D}, p[10], p[11], 1e-5);
+  return r1 + at::linear(at::gelu(at::linear(n2, p[12], p[13])), p[14], p[15]);
+}
+
+at::Tensor lenet(const at::Tensor& x, const std::vector<at::Tensor>& p) {
+  at::Tensor h = at::max_pool2d(at::relu(at::conv2d(x, p[0], p[1])), {2, 2});
+  h = at::max_pool2d(at::relu(at::conv2d(h, p[2], p[3])), {2, 2});
+  h = at::relu(at::linear(h.flatten(1), p[4], p[5]));
+  h = at::relu(at::linear(h, p[6], p[7]));
+  return at::linear(h, p[8], p[9]);
+}
+
+void models() {
+  add("lstm_h64_100steps", [] {
+    static const at::Tensor x = at::randn({1, 64}), h = at::randn({1, 64}), c = at::randn({1, 64}),
+                            wx = weight({64, 256}, 64), wh = weight({64, 256}, 64), b = weight({256}, 64);
+    keep(lstm(x, h, c, wx, wh, b, 100));
+  });
+  for (int n : {256, 1024}) {
+    add("sgemm_" + std::to_string(n), [n] {
+      static const at::Tensor a256 = at::rand({256, 256}), b256 = at::rand({256, 256});
+      static const at::Tensor a1024 = at::rand({1024, 1024}), b1024 = at::rand({1024, 1024});
+      keep(n == 256 ? at::matmul(a256, b256) : at::matmul(a1024, b1024));
+    });
+  }
+  add("mlp_infer_b64", [] {
+    static const at::Tensor x = mlp_input();
+    static const MlpParams p = mlp_params();
+    keep(at::log_softmax(mlp_logits(x, p), 1));
+  });
+  add("transformer_b8_s64_d256", [] {
+    constexpr int D = 256, F = 1024;
+    static const at::Tensor x = at::randn({8, 64, D});
+    static const std::vector<at::Tensor> p{at::ones({D}), at::zeros({D}), weight({D, D}, D), weight({D}, D),
+                                           weight({D, D}, D), weight({D}, D), weight({D, D}, D), weight({D}, D),
+                                           weight({D, D}, D), weight({D}, D), at::ones({D}), at::zeros({D}),
+                                           weight({F, D}, D), weight({F}, D), weight({D, F}, F), weight({D}, F)};
+    keep(transformer(x, p));
+  });
+  add("lenet_b64", [] {
+    static const at::Tensor x = at::rand({64, 1, 28, 28});
+    static const std::vector<at::Tensor> p{weight({6, 1, 5, 5}, 25), weight({6}, 25),   weight({16, 6, 5, 5}, 150),
+                                           weight({16}, 150),        weight({120, 256}, 256), weight({120}, 256),
+                                           weight({84, 120}, 120),   weight({84}, 120),  weight({10, 84}, 84),
+                                           weight({10}, 84)};
+    keep(lenet(x, p));
+  });
+}
+
+// One SGD step (lr 0.01), as torch::optim::SGD does it: zero_grad (PyTorch
+// 2.x sets the gradients to none), forward, backward, p -= lr * grad.
+void training() {
+  add("mlp_train_step_b64", [] {
+    static const at::Tensor x = mlp_input(), labels = (at::rand({64}) * 10).to(at::kLong);
+    static MlpParams p = [] {
+      MlpParams q = mlp_params();
+      for (at::Tensor* t : {&q.w1, &q.b1, &q.w2, &q.b2, &q.w3, &q.b3}) *t = t->clone().requires_grad_();
+      return q;
+    }();
+    at::Tensor* params[] = {&p.w1, &p.b1, &p.w2, &p.b2, &p.w3, &p.b3};
+    for (at::Tensor* t : params) t->mutable_grad() = at::Tensor();
+    at::Tensor loss = at::cross_entropy_loss(mlp_logits(x, p), labels);
+    loss.backward();
+    c10::NoGradGuard no_grad;
+    for (at::Tensor* t : params) t->sub_(t->grad(), 0.01);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  at::manual_seed(0);
+  at::set_num_threads(threads());
+  elementwise();
+  small_ops();
+  models();
+  training();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
