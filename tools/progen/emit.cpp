@@ -109,7 +109,8 @@ std::string emit_case(const Function& f) {
   for (const auto& [n, s] : f.host_variants) hosts += "{" + std::to_string(n) + ", " + std::to_string(s) + "}, ";
   char tol[32];
   std::snprintf(tol, sizeof tol, "%g", f.tol);
-  return "  {\"" + f.name + "\", {" + inputs + "}, {" + hosts + "}, " + tol +
+  return "  {\"" + f.name + "\", {" + inputs + "}, {" + hosts + "}, " + tol + ", " +
+         (f.grad_runs_eagerly ? "true" : "false") + ", \"" + f.known + "\"" +
          ", [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(" + f.name + "(" + args +
          "n, s)); }},\n";
 }

@@ -21,6 +21,7 @@ struct Val {
   double bound = 1;
   bool grad = false;
   std::set<std::string> reads;
+  bool host = false;  // a C++ scalar (literal or host variable), not a tensor
 };
 
 struct Var {
@@ -74,8 +75,9 @@ class Gen {
   std::vector<HostVar> hosts_;
   std::vector<graph::OpId> ops_;  // the generatable ops, drawn uniformly
   int next_id_ = 0, next_var_ = 0;
+  bool in_loop_ = false;  // the statement being drawn is in a loop body
 
-  std::vector<Stmt> block(int depth, int loop_depth, int count);
+  std::vector<Stmt> block(int depth, int loop_depth, int count, bool keep_scope = false);
   std::optional<Stmt> statement(int depth, int loop_depth);
   Stmt decl();
   std::optional<Stmt> reassign(const std::string& loop_var);

@@ -64,7 +64,7 @@ Val Gen::op(OpId id, std::string code, Dims shape, double bound, std::vector<con
 }
 
 Val Gen::bounded(Val v, double limit) {
-  if (v.bound <= limit) return v;
+  if (v.bound <= limit || v.host) return v;  // host scalars are small already
   return op(OpId::tanh, "tanh(" + v.code + ")", v.shape, 1, {&v});
 }
 
@@ -95,7 +95,7 @@ Val Gen::leaf() {
 
 Val Gen::host_scalar(bool positive) {
   const HostVar& h = hosts_[uni(0, hosts_.size() - 1)];
-  Val v{h.name, {}, VType::Float, h.bound, false, {h.name}};
+  Val v{h.name, {}, VType::Float, h.bound, false, {h.name}, true};
   f.cov.constructs.insert(h.is_int ? "host_int_in_tensor_expr" : "host_double_in_tensor_expr");
   if (positive) {  // a divisor or a base: at least 1
     v.code = h.is_int ? "(" + h.name + " * " + h.name + " + 1)" : "(" + h.name + " * " + h.name + " + 1.0)";
@@ -265,6 +265,8 @@ Stmt Gen::host_decl() {
     return simple("int " + name + " = " + e + ";", {a.name});
   }
   const double c = std::uniform_real_distribution<double>(0.1, 1.0)(rng);
+  // docs/gradients.md: a host float computed in a loop body has no static backward.
+  if (in_loop_) f.grad_runs_eagerly = true;
   hosts_.push_back({name, false, a.bound * c + 1});
   f.cov.constructs.insert("host_double_arith");
   return simple("double " + name + " = " + a.name + " * " + fmt(c) + " - 1.0;", {a.name});

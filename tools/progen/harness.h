@@ -26,6 +26,8 @@ struct Case {
   std::vector<InputSpec> inputs;
   std::vector<std::pair<int, double>> hosts;  // the (n, s) variants
   double tol;                                 // forward; gradients 10x
+  bool grad_runs_eagerly;                     // a documented refusal of the static backward
+  const char* known;                          // a known finding its grad calls hit, or ""
   RunFn run;
 };
 

@@ -75,7 +75,7 @@ Val Gen::apply(OpId id, int depth) {
     } else if (kind == 1) {
       const double v = std::uniform_real_distribution<double>(-2, 2)(rng);
       c = Val{fmt(id == OpId::div || id == OpId::pow ? std::fabs(v) + 0.5 : v), {}, VType::Float, std::fabs(v) + 0.5,
-              false, {}};
+              false, {}, true};
     } else {
       c = broadcast_operand(a.shape, depth);
       if (id == OpId::div && !c.reads.empty()) {

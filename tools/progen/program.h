@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/op_table.h"
+#include "graph/op_properties.h"
 
 namespace progen {
 
@@ -50,6 +50,10 @@ struct Function {
   std::vector<Stmt> body;
   std::vector<std::pair<int, double>> host_variants;  // (n, s) the harness calls with
   double tol = 1e-5;                                   // forward; gradients 10x
+  // Calls with grad run eagerly, as docs/gradients.md documents (a loop in
+  // a loop, a host float computed in a loop body): not a finding.
+  bool grad_runs_eagerly = false;
+  std::string known;  // a known finding its grad calls hit (docs/fuzzing.md), or ""
   Coverage cov;
 };
 

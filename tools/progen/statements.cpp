@@ -9,11 +9,12 @@ namespace progen {
 
 using graph::OpId;
 
-std::vector<Stmt> Gen::block(int depth, int loop_depth, int count) {
+std::vector<Stmt> Gen::block(int depth, int loop_depth, int count, bool keep_scope) {
   const size_t vars = vars_.size(), hosts = hosts_.size();
   std::vector<Stmt> out;
   for (int i = 0; i < count; ++i)
     if (auto s = statement(depth, loop_depth)) out.push_back(std::move(*s));
+  if (keep_scope) return out;  // the function's body: its variables reach the result
   // Variables declared in the block end with it; those it never used still
   // reach the result through the enclosing block's reassignment below.
   std::vector<Var> dying(vars_.begin() + vars, vars_.end());
@@ -38,6 +39,7 @@ std::vector<Stmt> Gen::block(int depth, int loop_depth, int count) {
 }
 
 std::optional<Stmt> Gen::statement(int depth, int loop_depth) {
+  in_loop_ = loop_depth > 0;
   const int r = uni(0, 19);
   if (r < 8 || vars_.empty()) return decl();
   if (r < 10) return reassign(loop_depth > 0 ? "i" + std::to_string(loop_depth - 1) : "");
@@ -85,6 +87,7 @@ Stmt Gen::if_stmt(int depth, int loop_depth, bool on_tensor) {
 }
 
 Stmt Gen::for_stmt(int depth, int loop_depth) {
+  if (loop_depth > 0) f.grad_runs_eagerly = true;  // docs/gradients.md: a Loop inside a Loop
   Stmt s;
   s.kind = Stmt::Loop;
   s.id = next_id_++;
@@ -102,18 +105,26 @@ Stmt Gen::for_stmt(int depth, int loop_depth) {
   return s;
 }
 
-// while (tensor condition) with a trip counter that breaks after a few trips.
+// while (mean(x) > c + t * step), t counting the trips: x stays within its
+// bound, so after `trips` trips the condition is false; no break needed.
 Stmt Gen::while_stmt(int depth, int loop_depth) {
+  if (loop_depth > 0) f.grad_runs_eagerly = true;
   Stmt s;
   s.kind = Stmt::Loop;
   s.id = next_id_++;
   const std::string t = "t" + std::to_string(next_var_++);
   s.prefix = "int " + t + " = 0;";
-  s.text = "while (" + condition(*this, true, &s.reads, hosts_) + ")";
-  // The trip bound first, so a `continue` below cannot skip it.
+  Val x = leaf();
+  const int trips = uni(1, 3);
+  const double c = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+  const double step = (2 * std::max(x.bound, 1.0) + 1) / trips;
+  Val m = op(OpId::mean, "mean(" + x.code + ")", {}, x.bound, {&x});
+  op(OpId::gt, "", {}, 1, {&m}, VType::Bool);
+  s.text = "while (" + m.code + " > " + fmt(c) + " + " + t + " * " + fmt(step + 0.01) + ")";
+  s.reads = m.reads;
+  s.reads.insert(t);
   const std::string i = "i" + std::to_string(loop_depth);
-  for (std::string text : {"if (" + t + " >= " + std::to_string(uni(1, 3)) + ") break;", "int " + i + " = " + t + ";",
-                           t + " = " + t + " + 1;"}) {
+  for (std::string text : {"int " + i + " = " + t + ";", t + " = " + t + " + 1;"}) {
     s.body.push_back(simple(text, {t}));
     s.body.back().keep = true;
   }
@@ -122,7 +133,6 @@ Stmt Gen::while_stmt(int depth, int loop_depth) {
   hosts_.pop_back();
   for (Stmt& st : body) s.body.push_back(std::move(st));
   f.cov.constructs.insert("while_tensor_condition");
-  f.cov.constructs.insert("break");
   return s;
 }
 
@@ -132,6 +142,10 @@ Stmt Gen::exit_stmt(int loop_depth) {
   s.kind = Stmt::If;
   s.id = next_id_++;
   s.text = "if (" + condition(*this, coin(0.4), &s.reads, hosts_) + ")";
+  // Known finding K1 (docs/fuzzing.md): a loop body that can leave early has
+  // no static backward yet; such functions still run, and their grad calls
+  // are counted as K1 instead of failing.
+  if (loop_depth > 0) f.known = "K1";
   if (loop_depth > 0 && coin(0.7)) {
     const bool brk = coin();
     s.body.push_back(simple(brk ? "break;" : "continue;"));
@@ -194,7 +208,7 @@ Function Gen::run() {
   for (int v = 0; v < 3; ++v)
     f.host_variants.push_back({uni(0, 4), std::uniform_real_distribution<double>(-1.5, 1.5)(rng)});
 
-  f.body = block(0, 0, uni(3, 8));
+  f.body = block(0, 0, uni(3, 8), true);
   // Every variable reaches a result: nothing drawn is dead code.
   std::vector<Var*> all;
   for (Var& v : vars_) all.push_back(&v);
