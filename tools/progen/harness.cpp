@@ -163,22 +163,34 @@ struct Checker {
   }
 };
 
+std::vector<const Case*>& registered() {
+  static std::vector<const Case*> cases;
+  return cases;
+}
+
 }  // namespace
+
+Registrar::Registrar(const Case* cases, size_t num_cases) {
+  for (size_t i = 0; i < num_cases; ++i) registered().push_back(&cases[i]);
+}
 
 int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv) {
   const char* only = nullptr;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+  std::vector<const Case*> all;
+  for (size_t i = 0; i < num_cases; ++i) all.push_back(&cases[i]);
+  all.insert(all.end(), registered().begin(), registered().end());
   int findings = 0, ran = 0;
-  for (size_t i = 0; i < num_cases; ++i) {
-    if (only && std::strcmp(only, cases[i].name) != 0) continue;
-    std::printf("case %s\n", cases[i].name);
+  for (const Case* c : all) {
+    if (only && std::strcmp(only, c->name) != 0) continue;
+    std::printf("case %s\n", c->name);
     std::fflush(stdout);  // a crash names the case it happened in
-    Checker ch{cases[i], seed};
+    Checker ch{*c, seed};
     ch.run();
     findings += ch.findings;
-    if (ch.known) std::printf("known finding %s (docs/fuzzing.md): %s's grad calls ran eagerly %d times\n",
-                              cases[i].known, cases[i].name, ch.known);
+    if (ch.known) std::printf("known finding %s (docs/fuzzing.md): %s's grad calls ran eagerly %d times\n", c->known,
+                              c->name, ch.known);
     ++ran;
   }
   const int isas = graph::cpu::best_isa() - graph::cpu::kBaseline + 1;

@@ -37,6 +37,12 @@ std::vector<graph::Tensor> outputs(const std::tuple<T...>& t) {
   return std::apply([](const auto&... x) { return std::vector<graph::Tensor>{x...}; }, t);
 }
 
+// Cases compiled into the same binary besides the generated ones (the
+// findings' regression cases, findings/findings.cpp); run after them.
+struct Registrar {
+  Registrar(const Case* cases, size_t num_cases);
+};
+
 // Runs every case; prints one line per finding and a summary. Returns 0 when
 // there was no finding. Arguments: --only NAME.
 int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv);

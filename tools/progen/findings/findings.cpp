@@ -1,0 +1,41 @@
+// Findings of the random-program runs (docs/fuzzing.md), each reduced to a
+// small function and kept here as a regression case: the progen_short test
+// runs them with the generated batch, through the same harness.
+#include <graph/graph.h>
+
+#include "harness.h"
+
+namespace progen_findings {
+using namespace graph;
+
+// K1 (open): a loop body that can leave early (break, continue, return) gets
+// a bool skip flag the static backward cannot save per iteration yet, so
+// calls with grad run the eager body (values and gradients still right).
+// Reduced from seed 1, function pg14 (a while loop with a break).
+[[graph::static]] Tensor k1_break_grad(const Tensor& x, int n, double) {
+  Tensor h = x;
+  for (int i = 0; i < n; ++i) {
+    if (i == 2) break;
+    h = tanh(h * 0.5 + x);
+  }
+  return h;
+}
+
+[[graph::static]] Tensor k1_continue_grad(const Tensor& x, int n, double) {
+  Tensor h = x;
+  for (int i = 0; i < n; ++i) {
+    if (i == 1) continue;
+    h = tanh(h * 0.5 + x);
+  }
+  return h;
+}
+
+const progen::Case kCases[] = {
+    {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "K1",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
+    {"k1_continue_grad", {{"x0", {3}, false, 0}}, {{0, 0.0}, {3, 0.0}}, 1e-5, false, "K1",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_continue_grad(in[0], n, s)); }},
+};
+const progen::Registrar kRegistrar(kCases, std::size(kCases));
+
+}  // namespace progen_findings
