@@ -8,10 +8,11 @@
 namespace progen_findings {
 using namespace graph;
 
-// K1 (open): a loop body that can leave early (break, continue, return) gets
-// a bool skip flag the static backward cannot save per iteration yet, so
-// calls with grad run the eager body (values and gradients still right).
-// Reduced from seed 1, function pg14 (a while loop with a break).
+// K1 (open): a bool computed in a loop body (the skip flag of a break,
+// continue or return; the condition of an if) is needed by the backward once
+// per iteration, and the static backward cannot save bools yet, so calls
+// with grad run the eager body (values and gradients still right).
+// Reduced from seed 1, pg14 (a break) and seed 100, pg11 (an if on n).
 [[graph::static]] Tensor k1_break_grad(const Tensor& x, int n, double) {
   Tensor h = x;
   for (int i = 0; i < n; ++i) {
@@ -30,11 +31,21 @@ using namespace graph;
   return h;
 }
 
+[[graph::static]] Tensor k1_if_in_loop_grad(const Tensor& x, int n, double) {
+  Tensor h = x;
+  for (int i = 0; i < 2; ++i) {
+    if (n > 1) h = tanh(h * 0.5 + x);
+  }
+  return h;
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "K1",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
     {"k1_continue_grad", {{"x0", {3}, false, 0}}, {{0, 0.0}, {3, 0.0}}, 1e-5, false, "K1",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_continue_grad(in[0], n, s)); }},
+    {"k1_if_in_loop_grad", {{"x0", {2, 2}, false, 0}}, {{0, 0.0}, {2, 0.0}}, 1e-5, false, "K1",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_if_in_loop_grad(in[0], n, s)); }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
 
