@@ -1,4 +1,4 @@
-# cxxgraph_static_graphs(<target> [SOURCES <src>...] [GENERATOR_FLAGS <flag>...])
+# cxxgraph_static_graphs(<target> [SOURCES <src>...] [GENERATOR_FLAGS <flag>...] [CPU_ONLY])
 #
 # For each C++ source of <target> (or only the SOURCES given), adds a
 # generator step that runs clang 19 with the cxxgraph plugin using the
@@ -13,6 +13,8 @@
 #   <name>/<fn>.graph, <fn>.opt.graph   the IR before and after optimization
 # A depfile makes edits to the source or any header it includes re-run the
 # step. GENERATOR_FLAGS go to the generator only (e.g. -Werror=graph-fallback).
+# CPU_ONLY: no CUDA kernels even when cxxgraph has CUDA (they are compiled
+# by nvcc, often the longest step; the graphs then run on CPU tensors only).
 # The generated kernels are compiled at -O2 at least, whatever the build type
 # (set CXXGRAPH_DEBUG_GENERATED=ON to build them with the build type's flags).
 #
@@ -42,7 +44,7 @@ function(cxxgraph_set_generator)
 endfunction()
 
 function(cxxgraph_static_graphs target)
-  cmake_parse_arguments(ARG "" "" "SOURCES;GENERATOR_FLAGS" ${ARGN})
+  cmake_parse_arguments(ARG "CPU_ONLY" "" "SOURCES;GENERATOR_FLAGS" ${ARGN})
   get_property(clang GLOBAL PROPERTY CXXGRAPH_GENERATOR_CLANG)
   get_property(plugin GLOBAL PROPERTY CXXGRAPH_GENERATOR_PLUGIN_TARGET)
   get_property(runtime GLOBAL PROPERTY CXXGRAPH_GENERATOR_RUNTIME_TARGET)
@@ -73,7 +75,7 @@ function(cxxgraph_static_graphs target)
   # compiles CUDA (enable_language(CUDA), which the cxxgraph build does).
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   set(with_cuda OFF)
-  if(has_cuda AND "CUDA" IN_LIST languages)
+  if(has_cuda AND "CUDA" IN_LIST languages AND NOT ARG_CPU_ONLY)
     set(with_cuda ON)
   endif()
   foreach(src IN LISTS sources)

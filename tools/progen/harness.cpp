@@ -1,0 +1,203 @@
+// Runs a generated batch three ways (harness.h). Eager mode is the
+// reference: the same source, op by op, with eager autograd.
+#include "harness.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+
+#include <graph/cpu_isa.h>
+
+namespace progen {
+
+namespace {
+
+using graph::Mode;
+using graph::Tensor;
+
+const char* mode_name(Mode m) { return m == Mode::Static ? "static" : m == Mode::Interpret ? "interpret" : "eager"; }
+
+uint64_t total_graph_calls() {
+  uint64_t n = 0;
+  for (const auto* g : graph::detail::registered_graphs()) n += g->calls.load();
+  return n;
+}
+
+// Deterministic inputs for (case, variant): floats in [-2, 2], indices in
+// [0, int_hi).
+std::vector<Tensor> make_inputs(const Case& c, size_t variant, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ (std::hash<std::string>()(c.name) + variant * 0x9e3779b97f4a7c15ull));
+  std::vector<Tensor> in;
+  for (const InputSpec& s : c.inputs) {
+    const graph::Shape shape(s.shape.begin(), s.shape.end());
+    Tensor t = graph::zeros(shape, s.is_int ? graph::kInt64 : graph::kFloat32);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (s.is_int) t.data_ptr<int64_t>()[i] = std::uniform_int_distribution<int64_t>(0, s.int_hi - 1)(rng);
+      else t.data_ptr<float>()[i] = std::uniform_real_distribution<float>(-2, 2)(rng);
+    }
+    in.push_back(t);
+  }
+  return in;
+}
+
+struct Result {
+  std::vector<Tensor> out;
+  std::vector<Tensor> grads;  // one per input (undefined: none)
+  std::string error;          // what it threw
+  bool ran_graph = false;
+};
+
+// One call of the case in `mode`; with `grad`, float inputs require grad and
+// the objective sum_k sum(out_k * w_k) is differentiated.
+Result call(const Case& c, Mode mode, const std::vector<Tensor>& inputs, int n, double s, bool grad) {
+  graph::set_mode(mode);
+  Result r;
+  std::vector<Tensor> leaves;
+  for (const Tensor& t : inputs) {
+    Tensor l = t.clone();
+    if (grad && graph::is_floating(l.dtype())) l.requires_grad_();
+    leaves.push_back(l);
+  }
+  const uint64_t before = total_graph_calls();
+  try {
+    r.out = c.run(leaves, n, s);
+    r.ran_graph = total_graph_calls() > before;
+    if (grad) {
+      Tensor obj;
+      for (size_t k = 0; k < r.out.size(); ++k) {
+        const Tensor& o = r.out[k];
+        if (!graph::is_floating(o.dtype()) || !o.requires_grad()) continue;
+        // Weights that differ per element, so gradients are not all alike.
+        Tensor w = graph::tanh(graph::arange(0, o.numel()).to(graph::kFloat32) * 0.7 - 1.0 + double(k)).reshape(o.sizes());
+        Tensor term = graph::sum(o * w);
+        obj = obj.defined() ? obj + term : term;
+      }
+      if (obj.defined()) {
+        obj.backward();
+        for (const Tensor& l : leaves) r.grads.push_back(l.requires_grad() ? l.grad() : Tensor());
+      }
+    }
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  graph::set_mode(Mode::Static);
+  return r;
+}
+
+// The first element of `got` farther than tol * (1 + |want|) from `want`
+// ("" when none). Undefined gradients count as zeros.
+std::string compare(Tensor got, Tensor want, double tol) {
+  if (!got.defined() && !want.defined()) return "";
+  if (!got.defined()) got = graph::zeros(want.sizes(), want.dtype());
+  if (!want.defined()) want = graph::zeros(got.sizes(), got.dtype());
+  if (got.dtype() != want.dtype())
+    return "dtype " + std::string(graph::dtype_name(got.dtype())) + " vs " + std::string(graph::dtype_name(want.dtype()));
+  if (got.sizes() != want.sizes()) return "shape " + graph::shape_str(got.sizes()) + " vs " + graph::shape_str(want.sizes());
+  const Tensor a = got.detach().to(graph::kFloat64).contiguous(), b = want.detach().to(graph::kFloat64).contiguous();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.data_ptr<double>()[i], y = b.data_ptr<double>()[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (!(std::fabs(x - y) <= tol * (1 + std::fabs(y)))) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "element %lld: %.9g vs %.9g (tol %g)", (long long)i, x, y, tol);
+      return buf;
+    }
+  }
+  return "";
+}
+
+struct Checker {
+  const Case& c;
+  uint64_t seed;
+  int findings = 0, known = 0;
+
+  void finding(size_t v, int isa, Mode m, const std::string& what) {
+    ++findings;
+    std::printf("FINDING %s variant %zu (n=%d, s=%g) isa=%s mode=%s: %s\n", c.name, v, c.hosts[v].first,
+                c.hosts[v].second, graph::cpu::isa_name(isa), mode_name(m), what.c_str());
+  }
+
+  void check(const Result& got, const Result& want, size_t v, int isa, Mode m, bool grad) {
+    if (got.error != want.error) {
+      finding(v, isa, m, "error '" + got.error + "' where eager gave '" + want.error + "'");
+      return;
+    }
+    if (!got.error.empty()) return;
+    if (m == Mode::Static && !got.ran_graph && grad && *c.known) {
+      ++known;  // counted, and listed in the summary
+    } else if (m == Mode::Static && !got.ran_graph && !(grad && c.grad_runs_eagerly)) {
+      finding(v, isa, m, std::string("no compiled graph ran") + (grad ? " (with grad; GRAPH_EXPLAIN=1 says why)" : ""));
+    }
+    const double tol = grad ? c.tol * 10 : c.tol;
+    if (!grad) {
+      if (got.out.size() != want.out.size()) return finding(v, isa, m, "number of outputs");
+      for (size_t k = 0; k < got.out.size(); ++k)
+        if (auto d = compare(got.out[k], want.out[k], tol); !d.empty())
+          finding(v, isa, m, "output " + std::to_string(k) + ": " + d);
+      return;
+    }
+    if (got.grads.size() != want.grads.size()) return finding(v, isa, m, "gradients: some where eager has none");
+    for (size_t k = 0; k < got.grads.size(); ++k)
+      if (auto d = compare(got.grads[k], want.grads[k], tol); !d.empty())
+        finding(v, isa, m, std::string("gradient of ") + c.inputs[k].name + ": " + d);
+  }
+
+  void run() {
+    for (size_t v = 0; v < c.hosts.size(); ++v) {
+      const auto [n, s] = c.hosts[v];
+      const std::vector<Tensor> in = make_inputs(c, v, seed);
+      for (bool grad : {false, true}) {
+        const Result want = call(c, Mode::Eager, in, n, s, grad);
+        if (!want.error.empty())
+          finding(v, graph::cpu::isa(), Mode::Eager, "eager run threw (a generator bug): " + want.error);
+        for (int isa = graph::cpu::kBaseline; isa <= graph::cpu::best_isa(); ++isa) {
+          graph::cpu::set_isa(isa);
+          for (Mode m : {Mode::Static, Mode::Interpret}) check(call(c, m, in, n, s, grad), want, v, isa, m, grad);
+        }
+        graph::cpu::set_isa(graph::cpu::best_isa());
+      }
+    }
+  }
+};
+
+std::vector<const Case*>& registered() {
+  static std::vector<const Case*> cases;
+  return cases;
+}
+
+}  // namespace
+
+Registrar::Registrar(const Case* cases, size_t num_cases) {
+  for (size_t i = 0; i < num_cases; ++i) registered().push_back(&cases[i]);
+}
+
+int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv) {
+  const char* only = nullptr;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+  std::vector<const Case*> all;
+  for (size_t i = 0; i < num_cases; ++i) all.push_back(&cases[i]);
+  all.insert(all.end(), registered().begin(), registered().end());
+  int findings = 0, ran = 0;
+  for (const Case* c : all) {
+    if (only && std::strcmp(only, c->name) != 0) continue;
+    std::printf("case %s\n", c->name);
+    std::fflush(stdout);  // a crash names the case it happened in
+    Checker ch{*c, seed};
+    ch.run();
+    findings += ch.findings;
+    if (ch.known) std::printf("known finding %s (docs/fuzzing.md): %s's grad calls ran eagerly %d times\n", c->known,
+                              c->name, ch.known);
+    ++ran;
+  }
+  const int isas = graph::cpu::best_isa() - graph::cpu::kBaseline + 1;
+  std::printf("progen: seed %llu: %d functions, each on its host variants x %d ISA variant(s) x {static, interpret} "
+              "vs eager, forward and backward: %d finding(s)\n",
+              (unsigned long long)seed, ran, isas, findings);
+  return findings ? 1 : 0;
+}
+
+}  // namespace progen

@@ -1,0 +1,192 @@
+// Emitters of matmul and the nn ops (ops.def's GRAPH_LIBRARY_OP and
+// GRAPH_OTHER_OP entries): weights, biases and indices are new inputs of the
+// function, images and sequences are reshapes of a drawn value.
+#include <algorithm>
+#include <stdexcept>
+
+#include "gen.h"
+
+namespace progen {
+
+using graph::OpId;
+
+namespace {
+std::string s(int64_t v) { return std::to_string(v); }
+}  // namespace
+
+Val Gen::apply_nn(OpId id, Val x, int depth) {
+  const std::string name(graph::op_info(id).name);
+  const int r = x.shape.size();
+  // When the function has no room for another input, a plain op instead.
+  auto fallback = [&] { return op(OpId::tanh, "tanh(" + x.code + ")", x.shape, 1, {&x}); };
+  switch (id) {
+    case OpId::matmul: {
+      if (r == 0) x = to_rank(x, 1);
+      const Dims xs = x.shape;
+      const int64_t k = xs.back();
+      Dims out(xs.begin(), xs.end() - 1);
+      if (xs.size() >= 2 && coin(0.3)) {  // x @ x^T
+        Val y = op(OpId::transpose, x.code + ".transpose(" + s(xs.size() - 2) + ", " + s(xs.size() - 1) + ")", {},
+                   x.bound, {&x});
+        out.push_back(xs[xs.size() - 2]);
+        return bounded(op(id, "matmul(" + x.code + ", " + y.code + ")", out, x.bound * x.bound * k, {&x, &y}));
+      }
+      const int64_t m = uni(1, 4);
+      Dims ws = {k, m};
+      if (xs.size() >= 3 && coin()) {
+        ws.insert(ws.begin(), xs.begin(), xs.end() - 2);
+        f.cov.constructs.insert("matmul_batched");
+      }
+      auto w = new_input(ws);
+      if (!w) return fallback();
+      out.push_back(m);
+      return bounded(op(id, "matmul(" + x.code + ", " + w->code + ")", out, x.bound * 2 * k, {&x, &*w}));
+    }
+    case OpId::linear: {
+      if (r == 0) x = to_rank(x, 1);
+      const int64_t k = x.shape.back(), m = uni(1, 4);
+      auto w = new_input({m, k});
+      if (!w) return fallback();
+      std::string code = "linear(" + x.code + ", " + w->code;
+      if (coin(0.7))
+        if (auto bias = new_input({m})) code += ", " + bias->code;
+      Dims out(x.shape.begin(), x.shape.end() - 1);
+      out.push_back(m);
+      return bounded(op(id, code + ")", out, x.bound * 2 * k + 2, {&x, &*w}));
+    }
+    case OpId::conv2d: {
+      x = to_rank(x, 4);
+      const Dims xs = x.shape;
+      const int64_t pad = uni(0, 1), kh = uni(1, std::min<int64_t>(3, xs[2] + 2 * pad)),
+                    kw = uni(1, std::min<int64_t>(3, xs[3] + 2 * pad)), stride = uni(1, 2), cout = uni(1, 3);
+      auto w = new_input({cout, xs[1], kh, kw});
+      if (!w) return fallback();
+      std::string bias = "Tensor()";
+      if (coin(0.6))
+        if (auto bv = new_input({cout})) bias = bv->code;
+      Dims out = {xs[0], cout, (xs[2] + 2 * pad - kh) / stride + 1, (xs[3] + 2 * pad - kw) / stride + 1};
+      const std::string code = "conv2d(" + x.code + ", " + w->code + ", " + bias + ", {" + s(stride) + ", " +
+                               s(stride) + "}, {" + s(pad) + ", " + s(pad) + "})";
+      return bounded(op(id, code, out, x.bound * 2 * xs[1] * kh * kw + 2, {&x, &*w}));
+    }
+    case OpId::max_pool2d: case OpId::avg_pool2d: {
+      x = to_rank(x, 4);
+      const Dims xs = x.shape;
+      const int64_t kh = uni(1, std::min<int64_t>(3, xs[2])), kw = uni(1, std::min<int64_t>(3, xs[3]));
+      const int64_t ph = uni(0, kh / 2), pw = uni(0, kw / 2);
+      std::string code = name + "(" + x.code + ", {" + s(kh) + ", " + s(kw) + "}";
+      int64_t sh = kh, sw = kw;
+      if (ph || pw || coin()) {
+        sh = uni(1, 2), sw = uni(1, 2);
+        code += ", {" + s(sh) + ", " + s(sw) + "}, {" + s(ph) + ", " + s(pw) + "}";
+      }
+      Dims out = {xs[0], xs[1], (xs[2] + 2 * ph - kh) / sh + 1, (xs[3] + 2 * pw - kw) / sw + 1};
+      return op(id, code + ")", out, x.bound, {&x});
+    }
+    case OpId::embedding: {
+      x = to_rank(x, 2);
+      const Dims xs = x.shape;
+      Dims is = {uni(1, 4)};
+      if (coin()) is.insert(is.begin(), uni(1, 3));
+      auto idx = new_input(is, VType::Int, xs[0]);
+      if (!idx) return fallback();
+      Dims out = is;
+      out.push_back(xs[1]);
+      return op(id, "embedding(" + x.code + ", " + idx->code + ")", out, x.bound, {&x});
+    }
+    case OpId::cross_entropy: {
+      x = to_rank(x, 2);
+      auto target = new_input({x.shape[0]}, VType::Int, x.shape[1]);
+      if (!target) return fallback();
+      return op(id, "cross_entropy(" + x.code + ", " + target->code + ")", {}, 2 * x.bound + 2, {&x});
+    }
+    case OpId::scaled_dot_product_attention: {
+      x = to_rank(x, 3);
+      const Dims qs = x.shape;
+      const bool self = coin(0.4);
+      Val k = x, v = x;
+      if (!self) {
+        const int64_t len = uni(1, 4);
+        auto kk = new_input({qs[0], len, qs[2]});
+        auto vv = new_input({qs[0], len, uni(1, 4)});
+        if (!kk || !vv) return fallback();
+        k = *kk, v = *vv;
+      }
+      std::string code = name + "(" + x.code + ", " + k.code + ", " + v.code;
+      if (self && coin()) {
+        code += ", Tensor(), 0.0, true";
+        f.cov.constructs.insert("attention_causal");
+      }
+      Dims out = {qs[0], qs[1], v.shape[2]};
+      return op(id, code + ")", out, v.bound, {&x, &k, &v});
+    }
+    case OpId::dropout:  // evaluation mode: the identity, deterministic
+      return op(id, "dropout(" + x.code + ", 0.3, false)", x.shape, x.bound, {&x});
+    case OpId::where: return where_of(bool_expr(depth), depth);
+    case OpId::softmax: case OpId::log_softmax: {
+      if (r == 0) x = to_rank(x, 1);
+      const int d = uni(0, x.shape.size() - 1);
+      const double bound = id == OpId::softmax ? 1 : 2 * x.bound + 4;
+      return bounded(op(id, name + "(" + x.code + ", " + s(d) + ")", x.shape, bound, {&x}));
+    }
+    case OpId::layer_norm: {
+      if (r == 0) x = to_rank(x, 1);
+      const int nd = uni(1, x.shape.size());
+      const Dims ns(x.shape.end() - nd, x.shape.end());
+      std::string code = "layer_norm(" + x.code + ", " + dims_str(ns);
+      const bool affine = coin(0.6);
+      if (affine) {
+        auto w = new_input(ns), bias = new_input(ns);
+        code += ", " + (w ? w->code : "Tensor()") + ", " + (bias ? bias->code : "Tensor()") + ", 1e-5";
+      }
+      return bounded(op(id, code + ")", x.shape, affine ? 3 * (numel(ns) + 2) : numel(ns) + 1, {&x}));
+    }
+    case OpId::cat: {
+      if (r == 0) x = to_rank(x, 1);
+      const Dims xs = x.shape;
+      const int d = uni(0, xs.size() - 1);
+      Dims out = xs;
+      std::string code = "cat({" + x.code;
+      double bound = x.bound;
+      std::vector<Val> parts;
+      for (int p = uni(1, 2); p > 0; --p) {
+        Dims ps = xs;
+        ps[d] = uni(1, 3);
+        std::optional<Val> part;
+        if (coin(0.4)) part = same_shape_operand(xs, x), ps = xs;
+        else part = new_input(ps);
+        if (!part) continue;
+        out[d] += ps[d];
+        code += ", " + part->code;
+        bound = std::max(bound, part->bound);
+        parts.push_back(*part);
+      }
+      std::vector<const Val*> ops = {&x};
+      for (const Val& p : parts) ops.push_back(&p);
+      return op(id, code + "}, " + s(d) + ")", out, bound, ops);
+    }
+    case OpId::stack: {
+      if (r >= 4) x = to_rank(x, 2);
+      const Dims xs = x.shape;
+      const int d = uni(0, xs.size());
+      std::vector<Val> parts;
+      for (int p = uni(1, 2); p > 0; --p) parts.push_back(same_shape_operand(xs, x));
+      std::string code = "stack({" + x.code;
+      std::vector<const Val*> ops = {&x};
+      double bound = x.bound;
+      for (const Val& p : parts) code += ", " + p.code, ops.push_back(&p), bound = std::max(bound, p.bound);
+      Dims out = xs;
+      out.insert(out.begin() + d, 1 + parts.size());
+      return op(id, code + "}, " + s(d) + ")", out, bound, ops);
+    }
+    case OpId::mse_loss: {
+      Val t = same_shape_operand(x.shape, x);
+      return bounded(op(id, "mse_loss(" + x.code + ", " + t.code + ")", {}, (x.bound + t.bound) * (x.bound + t.bound),
+                        {&x, &t}));
+    }
+    default:
+      throw std::runtime_error("progen: no emitter for op " + name + " (tools/progen/ops_nn.cpp)");
+  }
+}
+
+}  // namespace progen
