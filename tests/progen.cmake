@@ -5,7 +5,3 @@ add_subdirectory(${CMAKE_CURRENT_LIST_DIR}/../tools/progen ${CMAKE_BINARY_DIR}/t
 add_test(NAME progen_table COMMAND graph-progen --check-table)
 add_test(NAME progen_short COMMAND progen_short)
 set_tests_properties(progen_table progen_short PROPERTIES LABELS progen)
-# Known finding K1 must still show as known (when it is fixed this fails:
-# drop the "K1" mark of its cases and of the generator, docs/fuzzing.md).
-add_test(NAME progen_known_k1 COMMAND progen_short --only k1_break_grad)
-set_tests_properties(progen_known_k1 PROPERTIES LABELS progen PASS_REGULAR_EXPRESSION "known finding K1")

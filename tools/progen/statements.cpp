@@ -74,7 +74,6 @@ static std::string condition(Gen& g, bool on_tensor, std::set<std::string>* read
 }
 
 Stmt Gen::if_stmt(int depth, int loop_depth, bool on_tensor) {
-  if (loop_depth > 0) f.known = "K1";  // its condition: a bool per iteration (docs/fuzzing.md)
   Stmt s;
   s.kind = Stmt::If;
   s.id = next_id_++;
@@ -143,10 +142,6 @@ Stmt Gen::exit_stmt(int loop_depth) {
   s.kind = Stmt::If;
   s.id = next_id_++;
   s.text = "if (" + condition(*this, coin(0.4), &s.reads, hosts_) + ")";
-  // Known finding K1 (docs/fuzzing.md): a loop body that can leave early (or
-  // holds an if) has no static backward yet; such functions still run, and
-  // their grad calls are counted as K1 instead of failing.
-  if (loop_depth > 0) f.known = "K1";
   if (loop_depth > 0 && coin(0.7)) {
     const bool brk = coin();
     s.body.push_back(simple(brk ? "break;" : "continue;"));

@@ -164,19 +164,23 @@ Value* Scope::save_in_branch(Value* v) {
 
 // The forward Loop appends `v` to a list it carries, once per iteration; the
 // backward iteration reads the element of the iteration it undoes. A host int
-// (a reversed index, `t - 1`) travels as a one-element i64 tensor.
+// (a reversed index, `t - 1`) travels as a one-element i64 tensor, and so does
+// a host bool as 0 or 1 (the condition of an `if`, the skip flag of a
+// `break`/`continue`/`return` in the body).
 Value* Scope::save_in_body(Value* v) {
   if (v == fwd_->param(0)) return iter_;
-  const bool host_int = v->type().kind == Type::Kind::Int;
-  if (!v->type().is_tensor() && !host_int)
+  const bool host_bool = v->type().kind == Type::Kind::Bool;
+  const bool boxed_scalar = host_bool || v->type().kind == Type::Kind::Int;
+  if (!v->type().is_tensor() && !boxed_scalar)
     throw Error("autodiff: the backward of the Loop" + where(fwd_node_) + " needs each iteration's value of '%" +
                 v->name() + "' (" + v->type().str() +
-                "), which cannot be saved yet: only tensors and host ints are (a Loop inside a Loop, a list or a "
-                "host float computed in the body is not supported)");
+                "), which cannot be saved yet: only tensors, host ints and bools are (a Loop inside a Loop, a list "
+                "or a host float computed in the body is not supported)");
   Value* item = v;
-  if (host_int) {
+  if (host_bool) item = bool_as_int(v);
+  if (boxed_scalar) {
     Node* boxed = fwd_->append("make_shape");
-    boxed->add_input(v);
+    boxed->add_input(item);
     item = boxed->add_output(Type::tensor());
   }
   Node* init = fwd_node_->owner()->insert_before(fwd_node_, "list_new");
@@ -188,11 +192,32 @@ Value* Scope::save_in_body(Value* v) {
   fwd_->add_return(append->add_output(Type::list()));
   Value* saved = parent_->fwd(fwd_node_->add_output(Type::list(), "saved_" + v->name()));
   Value* got = emit("list_get", {saved, iter_})->output();
-  if (!host_int) return got;
-  Node* zero = emit("constant", {}, 0);
-  zero->attrs()["value"] = int64_t{0};
-  Node* unboxed = emit("shape_get", {got, zero->add_output(Type::int_())}, 0);
-  return unboxed->add_output(Type::int_(), v->name());
+  if (!boxed_scalar) return got;
+  Node* unboxed = emit("shape_get", {got, int_constant(0)}, 0);
+  if (!host_bool) return unboxed->add_output(Type::int_(), v->name());
+  Node* test = emit("ne", {unboxed->add_output(Type::int_()), int_constant(0)}, 0);
+  return test->add_output(Type::bool_(), v->name());
+}
+
+// A backward constant int.
+Value* Scope::int_constant(int64_t value) {
+  Node* c = emit("constant", {}, 0);
+  c->attrs()["value"] = value;
+  return c->add_output(Type::int_());
+}
+
+// `v ? 1 : 0` at the end of the forward body, as the plugin lowers a bool to int.
+Value* Scope::bool_as_int(Value* v) {
+  Node* n = fwd_->append("If");
+  n->add_input(v);
+  if (const Node* p = v->producer()) n->set_loc(p->loc());
+  for (int64_t value : {int64_t{1}, int64_t{0}}) {
+    Block* b = n->add_block();
+    Node* c = b->append("constant");
+    c->attrs()["value"] = value;
+    b->add_return(c->add_output(Type::int_()));
+  }
+  return n->add_output(Type::int_());
 }
 
 void Scope::accumulate(Value* v, Value* g) {

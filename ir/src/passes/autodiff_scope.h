@@ -45,6 +45,8 @@ class Scope {
   Value* save(Value* v);           // `v` is defined in this scope's forward block
   Value* save_in_branch(Value* v);
   Value* save_in_body(Value* v);
+  Value* int_constant(int64_t value);
+  Value* bool_as_int(Value* v);
   void node(Node* n);
   void if_(Node* n, const std::vector<Value*>& out_grads);
   void loop(Node* n, const std::vector<Value*>& out_grads);

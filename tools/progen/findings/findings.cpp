@@ -8,10 +8,10 @@
 namespace progen_findings {
 using namespace graph;
 
-// K1 (open): a bool computed in a loop body (the skip flag of a break,
+// K1 (fixed): a bool computed in a loop body (the skip flag of a break,
 // continue or return; the condition of an if) is needed by the backward once
-// per iteration, and the static backward cannot save bools yet, so calls
-// with grad run the eager body (values and gradients still right).
+// per iteration. The static backward could not save bools, so calls with grad
+// ran the eager body; it now saves them boxed like host ints.
 // Reduced from seed 1, pg14 (a break) and seed 100, pg11 (an if on n).
 [[graph::static]] Tensor k1_break_grad(const Tensor& x, int n, double) {
   Tensor h = x;
@@ -40,11 +40,11 @@ using namespace graph;
 }
 
 const progen::Case kCases[] = {
-    {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "K1",
+    {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
-    {"k1_continue_grad", {{"x0", {3}, false, 0}}, {{0, 0.0}, {3, 0.0}}, 1e-5, false, "K1",
+    {"k1_continue_grad", {{"x0", {3}, false, 0}}, {{0, 0.0}, {3, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_continue_grad(in[0], n, s)); }},
-    {"k1_if_in_loop_grad", {{"x0", {2, 2}, false, 0}}, {{0, 0.0}, {2, 0.0}}, 1e-5, false, "K1",
+    {"k1_if_in_loop_grad", {{"x0", {2, 2}, false, 0}}, {{0, 0.0}, {2, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_if_in_loop_grad(in[0], n, s)); }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
