@@ -200,7 +200,7 @@ std::vector<OpCase> op_cases() {
     cases.push_back({std::move(op), one_node(body, in.size()), std::move(in)});
   };
   // Elementwise: every entry of ops.def, binary ones broadcasting [2, 3] with [3].
-  auto positive_only = [](OpId id) { return id == OpId::log || id == OpId::sqrt || id == OpId::rsqrt; };
+  auto positive_only = [](OpId id) { return id == OpId::log || id == OpId::sqrt || id == OpId::rsqrt || id == OpId::log1p; };
 #define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
   add(#name, "  %y : Tensor = " #name "(%a)\n", {positive_only(OpId::name) ? pos : a});
 #define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                                      \

@@ -228,6 +228,24 @@ TEST(GraphInspect, OpsListsTheTableWithItsTraits) {
   EXPECT_NE(line("list_append").find("list"), std::string::npos);
 }
 
+// docs/ops.md is generated from the op table; the committed file must be
+// what the table says now.
+TEST(GraphInspect, OpsMarkdownIsTheCommittedDocsTable) {
+  const Result r = inspect("ops --markdown");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, read(fs::path(CXXGRAPH_DOCS_DIR) / "ops.md"))
+      << "docs/ops.md is stale: regenerate it with graph-inspect ops --markdown > docs/ops.md";
+  EXPECT_NE(r.output.find("| `leaky_relu` | elementwise | promoted inputs | yes | yes | yes |\n"), std::string::npos);
+  EXPECT_NE(r.output.find("| `sin` | elementwise | floating (integral: float32) | yes | yes | yes |\n"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("| `argmax` | reduce | int64 | no | yes | yes |\n"), std::string::npos);
+  EXPECT_NE(r.output.find("| `dropout` | other | promoted inputs | yes | yes | partly |\n"), std::string::npos);
+  EXPECT_EQ(r.output.find("matmul_backward"), std::string::npos);  // gradient ops are internal
+  const Result bad = inspect("list --markdown");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--markdown is an option of ops"), std::string::npos) << bad.output;
+}
+
 TEST(GraphInspect, BadInputIsAClearError) {
   Result r = inspect("show no_such_graph");
   EXPECT_EQ(r.status, 1);

@@ -150,6 +150,7 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "matmul") return graph::matmul(in[0], in[1]);
   if (c.op == "where") return graph::where(in[0], in[1], in[2]);
   if (c.op == "clamp") return graph::clamp(in[0], scalar(c, 0), scalar(c, 1));
+  if (c.op == "hardtanh") return graph::hardtanh(in[0], scalar(c, 0), scalar(c, 1));
   auto pair = [&](const char* key) {
     Shape v = dims_like(c.attrs.at(key));
     return v;

@@ -22,6 +22,9 @@ const char* unary_onnx(OpId id) {
     case OpId::tanh: return "Tanh";
     case OpId::sigmoid: return "Sigmoid";
     case OpId::erf: return "Erf";
+    case OpId::sin: return "Sin";
+    case OpId::cos: return "Cos";
+    case OpId::softplus: return "Softplus";
     case OpId::logical_not: return "Not";
     default: return nullptr;
   }
@@ -36,6 +39,8 @@ const char* binary_onnx(OpId id) {
     case OpId::pow: return "Pow";
     case OpId::maximum: return "Max";
     case OpId::minimum: return "Min";
+    case OpId::clamp_min: return "Max";
+    case OpId::clamp_max: return "Min";
     case OpId::lt: return "Less";
     case OpId::le: return "LessOrEqual";
     case OpId::gt: return "Greater";
@@ -67,9 +72,21 @@ void elementwise(Rule& r, const OpInfo& op) {
     return r.done(y);
   }
   if (op.id == OpId::logical_not) return r.done(r.emit("Not", {r.x_as(0, DType::Bool)}));
-  if (op.num_inputs == 2) return r.done(r.emit(binary_onnx(op.id), {r.x_as(0, out), r.x_as(1, out)}));
+  if (op.id == OpId::leaky_relu || op.id == OpId::elu) {  // x > 0 ? x : slope * x, or alpha * (exp(x) - 1)
+    const std::string x = r.x_as(0, out), b = r.x_as(1, out);
+    const std::string low = op.id == OpId::leaky_relu
+                                ? r.emit("Mul", {x, b})
+                                : r.emit("Mul", {b, r.emit("Sub", {r.emit("Exp", {x}), r.ex.const_scalar(1, out)})});
+    return r.done(r.emit("Where", {r.emit("Greater", {x, r.ex.const_scalar(0, out)}), x, low}));
+  }
+  if (op.num_inputs == 2) {
+    if (!binary_onnx(op.id)) r.ex.fail(r.n, "no ONNX mapping for this elementwise op");
+    return r.done(r.emit(binary_onnx(op.id), {r.x_as(0, out), r.x_as(1, out)}));
+  }
   const std::string x = r.x_as(0, out);
   switch (op.id) {
+    case OpId::log1p: return r.done(r.emit("Log", {r.emit("Add", {x, r.ex.const_scalar(1, out)})}));
+    case OpId::expm1: return r.done(r.emit("Sub", {r.emit("Exp", {x}), r.ex.const_scalar(1, out)}));
     case OpId::rsqrt: return r.done(r.emit("Reciprocal", {r.emit("Sqrt", {x})}));
     case OpId::gelu: {  // x * 0.5 * (1 + erf(x / sqrt(2))), the eager formula
       const std::string e = r.emit("Erf", {r.emit("Mul", {x, r.ex.const_scalar(0.70710678118654752, out)})});

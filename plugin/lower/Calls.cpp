@@ -164,8 +164,9 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
   if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) args.push_back(m->getImplicitObjectArgument());
   else if (isa<CXXOperatorCallExpr>(c) && isa<CXXMethodDecl>(callee)) args.push_back(c->getArg(first++));
   if (op.kind == graph::OpKind::Elementwise) {
-    for (unsigned i = first; i < c->getNumArgs(); ++i)
-      if (!isa<CXXDefaultArgExpr>(c->getArg(i))) args.push_back(c->getArg(i));
+    // A defaulted operand is PyTorch's default of a parameter (leaky_relu's
+    // negative_slope): an operand like any other.
+    for (unsigned i = first; i < c->getNumArgs(); ++i) args.push_back(c->getArg(i));
     if (static_cast<int>(args.size()) != op.num_inputs)
       unsupported(l, quote(op.name) + " takes " + std::to_string(op.num_inputs) + " operands here");
     std::vector<ir::Value*> in;
@@ -482,6 +483,14 @@ auto FunctionLowering::inline_results(const CallExpr* c, const FunctionDecl* cal
     }
     if (is_int_list(p->getType())) {  // `const Shape& s`: the list as a graph value
       params.push_back({p, shape_value(a, a->getExprLoc())});
+      continue;
+    }
+    if (is_scalar_record(p->getType())) {  // a graph::Scalar: its argument's kind (int, float or bool)
+      ir::Value* v = expr(a);
+      if (!is_host_number(v->type()))
+        unsupported(a->getExprLoc(), "this argument is a " + v->type().str() + ", not a number for the parameter " +
+                                         quote(p->getName()) + " of " + name);
+      params.push_back({p, v});
       continue;
     }
     auto t = ir_type(p->getType());

@@ -16,7 +16,8 @@ auto FunctionLowering::define(Key k, ir::Value* value) -> void {
   if (value && !synthetic(k)) {
     const auto* v = static_cast<const VarDecl*>(k);
     auto t = is_int_list(v->getType()) ? std::optional(ir::Type::tensor()) : ir_type(v->getType());
-    if (!t || t->kind != value->type().kind)
+    const bool scalar = is_scalar_record(v->getType()) && is_host_number(value->type());  // a Scalar parameter
+    if (!scalar && (!t || t->kind != value->type().kind))
       unsupported(v->getLocation(), "the value assigned to " + quote(v->getName()) + " is a " +
                                         value->type().str() + ", not the variable's " + type_name(v->getType()));
   }

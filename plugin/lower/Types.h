@@ -47,6 +47,11 @@ bool is_int_list(QualType t);
 std::optional<std::vector<QualType>> tuple_elements(QualType t);
 
 bool is_scalar_record(QualType t);
+// An int, float or bool host value: what a graph::Scalar parameter holds.
+inline bool is_host_number(const graph::ir::Type& t) {
+  using K = graph::ir::Type::Kind;
+  return t.kind == K::Int || t.kind == K::Float || t.kind == K::Bool;
+}
 
 // The IR type of a C++ type, if it is one the subset accepts. Host ints are
 // int64 in the graph, so only signed integers (whose overflow is undefined

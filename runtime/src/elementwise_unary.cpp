@@ -23,6 +23,10 @@ using namespace elementwise;
   }
 #include "graph/ops.def"
 
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
+  Tensor Tensor::name() const { return ::graph::name(*this); }
+#include "graph/ops.def"
+
 // ---- dtype-converting copy (used by to(), clone(), contiguous()) --------
 
 void detail::copy_into(const Tensor& dst, const Tensor& src) {

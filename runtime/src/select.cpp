@@ -1,4 +1,4 @@
-// where(cond, a, b) and clamp.
+// where(cond, a, b), and the clamp methods.
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
@@ -63,6 +63,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor clamp(const Tensor& x, Scalar lo, Scalar hi) { return minimum(maximum(x, lo), hi); }
+Tensor Tensor::clamp_min(Scalar lo) const { return ::graph::clamp_min(*this, lo); }
+Tensor Tensor::clamp_max(Scalar hi) const { return ::graph::clamp_max(*this, hi); }
+Tensor Tensor::clamp(Scalar lo, Scalar hi) const { return ::graph::clamp(*this, lo, hi); }
 
 }  // namespace graph

@@ -28,6 +28,24 @@ using namespace graph;
 [[graph::static]] Tensor op_maximum(const Tensor& a, const Tensor& b, const Tensor&) { return maximum(a, b); }
 [[graph::static]] Tensor op_minimum(const Tensor& a, const Tensor& b, const Tensor&) { return minimum(a, b); }
 
+// ---- the ops real models need (a [2, 3] of both signs; b [3]): method forms,
+// PyTorch's default parameters, and clamp/hardtanh, which are clamp_min then clamp_max.
+[[graph::static]] Tensor op_sin(const Tensor& a, const Tensor&, const Tensor&) { return a.sin(); }
+[[graph::static]] Tensor op_cos(const Tensor& a, const Tensor&, const Tensor&) { return cos(a); }
+[[graph::static]] Tensor op_log1p(const Tensor& a, const Tensor&, const Tensor&) { return log1p(a); }
+[[graph::static]] Tensor op_expm1(const Tensor& a, const Tensor&, const Tensor&) { return a.expm1(); }
+[[graph::static]] Tensor op_softplus(const Tensor& a, const Tensor&, const Tensor&) { return softplus(a * 3.0); }
+[[graph::static]] Tensor op_clamp_min(const Tensor& a, const Tensor&, const Tensor&) { return a.clamp_min(-0.1); }
+[[graph::static]] Tensor op_clamp_min_tensor(const Tensor& a, const Tensor& b, const Tensor&) { return clamp_min(a, b); }
+[[graph::static]] Tensor op_clamp(const Tensor& a, const Tensor&, const Tensor&) { return clamp(a, -0.6, 0.7); }
+[[graph::static]] Tensor op_hardtanh(const Tensor& a, const Tensor&, const Tensor&) { return hardtanh(a * 1.3); }
+[[graph::static]] Tensor op_clamp_max(const Tensor& a, const Tensor&, const Tensor&) { return a.clamp_max(0.3); }
+[[graph::static]] Tensor op_clamp_max_tensor(const Tensor& a, const Tensor& b, const Tensor&) { return clamp_max(a, b); }
+[[graph::static]] Tensor op_leaky_relu(const Tensor& a, const Tensor&, const Tensor&) { return leaky_relu(a, 0.2); }
+[[graph::static]] Tensor op_leaky_relu_default(const Tensor& a, const Tensor&, const Tensor&) { return leaky_relu(a); }
+[[graph::static]] Tensor op_elu(const Tensor& a, const Tensor&, const Tensor&) { return elu(a, 0.7); }
+[[graph::static]] Tensor op_elu_default(const Tensor& a, const Tensor&, const Tensor&) { return elu(a); }
+
 // ---- reductions over a [2, 3], b [2, 3]
 [[graph::static]] Tensor op_sum(const Tensor& a, const Tensor& b, const Tensor&) { return a.sum(1, true) * b.sum(); }
 [[graph::static]] Tensor op_mean(const Tensor& a, const Tensor&, const Tensor&) { return mean(a, 0); }

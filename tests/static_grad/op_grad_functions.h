@@ -9,6 +9,8 @@ using graph::Tensor;
 
 #define OG_CASES(X)                                                                                   \
   X(neg) X(abs) X(relu) X(exp) X(log) X(sqrt) X(rsqrt) X(tanh) X(sigmoid) X(erf) X(gelu) X(silu)      \
+  X(sin) X(cos) X(log1p) X(expm1) X(softplus) X(clamp_min) X(clamp_min_tensor) X(clamp) X(hardtanh)   \
+  X(clamp_max) X(clamp_max_tensor) X(leaky_relu) X(leaky_relu_default) X(elu) X(elu_default)          \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                                            \
   X(sum) X(mean) X(amax) X(amin) X(matmul) X(matmul_batched) X(conv2d) X(conv2d_no_bias)              \
   X(t) X(transpose) X(permute) X(reshape) X(expand) X(slice) X(squeeze) X(unsqueeze) X(flatten)       \

@@ -47,6 +47,11 @@ constexpr Entry kEntries[] = {
     {"erf", Coverage::Cases, "erf"},
     {"gelu", Coverage::Cases, "gelu"},
     {"silu", Coverage::Cases, "silu"},
+    {"sin", Coverage::Cases, "sin"},
+    {"cos", Coverage::Cases, "cos"},
+    {"log1p", Coverage::Cases, "log1p"},
+    {"expm1", Coverage::Cases, "expm1"},
+    {"softplus", Coverage::Cases, "softplus"},
     {"logical_not", Coverage::NoGradient, "bool result"},
     {"add", Coverage::Cases, "add"},
     {"sub", Coverage::Cases, "sub"},
@@ -55,6 +60,10 @@ constexpr Entry kEntries[] = {
     {"pow", Coverage::Cases, "pow"},
     {"maximum", Coverage::Cases, "maximum"},
     {"minimum", Coverage::Cases, "minimum"},
+    {"clamp_min", Coverage::Cases, "clamp_min clamp_min_tensor clamp hardtanh"},
+    {"clamp_max", Coverage::Cases, "clamp_max clamp_max_tensor"},
+    {"leaky_relu", Coverage::Cases, "leaky_relu leaky_relu_default"},
+    {"elu", Coverage::Cases, "elu elu_default"},
     {"lt", Coverage::NoGradient, "bool result"},
     {"le", Coverage::NoGradient, "bool result"},
     {"gt", Coverage::NoGradient, "bool result"},
@@ -166,6 +175,17 @@ Case case_named(std::string_view n) {
   OG_SAME(silu) OG_SAME(mean) OG_SAME(amax) OG_SAME(amin) OG_SAME(t) OG_SAME(unsqueeze) OG_SAME(softmax)
   OG_SAME(log_softmax) OG_SAME(dropout)
 #undef OG_SAME
+  // Both signs, away from the kinks at 0 and at the bounds (finite differences).
+  const Tensor mixed = in(m, 0.7f, -2.0f), bound = in({3}, 0.5f, -0.55f);
+#define OG_MIXED(name) \
+  if (n == #name) return make(op_##name, {mixed});
+  OG_MIXED(sin) OG_MIXED(cos) OG_MIXED(expm1) OG_MIXED(softplus) OG_MIXED(clamp_min) OG_MIXED(clamp_max)
+  OG_MIXED(clamp) OG_MIXED(hardtanh) OG_MIXED(leaky_relu) OG_MIXED(leaky_relu_default) OG_MIXED(elu)
+  OG_MIXED(elu_default)
+#undef OG_MIXED
+  if (n == "log1p") return make(op_log1p, {in(m)});
+  if (n == "clamp_min_tensor") return make(op_clamp_min_tensor, {mixed, bound});
+  if (n == "clamp_max_tensor") return make(op_clamp_max_tensor, {mixed, bound});
   if (n == "log") return make(op_log, {pos(m)});
   if (n == "sqrt") return make(op_sqrt, {pos(m)});
   if (n == "rsqrt") return make(op_rsqrt, {pos(m)});

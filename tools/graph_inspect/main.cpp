@@ -3,7 +3,7 @@
 //   graph-inspect --build build list
 //   graph-inspect --build build show rnn_step
 //   graph-inspect --build build render example_rnn/rnn_step -o rnn_step.svg
-//   graph-inspect ops
+//   graph-inspect ops [--markdown]
 //
 // Reads the .graph / .opt.graph files cxxgraph_static_graphs() writes next
 // to the generated sources (catalog.h); never runs a graph. Exit codes: 0
@@ -46,10 +46,11 @@ commands:
       draws the optimized graph (the lowered one with --lowered) with
       Graphviz: fusion groups as filled clusters, If and Loop blocks as nested
       clusters. The format defaults to FILE's extension.
-  ops
+  ops [--markdown]
       every op and IR primitive of the op table: its kind, inputs -> outputs
       (* for a list) and traits (pure, random, reads-host, expensive,
-      backward-of=OP, ...)
+      backward-of=OP, ...); with --markdown, the table of docs/ops.md (the
+      user-facing ops: kind, result dtype, autograd, static, CUDA)
 GRAPH is <target>/<source>/<function>, any '/'-suffix of it (rnn_step),
 <target>/<function>, or the path of a .graph file.
 exit status: 0 success, 1 an error, 2 bad arguments
@@ -63,6 +64,7 @@ struct Args {
   std::string build_dir = ".";
   std::string command, graph, output, format;
   std::vector<std::string> sections;
+  bool markdown = false;
   std::map<std::string, std::string> input_types;
 };
 
@@ -78,6 +80,7 @@ Args parse_args(int argc, char** argv) {
     if (arg == "--build") a.build_dir = value();
     else if (arg == "-o" || arg == "--output") a.output = value();
     else if (arg == "--format") a.format = value();
+    else if (arg == "--markdown") a.markdown = true;
     else if (arg == "--input") {
       const std::string v = value();
       const size_t eq = v.find('=');
@@ -98,6 +101,7 @@ Args parse_args(int argc, char** argv) {
     throw UsageError(a.command + (wanted == 1 ? " takes no graph" : " needs exactly one GRAPH"));
   if (wanted == 2) a.graph = positional[1];
   if (a.command == "render" && a.output.empty()) throw UsageError("render needs -o FILE");
+  if (a.markdown && a.command != "ops") throw UsageError("--markdown is an option of ops");
   return a;
 }
 
@@ -206,7 +210,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (args.command == "ops") {  // the op table: no build needed
-      std::cout << op_listing();
+      std::cout << (args.markdown ? op_markdown() : op_listing());
       return 0;
     }
     const bool file_given = args.graph.size() > 6 && args.graph.ends_with(".graph");

@@ -145,7 +145,8 @@ std::string trait_names(const OpInfo& op) {
   static constexpr std::pair<uint16_t, const char*> kNames[] = {
       {op_trait::Pure, "pure"},           {op_trait::Random, "random"},
       {op_trait::RandomIfDropoutP, "random-if-dropout_p"}, {op_trait::ReadsHost, "reads-host"},
-      {op_trait::Effectful, "effectful"}, {op_trait::Expensive, "expensive"}};
+      {op_trait::Effectful, "effectful"}, {op_trait::Expensive, "expensive"},
+      {op_trait::CpuOnly, "cpu-only"},    {op_trait::CudaPartly, "cuda-partly"}};
   std::string s;
   for (const auto& [bit, name] : kNames)
     if (op.has(bit)) s += (s.empty() ? "" : ",") + std::string(name);
@@ -164,6 +165,80 @@ std::string padded(std::string_view s, size_t width) {
 std::string arity(int n) { return n < 0 ? "*" : std::to_string(n); }
 
 }  // namespace
+
+namespace {
+
+// An elementwise op whose every gradient column is GRAPH_NO_GRAD.
+bool elementwise_without_gradient(OpId id) {
+  constexpr std::string_view none = "GRAPH_NO_GRAD";
+  switch (id) {
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
+  case OpId::name: return #grad_x == none;
+#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b) \
+  case OpId::name: return #grad_a == none && #grad_b == none;
+#include "graph/ops.def"
+    default: return false;
+  }
+}
+
+const char* rule_text(DTypeRule r) {
+  switch (r) {
+    case DTypeRule::Same: return "promoted inputs";
+    case DTypeRule::ToFloat: return "floating (integral: float32)";
+    case DTypeRule::ToBool: return "bool";
+    case DTypeRule::Accumulate: return "floating, or int64";
+    case DTypeRule::ToIndex: return "int64";
+  }
+  return "?";
+}
+
+constexpr const char* kMarkdownHead = R"(# Supported ops
+
+Generated from the op table (`ir/include/graph/ops.def`) by `graph-inspect ops --markdown`;
+do not edit. Regenerate it with
+`build/tools/graph_inspect/graph-inspect ops --markdown > docs/ops.md`
+(`graph_inspect_test` fails while this file differs from the table).
+
+Every op below has an eager CPU kernel (`graph::name(...)` in `<graph/graph.h>`, with
+PyTorch's semantics and dtype promotion), runs in the graph interpreter, is compiled by
+codegen, and is lowered by the plugin where a `[[graph::static]]` function calls it.
+Columns:
+- **kind**: `elementwise` ops share one scalar body (CPU, fused loops, CUDA) and fuse with
+  their neighbours in static graphs; `reduce` ops fuse their elementwise producers;
+- **result**: the result dtype, from the promoted dtype of the inputs;
+- **autograd**: eager autograd and static-graph autodiff (one formula serves both);
+  `no` for bool and index results and piecewise-constant ops;
+- **CUDA**: `yes`, `partly` (some arguments run on the CPU only: `docs/runtime.md`, CUDA,
+  says which) or `no` (a device operand is an error naming the op).
+
+| op | kind | result | autograd | static | CUDA |
+|----|------|--------|----------|--------|------|
+)";
+
+constexpr const char* kMarkdownTail = R"(
+Built from the ops above (inline functions that the plugin lowers like user code):
+`clamp(x, lo, hi)` and `hardtanh(x, min_val = -1, max_val = 1)` are
+`clamp_max(clamp_min(x, lo), hi)`. Method forms: every unary elementwise op
+(`x.sin()`), `x.clamp_min(lo)` and `x.clamp_max(hi)` lower in static functions;
+`x.clamp(lo, hi)` runs eagerly only.
+)";
+
+}  // namespace
+
+std::string op_markdown() {
+  std::ostringstream out;
+  out << kMarkdownHead;
+  for (const OpInfo& op : kOpTable) {
+    if (op.has(op_trait::Backward)) continue;  // emitted by autodiff, not called by users
+    const bool grad = !elementwise_without_gradient(op.id) && op.rule != DTypeRule::ToBool &&
+                      op.rule != DTypeRule::ToIndex;
+    const char* cuda = op.has(op_trait::CpuOnly) ? "no" : op.has(op_trait::CudaPartly) ? "partly" : "yes";
+    out << "| `" << op.name << "` | " << kind_name(op.kind) << " | " << rule_text(op.rule) << " | "
+        << (grad ? "yes" : "no") << " | yes | " << cuda << " |\n";
+  }
+  out << kMarkdownTail;
+  return out.str();
+}
 
 std::string op_listing() {
   std::ostringstream out;

@@ -36,4 +36,8 @@ std::string memory_report(const ir::Graph& g);
 // name, kind, inputs and outputs, traits.
 std::string op_listing();
 
+// docs/ops.md: the table's user-facing ops (not gradient ops) as a Markdown
+// table of kind, result dtype, autograd, static and CUDA support.
+std::string op_markdown();
+
 }  // namespace graph::inspect

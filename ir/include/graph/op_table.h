@@ -38,6 +38,8 @@ enum : uint16_t {
   Effectful = 1 << 4,  // effects beyond its outputs: DCE keeps it
   Expensive = 1 << 5,  // an elementwise body far costlier than a load and store
   Backward = 1 << 6,   // a gradient op (GRAPH_BACKWARD_OP)
+  CpuOnly = 1 << 7,    // no CUDA kernel yet: a device operand is an error naming the op
+  CudaPartly = 1 << 8,  // some attribute values run on the CPU only (docs/ops.md says which)
 };
 }  // namespace op_trait
 

@@ -18,6 +18,19 @@ namespace graph {
   GRAPH_OP(#name) Tensor name(Scalar a, const Tensor& b);
 #include "graph/ops.def"
 
+// PyTorch's defaults of the ops whose scalar parameter is their second
+// operand (ops.def); leaky_relu(x, Scalar negative_slope), elu(x, Scalar alpha).
+Tensor leaky_relu(const Tensor& a, Scalar b = 0.01);
+Tensor elu(const Tensor& a, Scalar b = 1.0);
+
+// clamp(x, lo, hi) = clamp_max(clamp_min(x, lo), hi), as PyTorch computes it
+// (hi wins where lo > hi); the two ops fuse in static graphs. Inline, so
+// the plugin lowers it. hardtanh is clamp with PyTorch's default bounds.
+inline Tensor clamp(const Tensor& x, Scalar lo, Scalar hi) { return clamp_max(clamp_min(x, lo), hi); }
+inline Tensor hardtanh(const Tensor& x, Scalar min_val = -1.0, Scalar max_val = 1.0) {
+  return clamp_max(clamp_min(x, min_val), max_val);
+}
+
 // ---- reductions ---------------------------------------------------------
 // Over the whole tensor (0-d result), along one dim, or over a set of dims;
 // keepdim keeps reduced dims as size 1. sum of integral/bool gives int64;
@@ -40,7 +53,6 @@ GRAPH_OP("log_softmax") Tensor log_softmax(const Tensor& x, int64_t dim);
 // ---- selection ----------------------------------------------------------
 // where(cond, a, b): a where cond is true, else b (broadcasting all three).
 GRAPH_OP("where") Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor clamp(const Tensor& x, Scalar lo, Scalar hi);
 
 // ---- library ------------------------------------------------------------
 // Matrix product with PyTorch's matmul semantics: 1-D operands are vectors,
@@ -64,6 +76,7 @@ GRAPH_DEFINE_BINARY_OPERATOR(==, eq)
 GRAPH_DEFINE_BINARY_OPERATOR(!=, ne)
 #undef GRAPH_DEFINE_BINARY_OPERATOR
 GRAPH_OP("neg") inline Tensor operator-(const Tensor& x) { return neg(x); }
+
 GRAPH_OP("logical_not") inline Tensor operator!(const Tensor& x) { return logical_not(x); }
 
 // `h += x` rebinds h to h + x: a new tensor, as `h = h + x` (views of the old

@@ -162,6 +162,15 @@ class Tensor {
   GRAPH_OP("amin") Tensor amin(const Shape& dim, bool keepdim = false) const;
   GRAPH_OP("argmax") Tensor argmax(int64_t dim, bool keepdim = false) const;
 
+  // Elementwise methods: x.exp() is exp(x) (ops.h). Static graphs lower the
+  // annotated ones; x.clamp(lo, hi) runs eagerly only (write
+  // clamp(x, lo, hi) or x.clamp_min(lo).clamp_max(hi) in static functions).
+#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) GRAPH_OP(#name) Tensor name() const;
+#include "graph/ops.def"
+  GRAPH_OP("clamp_min") Tensor clamp_min(Scalar lo) const;
+  GRAPH_OP("clamp_max") Tensor clamp_max(Scalar hi) const;
+  Tensor clamp(Scalar lo, Scalar hi) const;
+
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;
   // Marks this handle (and copies made from it afterwards) as a leaf whose
