@@ -29,6 +29,7 @@
 #include "graph/ir/autodiff.h"
 #include "graph/ir/ir.h"
 #include "graph/op_cost.h"
+#include "graph/op_properties.h"
 #include "graph/op_table.h"
 
 namespace {
@@ -70,25 +71,6 @@ std::set<std::string> fixture_ops() {
     if (s >> word >> name >> op && word == "case") ops.insert(op);
   }
   return ops;
-}
-
-// Elementwise ops whose every gradient column is GRAPH_NO_GRAD: the table's
-// explicit "not differentiable" for them.
-bool elementwise_without_gradient(OpId id) {
-  constexpr std::string_view none = "GRAPH_NO_GRAD";
-  switch (id) {
-#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
-  case OpId::name: return #grad_x == none;
-#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b) \
-  case OpId::name: return #grad_a == none && #grad_b == none;
-#include "graph/ops.def"
-    default: return false;
-  }
-}
-
-bool marked_not_differentiable(const OpInfo& op) {
-  return elementwise_without_gradient(op.id) || op.rule == graph::DTypeRule::ToBool ||
-         op.rule == graph::DTypeRule::ToIndex;
 }
 
 // A graph of one `op` node on f32 tensor parameters, with the attributes a
@@ -137,7 +119,7 @@ TEST(OpTable, EveryForwardOpHasAGradientOrIsMarkedNotDifferentiable) {
     auto g = one_node(op);
     std::vector<bool> wanted(g->inputs().size(), true);
     const std::string err = error_of([&] { ir::differentiate(*g, wanted); });
-    if (marked_not_differentiable(op)) continue;
+    if (!graph::differentiable(op)) continue;  // the table's explicit "not differentiable"
     EXPECT_EQ(err.find("has no gradient"), std::string::npos)
         << "'" << op.name << "' has no gradient: give it a formula (ops.def), a rule "
         << "(ir/src/passes/autodiff_rules.cpp) or OP_backward, or mark it not differentiable: " << err;

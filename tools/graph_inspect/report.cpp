@@ -11,6 +11,7 @@
 #include "graph/ir/memory_plan.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/verifier.h"
+#include "graph/op_properties.h"
 #include "graph/op_table.h"
 
 namespace graph::inspect {
@@ -168,19 +169,6 @@ std::string arity(int n) { return n < 0 ? "*" : std::to_string(n); }
 
 namespace {
 
-// An elementwise op whose every gradient column is GRAPH_NO_GRAD.
-bool elementwise_without_gradient(OpId id) {
-  constexpr std::string_view none = "GRAPH_NO_GRAD";
-  switch (id) {
-#define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) \
-  case OpId::name: return #grad_x == none;
-#define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b) \
-  case OpId::name: return #grad_a == none && #grad_b == none;
-#include "graph/ops.def"
-    default: return false;
-  }
-}
-
 const char* rule_text(DTypeRule r) {
   switch (r) {
     case DTypeRule::Same: return "promoted inputs";
@@ -230,8 +218,7 @@ std::string op_markdown() {
   out << kMarkdownHead;
   for (const OpInfo& op : kOpTable) {
     if (op.has(op_trait::Backward)) continue;  // emitted by autodiff, not called by users
-    const bool grad = !elementwise_without_gradient(op.id) && op.rule != DTypeRule::ToBool &&
-                      op.rule != DTypeRule::ToIndex;
+    const bool grad = differentiable(op);
     const char* cuda = op.has(op_trait::CpuOnly) ? "no" : op.has(op_trait::CudaPartly) ? "partly" : "yes";
     out << "| `" << op.name << "` | " << kind_name(op.kind) << " | " << rule_text(op.rule) << " | "
         << (grad ? "yes" : "no") << " | yes | " << cuda << " |\n";

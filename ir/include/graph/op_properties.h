@@ -1,6 +1,7 @@
 #pragma once
 // Properties of the op table's entries derived from ops.def, for the tools
-// that read the whole table (tools/progen): kept apart from op_table.h so
+// that read the whole table (tools/progen, graph-inspect's op listing,
+// op_table_test): kept apart from op_table.h so
 // that the libraries including the table do not rebuild when they change.
 #include <string_view>
 
