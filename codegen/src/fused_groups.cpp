@@ -332,7 +332,7 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   std::vector<std::string> in_ptr, in_t;
   for (const ir::Value* p : tensor_params) {
     in_t.push_back(element_type(*p->type().dtype));
-    in_ptr.push_back(fresh("in_" + name(p)));
+    in_ptr.push_back(fresh("in_" + operand(p)));  // a lazy slice's name is an expression
     line("const " + in_t.back() + "* const " + in_ptr.back() + " = " + name(p) + ".data_ptr<" + in_t.back() + ">();");
   }
   // The producers: the group's dense kernel, writing a block into o0.
