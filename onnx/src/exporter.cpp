@@ -52,6 +52,10 @@ DType Exporter::dtype(const ir::Node& user, const ir::Value* v) const {
     if (std::holds_alternative<bool>(*k)) return DType::Bool;
     return DType::Int64;
   }
+  if (v->type().is_scalar()) {  // known only at run time: a 0-d tensor
+    if (v->type().kind == ir::Type::Kind::Float) return DType::Float64;
+    return v->type().kind == ir::Type::Kind::Bool ? DType::Bool : DType::Int64;
+  }
   if (!v->type().dtype) {
     if (auto a = aliases_.find(v); a != aliases_.end()) return dtype(user, a->second);
     fail(user, "the dtype of %" + v->name() + " is unknown");
@@ -122,7 +126,7 @@ std::string Exporter::fresh(const std::string& hint) {
 
 ::onnx::NodeProto& Exporter::node(const std::string& op, const std::vector<std::string>& inputs,
                                   const std::vector<std::string>& outputs) {
-  ::onnx::NodeProto* n = g_.add_node();
+  ::onnx::NodeProto* n = cur_->add_node();
   n->set_op_type(op);
   n->set_name(fresh("n_" + op));
   for (const auto& i : inputs) n->add_input(i);
@@ -155,8 +159,8 @@ std::string Exporter::const_scalar(double v, DType d) {
 
 std::string Exporter::cast(const std::string& x, DType from, DType to) {
   if (from == to) return x;
-  std::string out = emit("Cast", {x}, x + "_" + std::string(dtype_token(to)));
-  attr(*g_.mutable_node(g_.node_size() - 1), "to", int64_t{onnx_dtype(to)});
+  std::string out = fresh(x + "_" + std::string(dtype_token(to)));
+  attr(node("Cast", {x}, {out}), "to", int64_t{onnx_dtype(to)});
   return out;
 }
 

@@ -2,7 +2,11 @@
 // The exporter's state, shared by the driver (export.cpp) and the op rules
 // (lower_ops.cpp): the GraphProto being built, the ONNX name of every IR
 // value, and the host values known at export time (constants, bound scalar
-// inputs, static sizes), which ONNX needs as attributes.
+// inputs, static sizes), which ONNX needs as attributes. A host value known
+// only at run time (a loop counter) is a 0-d ONNX tensor: int64, double or
+// bool. Nodes go to the current graph (the model's, or an If branch or Loop
+// body being built); initializers always go to the model's graph, which
+// subgraphs can read.
 #include <onnx/onnx_pb.h>
 
 #include <map>
@@ -26,7 +30,20 @@ int32_t onnx_dtype(DType d);
 
 class Exporter {
  public:
-  Exporter(::onnx::GraphProto& g, const std::map<std::string, Tensor>& params) : g_(g), params_(params) {}
+  Exporter(::onnx::GraphProto& g, const std::map<std::string, Tensor>& params) : g_(g), cur_(&g), params_(params) {}
+
+  // Nodes built while a Subgraph lives go to `sub` (an If branch, a Loop body).
+  class Subgraph {
+   public:
+    Subgraph(Exporter& ex, ::onnx::GraphProto& sub) : ex_(ex), saved_(ex.cur_) { ex.cur_ = &sub; }
+    ~Subgraph() { ex_.cur_ = saved_; }
+    Subgraph(const Subgraph&) = delete;
+    Subgraph& operator=(const Subgraph&) = delete;
+
+   private:
+    Exporter& ex_;
+    ::onnx::GraphProto* saved_;
+  };
 
   // ---- errors ----
   [[noreturn]] void fail(const ir::Node& n, const std::string& what) const;
@@ -38,9 +55,12 @@ class Exporter {
   // `v` converted to `d` (a Cast when its dtype differs).
   std::string tensor_as(const ir::Node& user, const ir::Value* v, DType d);
   void bind(const ir::Value* v, std::string onnx_name) { names_[v] = std::move(onnx_name); }
+  // `v` has an ONNX value (bound, or a parameter), not only a known one.
+  bool has_value(const ir::Value* v) const { return names_.count(v) || lazy_params_.count(v); }
   bool is_undefined(const ir::Value* v) const { return undefined_.count(v) != 0; }
   void mark_undefined(const ir::Value* v) { undefined_.insert({v, true}); }
-  // The dtype of a tensor value; fails naming `user` when the IR leaves it unknown.
+  // The dtype of a tensor value (a host value's: its 0-d tensor's); fails
+  // naming `user` when the IR leaves it unknown.
   DType dtype(const ir::Node& user, const ir::Value* v) const;
   // The static sizes of a tensor value, or nullopt.
   static std::optional<std::vector<int64_t>> static_sizes(const ir::Value* v);
@@ -72,7 +92,8 @@ class Exporter {
   static void attr(::onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
 
  private:
-  ::onnx::GraphProto& g_;
+  ::onnx::GraphProto& g_;    // the model's graph: inputs, outputs, initializers
+  ::onnx::GraphProto* cur_;  // where nodes go
   const std::map<std::string, Tensor>& params_;
   std::map<const ir::Value*, std::string> names_;
   std::map<const ir::Value*, Known> known_;

@@ -217,6 +217,7 @@ void lower_op(Exporter& ex, const ir::Node& n, const OpInfo& op, const ir::Attri
     case OpKind::View: return view(r, op);
     case OpKind::Library:
     case OpKind::Other: return lower_nn_op(r, op);
+    default: ex.fail(n, "no ONNX mapping for this structural node");  // export.cpp handles those it can
   }
 }
 

@@ -1,7 +1,9 @@
 // Writes the ONNX export test cases for tests/onnx/check_onnx.py: for each
 // case, a model traced from eager code (examples' modules, and op coverage
 // graphs), exported with graph::onnx::export_model, plus its inputs and the
-// eager outputs as .npy files:
+// eager outputs as .npy files; and graphs with control flow (Loop, If on
+// run-time values), written as the plugin lowers them, with the
+// interpreter's outputs:
 //   DIR/NAME.onnx  DIR/NAME.in0.npy ...  DIR/NAME.out0.npy ...
 // and DIR/cases.txt, one "NAME INPUTS OUTPUTS" line per case. ONNX Runtime
 // then runs each model on the inputs and compares with the eager outputs.
@@ -14,6 +16,8 @@
 #include "../../examples/mlp_train/mlp.h"
 #include "../../examples/transformer/encoder.h"
 #include "graph/graph.h"
+#include "graph/interpreter.h"
+#include "graph/ir/ir.h"
 #include "graph/onnx_export.h"
 #include "graph/trace.h"
 
@@ -53,6 +57,96 @@ struct Case {
   TraceFn fn;
   std::vector<Tensor> inputs;
 };
+
+// A graph in IR text, run by the interpreter.
+struct IrCase {
+  std::string name;
+  std::string text;
+  std::vector<Tensor> inputs;
+};
+
+std::vector<IrCase> ir_cases() {
+  manual_seed(1);
+  std::vector<IrCase> out;
+  // An RNN over the rows of x: a Loop whose trip count is a static size, a
+  // slice at the loop counter, and an If on the counter's parity.
+  out.push_back({"rnn_loop", R"(graph rnn(%x : f32[5, 3], %w : f32[3, 4], %u : f32[4, 4], %h0 : f32[1, 4]) {
+  %zero : int = constant{value=0}()
+  %T : int = tensor_size(%x, %zero)
+  %go : bool = constant{value=true}()
+  %h : f32[1, 4] = Loop(%T, %go, %h0)
+    block(%t : int, %h.1 : f32[1, 4]) {
+      %one : int = constant{value=1}()
+      %two : int = constant{value=2}()
+      %t1 : int = add(%t, %one)
+      %xt : f32[1, 3] = slice_dyn{dim=0}(%x, %t, %t1, %one)
+      %a : f32[1, 4] = matmul(%xt, %w)
+      %b : f32[1, 4] = matmul(%h.1, %u)
+      %s : f32[1, 4] = add(%a, %b)
+      %h.2 : f32[1, 4] = tanh(%s)
+      %r : int = int_mod(%t, %two)
+      %odd : bool = eq(%r, %one)
+      %h.3 : f32[1, 4] = If(%odd)
+        block() {
+          %half : float = constant{value=0.5}()
+          %y : f32[1, 4] = mul(%h.2, %half)
+          -> (%y)
+        }
+        block() {
+          -> (%h.2)
+        }
+      -> (%go, %h.3)
+    }
+  return (%h)
+})",
+                 {randn({5, 3}), randn({3, 4}) * 0.5, randn({4, 4}) * 0.5, randn({1, 4})}});
+  // A while on a tensor condition, with an If on a tensor inside and host
+  // values carried (an int count, a float sum of the counter).
+  out.push_back({"while_if", R"(graph shrink(%x : f32[4]) {
+  %max : int = constant{value=9223372036854775807}()
+  %lim : float = constant{value=1.0}()
+  %s0 : f32 = sum(%x)
+  %c0 : i1 = gt(%s0, %lim)
+  %zero : int = constant{value=0}()
+  %acc0 : float = constant{value=0.0}()
+  %n : int, %acc : float, %h : f32[4] = Loop(%max, %c0, %zero, %acc0, %x)
+    block(%i : int, %k : int, %acc.1 : float, %h.1 : f32[4]) {
+      %one : int = constant{value=1}()
+      %k.2 : int = add(%k, %one)
+      %fi : float = int_to_float(%i)
+      %acc.2 : float = add(%acc.1, %fi)
+      %m : f32 = amax(%h.1)
+      %big : float = constant{value=2.0}()
+      %c : i1 = gt(%m, %big)
+      %h.2 : f32[4] = If(%c)
+        block() {
+          %half : float = constant{value=0.5}()
+          %a : f32[4] = mul(%h.1, %half)
+          -> (%a)
+        }
+        block() {
+          %q : float = constant{value=0.25}()
+          %b : f32[4] = sub(%h.1, %q)
+          -> (%b)
+        }
+      %s : f32 = sum(%h.2)
+      %more : i1 = gt(%s, %lim)
+      -> (%more, %k.2, %acc.2, %h.2)
+    }
+  return (%h, %n, %acc)
+})",
+                 {abs(randn({4})) * 3.0 + 1.0}});
+  return out;
+}
+
+// A host value the interpreter returned, as the 0-d tensor ONNX gives.
+Tensor as_tensor(const IValue& v) {
+  if (const auto* t = std::get_if<Tensor>(&v)) return *t;
+  if (const auto* i = std::get_if<int64_t>(&v)) return full(Shape{}, *i, kInt64);
+  if (const auto* d = std::get_if<double>(&v)) return full(Shape{}, *d, kFloat64);
+  if (const auto* b = std::get_if<bool>(&v)) return full(Shape{}, *b, kBool);
+  throw Error("onnx_cases: a list output");
+}
 
 std::vector<Case> cases() {
   manual_seed(0);
@@ -146,6 +240,16 @@ int main(int argc, char** argv) {
         write_npy(dir + "/" + c.name + ".in" + std::to_string(i) + ".npy", c.inputs[i]);
       for (size_t i = 0; i < expected.size(); ++i)
         write_npy(dir + "/" + c.name + ".out" + std::to_string(i) + ".npy", expected[i]);
+      list << c.name << " " << c.inputs.size() << " " << expected.size() << "\n";
+    }
+    for (IrCase& c : ir_cases()) {
+      const auto g = ir::parse(c.text);
+      onnx::export_model(dir + "/" + c.name + ".onnx", *g);
+      const std::vector<IValue> expected = run(*g, std::vector<IValue>(c.inputs.begin(), c.inputs.end()));
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        write_npy(dir + "/" + c.name + ".in" + std::to_string(i) + ".npy", c.inputs[i]);
+      for (size_t i = 0; i < expected.size(); ++i)
+        write_npy(dir + "/" + c.name + ".out" + std::to_string(i) + ".npy", as_tensor(expected[i]));
       list << c.name << " " << c.inputs.size() << " " << expected.size() << "\n";
     }
   } catch (const std::exception& e) {

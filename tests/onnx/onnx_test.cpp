@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -128,18 +129,63 @@ TEST(OnnxExport, RunTimeAttributesFromParametersAndScalars) {
   EXPECT_NE(export_error(kPluginConv, no_groups, opts).find("the graph input %bias has no shape"), std::string::npos);
 }
 
-TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
+// A run-time If and a Loop become ONNX If and Loop; a host value carried by
+// the loop (a counter) and the ops on it become 0-d tensors and nodes.
+TEST(OnnxExport, ControlFlowBecomesOnnxIfAndLoop) {
   const std::string loop = R"(graph f(%n : int, %x : f32[4]) {
   %go : bool = constant{value=true}()
-  %h : f32[4] = Loop(%n, %go, %x) @"model.cpp":12:5
-    block(%i : int, %h.1 : f32[4]) {
-      %h.2 : f32[4] = relu(%h.1)
-      -> (%go, %h.2)
+  %zero : int = constant{value=0}()
+  %k : int, %h : f32[4] = Loop(%n, %go, %zero, %x) @"model.cpp":12:5
+    block(%i : int, %k.1 : int, %h.1 : f32[4]) {
+      %one : int = constant{value=1}()
+      %k.2 : int = add(%k.1, %one)
+      %h.2 : f32[4] = mul(%h.1, %k.2)
+      %small : bool = lt(%k.2, %n)
+      -> (%small, %k.2, %h.2)
     }
-  return (%h)
+  return (%h, %k)
 })";
-  EXPECT_NE(export_error(loop).find("onnx export: Loop at model.cpp:12:5: loops are not exported"), std::string::npos);
+  graph::onnx::ExportOptions opts;
+  opts.scalars["n"] = int64_t{3};
+  const auto m = export_text(loop, {}, opts);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"Loop", "Identity", "Identity"}));
+  const auto& node = m.graph().node(0);
+  EXPECT_EQ(node.input_size(), 4);  // trips, condition, k, h
+  ASSERT_EQ(node.attribute_size(), 1);
+  const auto& body = node.attribute(0).g();
+  EXPECT_EQ(node.attribute(0).name(), "body");
+  ASSERT_EQ(body.input_size(), 4);  // iteration, condition in, k, h
+  EXPECT_EQ(body.input(2).type().tensor_type().elem_type(), ::onnx::TensorProto::INT64);
+  EXPECT_EQ(body.input(3).type().tensor_type().elem_type(), ::onnx::TensorProto::FLOAT);
+  EXPECT_EQ(body.output_size(), 3);  // condition out, k, h
+  std::vector<std::string> body_ops;
+  for (const auto& n : body.node()) body_ops.push_back(n.op_type());
+  for (const char* op : {"Add", "Cast", "Mul", "Less"})
+    EXPECT_NE(std::find(body_ops.begin(), body_ops.end(), op), body_ops.end()) << op;
+  EXPECT_EQ(m.graph().output(1).type().tensor_type().elem_type(), ::onnx::TensorProto::INT64);
 
+  const std::string if_ = R"(graph f(%x : f32[4]) {
+  %s : f32 = sum(%x)
+  %y : f32[4] = If(%s) @"model.cpp":7:3
+    block() {
+      -> (%x)
+    }
+    block() {
+      %z : f32[4] = neg(%x)
+      -> (%z)
+    }
+  return (%y)
+})";
+  const auto mi = export_text(if_);
+  ASSERT_EQ(op_types(mi), (std::vector<std::string>{"ReduceSum", "Cast", "Reshape", "If", "Identity"}));
+  const auto& ifn = mi.graph().node(3);
+  ASSERT_EQ(ifn.attribute_size(), 2);
+  EXPECT_EQ(ifn.attribute(0).name(), "then_branch");
+  EXPECT_EQ(ifn.attribute(1).name(), "else_branch");
+  EXPECT_EQ(ifn.attribute(1).g().node(0).op_type(), "Neg");
+}
+
+TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
   const std::string if_ = R"(graph f(%c : bool, %x : f32[4]) {
   %y : f32[4] = If(%c) @"model.cpp":7:3
     block() {
@@ -151,12 +197,27 @@ TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
     }
   return (%y)
 })";
-  EXPECT_NE(export_error(if_).find("If at model.cpp:7:3: an If on a condition known only at run time"),
-            std::string::npos);
+  EXPECT_NE(export_error(if_).find("If at model.cpp:7:3: the host-scalar input %c has no value"), std::string::npos);
   graph::onnx::ExportOptions opts;  // a bound condition decides the branch
   opts.scalars["c"] = false;
   EXPECT_EQ(op_types(export_text(if_, {}, opts)), (std::vector<std::string>{"Neg", "Identity"}));
 
+  EXPECT_NE(export_error(R"(graph f(%x : f32[4], %n : int) {
+  %go : bool = constant{value=true}()
+  %h : f32[4] = Loop(%n, %go, %x)
+    block(%i : int, %h.1 : f32[4]) {
+      %d : float = int_to_float(%i)
+      %m : int = float_to_int(%d) @"model.cpp":9:9
+      %s : f32[4] = mul(%h.1, %m)
+      -> (%go, %s)
+    }
+  return (%h)
+})", {}, [] {
+              graph::onnx::ExportOptions o;
+              o.scalars["n"] = int64_t{2};
+              return o;
+            }()).find("float_to_int at model.cpp:9:9: 'float_to_int' has no ONNX mapping"),
+            std::string::npos);
   EXPECT_NE(export_error(R"(graph f(%x : f32[4]) {
   %y : f32[4] = dropout{p=0.5, training=true}(%x) @"train.cpp":3:9
   return (%y)
@@ -214,7 +275,10 @@ TEST(OnnxExport, SavedGraphAndCommandLine) {
   std::ofstream(dir + "/loop.graph") << "graph f(%n : int, %x : f32[4]) {\n  %go : bool = constant{value=true}()\n"
                                         "  %h : f32[4] = Loop(%n, %go, %x)\n    block(%i : int, %h.1 : f32[4]) {\n"
                                         "      -> (%go, %h.1)\n    }\n  return (%h)\n}\n";
-  EXPECT_EQ(status(dir + "/loop.graph -o " + dir + "/x.onnx --set n=3"), 1);
+  EXPECT_EQ(status(dir + "/loop.graph -o " + dir + "/x.onnx --set n=3"), 0);
+  std::ofstream(dir + "/train.graph") << "graph f(%x : f32[4]) {\n  %y : f32[4] = dropout{p=0.5, training=true}(%x)\n"
+                                         "  return (%y)\n}\n";
+  EXPECT_EQ(status(dir + "/train.graph -o " + dir + "/x.onnx"), 1);
 }
 
 }  // namespace
