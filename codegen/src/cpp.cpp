@@ -209,7 +209,9 @@ void Emitter::guards(const ir::Graph& g, bool check_inputs) {
     const ir::Value* v = g.inputs()[k].get();
     const ir::Type& t = v->type();
     const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + ir::quote(v->name());
-    if (t.is_tensor()) {
+    if (t.is_tensor() && ir::unread_input(g, v)) {
+      line("if (!::graph::detail::guard_any_tensor(" + at + ", why)) return false;");
+    } else if (t.is_tensor()) {
       if (!t.dtype)
         throw Error("codegen: graph '" + g.name() + "' input '" + v->name() + "' has no dtype (run infer_types)");
       const bool optional = ir::may_be_undefined(v);

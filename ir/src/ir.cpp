@@ -220,6 +220,13 @@ bool may_be_undefined(const Value* input) {
   return optional;
 }
 
+bool unread_input(const Graph& g, const Value* input) {
+  if (!input->users().empty()) return false;
+  for (const Value* out : g.outputs())
+    if (out == input) return false;
+  return true;
+}
+
 Value* add_constant(Block* b, int64_t v) {
   Node* n = b->append("constant");
   n->attrs()["value"] = v;

@@ -39,6 +39,13 @@ using namespace graph;
   return h;
 }
 
+// K2 (fixed): a tensor parameter the body never reads was typed float32 and
+// guarded as such, so a call passing int64 indices there never ran the
+// compiled graph. Reduced from seed 101, pg6.
+[[graph::static]] Tensor k2_unread_int_input(const Tensor& x, const Tensor& idx, int n, double s) {
+  return tanh(x * s + static_cast<double>(n));
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -46,6 +53,8 @@ const progen::Case kCases[] = {
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_continue_grad(in[0], n, s)); }},
     {"k1_if_in_loop_grad", {{"x0", {2, 2}, false, 0}}, {{0, 0.0}, {2, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_if_in_loop_grad(in[0], n, s)); }},
+    {"k2_unread_int_input", {{"x0", {2, 3}, false, 0}, {"x1", {4}, true, 5}}, {{0, 0.5}, {2, -1.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k2_unread_int_input(in[0], in[1], n, s)); }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
 

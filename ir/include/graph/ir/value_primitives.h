@@ -44,6 +44,11 @@ bool is_value_primitive(OpId id);
 // and the interpreter's) accept an undefined tensor there.
 bool may_be_undefined(const Value* input);
 
+// A graph input that no node reads and the graph does not return: a parameter
+// the body ignores. Nothing depends on its dtype or shape, which the plugin
+// could only guess (float32), so the input guards accept any tensor there.
+bool unread_input(const Graph& g, const Value* input);
+
 // ---- attributes known at run time ---------------------------------------------
 // An op's attribute may come from the node's inputs instead of a constant
 // (`layer_norm(x, this->normalized_shape, ...)`, `conv2d(..., stride, padding)`

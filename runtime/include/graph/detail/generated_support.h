@@ -116,6 +116,12 @@ inline bool defined_tensor(const Arg& a) {
   return !t || t->defined();  // not a tensor: guard_tensor explains
 }
 
+// A tensor input the graph never reads: any dtype, shape, or undefined.
+inline bool guard_any_tensor(const Arg& a, size_t index, std::string_view name, std::string* why) {
+  if (std::holds_alternative<Tensor>(a)) return true;
+  return guard_fail(why, input_label(index, name) + ": expected a tensor, got " + std::string(arg_kind_name(a)));
+}
+
 // A tensor input of rank `rank` (checked after guard_tensor).
 inline bool guard_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why) {
   const Tensor& t = std::get<Tensor>(a);
