@@ -1,8 +1,9 @@
 // DistributedDataParallel under mpirun -np 2: wrapping broadcasts rank 0's
 // weights; 20 steps of DDP on each rank's share of a batch equal one process
 // training on the whole batch (losses and parameters), bitwise the same on
-// every rank; with eager and static forwards, one bucket or many; mismatched
-// models are reported; unused parameters get zeros; hooks go with the wrapper.
+// every rank; with eager and static forwards, one bucket or many; gradient
+// accumulation under no_sync(); mismatched models are reported; unused
+// parameters get zeros; hooks go with the wrapper.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +138,52 @@ TEST(Ddp, BucketsStartDuringBackward) {
   EXPECT_EQ(st.buckets, 4);
   // Every bucket was started by a hook, none left for the end of backward.
   EXPECT_EQ(st.started_in_backward, st.buckets);
+}
+
+// Gradient accumulation: two micro-batches per step, the first under
+// no_sync(), equal one process stepping on the sum over every rank's
+// micro-batches divided by the world size; the no_sync backward communicates
+// nothing (the ranks' gradients then differ).
+TEST(Ddp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
+  auto [x, y] = global_batch(kFloat64);
+  const int r = pg().rank(), world = pg().world_size();
+  manual_seed(100 + r);
+  auto model = make_mlp();
+  model->to(kFloat64);
+  dist::DistributedDataParallel ddp(model.ptr(), pg());
+  manual_seed(100);
+  auto ref = make_mlp();
+  ref->to(kFloat64);
+  const std::vector<Tensor> mp = model->parameters(), rp = ref->parameters();
+  optim::SGD opt_d(mp, {.lr = 0.1, .momentum = 0.9}), opt_r(rp, {.lr = 0.1, .momentum = 0.9});
+  constexpr int64_t kMicro = kPerRank / 2;
+  auto rows = [&](const Tensor& t, int rank, int part) {
+    const int64_t b = rank * kPerRank + part * kMicro;
+    return t.slice(0, b, b + kMicro);
+  };
+  for (int s = 0; s < kSteps; ++s) {
+    opt_d.zero_grad();
+    {
+      auto guard = ddp.no_sync();
+      cross_entropy(model->forward(rows(x, r, 0)), rows(y, r, 0)).backward();
+    }
+    if (s == 0) {  // local only so far: rank 1's fc3 gradient is its own, not rank 0's
+      Tensor g = pg().all_gather(model->fc3->weight.grad().contiguous());
+      EXPECT_GT(max_rel_diff(g.slice(0, 1, 2), g.slice(0, 0, 1)), 1e-6);
+    }
+    cross_entropy(model->forward(rows(x, r, 1)), rows(y, r, 1)).backward();
+    opt_d.step();
+    opt_r.zero_grad();
+    Tensor total = zeros({}, kFloat64);
+    for (int q = 0; q < world; ++q)
+      for (int part = 0; part < 2; ++part) total = total + cross_entropy(ref->forward(rows(x, q, part)), rows(y, q, part));
+    (total / static_cast<double>(world)).backward();
+    opt_r.step();
+  }
+  double worst = 0;
+  for (size_t k = 0; k < mp.size(); ++k) worst = std::max(worst, max_rel_diff(mp[k], rp[k]));
+  EXPECT_LT(worst, 1e-12);
+  expect_same_on_all_ranks(mp);
 }
 
 TEST(Ddp, DifferentModelsAcrossRanksAreReported) {

@@ -155,8 +155,11 @@ struct DdpStats {
 // post-accumulate hooks, waited for when backward ends), so the optimizer
 // step is the same on every rank. Works with eager and static ([[graph::static]])
 // forwards alike: a static forward's backward accumulates into the same leaves.
-// Call zero_grad before each backward: the whole accumulated gradient is averaged.
+// Call zero_grad before each step: the whole accumulated gradient is averaged
+// (to accumulate over micro-batches, run all but the last under no_sync()).
 class DistributedDataParallel {
+  struct Impl;
+
  public:
   DistributedDataParallel(std::shared_ptr<nn::Module> module, ProcessGroup& pg, DdpOptions options = {});
   ~DistributedDataParallel();  // removes the hooks
@@ -164,6 +167,24 @@ class DistributedDataParallel {
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
   nn::Module& module() const;
+
+  // Gradient accumulation (torch's `with ddp.no_sync():`): while a guard
+  // lives, backward() only accumulates into each rank's own .grad, with no
+  // communication; the next backward() outside one averages the whole
+  // accumulated gradient across the ranks.
+  class NoSyncGuard {
+   public:
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    friend class DistributedDataParallel;
+    explicit NoSyncGuard(Impl* impl);
+    Impl* impl_;
+    bool saved_;
+  };
+  [[nodiscard]] NoSyncGuard no_sync();
   // Waits for every bucket and writes the averaged gradients back; runs by
   // itself at the end of backward(). Buckets whose parameters got no
   // gradient this pass are reduced as zeros (the same on every rank).
@@ -174,7 +195,6 @@ class DistributedDataParallel {
   DdpStats last_stats() const;
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

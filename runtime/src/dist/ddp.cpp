@@ -8,7 +8,9 @@
 // starts. Buckets start in index order on every rank because MPI requires
 // collectives to be issued in the same order everywhere. backward() then runs
 // the callback the first hook queued, which waits for all buckets, divides by
-// the world size and writes the averages back into the leaves' .grad.
+// the world size and writes the averages back into the leaves' .grad. Under
+// no_sync() the hooks do nothing, so gradients accumulate locally; a leaf
+// the synced pass does not reach is reduced with the .grad it holds.
 #include <chrono>
 
 #include "graph/autograd.h"
@@ -49,6 +51,7 @@ struct DistributedDataParallel::Impl {
   size_t next_launch = 0;
   int launched_by_hooks = 0;
   bool in_pass = false;
+  bool sync = true;  // false under no_sync()
   Clock::time_point first_launch, backward_end;
   DdpStats stats;
 
@@ -121,6 +124,7 @@ struct DistributedDataParallel::Impl {
   }
 
   void on_grad(size_t k, const Tensor& grad) {
+    if (!sync) return;
     if (!in_pass) begin_pass();
     if (ready[k]) return;
     stage(k, grad);
@@ -134,9 +138,10 @@ struct DistributedDataParallel::Impl {
     in_pass = false;
     backward_end = Clock::now();
     const bool started = next_launch > 0;
-    // Parameters no gradient reached this pass: zeros, so every bucket runs on every rank.
+    // Parameters no gradient reached this pass: what they accumulated under
+    // no_sync(), or zeros, so every bucket runs on every rank.
     for (size_t k = 0; k < params.size(); ++k)
-      if (!ready[k]) stage(k, Tensor());
+      if (!ready[k]) stage(k, params[k].grad());
     launch_ready();
     NoGradGuard no_grad;
     const double world = pg->world_size();
@@ -199,6 +204,12 @@ DistributedDataParallel::~DistributedDataParallel() {
 nn::Module& DistributedDataParallel::module() const { return *impl_->module; }
 
 void DistributedDataParallel::finish_gradient_sync() { impl_->finish(); }
+
+DistributedDataParallel::NoSyncGuard::NoSyncGuard(Impl* impl) : impl_(impl), saved_(impl->sync) { impl->sync = false; }
+
+DistributedDataParallel::NoSyncGuard::~NoSyncGuard() { impl_->sync = saved_; }
+
+DistributedDataParallel::NoSyncGuard DistributedDataParallel::no_sync() { return NoSyncGuard(impl_.get()); }
 
 std::vector<std::vector<size_t>> DistributedDataParallel::bucket_layout() const {
   std::vector<std::vector<size_t>> r;
