@@ -1,5 +1,6 @@
 # Install rules and the CxxGraph package: find_package(CxxGraph) gives
-# cxxgraph::runtime, cxxgraph::ir, the plugin and cxxgraph_static_graphs().
+# cxxgraph::runtime, cxxgraph::ir, the plugin and cxxgraph_static_graphs(),
+# and cxxgraph::dist when built with MPI.
 include(CMakePackageConfigHelpers)
 
 set_target_properties(cxxgraph_ir PROPERTIES EXPORT_NAME ir)
@@ -11,6 +12,10 @@ if(TARGET cxxgraph_cuda)  # the runtime links it: users' links need it and CUDA'
   set_target_properties(cxxgraph_cuda PROPERTIES EXPORT_NAME cuda)
   install(TARGETS cxxgraph_cuda EXPORT CxxGraphTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(DIRECTORY cuda/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+if(TARGET cxxgraph_dist)  # graph::dist over MPI: its users link cxxgraph::dist
+  set_target_properties(cxxgraph_dist PROPERTIES EXPORT_NAME dist)
+  install(TARGETS cxxgraph_dist EXPORT CxxGraphTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 if(TARGET cxxgraph_plugin)
   set_target_properties(cxxgraph_plugin PROPERTIES EXPORT_NAME plugin)
