@@ -59,7 +59,7 @@ GradientUnit make_gradient(const ir::Graph& lowered) {
   u.num_saved = gg.num_saved;
   u.grad_inputs = gg.grad_inputs;
   type_backward_inputs(u);
-  const auto rest = ir::parse_pipeline("infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise");
+  const auto rest = ir::gradient_pipeline();
   ir::run_pipeline(*u.forward, rest);
   ir::run_pipeline(*u.backward, rest);
   ir::verify_or_throw(*u.forward);
