@@ -169,22 +169,32 @@ std::string Emitter::at_source(const ir::Node* n, const std::string& what, const
 // ---- the graph function --------------------------------------------------------
 
 void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
-                             bool check_inputs) {
+                             bool check_inputs, const ir::OutputReach* needs) {
   reset_names();
   graph_name_ = g.name();
+  needs_ = needs;
+  needs_top_ = needs ? g.top() : nullptr;
   // The function's own parameter names are taken so no local shadows them.
-  for (const char* reserved : {"in", "n_in", "out", "why", "buffers"}) used_.insert(reserved);
+  for (const char* reserved : {"in", "n_in", "needed", "out", "why", "buffers"}) used_.insert(reserved);
   slots_ = 0;
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
   // A graph without inputs (a region of constants) never reads `in`: said so,
   // so the generated source compiles warning-free at -Wall -Wextra.
   const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::detail::Arg* in"
                                                   : "const ::graph::detail::Arg* in";
-  open("bool " + fn_name + "(" + in_param + ", size_t n_in, ::graph::detail::Arg* out, std::string* why)");
+  const std::string needed_param = needs ? " [[maybe_unused]] const bool* needed," : "";
+  open("bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::detail::Arg* out, std::string* why)");
   guards(g, check_inputs);
   line("::graph::detail::GraphBuffers::Lease buffers(" + buffers_name(fn_name) + ");");
   line("");
-  block(g.top());
+  if (needs) {
+    declare_needs(g);
+    for (const auto& n : g.top()->nodes()) node_if_needed(n.get());
+  } else {
+    block(g.top());
+  }
+  needs_ = nullptr;
+  needs_top_ = nullptr;
   line("");
   for (size_t k = 0; k < g.outputs().size(); ++k) {
     const ir::Value* v = g.outputs()[k];

@@ -151,7 +151,7 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
   auto in = [&](size_t i) { return name(n->input(i)); };
   const Names nm = [&](const ir::Value* v) { return name(v); };
   const std::string f = "::graph::detail::" + std::string(op.name);
-  const std::string mask = grad_mask(n);
+  const std::string mask = runtime_mask(n, grad_mask(n));
   switch (op.id) {
     case OpId::sum_to:
     case OpId::reshape_as: return f + "_backward(" + in(0) + ", " + in(1) + ")";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/ir/ir.h"
+#include "graph/ir/output_reach.h"
 #include "graph/op_table.h"
 
 namespace graph::codegen::detail {
@@ -126,8 +127,11 @@ class Emitter {
   // ---- graphs, blocks, nodes (cpp.cpp) ----
   // Without check_inputs the inputs are bound unchecked (a backward graph,
   // whose inputs the runtime made itself).
+  // With `needs` (a backward graph's output reach) the function takes
+  // `const bool* needed`, one flag per graph output, after n_in
+  // (detail::BackwardFn), and does only the work wanted outputs need.
   void graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
-                      bool check_inputs = true);
+                      bool check_inputs = true, const ir::OutputReach* needs = nullptr);
   // The GraphBuffers object of graph function `fn_name`, and how many slots
   // the last graph_function took from it.
   static std::string buffers_name(const std::string& fn_name);
@@ -192,6 +196,14 @@ class Emitter {
   // grad_functions.cpp: a gradient op (sum_to, OP_backward) as a call of its
   // backward kernel; false for other ops.
   bool gradient_op(const ir::Node* n);
+  // grad_functions.cpp, for graph_function's `needs`: one bool local per
+  // distinct set of outputs a top-block node (or a gradient op's output)
+  // reaches; a top-block node run only when one of its outputs is wanted;
+  // the build-time mask `build` of gradient op n narrowed at run time.
+  void declare_needs(const ir::Graph& g);
+  std::string needed_expr(const std::vector<size_t>& reach) const;
+  void node_if_needed(const ir::Node* n);
+  std::string runtime_mask(const ir::Node* n, const std::string& build) const;
   void reduce(const ir::Node* n, const OpInfo& op);
 
   // fusion_kernel.cpp
@@ -233,6 +245,9 @@ class Emitter {
   size_t cuda_groups_ = 0;   // elementwise groups numbered so far
   bool cuda_pending_ = false;  // fusion_group -> the next fused_loop
   std::unordered_map<std::string, std::string> lazy_;  // "v_x.get()" -> "v_x" (LazySlice locals)
+  const ir::OutputReach* needs_ = nullptr;             // graph_function's, while it writes
+  const ir::Block* needs_top_ = nullptr;               // the top block of that graph
+  std::map<std::vector<size_t>, std::string> need_locals_;  // declare_needs
   // fused_elementwise -> fused_loop: the dense kernel already written, its
   // scalar arguments, and the outputs' buffer slots (shared by both paths).
   std::string dense_fn_;

@@ -59,7 +59,7 @@ GradientUnit make_gradient(const ir::Graph& lowered) {
   u.num_saved = gg.num_saved;
   u.grad_inputs = gg.grad_inputs;
   type_backward_inputs(u);
-  const auto rest = ir::parse_pipeline("infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise");
+  const auto rest = ir::gradient_pipeline();
   ir::run_pipeline(*u.forward, rest);
   ir::run_pipeline(*u.backward, rest);
   ir::verify_or_throw(*u.forward);
@@ -108,6 +108,71 @@ bool Emitter::gradient_op(const ir::Node* n) {
   return true;
 }
 
+// ---- only the work wanted gradients need (ir/output_reach.h) ----------------------
+
+void Emitter::declare_needs(const ir::Graph& g) {
+  need_locals_.clear();
+  auto declare = [&](const std::vector<size_t>& reach) {
+    if (reach.empty() || needs_->reaches_all(reach) || need_locals_.count(reach)) return;
+    std::string any;
+    for (size_t k : reach) any += (any.empty() ? "" : " || ") + std::string("needed[") + std::to_string(k) + "]";
+    const std::string local = fresh("needs");
+    need_locals_.emplace(reach, local);
+    line("[[maybe_unused]] const bool " + local + " = " + any + ";");
+  };
+  for (const auto& n : g.top()->nodes()) {
+    if (n->is(OpId::constant)) continue;
+    declare(needs_->of_node(n.get()));
+    if (is_gradient_op(n.get()))
+      for (size_t i = 0; i < n->num_outputs(); ++i) declare(needs_->of(n->output(i)));
+  }
+  if (!need_locals_.empty()) line("");
+}
+
+std::string Emitter::needed_expr(const std::vector<size_t>& reach) const {
+  if (reach.empty()) return "false";
+  if (needs_->reaches_all(reach)) return "true";
+  return need_locals_.at(reach);
+}
+
+// A node whose outputs only some gradients need runs in an `if`: its outputs
+// are declared before it, left undefined when it does not run (no node that
+// runs reads them: output_reach.h), and assigned from the node's own locals.
+void Emitter::node_if_needed(const ir::Node* n) {
+  const std::vector<size_t> reach = needs_->of_node(n);
+  if (n->is(OpId::constant) || reach.empty() || needs_->reaches_all(reach)) return node(n);
+  std::vector<std::string> outer;
+  for (const ir::Value* o : n->outputs()) {
+    outer.push_back(name(o));
+    line(cpp_type(o->type()) + " " + outer.back() + "{};");
+  }
+  for (size_t i = 0; i < outer.size(); ++i) alias(n->output(i), fresh(outer[i] + "_"));
+  open("if (" + needed_expr(reach) + ")");
+  node(n);
+  for (size_t i = 0; i < outer.size(); ++i) {
+    line(outer[i] + " = " + name(n->output(i)) + ";");
+    alias(n->output(i), outer[i]);
+  }
+  close();
+}
+
+// The build-time mask, without the outputs no wanted gradient reaches; a
+// gradient op inside a nested block keeps it (it runs when its node does).
+std::string Emitter::runtime_mask(const ir::Node* n, const std::string& build) const {
+  if (!needs_ || n->owner() != needs_top_ || n->num_outputs() > 32) return build;
+  uint32_t fixed = 0;
+  std::string dynamic;
+  for (size_t i = 0; i < n->num_outputs(); ++i) {
+    const std::string bit = std::to_string(uint32_t{1} << i) + "u";
+    const std::string need = needed_expr(needs_->of(n->output(i)));
+    if (need == "true") fixed |= uint32_t{1} << i;
+    else if (need != "false") dynamic += " | (" + need + " ? " + bit + " : 0u)";
+  }
+  if (dynamic.empty() && fixed == (n->num_outputs() == 32 ? ~uint32_t{0} : (uint32_t{1} << n->num_outputs()) - 1))
+    return build;
+  return "(" + build + " & (" + std::to_string(fixed) + "u" + dynamic + "))";
+}
+
 std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
                                const std::string& mangled_name, const std::string& body_hash) {
   if (!u.unsupported.empty()) return "";
@@ -126,7 +191,8 @@ std::string gradient_functions(const GradientUnit& u, const std::string& fn, con
   // tape's gradients (a saved value may be undefined): nothing to guard.
   Emitter b;
   b.set_cuda(fn + "_backward", mangled_name, body_hash + "/backward");
-  b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false);
+  const ir::OutputReach reach(*u.backward);
+  b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false, &reach);
   e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_backward") + "{" + std::to_string(b.slots()) + "};");
   e.raw(b.take());
   return e.take();

@@ -85,6 +85,10 @@ std::vector<Pass> default_pipeline() {
       "fuse_groups");
 }
 
+std::vector<Pass> gradient_pipeline() {
+  return parse_pipeline("infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise, fuse_groups");
+}
+
 void run_pipeline(Graph& g, const std::vector<Pass>& steps, const PipelineOptions& options, const Module* module) {
   std::string dump_spec;
   if (options.dump_after) dump_spec = *options.dump_after;

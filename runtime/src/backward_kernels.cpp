@@ -4,6 +4,7 @@
 #include "graph/detail/backward_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -14,6 +15,16 @@
 #include "storage.h"
 
 namespace graph::detail {
+
+namespace {
+std::atomic<GradMaskObserver> g_mask_observer{nullptr};
+}  // namespace
+
+void set_grad_mask_observer(GradMaskObserver observer) { g_mask_observer.store(observer); }
+
+void observe_grad_mask(const char* op, GradMask mask) {
+  if (GradMaskObserver f = g_mask_observer.load(std::memory_order_relaxed)) f(op, mask);
+}
 
 Tensor sum_to_backward(const Tensor& grad, const Tensor& like) {
   Tensor r = autograd::sum_to(grad, like.sizes());
@@ -53,6 +64,7 @@ Tensor slice_backward(const Tensor& grad, const Tensor& x, int64_t dim, int64_t 
 
 std::vector<Tensor> linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
                                     GradMask mask) {
+  observe_grad_mask("linear_backward", mask);
   if (weight.dim() != 2 || x.dim() == 0 || x.size(-1) != weight.size(1))
     throw Error("linear_backward: expected input [..., in] and weight [out, in], got input shape " +
                 shape_str(x.sizes()) + ", weight shape " + shape_str(weight.sizes()));
@@ -72,6 +84,7 @@ std::vector<Tensor> linear_backward(const Tensor& grad, const Tensor& x, const T
 // mean((input - target)^2): d/d input = 2 (input - target) g / N, summed back
 // over broadcast dims; the target's is its negative.
 std::vector<Tensor> mse_loss_backward(const Tensor& grad, const Tensor& input, const Tensor& target, GradMask mask) {
+  observe_grad_mask("mse_loss_backward", mask);
   const Tensor d = input - target;  // names the shapes when they do not broadcast
   const Tensor gd = (grad / static_cast<double>(d.numel())) * d;
   const Tensor g2 = gd + gd;  // as eager's d * d: the same product from both sides
@@ -103,6 +116,7 @@ Shape class_back(int64_t n) {
 // log_softmax, no autograd) when not handed in.
 std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& target,
                                            GradMask mask, const Tensor& log_probs) {
+  observe_grad_mask("cross_entropy_backward", mask);
   const std::string shapes = "logits shape " + shape_str(logits.sizes()) + ", target shape " + shape_str(target.sizes());
   if (logits.dim() == 0 || !is_floating(logits.dtype()))
     throw Error("cross_entropy_backward: expected floating logits [N, C] or [C], got " + shapes);
@@ -169,6 +183,7 @@ std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, co
                                                           const Tensor& v, const Tensor& attn_mask, bool is_causal,
                                                           GradMask mask) {
   const char* op = "scaled_dot_product_attention_backward";
+  observe_grad_mask(op, mask);
   if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2 || q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2))
     throw Error(std::string(op) + ": expected query [..., L, E], key [..., S, E] and value [..., S, Ev], got " +
                 shape_str(q.sizes()) + ", " + shape_str(k.sizes()) + ", " + shape_str(v.sizes()));

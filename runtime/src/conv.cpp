@@ -382,6 +382,7 @@ namespace detail {
 std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
                                     const Shape& stride, const Shape& padding, const Shape& dilation, int64_t groups,
                                     GradMask mask) {
+  detail::observe_grad_mask("conv2d_backward", mask);
   detail::check_defined("conv2d_backward", x);
   detail::check_defined("conv2d_backward", weight);
   if (x.dim() != 3 && x.dim() != 4)

@@ -30,6 +30,7 @@
 #include "graph/error.h"
 #include "graph/detail/generated_support.h"
 #include "graph/detail/list_grad.h"
+#include "graph/ir/output_reach.h"
 #include "graph/ir/verifier.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
@@ -209,6 +210,23 @@ class Run {
 
   IValue& at(const ir::Value* v) { return env_[prog_.slot(v)]; }
 
+  // RunOptions::needed_outputs: the top-block nodes that need not run, and
+  // the gradient ops some of whose outputs nobody wants.
+  void plan_needs(const ir::Graph& g, const std::vector<bool>& needed) {
+    const ir::OutputReach reach(g);
+    for (const auto& n : g.top()->nodes()) {
+      if (!ir::OutputReach::any(reach.of_node(n.get()), needed)) {
+        skipped_.insert(n.get());
+        continue;
+      }
+      if (!n->table_op() || !n->table_op()->has(op_trait::Backward)) continue;
+      uint32_t wanted = ~uint32_t{0};
+      for (size_t i = 0; i < n->num_outputs() && i < 32; ++i)
+        if (!ir::OutputReach::any(reach.of(n->output(i)), needed)) wanted &= ~(uint32_t{1} << i);
+      if (wanted != ~uint32_t{0}) wanted_.emplace(n.get(), wanted);
+    }
+  }
+
   void block(const ir::Block* b) {
     const BlockInfo& info = prog_.block(b);
     if (threads_ <= 1 || info.heavy < 2) return block_in_order(info);
@@ -293,6 +311,10 @@ class Run {
 
   void node(const ir::Node* n) {
     const OpId op = n->op_id();
+    if (!skipped_.empty() && skipped_.count(n)) {
+      for (const ir::Value* o : n->outputs()) at(o) = Tensor();
+      return;
+    }
     try {
       if (op == OpId::constant) return constant(n);
       if (op == OpId::If) return if_(n);
@@ -311,7 +333,9 @@ class Run {
       std::vector<IValue> in;
       in.reserve(n->inputs().size());
       for (const ir::Value* v : n->inputs()) in.push_back(at(v));
-      std::vector<IValue> out = detail::run_kernel(*k, *n, in);
+      auto narrowed = wanted_.find(n);
+      std::vector<IValue> out =
+          detail::run_kernel(*k, *n, in, narrowed == wanted_.end() ? ~uint32_t{0} : narrowed->second);
       if (out.size() != n->num_outputs())
         throw Error(n->op() + ": the kernel gave " + std::to_string(out.size()) + " values for " +
                     std::to_string(n->num_outputs()) + " outputs");
@@ -468,6 +492,8 @@ class Run {
   std::vector<IValue> env_;
   int threads_;
   bool grad_mode_;
+  std::unordered_set<const ir::Node*> skipped_;              // plan_needs
+  std::unordered_map<const ir::Node*, uint32_t> wanted_;     // plan_needs
 };
 
 const char* kind_name(ir::Type::Kind k) {
@@ -509,6 +535,12 @@ std::vector<IValue> run(const ir::Graph& g, std::vector<IValue> inputs, const Ru
   const int threads = options.threads > 0 ? options.threads : default_threads();
   Run run(prog, std::min<int>(threads, static_cast<int>(ThreadPool::get().workers()) + 1),
           autograd::grad_mode_enabled());
+  if (!options.needed_outputs.empty()) {
+    if (options.needed_outputs.size() != g.outputs().size())
+      throw Error("graph '" + g.name() + "': needed_outputs has " + std::to_string(options.needed_outputs.size()) +
+                  " flags for " + std::to_string(g.outputs().size()) + " outputs");
+    run.plan_needs(g, options.needed_outputs);
+  }
   for (size_t i = 0; i < inputs.size(); ++i) run.at(g.inputs()[i].get()) = std::move(inputs[i]);
   run.block(g.top());
   std::vector<IValue> out;

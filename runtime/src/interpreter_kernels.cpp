@@ -41,12 +41,32 @@ std::vector<int64_t> int_list(const Tensor& t) {
   return std::vector<int64_t>(p, p + c.numel());
 }
 
-std::vector<IValue> run_kernel(const Kernel& k, const ir::Node& n, std::span<const IValue> in) {
-  if (!ir::has_dynamic_attrs(n)) return k(n, in);
+namespace {
+
+// n's grad_mask (absent: every output) without the outputs `wanted` lacks.
+// A malformed grad_mask stays as it is, for the kernel to report.
+void narrow_grad_mask(const ir::Node& n, ir::Node& copy, uint32_t wanted) {
+  std::vector<int64_t> mask(n.num_outputs(), 1);
+  if (auto it = n.attrs().find("grad_mask"); it != n.attrs().end()) {
+    const auto* v = std::get_if<std::vector<int64_t>>(&it->second);
+    if (!v) return;
+    mask = *v;
+  }
+  for (size_t i = 0; i < mask.size() && i < 32; ++i)
+    if (!((wanted >> i) & 1u)) mask[i] = 0;
+  copy.attrs()["grad_mask"] = std::move(mask);
+}
+
+}  // namespace
+
+std::vector<IValue> run_kernel(const Kernel& k, const ir::Node& n, std::span<const IValue> in, uint32_t wanted) {
+  const bool narrow = wanted != ~uint32_t{0};
+  if (!ir::has_dynamic_attrs(n) && !narrow) return k(n, in);
   ir::Graph scratch(n.op());
   ir::Node* copy = scratch.top()->append(n.op());
   copy->attrs() = n.attrs();
   copy->set_loc(n.loc());
+  if (narrow) narrow_grad_mask(n, *copy, wanted);
   for (auto& [key, value] : copy->attrs()) {
     auto d = ir::dynamic_attr(n, key);
     if (!d) continue;

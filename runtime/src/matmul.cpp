@@ -439,6 +439,7 @@ void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out) {
 // path come with it; B^T and A^T are views the GEMM reads with its
 // transpose flag, never copies.
 std::vector<Tensor> matmul_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask) {
+  observe_grad_mask("matmul_backward", mask);
   check_operands(a, b);
   // As matmul: a 1-D a is a row, a 1-D b a column; grad gets those dims back.
   const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a, b2 = b.dim() == 1 ? b.unsqueeze(1) : b;

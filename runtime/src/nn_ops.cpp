@@ -656,6 +656,7 @@ namespace detail {
 // autograd): the graph saves layer_norm's inputs, not its statistics.
 std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Shape& normalized_shape,
                                         const Tensor& weight, const Tensor& bias, double eps, GradMask mask) {
+  observe_grad_mask("layer_norm_backward", mask);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   bool ok = k > 0 && x.dim() >= k && grad.sizes() == x.sizes() && is_floating(x.dtype());
   for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
@@ -696,6 +697,7 @@ std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, con
 }
 
 std::vector<Tensor> embedding_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices, GradMask mask) {
+  observe_grad_mask("embedding_backward", mask);
   if (!wants(mask, 0)) return {Tensor(), Tensor()};
   if (weight.dim() != 2 || is_floating(indices.dtype()) || grad.numel() != indices.numel() * weight.size(1))
     throw Error("embedding_backward: expected a 2-D weight, integer indices and a gradient of shape indices + [" +

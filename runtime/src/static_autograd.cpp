@@ -109,10 +109,16 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
       info[i] = {true, t->sizes(), t->dtype()};
   }
   std::vector<Tensor> inputs;  // the edges: one per grad_input, none where grad is not required
-  for (size_t k = 0; k < d->num_grad_inputs; ++k) inputs.push_back(std::get<Tensor>(in[d->grad_inputs[k]]));
+  // Which gradients the backward computes: as eager ops ask only for those of
+  // inputs that require grad (one spare element: never a zero-length array).
+  std::shared_ptr<bool[]> needed = std::make_shared<bool[]>(d->num_grad_inputs + 1);
+  for (size_t k = 0; k < d->num_grad_inputs; ++k) {
+    inputs.push_back(std::get<Tensor>(in[d->grad_inputs[k]]));
+    needed[k] = tracks_grad(inputs.back());
+  }
 
   const std::string name = std::string("static graph (") + g.source + ")";
-  auto backward = [d, saved, info, name](const std::vector<Tensor>& grads) {
+  auto backward = [d, saved, info, name, needed](const std::vector<Tensor>& grads) {
     std::vector<Arg> args(saved->begin(), saved->end());  // a copy: retain_graph may run it again
     for (size_t i = 0; i < info.size(); ++i) {
       const bool given = i < grads.size() && grads[i].defined();
@@ -121,7 +127,7 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
     }
     std::vector<Arg> results(d->num_grad_inputs);
     std::string why;
-    if (!d->backward(args.data(), args.size(), results.data(), &why))
+    if (!d->backward(args.data(), args.size(), needed.get(), results.data(), &why))
       throw Error("backward of the " + name + ": " + why);
     std::vector<Tensor> grads_in;
     for (Arg& r : results) grads_in.push_back(std::get<Tensor>(std::move(r)));

@@ -170,10 +170,11 @@ graph::detail::CompiledGradient* gradient_of(const char* mangled) {
 
 // Test-only faults in a generated backward: the first gradient doubled, or
 // dropped (undefined).
-graph::detail::GraphFn real_backward = nullptr;
+graph::detail::BackwardFn real_backward = nullptr;
 bool drop_instead = false;
-bool faulty_backward(const graph::detail::Arg* in, size_t n, graph::detail::Arg* out, std::string* why) {
-  if (!real_backward(in, n, out, why)) return false;
+bool faulty_backward(const graph::detail::Arg* in, size_t n, const bool* needed, graph::detail::Arg* out,
+                     std::string* why) {
+  if (!real_backward(in, n, needed, out, why)) return false;
   Tensor& g = std::get<Tensor>(out[0]);
   g = drop_instead ? Tensor() : g * 2.0;
   return true;

@@ -13,6 +13,7 @@
 
 #include "functions.h"
 #include "grad_check.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/optim.h"
 
 namespace {
@@ -355,6 +356,52 @@ TEST(StaticTraining, MLPCrossEntropyWithSGDMatchesEagerStepByStep) {
     EXPECT_EQ(graph::detail::graph_calls(fn) - before, m == Mode::Static ? 20u : 0u);
   }
   expect_same_losses(losses[0], losses[1]);
+}
+
+// The masks linear_backward was given, in call order.
+std::vector<graph::detail::GradMask> g_linear_masks;
+void record_linear_mask(const char* op, graph::detail::GradMask m) {
+  if (std::string(op) == "linear_backward") g_linear_masks.push_back(m);
+}
+
+// The generated backward asks each kernel only for gradients some input that
+// requires grad needs, as eager ops do: with x a plain tensor, the first
+// layer's linear_backward computes no d x (mask 6, not 7) and x gets no
+// gradient. Every mode gives the same gradients.
+TEST(StaticTraining, InputsThatDoNotRequireGradCostNoBackwardWork) {
+  graph::manual_seed(14);
+  Tensor labels = graph::empty({8}, graph::kInt64);
+  for (int64_t i = 0; i < 8; ++i) labels.data_ptr<int64_t>()[i] = (i * 3) % 5;
+  const char* fn = "_ZN2sg11mlp_ce_lossEN5graph6TensorES1_S1_S1_S1_S1_S1_S1_";
+  for (bool x_requires_grad : {false, true}) {
+    SCOPED_TRACE(x_requires_grad);
+    std::vector<Tensor> grads[3];
+    for (Mode m : {Mode::Static, Mode::Eager, Mode::Interpret}) {
+      graph::manual_seed(7);
+      Tensor x = graph::randn({8, 12});
+      std::vector<Tensor> p{graph::randn({20, 12}) * 0.3, graph::randn({20}) * 0.1, graph::randn({20, 20}) * 0.3,
+                            graph::randn({20}) * 0.1, graph::randn({5, 20}) * 0.3, graph::randn({5}) * 0.1};
+      for (Tensor& t : p) t.requires_grad_();
+      if (x_requires_grad) x.requires_grad_();
+      graph::set_mode(m);
+      const uint64_t before = graph::detail::graph_calls(fn);
+      g_linear_masks.clear();
+      graph::detail::set_grad_mask_observer(record_linear_mask);
+      sg::mlp_ce_loss(x, labels, p[0], p[1], p[2], p[3], p[4], p[5]).backward();
+      graph::detail::set_grad_mask_observer(nullptr);
+      graph::set_mode(Mode::Static);
+      EXPECT_EQ(graph::detail::graph_calls(fn) - before, m == Mode::Eager ? 0u : 1u) << static_cast<int>(m);
+      // Layers 3, 2, 1: the first one's d x only when x requires grad.
+      EXPECT_EQ(g_linear_masks, (std::vector<graph::detail::GradMask>{7u, 7u, x_requires_grad ? 7u : 6u}))
+          << static_cast<int>(m);
+      EXPECT_EQ(x.grad().defined(), x_requires_grad) << static_cast<int>(m);
+      if (x_requires_grad) p.push_back(x);
+      for (const Tensor& t : p) grads[static_cast<int>(m)].push_back(t.grad());
+    }
+    for (int m : {0, 2})
+      for (size_t i = 0; i < grads[1].size(); ++i)
+        expect_close(grads[m][i], grads[1][i], 1e-5, "mode " + std::to_string(m) + ", gradient " + std::to_string(i));
+  }
 }
 
 TEST(StaticTraining, LSTMWithAdamMatchesEagerStepByStep) {

@@ -650,9 +650,21 @@ class TypeInference {
       default: break;
     }
     const OpInfo* info = n->table_op();
+    if (info && info->has(op_trait::Backward) && n->num_outputs() > 1) return gradients(n);
     if (!info || n->num_outputs() != 1) return;
     if (has_dynamic_attrs(*n)) return n->output()->set_type(with_dynamic_attrs(*info, n));
     n->output()->set_type(by_op(*info, n));
+  }
+
+  // OP_backward(grad, inputs...) gives one gradient per input of OP, of that
+  // input's dtype and shape (backward_kernels.h); fusion of the elementwise
+  // ops reading them (relu's grad * mask) needs those types. Non-floating
+  // inputs get no gradient and their outputs stay untyped.
+  static void gradients(Node* n) {
+    for (size_t i = 0; i < n->num_outputs() && i + 1 < n->inputs().size(); ++i) {
+      const Type& in = n->input(i + 1)->type();
+      if (in.is_tensor() && in.dtype && is_floating(*in.dtype)) n->output(i)->set_type(in);
+    }
   }
 
   static Type by_op(const OpInfo& op_info, Node* n) {

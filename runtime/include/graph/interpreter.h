@@ -32,6 +32,13 @@ struct RunOptions {
   // Threads that execute ready nodes, the caller included. 0: the
   // GRAPH_NUM_THREADS environment variable, else the hardware's cores.
   int threads = 0;
+  // One flag per graph output; false: no caller wants it (the gradient of an
+  // input that does not require grad). Empty: every output is wanted. A node
+  // of the top block whose outputs reach only unwanted outputs does not run
+  // (its outputs stay undefined), and a gradient op's grad_mask drops the
+  // outputs that reach none wanted (ir/output_reach.h). So an unwanted output
+  // may come back undefined.
+  std::vector<bool> needed_outputs;
 };
 
 // Runs `g` (which must verify) on `inputs`, one per graph input, each of the
@@ -53,7 +60,10 @@ const Kernel* find_backward_kernel(std::string_view op);
 // Runs `k` on `n`. A node with attributes known at run time
 // (ir/value_primitives.h) gets them from its inputs: the kernel sees a copy of
 // the node with those attributes as constants, and only the op's own inputs.
-std::vector<IValue> run_kernel(const Kernel& k, const ir::Node& n, std::span<const IValue> in);
+// A gradient op whose output i nobody wants (bit i of `wanted` clear) sees
+// its grad_mask with that bit cleared too (RunOptions::needed_outputs).
+std::vector<IValue> run_kernel(const Kernel& k, const ir::Node& n, std::span<const IValue> in,
+                               uint32_t wanted = ~uint32_t{0});
 // An int list held in a 1-D int64 tensor (a `Shape` member passed to a graph).
 std::vector<int64_t> int_list(const Tensor& t);
 

@@ -47,6 +47,12 @@ struct PipelineOptions {
 // the final types.
 std::vector<Pass> default_pipeline();
 
+// infer_types, simplify, const_fold, cse, dce, infer_types, fuse_elementwise,
+// fuse_groups: what each half of a differentiated graph runs (codegen/grad.h),
+// so the backward's elementwise chains, reductions and epilogues fuse as the
+// forward's do.
+std::vector<Pass> gradient_pipeline();
+
 // Every pass by name (the names of passes.h's entry functions).
 const std::vector<Pass>& all_passes();
 // The pass named `name`; throws graph::Error listing the known names.

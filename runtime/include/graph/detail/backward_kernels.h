@@ -88,6 +88,14 @@ std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, co
                                                           const Tensor& v, const Tensor& attn_mask, bool is_causal,
                                                           GradMask mask);
 
+// ---- a test hook ----------------------------------------------------------------
+// When set, each kernel above that takes a mask first reports its op and the
+// mask it was given: tests check that no gradient nobody wants is computed.
+// Set it only while no backward runs.
+using GradMaskObserver = void (*)(const char* op, GradMask mask);
+void set_grad_mask_observer(GradMaskObserver observer);
+void observe_grad_mask(const char* op, GradMask mask);
+
 // ---- the fallback ------------------------------------------------------------
 // `forward` (an eager op on its tensor inputs) runs again under autograd on
 // fresh leaves, and backward() from its result gives the gradients. No

@@ -24,11 +24,18 @@
 
 namespace graph::detail {
 
+// The generated backward: (saved..., grad_outputs...) -> (gradients of
+// grad_inputs...). needed[k] says whether the gradient of grad_inputs[k] is
+// wanted (its input requires grad); an unwanted one comes back undefined, and
+// work that only it needs does not run (ir/output_reach.h).
+using BackwardFn = bool (*)(const Arg* inputs, size_t num_inputs, const bool* needed, Arg* outputs,
+                            std::string* why);
+
 struct CompiledGradient {
   const char* mangled_name;
   const char* body_hash;
-  GraphFn forward;   // (inputs...) -> (outputs..., saved...)
-  GraphFn backward;  // (saved..., grad_outputs...) -> (gradients of grad_inputs...)
+  GraphFn forward;      // (inputs...) -> (outputs..., saved...)
+  BackwardFn backward;  // (saved..., grad_outputs...) -> (gradients of grad_inputs...)
   size_t num_saved;
   const size_t* grad_inputs;  // the inputs backward returns gradients of
   size_t num_grad_inputs;
