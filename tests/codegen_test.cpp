@@ -19,6 +19,7 @@
 #include "graph/cpu_isa.h"
 #include "graph/parallel.h"
 #include "graph/codegen/grad.h"
+#include "graph/detail/conv_stats.h"
 #include "graph/detail/generated_support.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
@@ -1710,6 +1711,45 @@ TEST(Generated, LstmGateSlicesGiveEagerBits) {
     const std::string at = "B=" + std::to_string(B) + ", " + std::to_string(steps) + " steps";
     expect_bitwise(tensor_out(out, 0), h, "h, " + at);
     expect_bitwise(tensor_out(out, 1), c, "c, " + at);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// conv2d epilogues (tests/codegen_cases/conv_relu.graph): conv2d -> relu is one
+// oneDNN convolution with a relu post-op; another chain keeps its fused loop.
+
+TEST(ConvEpilogue, SourceFusesReluIntoTheConvolution) {
+  auto graphs = codegen_case("conv_relu.graph");
+  for (auto& g : graphs) ir::fuse_groups(*g);
+  EXPECT_EQ(join(ir::verify(*graphs.at(0))), "");
+  EXPECT_EQ(count_ops(*graphs.at(0), "FusionGroup"), 2u) << ir::print(*graphs.at(0));
+  const std::string src = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "cnn.cpp");
+  EXPECT_EQ(count_of(src, "::graph::detail::conv2d_relu(v_x, v_w1, v_b1, "), 1u) << src;
+  EXPECT_EQ(count_of(src, "::graph::conv2d("), 1u) << src;  // the second conv2d, then its fused loop
+  EXPECT_NE(src.find("matmul epilogue: conv2d, relu"), std::string::npos) << src;
+  EXPECT_NE(src.find("matmul epilogue: conv2d, sigmoid, mul"), std::string::npos) << src;
+}
+
+TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
+  const Tensor x = values({2, 4, 9, 8}, 1), b1 = values({6}, 3), w2 = graph::mul(values({4, 3, 3, 3}, 4), 0.2);
+  Tensor w1 = graph::mul(values({6, 4, 3, 3}, 2), 0.3);
+  const auto eager = [&](const Tensor& w) {
+    const Tensor h = graph::relu(graph::conv2d(x, w, b1, {1, 1}, {1, 1}));
+    const Tensor c2 = graph::conv2d(h, w2, Tensor(), {2, 2}, {0, 1}, {1, 1}, 2);
+    return std::make_pair(h, graph::mul(c2, graph::sigmoid(c2)));
+  };
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const auto s0 = graph::detail::dnnl_conv_stats();
+    const std::vector<Arg> out = call("cg_conv_relu", {x, w1, b1, w2}, 2);
+    const auto s1 = graph::detail::dnnl_conv_stats();
+    EXPECT_EQ(s1.forward - s0.forward, 2u);  // both conv2d ran oneDNN's primitive
+    const auto [h, y] = eager(w1);
+    expect_close(tensor_out(out, 0), h);
+    expect_close(tensor_out(out, 1), y);
+    if (round == 1) EXPECT_EQ(s1.weight_reorders - s0.weight_reorders, 0u);  // both weights kept
+    if (round == 2) EXPECT_EQ(s1.weight_reorders - s0.weight_reorders, 1u);  // w1 was updated
+    if (round == 1) w1.add_(graph::full({6, 4, 3, 3}, 0.05, graph::kFloat32));  // bumps w1's version
   }
 }
 
