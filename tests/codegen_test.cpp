@@ -19,6 +19,7 @@
 #include "graph/cpu_isa.h"
 #include "graph/parallel.h"
 #include "graph/codegen/grad.h"
+#include "graph/autocast.h"
 #include "graph/detail/conv_stats.h"
 #include "graph/detail/generated_support.h"
 #include "graph/graph.h"
@@ -1751,6 +1752,50 @@ TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
     if (round == 2) EXPECT_EQ(s1.weight_reorders - s0.weight_reorders, 1u);  // w1 was updated
     if (round == 1) w1.add_(graph::full({6, 4, 3, 3}, 0.05, graph::kFloat32));  // bumps w1's version
   }
+}
+
+// ---------------------------------------------------------------------------
+// bf16 autocast (graph/autocast.h): generated code calls the runtime's GEMM and
+// conv entry points, so a static graph follows the caller's scope like eager
+// code does: the same bf16 products (within float32 sums of each other),
+// visibly different from the float32 graph.
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.to(graph::kFloat64).contiguous(), y = b.to(graph::kFloat64).contiguous();
+  double m = 0;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    m = std::max(m, std::fabs(x.data_ptr<double>()[i] - y.data_ptr<double>()[i]) / (1 + std::fabs(y.data_ptr<double>()[i])));
+  return m;
+}
+
+TEST(Autocast, StaticGraphsFollowTheScope) {
+  const MlpParams p = mlp_params(120);
+  const Tensor x = values({64, 96}, 121);
+  const Tensor f32_static = mlp_static(x, p);
+  Tensor static_bf16, eager_bf16;
+  {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    const auto s0 = graph::detail::autocast_stats();
+    static_bf16 = mlp_static(x, p);
+    EXPECT_EQ(graph::detail::autocast_stats().gemms - s0.gemms, 3u);  // the three linears
+    eager_bf16 = mlp_eager(x, p);
+  }
+  EXPECT_EQ(static_bf16.dtype(), graph::kFloat32);
+  EXPECT_LT(max_rel_diff(static_bf16, eager_bf16), 1e-5);
+  EXPECT_GT(max_rel_diff(static_bf16, f32_static), 1e-3);
+  // After the scope: float32 again, and the packed weights still serve it.
+  EXPECT_LT(max_rel_diff(mlp_static(x, p), f32_static), 1e-6);
+
+  const Tensor cx = values({2, 4, 9, 8}, 1), w1 = graph::mul(values({6, 4, 3, 3}, 2), 0.3), b1 = values({6}, 3);
+  const Tensor w2 = graph::mul(values({4, 3, 3, 3}, 4), 0.2);
+  const std::vector<Arg> f32_out = call("cg_conv_relu", {cx, w1, b1, w2}, 2);
+  const Tensor f32_h = tensor_out(f32_out, 0).clone();
+  graph::AutocastGuard autocast(graph::kBFloat16);
+  const auto s0 = graph::detail::autocast_stats();
+  const Tensor h = tensor_out(call("cg_conv_relu", {cx, w1, b1, w2}, 2), 0).clone();
+  EXPECT_EQ(graph::detail::autocast_stats().convs - s0.convs, 2u);  // the fused conv2d_relu and the plain conv2d
+  EXPECT_LT(max_rel_diff(h, graph::relu(graph::conv2d(cx, w1, b1, {1, 1}, {1, 1}))), 1e-5);
+  EXPECT_GT(max_rel_diff(h, f32_h), 1e-3);
 }
 
 }  // namespace

@@ -66,3 +66,11 @@ add_executable(conv_dnnl_test ${CMAKE_CURRENT_LIST_DIR}/conv_dnnl_test.cpp)
 target_link_libraries(conv_dnnl_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(conv_dnnl_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(conv_dnnl_test)
+
+# graph::AutocastGuard: bf16 matmul, linear and conv2d against PyTorch's
+# autocast (tests/fixtures/autocast_bf16.txt) and float64 on rounded operands.
+add_executable(autocast_test ${CMAKE_CURRENT_LIST_DIR}/autocast_test.cpp)
+target_link_libraries(autocast_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_definitions(autocast_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
+target_compile_options(autocast_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(autocast_test)

@@ -17,6 +17,11 @@
 //    offset, sizes, Tensor::version and the layout. An optimizer step or an
 //    in-place write bumps the version, so the next call reorders again.
 //
+// Under a bf16 autocast scope (graph/autocast.h) the forward takes its input
+// and weight in bf16 (converted by the same reorders; the weight's bf16 copy
+// is kept per version like the float one) and sums into float32; the bias
+// and relu stay float32. The backward primitives are float32 always.
+//
 // Numerics: the primitive sums over (c, kh, kw) in another order than the
 // GEMM, a few ulps of float32 from conv.cpp's result.
 #include "dnnl_conv.h"
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "graph/autocast.h"
 #include "graph/detail/conv_stats.h"
 #include "graph/parallel.h"
 #include "storage.h"
@@ -72,11 +78,12 @@ struct Key {
   Dir dir;
   bool bias, relu;
   int threads;
+  bool bf16;  // forward under bf16 autocast: bf16 input and weight, float32 sums and output
   bool operator==(const Key& o) const {
     const auto t = [](const Key& k) {
       const DnnlConvShape& g = k.s;
       return std::make_tuple(g.N, g.C, g.H, g.W, g.Cout, g.kH, g.kW, g.sH, g.sW, g.pH, g.pW, g.dH, g.dW, g.groups,
-                             k.dir, k.bias, k.relu, k.threads);
+                             k.dir, k.bias, k.relu, k.threads, k.bf16);
     };
     return t(*this) == t(o);
   }
@@ -124,14 +131,15 @@ memory::desc plain_w(const DnnlConvShape& s) {
   if (s.groups == 1) return {{s.Cout, s.C, s.kH, s.kW}, dt::f32, tag::oihw};
   return {{s.groups, s.Cout / s.groups, s.C / s.groups, s.kH, s.kW}, dt::f32, tag::goihw};
 }
-memory::desc any_like(const memory::desc& d) { return {d.dims(), d.data_type(), tag::any}; }
+memory::desc any_like(const memory::desc& d, dt type = dt::f32) { return {d.dims(), type, tag::any}; }
 
 // The forward descriptor, for the forward itself and as the backward's hint.
 dnnl::convolution_forward::primitive_desc forward_pd(const DnnlConvShape& s, bool bias, bool relu,
-                                                     dnnl::prop_kind prop) {
+                                                     dnnl::prop_kind prop, bool bf16 = false) {
   const memory::desc b = bias ? memory::desc({s.Cout}, dt::f32, tag::a) : memory::desc();
-  dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, any_like(plain_x(s)),
-                                    any_like(plain_w(s)), b, any_like(plain_y(s)), {s.sH, s.sW},
+  const dt in = bf16 ? dt::bf16 : dt::f32;
+  dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, any_like(plain_x(s), in),
+                                    any_like(plain_w(s), in), b, any_like(plain_y(s)), {s.sH, s.sW},
                                     {s.dH - 1, s.dW - 1}, {s.pH, s.pW}, {s.pH, s.pW});
   dnnl::primitive_attr attr;
   if (relu) {
@@ -148,7 +156,7 @@ std::shared_ptr<Prim> make_prim(const Key& k) {
   const DnnlConvShape& s = k.s;
   const memory::dims strides{s.sH, s.sW}, dil{s.dH - 1, s.dW - 1}, pad{s.pH, s.pW};
   if (k.dir == Dir::Forward) {
-    const auto pd = forward_pd(s, k.bias, k.relu, dnnl::prop_kind::forward_inference);
+    const auto pd = forward_pd(s, k.bias, k.relu, dnnl::prop_kind::forward_inference, k.bf16);
     p->prim = dnnl::convolution_forward(pd);
     p->src = pd.src_desc(), p->wts = pd.weights_desc(), p->dst = pd.dst_desc();
   } else if (k.dir == Dir::BackwardData) {
@@ -275,8 +283,10 @@ void write_back(const memory& m, const memory::desc& plain, float* data) {
   dnnl::reorder(m, user).execute(stream(), const_cast<memory&>(m), user);
 }
 
+std::atomic<bool> enabled{true};
+
 bool supported(const DnnlConvShape& s) {
-  return s.N > 0 && s.C > 0 && s.Cout > 0 && s.Ho > 0 && s.Wo > 0 && s.H > 0 && s.W > 0;
+  return enabled.load(std::memory_order_relaxed) && s.N > 0 && s.C > 0 && s.Cout > 0 && s.Ho > 0 && s.Wo > 0 && s.H > 0 && s.W > 0;
 }
 
 // Runs `body` with the primitive for `k`; false when oneDNN refuses.
@@ -304,7 +314,7 @@ bool with_primitive(const Key& k, F&& body) {
 
 bool dnnl_conv_forward(const DnnlConvShape& s, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu,
                        const Tensor& out) {
-  const Key k{s, Dir::Forward, bias.defined(), relu, num_threads()};
+  const Key k{s, Dir::Forward, bias.defined(), relu, num_threads(), autocast_bf16()};
   return with_primitive(k, [&](Prim& p, Cache& c) {
     std::shared_ptr<Reordered> wr;
     {
@@ -318,11 +328,12 @@ bool dnnl_conv_forward(const DnnlConvShape& s, const Tensor& x, const Tensor& w,
     p.prim.execute(stream(), args);
     write_back(dst, plain_y(s), out.data_ptr<float>());
     stats().forward.fetch_add(1, std::memory_order_relaxed);
+    if (k.bf16) graph::detail::count_autocast_conv();
   });
 }
 
 bool dnnl_conv_backward_data(const DnnlConvShape& s, const Tensor& w, const Tensor& go, const Tensor& gx) {
-  const Key k{s, Dir::BackwardData, false, false, num_threads()};
+  const Key k{s, Dir::BackwardData, false, false, num_threads(), false};
   return with_primitive(k, [&](Prim& p, Cache& c) {
     std::shared_ptr<Reordered> wr;
     {
@@ -339,7 +350,7 @@ bool dnnl_conv_backward_data(const DnnlConvShape& s, const Tensor& w, const Tens
 
 bool dnnl_conv_backward_weights(const DnnlConvShape& s, const Tensor& x, const Tensor& go, const Tensor& gw,
                                 const Tensor& gb) {
-  const Key k{s, Dir::BackwardWeights, gb.defined(), false, num_threads()};
+  const Key k{s, Dir::BackwardWeights, gb.defined(), false, num_threads(), false};
   return with_primitive(k, [&](Prim& p, Cache&) {
     memory src = operand(p.src, plain_x(s), x.data_ptr<float>(), 0, true);
     memory dy = operand(p.dst, plain_y(s), go.data_ptr<float>(), 1, true);
@@ -364,6 +375,8 @@ DnnlConvStats dnnl_conv_stats() {
                        s.weight_reorders.load(), s.weight_hits.load(),   s.refused.load(),
                        cpu::cache().weights.size()};
 }
+
+void set_dnnl_conv_enabled(bool on) { cpu::enabled.store(on, std::memory_order_relaxed); }
 
 void clear_dnnl_conv_cache() {
   cpu::Cache& c = cpu::cache();

@@ -20,7 +20,9 @@ struct DnnlConvShape {
 
 // out[N, Cout, Ho, Wo] = conv(x, w) (+ bias[Cout]) (then relu, as oneDNN's
 // post-op: unlike graph::relu it maps NaN to 0). The weight is reordered into
-// the primitive's layout once per Tensor::version and kept.
+// the primitive's layout once per Tensor::version and kept. Under
+// graph::AutocastGuard(kBFloat16) x and w are converted to bf16 and the
+// primitive sums in float32.
 bool dnnl_conv_forward(const DnnlConvShape& s, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu,
                        const Tensor& out);
 // gx[N, C, H, W] from go[N, Cout, Ho, Wo] and w.

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "graph/autocast.h"
 #include "graph/detail/generated_support.h"
 #include "graph/parallel.h"
 #include "storage.h"
@@ -229,6 +230,8 @@ std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::d
 bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bool relu, const Tensor& out) {
   const int64_t rows = x.size(0), k = x.size(1), m = weight.size(0);
   // Fewer rows than this: dnnl_sgemm's matrix-vector kernels are faster.
+  // Under bf16 autocast the plain GEMM (blas.cpp) runs the bf16 product.
+  if (autocast_bf16()) return false;
   if (rows < kPackedGemmMinRows || k <= 0 || m <= 0 || rows > INT_MAX || k > INT_MAX || m > INT_MAX) return false;
   // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
   const int64_t ws0 = weight.stride(0), ws1 = weight.stride(1);

@@ -15,5 +15,8 @@ struct DnnlConvStats {
 };
 DnnlConvStats dnnl_conv_stats();
 void clear_dnnl_conv_cache();
+// Off: every conv2d runs conv.cpp's im2col + GEMM, as before oneDNN's
+// primitives (bench/: the "_im2col" rows). Process-wide; on by default.
+void set_dnnl_conv_enabled(bool enabled);
 
 }  // namespace graph::detail
