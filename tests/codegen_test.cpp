@@ -1778,6 +1778,10 @@ TEST(Autocast, StaticGraphsFollowTheScope) {
     const auto s0 = graph::detail::autocast_stats();
     static_bf16 = mlp_static(x, p);
     EXPECT_EQ(graph::detail::autocast_stats().gemms - s0.gemms, 3u);  // the three linears
+    // The packed linear keeps a bf16 copy of each weight: the next call hits.
+    const auto p0 = graph::detail::packed_gemm_stats();
+    EXPECT_LT(max_rel_diff(mlp_static(x, p), static_bf16), 1e-7);
+    EXPECT_EQ(graph::detail::packed_gemm_stats().hits - p0.hits, 3u);
     eager_bf16 = mlp_eager(x, p);
   }
   EXPECT_EQ(static_bf16.dtype(), graph::kFloat32);

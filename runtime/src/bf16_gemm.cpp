@@ -46,15 +46,6 @@ inline uint16_t to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// rows x cols of `src` (rows `ld` apart) into a dense bf16 buffer.
-void convert(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * ld;
-    uint16_t* d = dst + r * cols;
-    for (int64_t c = 0; c < cols; ++c) d[c] = to_bf16(s[c]);
-  }
-}
-
 uint16_t* scratch(int slot, size_t elems) {
   thread_local std::vector<uint16_t> bufs[2];
   if (bufs[slot].size() < elems) bufs[slot].resize(elems);
@@ -127,6 +118,14 @@ std::shared_ptr<Prim> primitive(const Key& k) {
 
 }  // namespace
 
+void round_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * ld;
+    uint16_t* d = dst + r * cols;
+    for (int64_t c = 0; c < cols; ++c) d[c] = to_bf16(s[c]);
+  }
+}
+
 bool gemm_bf16_rowmajor(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                         int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0 || K <= 0) return false;
@@ -137,8 +136,8 @@ bool gemm_bf16_rowmajor(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
     const int64_t ar = trans_a ? K : M, ac = trans_a ? M : K, br = trans_b ? N : K, bc = trans_b ? K : N;
     uint16_t* a16 = scratch(0, static_cast<size_t>(ar * ac));
     uint16_t* b16 = scratch(1, static_cast<size_t>(br * bc));
-    convert(A, ar, ac, lda, a16);
-    convert(B, br, bc, ldb, b16);
+    round_to_bf16(A, ar, ac, lda, a16);
+    round_to_bf16(B, br, bc, ldb, b16);
     memory ma(p->pd.src_desc(), engine(), a16), mb(p->pd.weights_desc(), engine(), b16);
     memory mc(p->pd.dst_desc(), engine(), C);
     p->prim.execute(stream(), {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
