@@ -13,6 +13,7 @@
 // TorchScript column's are).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <benchmark/benchmark.h>
 #include <c10/core/GradMode.h>
 
@@ -172,6 +173,38 @@ void models() {
   });
 }
 
+// Issue 26: LeNet's second conv layer alone; the GEMM and the MLP under
+// autocast (torch.autocast("cpu", torch.bfloat16) in C++: the results are
+// bf16 tensors, as PyTorch's autocast gives them).
+struct Autocast {
+  Autocast() {
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+  }
+  ~Autocast() {
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::clear_cache();
+  }
+};
+
+void conv_and_bf16() {
+  add("conv2d_b64_c6_14x14_k5", [] {
+    static const at::Tensor x = at::rand({64, 6, 14, 14}), w = weight({16, 6, 5, 5}, 150), b = weight({16}, 150);
+    keep(at::conv2d(x, w, b));
+  });
+  add("sgemm_1024_bf16", [] {
+    static const at::Tensor a = at::rand({1024, 1024}), b = at::rand({1024, 1024});
+    Autocast autocast;
+    keep(at::matmul(a, b));
+  });
+  add("mlp_infer_b64_bf16", [] {
+    static const at::Tensor x = mlp_input();
+    static const MlpParams p = mlp_params();
+    Autocast autocast;
+    keep(at::log_softmax(mlp_logits(x, p), 1));
+  });
+}
+
 // One SGD step (lr 0.01), as torch::optim::SGD does it: zero_grad (PyTorch
 // 2.x sets the gradients to none), forward, backward, p -= lr * grad.
 void training() {
@@ -199,6 +232,7 @@ int main(int argc, char** argv) {
   elementwise();
   small_ops();
   models();
+  conv_and_bf16();
   training();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <graph/autocast.h>
+#include <graph/detail/conv_stats.h>
+
 #include "models.h"
 #include "suite.h"
 
@@ -58,6 +61,39 @@ void models() {
   add_cxxgraph("lenet_b64", [] {
     const Lenet& l = lenet_inputs();
     keep(lenet(l.x, l.c1w, l.c1b, l.c2w, l.c2b, l.f1w, l.f1b, l.f2w, l.f2b, l.f3w, l.f3b));
+  });
+}
+
+// Issue 26. Convolutions: LeNet's second layer alone, and LeNet, through
+// oneDNN's primitives and (the "_im2col" rows) through the im2col + GEMM they
+// replaced, in one binary so both see the same load. bf16: the GEMM and the
+// MLP under graph::AutocastGuard(kBFloat16).
+struct Im2colOnly {
+  Im2colOnly() { graph::detail::set_dnnl_conv_enabled(false); }
+  ~Im2colOnly() { graph::detail::set_dnnl_conv_enabled(true); }
+};
+
+void conv_and_bf16() {
+  static const Tensor cx = graph::rand({64, 6, 14, 14}), cw = graph::randn({16, 6, 5, 5}) * 0.08,
+                      cb = graph::randn({16}) * 0.08;
+  add("conv2d_b64_c6_14x14_k5", "cxxgraph_eager", [] { keep(graph::conv2d(cx, cw, cb)); });
+  add("conv2d_b64_c6_14x14_k5_im2col", "cxxgraph_eager", [] {
+    Im2colOnly off;
+    keep(graph::conv2d(cx, cw, cb));
+  });
+  add_cxxgraph("lenet_b64_im2col", [] {
+    Im2colOnly off;
+    const Lenet& l = lenet_inputs();
+    keep(lenet(l.x, l.c1w, l.c1b, l.c2w, l.c2b, l.f1w, l.f1b, l.f2w, l.f2b, l.f3w, l.f3b));
+  });
+  add_cxxgraph("sgemm_1024_bf16", [] {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    keep(sgemm(gemm(1024).a, gemm(1024).b));
+  });
+  add_cxxgraph("mlp_infer_b64_bf16", [] {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    const Mlp& m = mlp_inputs();
+    keep(mlp(m.x, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3));
   });
 }
 
@@ -136,6 +172,7 @@ void register_cxxgraph() {
   elementwise();
   small_ops();
   models();
+  conv_and_bf16();
   training();
 }
 

@@ -19,6 +19,8 @@
 #include "graph/cpu_isa.h"
 #include "graph/parallel.h"
 #include "graph/codegen/grad.h"
+#include "graph/autocast.h"
+#include "graph/detail/conv_stats.h"
 #include "graph/detail/generated_support.h"
 #include "graph/graph.h"
 #include "graph/ir/ir.h"
@@ -1711,6 +1713,93 @@ TEST(Generated, LstmGateSlicesGiveEagerBits) {
     expect_bitwise(tensor_out(out, 0), h, "h, " + at);
     expect_bitwise(tensor_out(out, 1), c, "c, " + at);
   }
+}
+
+// ---------------------------------------------------------------------------
+// conv2d epilogues (tests/codegen_cases/conv_relu.graph): conv2d -> relu is one
+// oneDNN convolution with a relu post-op; another chain keeps its fused loop.
+
+TEST(ConvEpilogue, SourceFusesReluIntoTheConvolution) {
+  auto graphs = codegen_case("conv_relu.graph");
+  for (auto& g : graphs) ir::fuse_groups(*g);
+  EXPECT_EQ(join(ir::verify(*graphs.at(0))), "");
+  EXPECT_EQ(count_ops(*graphs.at(0), "FusionGroup"), 2u) << ir::print(*graphs.at(0));
+  const std::string src = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "cnn.cpp");
+  EXPECT_EQ(count_of(src, "::graph::detail::conv2d_relu(v_x, v_w1, v_b1, "), 1u) << src;
+  EXPECT_EQ(count_of(src, "::graph::conv2d("), 1u) << src;  // the second conv2d, then its fused loop
+  EXPECT_NE(src.find("matmul epilogue: conv2d, relu"), std::string::npos) << src;
+  EXPECT_NE(src.find("matmul epilogue: conv2d, sigmoid, mul"), std::string::npos) << src;
+}
+
+TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
+  const Tensor x = values({2, 4, 9, 8}, 1), b1 = values({6}, 3), w2 = graph::mul(values({4, 3, 3, 3}, 4), 0.2);
+  Tensor w1 = graph::mul(values({6, 4, 3, 3}, 2), 0.3);
+  const auto eager = [&](const Tensor& w) {
+    const Tensor h = graph::relu(graph::conv2d(x, w, b1, {1, 1}, {1, 1}));
+    const Tensor c2 = graph::conv2d(h, w2, Tensor(), {2, 2}, {0, 1}, {1, 1}, 2);
+    return std::make_pair(h, graph::mul(c2, graph::sigmoid(c2)));
+  };
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const auto s0 = graph::detail::dnnl_conv_stats();
+    const std::vector<Arg> out = call("cg_conv_relu", {x, w1, b1, w2}, 2);
+    const auto s1 = graph::detail::dnnl_conv_stats();
+    EXPECT_EQ(s1.forward - s0.forward, 2u);  // both conv2d ran oneDNN's primitive
+    const auto [h, y] = eager(w1);
+    expect_close(tensor_out(out, 0), h);
+    expect_close(tensor_out(out, 1), y);
+    if (round == 1) EXPECT_EQ(s1.weight_reorders - s0.weight_reorders, 0u);  // both weights kept
+    if (round == 2) EXPECT_EQ(s1.weight_reorders - s0.weight_reorders, 1u);  // w1 was updated
+    if (round == 1) w1.add_(graph::full({6, 4, 3, 3}, 0.05, graph::kFloat32));  // bumps w1's version
+  }
+}
+
+// ---------------------------------------------------------------------------
+// bf16 autocast (graph/autocast.h): generated code calls the runtime's GEMM and
+// conv entry points, so a static graph follows the caller's scope like eager
+// code does: the same bf16 products (within float32 sums of each other),
+// visibly different from the float32 graph.
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.to(graph::kFloat64).contiguous(), y = b.to(graph::kFloat64).contiguous();
+  double m = 0;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    m = std::max(m, std::fabs(x.data_ptr<double>()[i] - y.data_ptr<double>()[i]) / (1 + std::fabs(y.data_ptr<double>()[i])));
+  return m;
+}
+
+TEST(Autocast, StaticGraphsFollowTheScope) {
+  const MlpParams p = mlp_params(120);
+  const Tensor x = values({64, 96}, 121);
+  const Tensor f32_static = mlp_static(x, p);
+  Tensor static_bf16, eager_bf16;
+  {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    const auto s0 = graph::detail::autocast_stats();
+    static_bf16 = mlp_static(x, p);
+    EXPECT_EQ(graph::detail::autocast_stats().gemms - s0.gemms, 3u);  // the three linears
+    // The packed linear keeps a bf16 copy of each weight: the next call hits.
+    const auto p0 = graph::detail::packed_gemm_stats();
+    EXPECT_LT(max_rel_diff(mlp_static(x, p), static_bf16), 1e-7);
+    EXPECT_EQ(graph::detail::packed_gemm_stats().hits - p0.hits, 3u);
+    eager_bf16 = mlp_eager(x, p);
+  }
+  EXPECT_EQ(static_bf16.dtype(), graph::kFloat32);
+  EXPECT_LT(max_rel_diff(static_bf16, eager_bf16), 1e-5);
+  EXPECT_GT(max_rel_diff(static_bf16, f32_static), 1e-3);
+  // After the scope: float32 again, and the packed weights still serve it.
+  EXPECT_LT(max_rel_diff(mlp_static(x, p), f32_static), 1e-6);
+
+  const Tensor cx = values({2, 4, 9, 8}, 1), w1 = graph::mul(values({6, 4, 3, 3}, 2), 0.3), b1 = values({6}, 3);
+  const Tensor w2 = graph::mul(values({4, 3, 3, 3}, 4), 0.2);
+  const std::vector<Arg> f32_out = call("cg_conv_relu", {cx, w1, b1, w2}, 2);
+  const Tensor f32_h = tensor_out(f32_out, 0).clone();
+  graph::AutocastGuard autocast(graph::kBFloat16);
+  const auto s0 = graph::detail::autocast_stats();
+  const Tensor h = tensor_out(call("cg_conv_relu", {cx, w1, b1, w2}, 2), 0).clone();
+  EXPECT_EQ(graph::detail::autocast_stats().convs - s0.convs, 2u);  // the fused conv2d_relu and the plain conv2d
+  EXPECT_LT(max_rel_diff(h, graph::relu(graph::conv2d(cx, w1, b1, {1, 1}, {1, 1}))), 1e-5);
+  EXPECT_GT(max_rel_diff(h, f32_h), 1e-3);
 }
 
 }  // namespace

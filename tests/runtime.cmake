@@ -59,3 +59,18 @@ add_executable(backward_kernels_test ${CMAKE_CURRENT_LIST_DIR}/backward_kernels_
 target_link_libraries(backward_kernels_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(backward_kernels_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(backward_kernels_test)
+
+# conv2d's float32 path through oneDNN's convolution primitives: forward and
+# backward against float64, the weight-reorder cache, the fused relu.
+add_executable(conv_dnnl_test ${CMAKE_CURRENT_LIST_DIR}/conv_dnnl_test.cpp)
+target_link_libraries(conv_dnnl_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(conv_dnnl_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(conv_dnnl_test)
+
+# graph::AutocastGuard: bf16 matmul, linear and conv2d against PyTorch's
+# autocast (tests/fixtures/autocast_bf16.txt) and float64 on rounded operands.
+add_executable(autocast_test ${CMAKE_CURRENT_LIST_DIR}/autocast_test.cpp)
+target_link_libraries(autocast_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_definitions(autocast_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
+target_compile_options(autocast_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(autocast_test)

@@ -5,7 +5,11 @@
 // as one fused loop over it, so the product is read once more and never
 // written back by an eager op per member.
 //
-// A matmul or linear outside any group takes the same GEMM.
+// A matmul or linear outside any group takes the same GEMM. A conv2d in its
+// place runs the eager conv2d (oneDNN's primitive on the CPU), except that a
+// group that is exactly relu(conv2d(...)) becomes one call of
+// graph::detail::conv2d_relu: the relu as the primitive's post-op, applied
+// while the output tile is in registers.
 //
 // kind=reduce: a sum/mean/amax/amin over all or trailing dims of dense
 // float/double producers as one loop nest (fused_reduction, below: no
@@ -14,7 +18,8 @@
 // then the eager reduction over its result.
 //
 // Precondition: the group verifies and every tensor in it has a known dtype;
-// the matmul or linear of an epilogue group comes before its elementwise ops.
+// the matmul, linear or conv2d of an epilogue group comes before its
+// elementwise ops.
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -35,6 +40,8 @@ size_t index_of(const std::vector<const ir::Node*>& nodes, const std::function<b
   throw Error(std::string("codegen: a FusionGroup without its ") + what);
 }
 
+bool is_product(const ir::Node* m) { return m->is(OpId::matmul) || m->is(OpId::linear) || m->is(OpId::conv2d); }
+
 }  // namespace
 
 std::string fusion_kind(const ir::Node* n) {
@@ -50,7 +57,7 @@ LoopSpec group_loop(const ir::Node* n) {
   const std::string kind = fusion_kind(n);
   if (kind == "matmul_epilogue") {
     const size_t g = index_of(
-        nodes, [](const ir::Node* m) { return m->is(OpId::matmul) || m->is(OpId::linear); }, "matmul or linear");
+        nodes, is_product, "matmul, linear or conv2d");
     return LoopSpec(n, g + 1, nodes.size());
   }
   if (kind == "reduce") {
@@ -73,6 +80,7 @@ LtEpilogueMatch match_lt_epilogue(const ir::Node* n) {
     return m;
   };
   if (fusion_kind(n) != "matmul_epilogue") return fail("not a matmul_epilogue group");
+  if (node_list(n->block(0)).front()->is(OpId::conv2d)) return fail("a conv2d runs on cuDNN, then the epilogue kernel");
   const ir::Block* body = n->block(0);
   const std::vector<const ir::Node*> nodes = node_list(body);
   if (nodes.empty() || (!nodes[0]->is(OpId::matmul) && !nodes[0]->is(OpId::linear)))
@@ -125,12 +133,23 @@ void Emitter::gemm_call(const ir::Node* gemm) {
        ";");
 }
 
+namespace {
+
+// Whether the epilogue is one relu of the conv2d's result, the group's only
+// output.
+bool conv_relu_only(const LoopSpec& spec, const ir::Node* conv) {
+  return spec.members.size() == 1 && spec.members[0]->is(OpId::relu) && spec.members[0]->input(0) == conv->output() &&
+         spec.results.size() == 1 && spec.results[0] == spec.members[0]->output();
+}
+
+}  // namespace
+
 void Emitter::matmul_epilogue(const ir::Node* n) {
   const ir::Block* body = n->block(0);
   for (size_t i = 0; i < n->inputs().size(); ++i) alias(body->param(i), name(n->input(i)));
   const std::vector<const ir::Node*> nodes = node_list(body);
   const size_t g = index_of(
-      nodes, [](const ir::Node* m) { return m->is(OpId::matmul) || m->is(OpId::linear); }, "matmul or linear");
+      nodes, is_product, "matmul, linear or conv2d");
   const ir::Node* gemm = nodes[g];
   const LoopSpec spec = group_loop(n);
 
@@ -158,8 +177,20 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
   }
   open("");
   for (size_t i = 0; i < g; ++i) node(nodes[i]);
-  gemm_call(gemm);
-  group_fused_loop(spec);
+  if (!gemm->is(OpId::conv2d)) {
+    gemm_call(gemm);
+    group_fused_loop(spec);
+  } else if (conv_relu_only(spec, gemm)) {
+    const std::string call = eager_call(gemm, *gemm->table_op());
+    const std::string plain = "::graph::conv2d(";
+    line("// conv2d with its relu as oneDNN's post-op (eager conv2d, then relu, where that does not apply).");
+    line(name(spec.outputs[0]) + " = " +
+         at_source(gemm, gemm->op(), "::graph::detail::conv2d_relu(" + call.substr(plain.size())) + ";");
+    ++cuda_groups_;  // the .graph.cu still numbers this group's kernel (unused: conv2d_relu runs cuDNN + relu)
+  } else {
+    node(gemm);
+    group_fused_loop(spec);
+  }
   close();
   if (lt.matched) close();
 }

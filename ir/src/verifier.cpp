@@ -290,7 +290,7 @@ class Verifier {
   // only elementwise ops and constants that read nothing from outside, so
   // codegen can turn it into a single kernel. fuse_groups adds two kinds
   // (attribute `kind`): "reduce" also holds one reduction, its last node, and
-  // "matmul_epilogue" one matmul or linear, its first node, reading only the
+  // "matmul_epilogue" one matmul, linear or conv2d, its first node, reading only the
   // group's parameters.
   void fusion_group(const Node* n) {
     if (n->blocks().size() != 1) return error(n, "op", "FusionGroup needs exactly one block");
@@ -322,7 +322,7 @@ class Verifier {
     for (const auto& m : body->nodes()) {
       const OpInfo* info = m->table_op();
       const bool reduction = info && info->kind == OpKind::Reduce;
-      const bool product = info && (info->id == OpId::matmul || info->id == OpId::linear);
+      const bool product = info && (info->id == OpId::matmul || info->id == OpId::linear || info->id == OpId::conv2d);
       bool allowed = m->is(OpId::constant) || (info && info->kind == OpKind::Elementwise);
       if (kind == "reduce" && reduction) {
         ++heavy;
@@ -335,7 +335,8 @@ class Verifier {
         bool reads_params = true;
         for (const Value* v : m->inputs()) reads_params = reads_params && params.count(v);
         if (heavy > 1 || m.get() != body->nodes().front().get() || !reads_params)
-          error(n, "op", "the matmul or linear of a matmul_epilogue FusionGroup comes first and reads only parameters");
+          error(n, "op", "the matmul, linear or conv2d of a matmul_epilogue FusionGroup comes first and reads only "
+                         "parameters");
       }
       if (!allowed || !m->blocks().empty())
         error(n, "op", "'" + m->op() + "' cannot be fused: a FusionGroup holds only elementwise ops and constants" +

@@ -7,8 +7,11 @@
 #include <dnnl.h>
 
 #include <climits>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "graph/autocast.h"
 #include "graph/error.h"
 #include "graph/parallel.h"
 
@@ -52,12 +55,42 @@ void check_int_range(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, 
       throw Error("gemm: size " + std::to_string(v) + " exceeds the BLAS int range");
 }
 
+// rows x cols of `src` (rows `ld` apart), each value rounded to the nearest
+// bf16 (ties to even) but kept as float: bf16 x bf16 products are exact in
+// float32, so dnnl_sgemm on these copies computes what a bf16 GEMM with
+// float32 accumulation does.
+std::vector<float> rounded_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      uint32_t u;
+      std::memcpy(&u, &src[r * ld + c], sizeof u);
+      if ((u & 0x7fffffffu) <= 0x7f800000u) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+      std::memcpy(&out[static_cast<size_t>(r * cols + c)], &u, sizeof u);
+    }
+  return out;
+}
+
 }  // namespace
 
 void use_blas_threads() { use_runtime_threads(); }
 
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (autocast_bf16()) {
+    if (gemm_bf16_rowmajor(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    // oneDNN has no bf16 primitive for this case: the same products on
+    // rounded float copies.
+    const std::vector<float> a = rounded_to_bf16(A, trans_a ? K : M, trans_a ? M : K, lda);
+    const std::vector<float> b = rounded_to_bf16(B, trans_b ? N : K, trans_b ? K : N, ldb);
+    A = a.data(), B = b.data(), lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    use_runtime_threads();
+    const dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
+                                       beta, C, ldc);
+    if (s != dnnl_success)
+      throw Error("gemm: oneDNN's dnnl_sgemm failed (status " + std::to_string(static_cast<int>(s)) + ")");
+    return;
+  }
   use_runtime_threads();
   const dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
                                      beta, C, ldc);

@@ -1,6 +1,13 @@
-// conv2d on the CPU: im2col + one BLAS gemm per (sample, group), with
-// PyTorch's semantics (stride, padding, dilation, groups; [N, C, H, W] or
-// unbatched [C, H, W]). The backward is one recorded node (conv2d_backward):
+// conv2d on the CPU, with PyTorch's semantics (stride, padding, dilation,
+// groups; [N, C, H, W] or unbatched [C, H, W]). The backward is one recorded
+// node (conv2d_backward).
+//
+// float32 (and the 16-bit floats, computed in float32) runs oneDNN's
+// convolution primitives: forward with the bias (and, from static graphs, a
+// relu) as post-ops, backward data, backward weights with the bias gradient
+// (dnnl_conv.cpp). What oneDNN does not take runs im2col + one BLAS gemm per
+// (sample, group) below: float64 (oneDNN has no double convolution), and any
+// case the library refuses (counted in detail::dnnl_conv_stats().refused).
 //   input  gradient: col2im(W_g^T @ grad_g)
 //   weight gradient: sum over samples of grad_g @ cols_g^T
 //   bias   gradient: grad summed over N, H, W.
@@ -11,11 +18,14 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "blas.h"
+#include "dnnl_conv.h"
 #include "graph/autograd.h"
 #include "graph/detail/backward_kernels.h"
+#include "graph/detail/generated_support.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
 #include "device.h"
@@ -117,6 +127,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t
   cpu::gemm_rowmajor(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
 }
 
+cpu::DnnlConvShape dnnl_shape(const ConvGeom& g) {
+  return {g.N, g.C, g.H, g.W, g.Cout, g.kH, g.kW, g.sH, g.sW, g.pH, g.pW, g.dH, g.dW, g.groups, g.Ho, g.Wo};
+}
+
 // Samples per gemm: small images are batched so that each product has at
 // least kMinCols columns (BLAS is slow on thin matrices), within a bound on
 // the column buffer.
@@ -131,6 +145,8 @@ int64_t samples_per_gemm(const ConvGeom& g) {
 template <class T>
 Tensor conv_forward(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor& bias) {
   Tensor out = empty({g.N, g.Cout, g.Ho, g.Wo}, x.dtype());
+  if constexpr (std::is_same_v<T, float>)
+    if (cpu::dnnl_conv_forward(dnnl_shape(g), x, w, bias, false, out)) return out;
   const T* px = x.data_ptr<T>();
   const T* pw = w.data_ptr<T>();
   const T* pb = bias.defined() ? bias.data_ptr<T>() : nullptr;
@@ -301,6 +317,20 @@ std::vector<Tensor> conv_grads(const ConvGeom& g, const Tensor& x, const Tensor&
     if (need_x) gx = detail::cuda_conv2d_grad_input(w, go, x.sizes(), p);
     if (need_w) gw = detail::cuda_conv2d_grad_weight(x, go, w.sizes(), p);
   } else {
+    if (x.dtype() == kFloat32) {
+      // oneDNN writes every element: no zero fill.
+      Tensor gb = need_b ? empty({g.Cout}, kFloat32) : Tensor();
+      bool ok = true;
+      if (need_x) {
+        gx = empty(x.sizes(), x.dtype());
+        ok = cpu::dnnl_conv_backward_data(dnnl_shape(g), w, go, gx);
+      }
+      if (ok && need_w) {
+        gw = empty(w.sizes(), w.dtype());
+        ok = cpu::dnnl_conv_backward_weights(dnnl_shape(g), x, go, gw, gb);
+      }
+      if (ok) return {gx, gw, need_b ? (need_w ? gb : sum(go, Shape{0, 2, 3})) : Tensor()};
+    }
     if (need_x) gx = zeros(x.sizes(), x.dtype());
     if (need_w) gw = zeros(w.sizes(), w.dtype());
     if (x.dtype() == kFloat64)
@@ -378,6 +408,20 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape s
 }
 
 namespace detail {
+
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape stride, Shape padding,
+                   Shape dilation, int64_t groups) {
+  const auto f32_cpu = [](const Tensor& t) { return t.device() == Device::CPU && t.dtype() == kFloat32; };
+  if (!detail::tracing() && x.defined() && weight.defined() && x.dim() == 4 && weight.dim() == 4 && f32_cpu(x) &&
+      f32_cpu(weight) && (!bias.defined() || f32_cpu(bias)) && !autograd::needs_grad({&x, &weight, &bias})) {
+    const ConvGeom g = check_conv(x, weight, bias, stride, padding, dilation, groups, x.sizes());
+    Tensor out = empty({g.N, g.Cout, g.Ho, g.Wo}, kFloat32);
+    if (cpu::dnnl_conv_forward(dnnl_shape(g), x.contiguous(), weight.contiguous(),
+                               bias.defined() ? bias.contiguous() : Tensor(), true, out))
+      return out;
+  }
+  return relu(conv2d(x, weight, bias, stride, padding, dilation, groups));
+}
 
 std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
                                     const Shape& stride, const Shape& padding, const Shape& dilation, int64_t groups,

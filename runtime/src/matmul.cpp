@@ -12,6 +12,7 @@
 
 #include "blas.h"
 #include "device.h"
+#include "graph/autocast.h"
 #include "graph/autograd.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/cpu_loop.h"
@@ -304,7 +305,8 @@ template <class T>
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t n = a.sizes()[0], k = a.sizes()[1], m = b.sizes()[1];  // 2-D
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (n * k * m <= kSmallGemm) return small_gemm<T>(a, b, out);
+    // Under bf16 autocast every float product takes the bf16 GEMM.
+    if (n * k * m <= kSmallGemm && !(std::is_same_v<T, float> && autocast_bf16())) return small_gemm<T>(a, b, out);
   }
   const BlasOperand x = blas_operand(a), y = blas_operand(b);
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

@@ -15,6 +15,11 @@
 // weight makes the next call pack again. Both caches are bounded (least
 // recently used entries go first).
 //
+// Under a bf16 autocast scope (graph/autocast.h) the primitive takes bf16
+// activations (rounded per call) and a bf16 packed copy of the weight, made
+// at the weight version's first use and kept like the float one; sums and
+// output stay float32.
+//
 // Numerics: the primitive sums over k in another order than dnnl_sgemm, so
 // static results differ from eager ones in the last bits (about 1e-6
 // relative for these sizes); see docs/bench/2026-11-25.md, "Static vs eager".
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "graph/autocast.h"
 #include "graph/detail/generated_support.h"
 #include "graph/parallel.h"
 #include "storage.h"
@@ -71,6 +77,7 @@ struct PrimKey {
   int threads;
   bool packed;
   int64_t ws0, ws1;
+  bool bf16;  // under bf16 autocast: bf16 activations and packed weight, float32 sums and output
   bool operator==(const PrimKey&) const = default;
 };
 
@@ -122,9 +129,10 @@ std::shared_ptr<Prim> primitive(Cache& c, const PrimKey& key) {
       p->last_use = ++c.tick;
       return p;
     }
-  const memory::desc src({key.rows, key.k}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::data_type in = key.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const memory::desc src({key.rows, key.k}, in, memory::format_tag::ab);
   const memory::desc wts =
-      key.packed ? memory::desc({key.k, key.m}, memory::data_type::f32, memory::format_tag::any)
+      key.packed ? memory::desc({key.k, key.m}, in, memory::format_tag::any)
                  : memory::desc({key.k, key.m}, memory::data_type::f32, memory::dims{key.ws1, key.ws0});
   const memory::desc bias = key.bias ? memory::desc({1, key.m}, memory::data_type::f32, memory::format_tag::ab)
                                      : memory::desc();
@@ -176,7 +184,9 @@ void evict_one(Cache& c, const Packed* keep) {
 // bits); the second packs it, later ones hit. So a weight that changes after
 // every use (training: an optimizer step between forward calls) never pays
 // for a reorder it would use once.
-std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::desc& desc) {
+// `pack_now`: pack at the first use too (a bf16 primitive cannot read the
+// float32 weight as it is).
+std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::desc& desc, bool pack_now) {
   for (const auto& entry : c.weights) {
     if (!same_weight(*entry, w, desc)) continue;
     const std::shared_ptr<Packed> e = entry;  // evict_one below moves the vector's elements
@@ -220,6 +230,7 @@ std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::d
   e->last_use = ++c.tick;
   while (c.weights.size() >= kMaxWeights) evict_one(c, nullptr);
   c.weights.push_back(e);
+  if (pack_now) return packed_weight(c, w, desc, false);  // finds the entry just made and packs it
   stats().unpacked.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
@@ -233,6 +244,9 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
   // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
   const int64_t ws0 = weight.stride(0), ws1 = weight.stride(1);
   if (!((ws1 == 1 && ws0 >= k) || (ws0 == 1 && ws1 >= m))) return false;
+  // Under bf16 autocast (graph/autocast.h): bf16 activations and a bf16
+  // packed copy of the weight (packed at its first use), float32 sums.
+  const bool bf16 = autocast_bf16();
   try {
     use_blas_threads();
     Cache& c = cache();
@@ -242,9 +256,10 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
     {
       std::lock_guard<std::mutex> lock(c.mu);
       stats().calls.fetch_add(1, std::memory_order_relaxed);
-      const PrimKey key{rows, k, m, bias.defined(), relu, num_threads(), true, 0, 0};
+      const PrimKey key{rows, k, m, bias.defined(), relu, num_threads(), true, 0, 0, bf16};
       p = primitive(c, key);
-      w = packed_weight(c, weight, p->pd.weights_desc());
+      w = packed_weight(c, weight, p->pd.weights_desc(), bf16);
+      if (!w && bf16) return false;  // not reached: bf16 packs at the first use
       if (!w) {
         PrimKey plain = key;
         plain.packed = false;
@@ -264,7 +279,14 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
       if (!w) set->wts = memory(p->pd.weights_desc(), engine(), nullptr);
       if (bias.defined()) set->bias = memory(p->pd.bias_desc(), engine(), nullptr);
     }
-    set->src.set_data_handle(x.data_ptr<float>());
+    if (bf16) {  // the activations rounded to bf16, per call
+      thread_local std::vector<uint16_t> x16;
+      if (x16.size() < static_cast<size_t>(rows * k)) x16.resize(static_cast<size_t>(rows * k));
+      round_to_bf16(x.data_ptr<float>(), rows, k, x.stride(0), x16.data());
+      set->src.set_data_handle(x16.data());
+    } else {
+      set->src.set_data_handle(x.data_ptr<float>());
+    }
     set->dst.set_data_handle(out.data_ptr<float>());
     if (!w) set->wts.set_data_handle(weight.data_ptr<float>());
     if (bias.defined()) set->bias.set_data_handle(bias.data_ptr<float>());
@@ -278,8 +300,9 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
       std::lock_guard<std::mutex> lock(c.mu);
       if (p->free_sets.size() < 4) p->free_sets.push_back(std::move(set));  // one per concurrent caller
     }
-    if (status != dnnl_success) return false;
-    return dnnl_stream_wait(stream().get()) == dnnl_success;
+    if (status != dnnl_success || dnnl_stream_wait(stream().get()) != dnnl_success) return false;
+    if (bf16) graph::detail::count_autocast_gemm();
+    return true;
   } catch (const dnnl::error&) {
     return false;  // the caller's plain GEMM
   }

@@ -5,7 +5,8 @@
 //  - a reduction whose input is the only output of an elementwise group that
 //    nothing else reads becomes, with that group, one FusionGroup
 //    {kind="reduce"} placed where the reduction was;
-//  - a matmul or linear whose output is read only by one elementwise group,
+//  - a matmul, linear or conv2d whose output is read only by one elementwise
+//    group (conv2d: the library adds a relu in its output tile),
 //    whose outputs all have the matmul's known shape (or, shapes unknown,
 //    which reads nothing else but 0-d values), becomes with it one
 //    FusionGroup{kind="matmul_epilogue"} placed where the group was.
@@ -133,7 +134,9 @@ bool reducible(const Node* r, const Block* top) {
 
 bool has_epilogue(const Node* mm, const Block* top) {
   const OpInfo* info = mm->table_op();
-  if (!info || (info->id != OpId::matmul && info->id != OpId::linear) || mm->num_outputs() != 1) return false;
+  if (!info || (info->id != OpId::matmul && info->id != OpId::linear && info->id != OpId::conv2d) ||
+      mm->num_outputs() != 1)
+    return false;
   const Type& t = mm->output()->type();
   const Node* g = sole_user(mm->output(), top);
   if (!elementwise_group(g) || g->owner() != mm->owner()) return false;

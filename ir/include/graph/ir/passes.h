@@ -78,9 +78,9 @@ std::vector<std::string> fusion_summary(const Graph& g);
 //  - kind="reduce": a reduction (sum, mean, amax, amin) together with the
 //    elementwise group that produces its input, when nothing else reads that
 //    group's values: the reduction runs over the fused expression;
-//  - kind="matmul_epilogue": a matmul or linear followed by the elementwise
-//    group that is its only user, when the group's result has the matmul's
-//    shape (its other operands, like a bias, only broadcast into it).
+//  - kind="matmul_epilogue": a matmul, linear or conv2d followed by the
+//    elementwise group that is its only user, when the group's result has the
+//    product's shape (its other operands, like a bias, only broadcast into it).
 // Postcondition: `g` verifies; the group's outputs are the absorbed values
 // used outside, exactly as before.
 void fuse_groups(Graph& g);

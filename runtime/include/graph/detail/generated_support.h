@@ -481,6 +481,14 @@ class GraphBuffers {
 Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
             const Tensor& bias);
 
+// relu(conv2d(x, weight, bias, ...)) as one oneDNN convolution with a relu
+// post-op (conv.cpp), for a matmul_epilogue group that is exactly that:
+// float32 on the CPU, no gradient recorded. Anything else (another dtype or
+// device, inputs that require grad, a case oneDNN refuses) runs the eager
+// conv2d, then relu. The post-op maps a NaN to 0, graph::relu keeps it.
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape stride, Shape padding,
+                   Shape dilation, int64_t groups);
+
 
 // ---- reductions fused with their producers ----------------------------------
 // Whether a reduce group (codegen/src/fused_groups.cpp) can run as one loop
