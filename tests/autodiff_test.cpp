@@ -239,6 +239,12 @@ std::vector<OpCase> op_cases() {
   add("unsqueeze", "  %y : Tensor = unsqueeze{dim=1}(%a)\n", {a});
   add("flatten", "  %y : Tensor = flatten{start_dim=1, end_dim=2}(%a)\n", {values({2, 2, 3}, -1, 1, 22)});
   add("where", "  %y : Tensor = where(%a, %b, %c)\n", {gt(a, b), a, row});
+  add("masked_fill", "  %y : Tensor = masked_fill{value=-0.5}(%a, %b)\n", {values({2, 1}, -1, 1, 40), gt(a, b)});
+  add("masked_fill",
+      "  %s : float = constant{value=0.25}()\n  %y : Tensor = masked_fill{value=\"@2\", invert=true, promote=true}(%a, %b, %s)\n",
+      {a, gt(a, b)});
+  add("triu", "  %y : Tensor = triu{diagonal=1}(%a)\n", {values({2, 3, 4}, -1, 1, 41)});
+  add("tril", "  %y : Tensor = tril{diagonal=-1}(%a)\n", {a});
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a});
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a});
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, values({4, 3}, -1, 1, 23), values({4}, -1, 1, 24)});

@@ -96,6 +96,13 @@ std::vector<OpCase> op_cases() {
   add("unsqueeze", "  %y : Tensor = unsqueeze{dim=1}(%a)\n", {a}, [=] { return a.unsqueeze(1); });
   add("flatten", "  %y : Tensor = flatten{start_dim=1, end_dim=2}(%a)\n", {img}, [=] { return img.flatten(1, 2); });
   add("where", "  %y : Tensor = where(%a, %b, %c)\n", {gt(a, b), a, row}, [=] { return where(gt(a, b), a, row); });
+  add("masked_fill", "  %y : Tensor = masked_fill{value=-0.5}(%a, %b)\n", {row, gt(a, b)},
+      [=] { return row.masked_fill(gt(a, b), -0.5); });
+  add("masked_fill",  // where(cond, a, 3): the value known at run time
+      "  %s : int = constant{value=3}()\n  %y : Tensor = masked_fill{value=\"@2\", invert=true, promote=true}(%a, %b, %s)\n",
+      {a, gt(a, b)}, [=] { return where(gt(a, b), a, Scalar(int64_t{3})); });
+  add("triu", "  %y : Tensor = triu{diagonal=1}(%a)\n", {a}, [=] { return triu(a, 1); });
+  add("tril", "  %y : Tensor = tril(%a)\n", {img}, [=] { return img.tril(); });
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a}, [=] { return softmax(a, 1); });
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a}, [=] { return log_softmax(a, 0); });
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, b, pattern({2}, 0.4f, 0.0f)},

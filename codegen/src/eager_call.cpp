@@ -3,6 +3,7 @@
 // The attributes follow the conventions at the top of ops.def; the C++ call
 // is the public eager function the plugin lowered the node from, so eager and
 // static results agree by construction. Also the list primitives.
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -43,6 +44,9 @@ std::string attr(const Names& name, const ir::Node* n, const std::string& k, con
   const ir::AttrValue& a = n->attrs().at(k);
   if (auto* i = std::get_if<int64_t>(&a)) return "int64_t{" + std::to_string(*i) + "}";
   if (auto* d = std::get_if<double>(&a)) {
+    // masked_fill's -inf (attention masks), spelled as generated constants are.
+    if (std::isnan(*d)) return "std::numeric_limits<double>::quiet_NaN()";
+    if (std::isinf(*d)) return *d > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
     std::string s = std::to_string(*d);
     char buf[64];
     snprintf(buf, sizeof buf, "%.17g", *d);
@@ -96,6 +100,10 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::softmax:
     case OpId::log_softmax: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ")";
     case OpId::where: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
+    case OpId::masked_fill:
+      return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "value") + ", " + attr(nm, n, "invert", "false") +
+             ", " + attr(nm, n, "promote", "false") + ")";
+    case OpId::triu: case OpId::tril: return f + "(" + in(0) + ", " + attr(nm, n, "diagonal", "int64_t{0}") + ")";
     case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::layer_norm:
       return f + "(" + in(0) + ", " + attr(nm, n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +

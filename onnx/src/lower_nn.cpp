@@ -1,7 +1,8 @@
 // ONNX export, the op rules for library calls and the ops with their own
 // kernels (matmul, linear, conv2d, pooling, layer_norm, softmax, losses,
-// attention, ...), by OpId. Decompositions follow the eager kernels
-// (runtime/src/nn_ops.cpp, pool.cpp) so that ONNX computes the same values.
+// attention, masked_fill, triu/tril, ...), by OpId. Decompositions follow
+// the eager kernels (runtime/src/nn_ops.cpp, pool.cpp, select.cpp) so that
+// ONNX computes the same values.
 #include <cmath>
 #include <limits>
 
@@ -154,6 +155,40 @@ void attention(Rule& r) {
   r.done(r.emit("MatMul", {p, v}));
 }
 
+// masked_fill{value, invert, promote}(x, mask): Where(mask, fill, x), or
+// Where(mask, x, fill) with invert. The fill is a constant of the result dtype
+// (infer_types applied promote), made as the eager kernel makes it (full of
+// the Scalar: a float fill of an int tensor truncates).
+void masked_fill(Rule& r) {
+  const DType d = r.out_dtype();
+  const ir::AttrValue& v = r.at("value");
+  Scalar value(0.0);
+  if (const auto* i = std::get_if<int64_t>(&v)) value = Scalar(static_cast<long long>(*i));
+  else if (const auto* f = std::get_if<double>(&v)) value = Scalar(*f);
+  else if (const auto* b = std::get_if<bool>(&v)) value = Scalar(*b);
+  else r.ex.fail(r.n, "the attribute 'value' is not a number");
+  const Tensor fill_value = full(Shape{}, value, d);
+  const std::string x = r.x_as(0, d), mask = r.x_as(1, DType::Bool);
+  const bool invert = r.b("invert", false);
+  if (d == DType::Bool) {  // ONNX Runtime has no bool Where: the same in logic ops
+    if (fill_value.data_ptr<bool>()[0]) return r.done(r.emit("Or", {invert ? r.emit("Not", {mask}) : mask, x}));
+    return r.done(r.emit("And", {invert ? mask : r.emit("Not", {mask}), x}));
+  }
+  const std::string fill = r.ex.fresh("fill");
+  r.ex.add_initializer(fill, fill_value);
+  if (invert) return r.done(r.emit("Where", {mask, x, fill}));
+  r.done(r.emit("Where", {mask, fill, x}));
+}
+
+// triu / tril: Trilu (opset 14), the diagonal as its 0-d int64 input k.
+void triangle(Rule& r, bool upper) {
+  const int64_t k = r.has("diagonal") ? r.i("diagonal") : 0;
+  std::string out;
+  auto& node = r.last_node("Trilu", {r.x(0), r.ex.const_scalar(static_cast<double>(k), DType::Int64)}, out);
+  Exporter::attr(node, "upper", int64_t{upper});
+  r.done(out);
+}
+
 }  // namespace
 
 void lower_nn_op(Rule& r, const OpInfo& op) {
@@ -177,6 +212,9 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
       const DType d = r.out_dtype();
       return r.done(r.emit("Where", {r.x_as(0, DType::Bool), r.x_as(1, d), r.x_as(2, d)}));
     }
+    case OpId::masked_fill: return masked_fill(r);
+    case OpId::triu: return triangle(r, true);
+    case OpId::tril: return triangle(r, false);
     case OpId::embedding: {
       auto& node = r.last_node("Gather", {r.x(0), r.x(1)}, out);
       Exporter::attr(node, "axis", int64_t{0});

@@ -232,6 +232,9 @@ auto FunctionLowering::attribute(const Expr* a, const graph::OpInfo& op, const P
                         " must be a compile-time constant (a literal or a constexpr value)");
   };
   if (e->isValueDependent() || e->containsErrors()) return fail();
+  // A graph::Scalar (masked_fill's value): an attribute of its argument's
+  // kind, int, float or bool, so that it keeps the Scalar's category.
+  if (is_scalar_record(t)) return scalar_attribute(e, at, op, p, runtime);
   if (t->isBooleanType()) {
     bool b = false;
     if (!e->EvaluateAsBooleanCondition(b, ctx_, /*InConstantContext=*/true) || e->HasSideEffects(ctx_)) return fail();
@@ -249,6 +252,35 @@ auto FunctionLowering::attribute(const Expr* a, const graph::OpInfo& op, const P
   }
   if (auto list = int_list(e)) return *list;
   return fail();
+}
+
+auto FunctionLowering::scalar_attribute(const Expr* e, SourceLocation at, const graph::OpInfo& op,
+                                        const ParmVarDecl* p, std::vector<ir::Value*>* runtime) -> ir::AttrValue {
+  const Expr* s = strip(e);  // the Scalar's construction from a number
+  if (!s->isValueDependent() && !s->containsErrors() && !is_scalar_record(s->getType())) {
+    Expr::EvalResult r;
+    if (s->getType()->isBooleanType() && s->EvaluateAsRValue(r, ctx_) && !r.HasSideEffects && r.Val.isInt())
+      return r.Val.getInt().getBoolValue();
+    if (s->getType()->isIntegerType() && s->EvaluateAsInt(r, ctx_) && !r.HasSideEffects &&
+        r.Val.getInt().getSignificantBits() <= 64)
+      return static_cast<int64_t>(r.Val.getInt().getExtValue());
+    llvm::APFloat f(0.0);
+    if (s->getType()->isRealFloatingType() && s->EvaluateAsFloat(f, ctx_) && !s->HasSideEffects(ctx_)) {
+      bool lost = false;
+      f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      return f.convertToDouble();
+    }
+  }
+  if (!runtime)
+    unsupported(at, "the argument " + quote(p->getName()) + " of " + quote(op.name) + " must be a constant number");
+  // A host number known at run time (a Scalar parameter of an inline helper too).
+  ir::Value* v = expr(e);
+  if (!is_host_number(v->type()))
+    unsupported(at, "the argument " + quote(p->getName()) + " of " + quote(op.name) + " must be a number, not a " +
+                        v->type().str());
+  const size_t first = runtime->size();
+  runtime->push_back(v);
+  return ir::dynamic_attr_ref(first, first + 1, false);
 }
 
 auto FunctionLowering::runtime_attribute(const Expr* e, SourceLocation at, const graph::OpInfo& op,

@@ -322,6 +322,11 @@ class FunctionLowering {
   ir::AttrValue attribute(const Expr* a, const graph::OpInfo& op, const ParmVarDecl* p,
                           std::vector<ir::Value*>* runtime = nullptr);
 
+  // A graph::Scalar argument: an int, float or bool attribute when constant,
+  // else one known at run time (when `runtime` is given).
+  ir::AttrValue scalar_attribute(const Expr* e, SourceLocation at, const graph::OpInfo& op, const ParmVarDecl* p,
+                                 std::vector<ir::Value*>* runtime);
+
   // An attribute argument known only at run time (see attribute()).
   ir::AttrValue runtime_attribute(const Expr* e, SourceLocation at, const graph::OpInfo& op, const ParmVarDecl* p,
                                   QualType t, std::vector<ir::Value*>& runtime);

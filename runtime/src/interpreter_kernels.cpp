@@ -297,6 +297,21 @@ Out flatten_kernel(const ir::Node& n, In in) {
 // ---- other kernels -----------------------------------------------------------
 
 Out where_kernel(const ir::Node& n, In in) { return {graph::where(T(n, in, 0), T(n, in, 1), T(n, in, 2))}; }
+// masked_fill's value: an int, float or bool attribute (its Scalar's category).
+Scalar attr_scalar(const ir::Node& n, const char* key) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) throw Error(n.op() + ": missing attribute '" + key + "'");
+  if (auto* i = std::get_if<int64_t>(&it->second)) return Scalar(*i);
+  if (auto* d = std::get_if<double>(&it->second)) return Scalar(*d);
+  if (auto* b = std::get_if<bool>(&it->second)) return Scalar(*b);
+  throw Error(n.op() + ": attribute '" + std::string(key) + "' must be a number");
+}
+Out masked_fill_kernel(const ir::Node& n, In in) {
+  return {graph::masked_fill(T(n, in, 0), T(n, in, 1), attr_scalar(n, "value"), attr_bool(n, "invert", false),
+                             attr_bool(n, "promote", false))};
+}
+Out triu_kernel(const ir::Node& n, In in) { return {graph::triu(T(n, in, 0), attr_int(n, "diagonal", 0))}; }
+Out tril_kernel(const ir::Node& n, In in) { return {graph::tril(T(n, in, 0), attr_int(n, "diagonal", 0))}; }
 Out softmax_kernel(const ir::Node& n, In in) { return {graph::softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out log_softmax_kernel(const ir::Node& n, In in) { return {graph::log_softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out linear_kernel(const ir::Node& n, In in) { return {graph::linear(T(n, in, 0), T(n, in, 1), T(n, in, 2))}; }

@@ -1,4 +1,7 @@
-// where(cond, a, b), and the clamp methods.
+// where(cond, a, b), masked_fill (and where with a host scalar), triu/tril,
+// and the clamp methods.
+#include <algorithm>
+
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/ops.h"
@@ -11,8 +14,8 @@ namespace graph {
 
 namespace {
 
-Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  const Shape shape = cpu::broadcast_shapes("where", {cond.sizes(), a.sizes(), b.sizes()});
+Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b, const char* op = "where") {
+  const Shape shape = cpu::broadcast_shapes(op, {cond.sizes(), a.sizes(), b.sizes()});
   const DType dtype = promote_types(a.dtype(), b.dtype());
   const Tensor ca = a.to(dtype), cb = b.to(dtype);
   // Device operands (0-d CPU ones go along, as host scalars): the CUDA kernel.
@@ -21,7 +24,7 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (on_cuda) {
     for (const Tensor* t : {&cond, &a, &b})
       if (t->device() != Device::CUDA && t->dim() != 0)
-        throw Error("where: expected tensors on one device, got a cpu tensor of shape " + shape_str(t->sizes()) +
+        throw Error(std::string(op) + ": expected tensors on one device, got a cpu tensor of shape " + shape_str(t->sizes()) +
                     " among cuda tensors; move it with .to(kCUDA)");
     return detail::cuda_where(cond, ca, cb, shape);
   }
@@ -44,6 +47,47 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// triu (upper) or tril of the last two dims of a contiguous copy of x.
+Tensor triangle_impl(const Tensor& x, int64_t diagonal, bool upper) {
+  const Tensor c = x.contiguous();
+  Tensor out = empty(x.sizes(), x.dtype());
+  const int64_t rows = x.sizes()[x.dim() - 2], cols = x.sizes()[x.dim() - 1];
+  const int64_t lines = cols == 0 ? 0 : x.numel() / cols;  // rows of every matrix
+  dispatch_dtype(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const T* in = c.data_ptr<T>();
+    T* o = out.data_ptr<T>();
+    const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(cols, 1));
+    cpu::parallel_for(lines, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        const int64_t i = k % rows;  // the row within its matrix
+        for (int64_t j = 0; j < cols; ++j) {
+          const bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+          o[k * cols + j] = keep ? in[k * cols + j] : T(0);
+        }
+      }
+    });
+  });
+  return out;
+}
+
+Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool upper) {
+  if (detail::tracing())
+    return detail::trace_op(op, {x}, {{"diagonal", diagonal}}, [&] { return triangle(op, x, diagonal, upper); });
+  detail::check_defined(op, x);
+  if (x.dim() < 2)
+    throw Error(std::string(op) + ": the input must have at least 2 dims, got shape " + shape_str(x.sizes()));
+  if (x.device() == Device::CUDA)
+    throw Error(std::string(op) + ": no CUDA kernel yet, got a cuda tensor of shape " + shape_str(x.sizes()) +
+                "; move it with .to(kCPU)");
+  Tensor out = triangle_impl(x, diagonal, upper);
+  if (!autograd::needs_grad({&x}) || !is_floating(out.dtype())) return out;
+  autograd::record(op, out, {x}, [diagonal, upper](const Tensor& g) {
+    return std::vector<Tensor>{triangle_impl(g, diagonal, upper)};
+  });
+  return out;
+}
+
 }  // namespace
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -62,6 +106,45 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   });
   return out;
 }
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value, bool invert, bool promote) {
+  if (detail::tracing())
+    return detail::trace_op("masked_fill", {x, mask},
+                            {{"value", value.is_floating() ? ir::AttrValue(value.to_double())
+                                       : value.dtype() == kBool ? ir::AttrValue(value.to<bool>())
+                                                                : ir::AttrValue(value.to_int())},
+                             {"invert", invert},
+                             {"promote", promote}},
+                            [&] { return masked_fill(x, mask, value, invert, promote); });
+  // The where forms report as where, naming their condition.
+  const char* op = promote ? "where" : "masked_fill";
+  detail::check_defined(op, x);
+  detail::check_defined(op, mask);
+  if (mask.dtype() != kBool)
+    throw Error(std::string(op) + (promote ? ": the condition" : ": the mask") + " must be bool, got " +
+                std::string(dtype_name(mask.dtype())) + " (shape " + shape_str(mask.sizes()) + ")");
+  const DType dtype = promote ? promote_with_scalar(x.dtype(), value.dtype()) : x.dtype();
+  const Tensor fill = full({}, value, dtype);
+  Tensor out = invert ? where_impl(mask, x, fill, op) : where_impl(mask, fill, x, op);
+  if (!autograd::needs_grad({&x}) || !is_floating(out.dtype())) return out;
+  Tensor ms = mask.detach();
+  autograd::record(op, out, {x, mask}, [ms, invert, op](const Tensor& g) {
+    const Tensor zero = zeros({}, g.dtype());
+    return std::vector<Tensor>{invert ? where_impl(ms, g, zero, op) : where_impl(ms, zero, g, op), Tensor()};
+  });
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  return masked_fill(x, mask, value, false, false);
+}
+
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle("triu", x, diagonal, true); }
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle("tril", x, diagonal, false); }
+
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const { return ::graph::masked_fill(*this, mask, value); }
+Tensor Tensor::triu(int64_t diagonal) const { return ::graph::triu(*this, diagonal); }
+Tensor Tensor::tril(int64_t diagonal) const { return ::graph::tril(*this, diagonal); }
 
 Tensor Tensor::clamp_min(Scalar lo) const { return ::graph::clamp_min(*this, lo); }
 Tensor Tensor::clamp_max(Scalar hi) const { return ::graph::clamp_max(*this, hi); }

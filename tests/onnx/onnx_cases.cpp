@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 
 #include "../../examples/lenet/lenet.h"
 #include "../../examples/mlp_train/mlp.h"
@@ -216,6 +217,22 @@ std::vector<Case> cases() {
                        layer_norm(q, {8}, Tensor(), Tensor(), 1e-5), matmul(q, q.transpose(1, 2))};
                  },
                  {randn({1, 2, 6, 6}), randn({2, 5, 8})}});
+  // masked_fill (-inf, a broadcast mask, an int tensor's truncated fill),
+  // where with a host scalar (invert, promote), triu/tril on both sides of
+  // the diagonal, a causal mask from triu.
+  out.push_back({"select", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];   // f32 [2, 3, 4]
+                   const Tensor& m = v[1];   // bool [3, 1]: broadcast over the batch and the columns
+                   const Tensor& xi = v[2];  // i64 [2, 3, 4]
+                   const double inf = std::numeric_limits<double>::infinity();
+                   Tensor causal = softmax(masked_fill(x, triu(ones({3, 4}, kBool), 1), -inf), -1);
+                   return std::vector<Tensor>{masked_fill(x, m, -inf), causal,
+                                              triu(x, -1), tril(x, 1), x.tril(), x.triu(2),
+                                              triu(x > 0, -1), tril(xi, -2),
+                                              where(x > 0, xi, 0.5), where(m, 2, xi), xi.masked_fill(x > 0, 1.7),
+                                              where(x < 0, x, -inf), masked_fill(x > 0, m, true), where(m, x > 0, false)};
+                 },
+                 {randn({2, 3, 4}), randn({3, 1}) > 0, (randn({2, 3, 4}) * 3.0).to(kInt64)}});
   return out;
 }
 

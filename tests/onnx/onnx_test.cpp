@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "graph/graph.h"
@@ -246,6 +247,56 @@ TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
               o.scalars["nope"] = int64_t{1};
               return o;
             }()).find("no graph input is named 'nope'"),
+            std::string::npos);
+}
+
+const ::onnx::TensorProto& find_initializer(const ::onnx::ModelProto& m, const std::string& name) {
+  for (const auto& t : m.graph().initializer())
+    if (t.name() == name) return t;
+  throw std::runtime_error("no initializer " + name);
+}
+
+// where(m, x, v) on an int64 x with a float v known at export time (the
+// masked_fill the plugin emits: invert, promote, the value at run time), and
+// triu/tril. ONNX does not promote: x is cast, the fill is a float constant.
+TEST(OnnxExport, MaskedFillWhereAndTrilu) {
+  const std::string text = R"(graph f(%x : i64[2, 3], %m : i1[3], %v : float, %y : f32[3, 3]) {
+  %a : f32[2, 3] = masked_fill{value="@2", invert=true, promote=true}(%x, %m, %v) @"m.cpp":3:3
+  %u : f32[3, 3] = triu{diagonal=-1}(%y)
+  %l : f32[3, 3] = tril(%y)
+  return (%a, %u, %l)
+})";
+  graph::onnx::ExportOptions opts;
+  opts.scalars["v"] = 0.25;
+  const auto m = export_text(text, {}, opts);
+  const auto ops = op_types(m);  // then an Identity per output, naming it
+  EXPECT_EQ(std::vector<std::string>(ops.begin(), ops.begin() + std::min<size_t>(4, ops.size())),
+            (std::vector<std::string>{"Cast", "Where", "Trilu", "Trilu"}));
+  const auto& where = find_node(m, "Where");
+  ASSERT_EQ(where.input_size(), 3);
+  EXPECT_EQ(where.input(0), "m");                                // invert: x where the mask is true
+  EXPECT_EQ(where.input(1), find_node(m, "Cast").output(0));  // x as float32
+  const auto& fill = find_initializer(m, where.input(2));
+  EXPECT_EQ(fill.data_type(), ::onnx::TensorProto::FLOAT);
+  EXPECT_EQ(fill.dims_size(), 0);
+  float f = 0;
+  ASSERT_EQ(fill.raw_data().size(), sizeof f);
+  std::memcpy(&f, fill.raw_data().data(), sizeof f);
+  EXPECT_EQ(f, 0.25f);
+  std::vector<std::pair<int64_t, int64_t>> upper_k;  // (upper, k) per Trilu
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() != "Trilu") continue;
+    ASSERT_EQ(n.attribute_size(), 1);
+    EXPECT_EQ(n.attribute(0).name(), "upper");
+    int64_t k = 0;
+    const auto& kt = find_initializer(m, n.input(1));
+    ASSERT_EQ(kt.data_type(), ::onnx::TensorProto::INT64);
+    ASSERT_EQ(kt.raw_data().size(), sizeof k);
+    std::memcpy(&k, kt.raw_data().data(), sizeof k);
+    upper_k.emplace_back(n.attribute(0).i(), k);
+  }
+  EXPECT_EQ(upper_k, (std::vector<std::pair<int64_t, int64_t>>{{1, -1}, {0, 0}}));
+  EXPECT_NE(export_error(text).find("masked_fill at m.cpp:3:3: the attribute 'value' comes from %v, unknown at export time"),
             std::string::npos);
 }
 

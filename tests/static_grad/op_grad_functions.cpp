@@ -2,6 +2,7 @@
 // shapes and domains are op_grad_test.cpp's).
 #include "op_grad_functions.h"
 
+#include <cmath>
 #include <vector>
 
 namespace og {
@@ -114,5 +115,29 @@ using namespace graph;
 [[graph::static]] Tensor op_scaled_dot_product_attention_causal(const Tensor& a, const Tensor& b, const Tensor& c) {
   return scaled_dot_product_attention(a, b, c, Tensor(), 0.0, true);
 }
+
+// ---- masked_fill (the method, a -inf fill, a value known at run time), where
+// with a scalar operand on either side, triu / tril
+[[graph::static]] Tensor op_masked_fill(const Tensor& a, const Tensor& b, const Tensor&) {
+  return a.masked_fill(b > 0.0, -0.75) * b;
+}
+[[graph::static]] Tensor op_masked_fill_ninf(const Tensor& a, const Tensor& b, const Tensor&) {
+  return exp(masked_fill(a, b > 0.0, -INFINITY)) + b;
+}
+[[graph::static]] Tensor op_masked_fill_runtime(const Tensor& a, const Tensor& b, const Tensor&) {
+  const double v = 0.25 * a.size(1);
+  return masked_fill(a * b, b.unsqueeze(0) < 0.0, v);
+}
+// A GPT block's causal mask: triu of a bool tensor built in the graph.
+[[graph::static]] Tensor op_masked_fill_causal(const Tensor& a, const Tensor& b, const Tensor&) {
+  const int64_t n = a.size(0);
+  const Tensor mask = triu(ones({n, n}, kBool), 1);
+  return softmax(matmul(a, b.t()).masked_fill(mask, -INFINITY), -1);
+}
+[[graph::static]] Tensor op_where_scalar(const Tensor& a, const Tensor& b, const Tensor&) {
+  return where(a > 0.0, a * b, 0.5) + where(b < 0.1, -1, a);
+}
+[[graph::static]] Tensor op_triu(const Tensor& a, const Tensor&, const Tensor&) { return triu(a, 1) * 2.0; }
+[[graph::static]] Tensor op_tril(const Tensor& a, const Tensor&, const Tensor&) { return a.tril(-1); }
 
 }  // namespace og

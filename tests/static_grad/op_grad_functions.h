@@ -17,7 +17,9 @@ using graph::Tensor;
   X(where) X(softmax) X(log_softmax) X(linear) X(linear_no_bias) X(layer_norm) X(layer_norm_no_affine) \
   X(max_pool2d) X(avg_pool2d) X(embedding) X(cat) X(cat_vector) X(stack) X(stack_vector) X(dropout)   \
   X(mse_loss) X(cross_entropy) X(scaled_dot_product_attention) X(scaled_dot_product_attention_masked) \
-  X(scaled_dot_product_attention_causal)
+  X(scaled_dot_product_attention_causal) X(masked_fill) X(masked_fill_ninf) X(masked_fill_runtime) X(masked_fill_causal) \
+  X(where_scalar) \
+  X(triu) X(tril)
 
 #define OG_DECLARE(name) Tensor op_##name(const Tensor& a, const Tensor& b, const Tensor& c);
 OG_CASES(OG_DECLARE)

@@ -101,6 +101,9 @@ constexpr Entry kEntries[] = {
     {"cross_entropy", Coverage::Cases, "cross_entropy"},
     {"scaled_dot_product_attention", Coverage::Cases,
      "scaled_dot_product_attention scaled_dot_product_attention_masked scaled_dot_product_attention_causal"},
+    {"masked_fill", Coverage::Cases, "masked_fill masked_fill_ninf masked_fill_runtime masked_fill_causal where_scalar"},
+    {"triu", Coverage::Cases, "triu"},
+    {"tril", Coverage::Cases, "tril"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -229,6 +232,13 @@ Case case_named(std::string_view n) {
                 {in(cube), in({2, 5, 4}, 0.3f, 0.1f), in({2, 5, 4}, 0.2f, -0.5f)});
   if (n == "scaled_dot_product_attention_causal")
     return make(op_scaled_dot_product_attention_causal, {in(cube), in(cube, 0.3f, 0.1f), in(cube, 0.2f, -0.5f)});
+  if (n == "masked_fill" || n == "masked_fill_ninf" || n == "where_scalar")
+    return make(n == "masked_fill" ? op_masked_fill : n == "masked_fill_ninf" ? op_masked_fill_ninf : op_where_scalar,
+                {in(m), in(m, 0.4f, -0.2f)});
+  if (n == "masked_fill_runtime") return make(op_masked_fill_runtime, {in(m), in({3}, 0.4f, -0.2f)});
+  if (n == "masked_fill_causal") return make(op_masked_fill_causal, {in({3, 4}), in({3, 4}, 0.3f, 0.1f)});
+  if (n == "triu") return make(op_triu, {in(cube)});
+  if (n == "tril") return make(op_tril, {in({4, 3})});
   return {};
 }
 

@@ -206,9 +206,11 @@ Columns:
 constexpr const char* kMarkdownTail = R"(
 Built from the ops above (inline functions that the plugin lowers like user code):
 `clamp(x, lo, hi)` and `hardtanh(x, min_val = -1, max_val = 1)` are
-`clamp_max(clamp_min(x, lo), hi)`. Method forms: every unary elementwise op
-(`x.sin()`), `x.clamp_min(lo)` and `x.clamp_max(hi)` lower in static functions;
-`x.clamp(lo, hi)` runs eagerly only.
+`clamp_max(clamp_min(x, lo), hi)`; `where(cond, x, scalar)` and `where(cond, scalar, y)`
+are `masked_fill` with PyTorch's dtype for a scalar operand. Method forms: every unary
+elementwise op (`x.sin()`), `x.clamp_min(lo)`, `x.clamp_max(hi)`, `x.masked_fill(mask,
+value)`, `x.triu(d)` and `x.tril(d)` lower in static functions; `x.clamp(lo, hi)` runs
+eagerly only.
 )";
 
 }  // namespace

@@ -100,6 +100,9 @@ Val Gen::host_scalar(bool positive) {
   if (positive) {  // a divisor or a base: at least 1
     v.code = h.is_int ? "(" + h.name + " * " + h.name + " + 1)" : "(" + h.name + " * " + h.name + " + 1.0)";
     v.bound = h.bound * h.bound + 1;
+    // docs/gradients.md: a host float computed in a loop body (this h * h + 1.0,
+    // which a divisor's or a base's backward reads) has no static backward.
+    if (!h.is_int && in_loop_) f.grad_runs_eagerly = true;
   }
   return v;
 }

@@ -184,6 +184,26 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
       return bounded(op(id, "mse_loss(" + x.code + ", " + t.code + ")", {}, (x.bound + t.bound) * (x.bound + t.bound),
                         {&x, &t}));
     }
+    case OpId::masked_fill: {  // x.masked_fill(c, v), masked_fill(x, c, v), where(c, x, v), where(c, v, x)
+      Val c = bool_expr(depth);
+      Val a = broadcast_operand(c.shape, depth);
+      Dims sh;
+      broadcastable(c.shape, a.shape, &sh);
+      Val v{fmt(uni(-20, 20) / 8.0), {}, VType::Float, 2.5, false, {}, true};
+      if (coin(0.3)) v = host_scalar(false);  // known at run time
+      const int form = uni(0, 3);
+      const std::string code = form == 0   ? a.code + ".masked_fill(" + c.code + ", " + v.code + ")"
+                               : form == 1 ? "masked_fill(" + a.code + ", " + c.code + ", " + v.code + ")"
+                               : form == 2 ? "where(" + c.code + ", " + a.code + ", " + v.code + ")"
+                                           : "where(" + c.code + ", " + v.code + ", " + a.code + ")";
+      return op(id, code, sh, std::max(a.bound, v.bound), {&c, &a, &v});
+    }
+    case OpId::triu: case OpId::tril: {
+      if (r < 2) x = to_rank(x, 2);
+      const int d = uni(-2, 2);
+      const std::string code = coin() ? name + "(" + x.code + ", " + s(d) + ")" : x.code + "." + name + "(" + s(d) + ")";
+      return op(id, code, x.shape, x.bound, {&x});
+    }
     default:
       throw std::runtime_error("progen: no emitter for op " + name + " (tools/progen/ops_nn.cpp)");
   }

@@ -14,6 +14,7 @@ std::vector<Stmt> Gen::block(int depth, int loop_depth, int count, bool keep_sco
   std::vector<Stmt> out;
   for (int i = 0; i < count; ++i)
     if (auto s = statement(depth, loop_depth)) out.push_back(std::move(*s));
+  in_loop_ = loop_depth > 0;  // a nested loop's body set it; the code drawn below is this block's
   if (keep_scope) return out;  // the function's body: its variables reach the result
   // Variables declared in the block end with it; those it never used still
   // reach the result through the enclosing block's reassignment below.

@@ -250,6 +250,22 @@ std::vector<Value*> where_grad(Scope& s, const Node& n, Value* g) {
           s.emit1("sum_to", {s.emit1("where", {cond, zero, g}), s.fwd(n.input(2))})};
 }
 
+// masked_fill{value, invert}(x, mask): g where x was kept, summed to x's shape.
+std::vector<Value*> masked_fill_grad(Scope& s, const Node& n, Value* g) {
+  Value* mask = s.fwd(n.input(1));
+  Value* zero = s.emit1("zeros_like", {g});
+  const bool invert = n.has_attr("invert") && n.b("invert");
+  Value* kept = invert ? s.emit1("where", {mask, g, zero}) : s.emit1("where", {mask, zero, g});
+  std::vector<Value*> out(n.inputs().size(), nullptr);  // mask and a run-time value: none
+  out[0] = s.emit1("sum_to", {kept, s.fwd(n.input(0))});
+  return out;
+}
+
+// triu / tril: the same triangle of g.
+Value* triangle_grad(Scope& s, const Node& n, Value* g) {
+  return with_attrs(s.emit(std::string(n.table_op()->name), with_runtime_inputs(s, n, g)), n.attrs())->output();
+}
+
 [[noreturn]] void no_gradient(const Node& n, const std::string& why);
 
 // cat's and stack's `dim`: a constant, or a host int known at run time
@@ -378,6 +394,8 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
   const OpId op = n.op_id();
   if (op == OpId::softmax || op == OpId::log_softmax) return {softmax_grad(s, n, g)};
   if (op == OpId::where) return where_grad(s, n, g);
+  if (op == OpId::masked_fill) return masked_fill_grad(s, n, g);
+  if (op == OpId::triu || op == OpId::tril) return {triangle_grad(s, n, g)};
   if (op == OpId::stack) return stack_grad(s, n, g);
   if (op == OpId::cat) return cat_grad(s, n, g, wanted);
   if (op == OpId::dropout) {
@@ -457,6 +475,12 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
     if (info->id == OpId::softmax || info->id == OpId::log_softmax) {
       std::vector<Value*> out(n.inputs().size(), nullptr);
       out[0] = softmax_grad(s, n, g);
+      return out;
+    }
+    if (info->id == OpId::masked_fill && !dynamic_attr(n, "invert")) return masked_fill_grad(s, n, g);
+    if (info->id == OpId::triu || info->id == OpId::tril) {
+      std::vector<Value*> out(n.inputs().size(), nullptr);
+      out[0] = triangle_grad(s, n, g);
       return out;
     }
     no_gradient(n, "with attributes known only at run time has no gradient in a static graph yet");

@@ -427,6 +427,41 @@ Type where(const Node* n) {
   return out;
 }
 
+// masked_fill{value, invert, promote}(x, mask): x's dtype, raised to the
+// value's category with promote (where with a host scalar); x and mask
+// broadcast. Read before run-time attributes are set aside: the value's
+// category is its input's kind then.
+Type masked_fill(const Node* n) {
+  Type out = Type::tensor();
+  const Type& x = n->input(0)->type();
+  const Type& mask = n->input(1)->type();
+  if (mask.dtype && *mask.dtype != DType::Bool)
+    shape_error(n, "the mask must be bool, is " + std::string(dtype_token(*mask.dtype)));
+  const bool promote_known = !n->has_attr("promote") || !dynamic_attr(*n, "promote");
+  if (x.dtype && promote_known) {
+    out.dtype = *x.dtype;
+    if (n->has_attr("promote") && n->b("promote")) {
+      DType category = DType::Float32;
+      if (auto d = dynamic_attr(*n, "value")) category = scalar_category(n->input(d->begin)->type().kind);
+      else if (std::holds_alternative<int64_t>(n->attrs().at("value"))) category = DType::Int64;
+      else if (std::holds_alternative<bool>(n->attrs().at("value"))) category = DType::Bool;
+      out.dtype = promote_with_scalar(*x.dtype, category);
+    }
+  }
+  const Dims* a = dims_of(n->input(0));
+  const Dims* b = dims_of(n->input(1));
+  if (a && b) out.dims = broadcast_or_throw(n, {a, b});
+  return out;
+}
+
+// triu / tril: the input's type; at least 2 dims.
+Type triangle(const OpInfo& op, const Node* n) {
+  Type out = same_dtype(op, n);
+  out.dims = n->input(0)->type().dims;
+  if (out.dims && out.dims->size() < 2) shape_error(n, "the input must have at least 2 dims, is " + dims_str(*out.dims));
+  return out;
+}
+
 // Losses reduce to a 0-d tensor (reduction "mean").
 Type loss(const OpInfo& op, const Node* n) {
   Type out = Type::tensor();
@@ -603,6 +638,9 @@ Type view(const OpInfo& op, const Node* n) {
 Type other(const OpInfo& op, const Node* n) {
   switch (op.id) {
     case OpId::where: return where(n);
+    case OpId::masked_fill: return masked_fill(n);
+    case OpId::triu:
+    case OpId::tril: return triangle(op, n);
     case OpId::softmax:
     case OpId::log_softmax: {
       Type out = same_dtype(op, n);
@@ -712,13 +750,15 @@ class TypeInference {
   }
 
   static Type with_dynamic_attrs(const OpInfo& info, Node* n) {
+    if (info.id == OpId::masked_fill) return masked_fill(n);  // reads its run-time value itself
     const std::optional<size_t> view_rank = info.kind == OpKind::View ? dynamic_view_rank(info, n) : std::nullopt;
     const Attributes saved = n->attrs();
     for (auto it = n->attrs().begin(); it != n->attrs().end();)
       it = dynamic_attr(*n, it->first) ? n->attrs().erase(it) : std::next(it);
     Type out = Type::tensor();
     const bool keeps_shape = info.id == OpId::layer_norm || info.id == OpId::softmax ||
-                             info.id == OpId::log_softmax || info.id == OpId::dropout;
+                             info.id == OpId::log_softmax || info.id == OpId::dropout ||
+                             info.id == OpId::triu || info.id == OpId::tril;
     try {
       if (info.id == OpId::conv2d) {
         out.dtype = same_operand_dtype(n, n->input(0), n->input(1));

@@ -53,6 +53,19 @@ GRAPH_OP("log_softmax") Tensor log_softmax(const Tensor& x, int64_t dim);
 // ---- selection ----------------------------------------------------------
 // where(cond, a, b): a where cond is true, else b (broadcasting all three).
 GRAPH_OP("where") Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// masked_fill(x, mask, value): value where the bool mask is true, x elsewhere
+// (broadcasting x and mask), in x's dtype. The 5-argument form is the kernel
+// of where with a host scalar: invert fills where the mask is false, and
+// promote raises the dtype to value's category (int64 x, 0.5 -> float32).
+GRAPH_OP("masked_fill") Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+GRAPH_OP("masked_fill") Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value, bool invert, bool promote);
+// where(cond, a, s) / where(cond, s, b): a scalar operand, PyTorch's dtypes.
+inline Tensor where(const Tensor& cond, const Tensor& a, Scalar b) { return masked_fill(a, cond, b, true, true); }
+inline Tensor where(const Tensor& cond, Scalar a, const Tensor& b) { return masked_fill(b, cond, a, false, true); }
+// triu / tril: the upper (lower) triangle of the last two dims, from the
+// `diagonal`-th diagonal on (above the main one when positive); zeros elsewhere.
+GRAPH_OP("triu") Tensor triu(const Tensor& x, int64_t diagonal = 0);
+GRAPH_OP("tril") Tensor tril(const Tensor& x, int64_t diagonal = 0);
 
 // ---- library ------------------------------------------------------------
 // Matrix product with PyTorch's matmul semantics: 1-D operands are vectors,

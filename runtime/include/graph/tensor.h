@@ -170,6 +170,9 @@ class Tensor {
   GRAPH_OP("clamp_min") Tensor clamp_min(Scalar lo) const;
   GRAPH_OP("clamp_max") Tensor clamp_max(Scalar hi) const;
   Tensor clamp(Scalar lo, Scalar hi) const;
+  GRAPH_OP("masked_fill") Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  GRAPH_OP("triu") Tensor triu(int64_t diagonal = 0) const;
+  GRAPH_OP("tril") Tensor tril(int64_t diagonal = 0) const;
 
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;
