@@ -1,0 +1,660 @@
+// infer_types' rules: the dtype and shape of each op-table op's result from
+// its inputs' types and attributes (elementwise broadcasting, reductions,
+// matmul/linear/conv2d, pools, views, the nn ops). The walk over blocks,
+// If/Loop joins and run-time attributes are in infer_types.cpp.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/ir/passes.h"
+#include "graph/ir/value_primitives.h"
+#include "infer_types_rules.h"
+
+namespace graph::ir::type_rules {
+
+
+// ---- shapes ----------------------------------------------------------------
+
+// One broadcast dimension (NumPy rules) when it can be told from the IR. A
+// static 1 always yields to the other side; a static size above 1 wins over a
+// symbol or an unknown, since those must be 1 or equal for the op to run.
+Dim broadcast_dim(const Dim& a, const Dim& b) {
+  if (a.is_static() && a.size == 1) return b;
+  if (b.is_static() && b.size == 1) return a;
+  if (a == b) return a;
+  if (a.is_static()) return a;
+  if (b.is_static()) return b;
+  return Dim::unknown();
+}
+
+std::optional<Dims> broadcast_dims(const std::vector<const Dims*>& shapes) {
+  size_t rank = 0;
+  for (const Dims* s : shapes) rank = std::max(rank, s->size());
+  Dims out(rank, Dim::of(1));
+  for (const Dims* s : shapes) {
+    const size_t lead = rank - s->size();
+    for (size_t i = 0; i < s->size(); ++i) out[lead + i] = broadcast_dim(out[lead + i], (*s)[i]);
+  }
+  return out;
+}
+
+// The type two values share: equal parts kept, the rest unknown. Used where
+// control flow joins (If outputs, Loop-carried values).
+Type join(const Type& a, const Type& b) {
+  if (a == b) return a;
+  if (a.kind != b.kind) return a;  // the verifier rejects this; keep the declared kind
+  if (!a.is_tensor()) return a;
+  Type t = Type::tensor();
+  if (a.dtype == b.dtype) t.dtype = a.dtype;
+  if (a.dims && b.dims && a.dims->size() == b.dims->size()) {
+    Dims d;
+    for (size_t i = 0; i < a.dims->size(); ++i)
+      d.push_back((*a.dims)[i] == (*b.dims)[i] ? (*a.dims)[i] : Dim::unknown());
+    t.dims = std::move(d);
+  }
+  return t;
+}
+
+// ---- scalars -----------------------------------------------------------------
+
+// The dtype category a host scalar brings to promotion.
+DType scalar_category(Type::Kind k) {
+  switch (k) {
+    case Type::Kind::Float: return DType::Float32;
+    case Type::Kind::Int: return DType::Int64;
+    default: return DType::Bool;
+  }
+}
+
+// The kind of an elementwise op over host scalars only, as C++ would type
+// the expression: comparisons give bool; a float operand gives float; ints
+// (and bools, which C++ promotes to int in arithmetic) give int; unary float
+// functions (tanh, exp, sigmoid) give float.
+Type::Kind scalar_result_kind(const OpInfo& op, const Node* n) {
+  if (op.rule == DTypeRule::ToBool) return Type::Kind::Bool;
+  bool any_float = false;
+  for (const Value* v : n->inputs()) any_float = any_float || v->type().kind == Type::Kind::Float;
+  if (any_float || (op.rule == DTypeRule::ToFloat && op.num_inputs == 1)) return Type::Kind::Float;
+  return Type::Kind::Int;
+}
+
+Type scalar_type(Type::Kind k) {
+  switch (k) {
+    case Type::Kind::Float: return Type::float_();
+    case Type::Kind::Bool: return Type::bool_();
+    default: return Type::int_();
+  }
+}
+
+// ---- errors -----------------------------------------------------------------
+
+std::string dims_str(const Dims& d) {
+  std::string s = Type::tensor(std::nullopt, d).str();  // "Tensor[2, N]"
+  return s.substr(s.find('['));
+}
+
+// A shape that cannot work whatever the inputs' values: the node's op and
+// source location, so the user sees which line of C++ is wrong.
+[[noreturn]] void shape_error(const Node* n, const std::string& msg) {
+  std::string where;
+  if (n->loc().valid())
+    where = " at " + n->loc().file + ":" + std::to_string(n->loc().line) + ":" + std::to_string(n->loc().col);
+  throw GraphError("infer_types: '" + n->op() + "'" + where + ": " + msg, n->loc(), n->op() + ": " + msg);
+}
+
+const Dims* dims_of(const Value* v) {
+  const Type& t = v->type();
+  return t.is_tensor() && t.dims ? &*t.dims : nullptr;
+}
+
+// `d` wrapped into [0, rank), or a shape error.
+int64_t wrap_dim(const Node* n, int64_t d, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (d < -r || d >= r)
+    shape_error(n, "dimension " + std::to_string(d) + " is out of range for a tensor of rank " + std::to_string(rank));
+  return d < 0 ? d + r : d;
+}
+
+int64_t attr_or(const Node* n, const std::string& k, int64_t fallback) {
+  if (!n->has_attr(k)) return fallback;
+  const auto* v = std::get_if<int64_t>(&n->attrs().at(k));
+  return v ? *v : fallback;
+}
+
+std::vector<int64_t> ints_or(const Node* n, const std::string& k, std::vector<int64_t> fallback) {
+  if (!n->has_attr(k)) return fallback;
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&n->attrs().at(k))) return *v;
+  if (const auto* i = std::get_if<int64_t>(&n->attrs().at(k))) return {*i};
+  return fallback;
+}
+
+// Two dims that must be equal: an error only when both are static and differ.
+void require_equal(const Node* n, const Dim& a, const Dim& b, const std::string& what) {
+  if (a.is_static() && b.is_static() && a.size != b.size)
+    shape_error(n, what + ": " + std::to_string(a.size) + " vs " + std::to_string(b.size));
+}
+
+// The product of dims when all are static.
+std::optional<int64_t> numel(const Dims& d) {
+  int64_t p = 1;
+  for (const Dim& x : d) {
+    if (!x.is_static()) return std::nullopt;
+    p *= x.size;
+  }
+  return p;
+}
+
+// ---- per-op rules ------------------------------------------------------------
+
+Dims broadcast_or_throw(const Node* n, const std::vector<const Dims*>& shapes) {
+  size_t rank = 0;
+  for (const Dims* s : shapes) rank = std::max(rank, s->size());
+  for (size_t i = 0; i < rank; ++i) {  // aligned from the right
+    std::optional<int64_t> seen;
+    for (const Dims* s : shapes) {
+      if (i >= s->size()) continue;
+      const Dim& d = (*s)[s->size() - 1 - i];
+      if (!d.is_static() || d.size == 1) continue;
+      if (seen && *seen != d.size) {
+        std::string all;
+        for (const Dims* t : shapes) all += (all.empty() ? "" : " and ") + dims_str(*t);
+        shape_error(n, "shapes " + all + " do not broadcast");
+      }
+      seen = d.size;
+    }
+  }
+  return *broadcast_dims(shapes);
+}
+
+Type elementwise(const OpInfo& op, const Node* n) {
+  std::vector<const Dims*> shapes;
+  std::optional<DType> tensors;  // promoted dtype of the tensor inputs
+  bool any_tensor = false, dtype_known = true, dims_known = true;
+  for (const Value* v : n->inputs()) {
+    const Type& t = v->type();
+    if (!t.is_tensor()) continue;
+    any_tensor = true;
+    if (!t.dtype) dtype_known = false;
+    else tensors = tensors ? promote_types(*tensors, *t.dtype) : *t.dtype;
+    if (!t.dims) dims_known = false;
+    else shapes.push_back(&*t.dims);
+  }
+  if (!any_tensor) return scalar_type(scalar_result_kind(op, n));
+
+  Type out = Type::tensor();
+  if (dtype_known) {
+    DType promoted = *tensors;
+    for (const Value* v : n->inputs())
+      if (v->type().is_scalar()) promoted = promote_with_scalar(promoted, scalar_category(v->type().kind));
+    out.dtype = result_dtype(op, promoted);
+  }
+  if (shapes.size() > 1) {
+    Dims b = broadcast_or_throw(n, shapes);  // known operands clash even when another is unknown
+    if (dims_known) out.dims = std::move(b);
+  } else if (dims_known) {
+    out.dims = *shapes[0];
+  }
+  return out;
+}
+
+// dim: an int or a list (absent: every dim); keepdim keeps them as 1.
+Type reduce(const OpInfo& op, const Node* n) {
+  const Type& in = n->input(0)->type();
+  Type out = Type::tensor();
+  if (in.dtype) out.dtype = result_dtype(op, *in.dtype);
+  if (!n->has_attr("dim")) {
+    out.dims = Dims{};  // a whole-tensor reduction is 0-d
+    return out;
+  }
+  if (!in.dims) return out;
+  const size_t rank = in.dims->size();
+  if (rank == 0) {  // a 0-d tensor reduces along dim 0 / -1 to itself
+    for (int64_t d : ints_or(n, "dim", {}))
+      if (d != 0 && d != -1) wrap_dim(n, d, 0);
+    out.dims = Dims{};
+    return out;
+  }
+  std::vector<bool> reduced(rank, false);
+  for (int64_t d : ints_or(n, "dim", {})) reduced[wrap_dim(n, d, rank)] = true;
+  const bool keepdim = n->has_attr("keepdim") && n->b("keepdim");
+  Dims dims;
+  for (size_t i = 0; i < rank; ++i) {
+    if (!reduced[i]) dims.push_back((*in.dims)[i]);
+    else if (keepdim) dims.push_back(Dim::of(1));
+  }
+  out.dims = std::move(dims);
+  return out;
+}
+
+// The op's dtype rule applied to input 0; the shape left unknown.
+Type same_dtype(const OpInfo& op, const Node* n) {
+  Type out = Type::tensor();
+  if (!n->inputs().empty() && n->input(0)->type().dtype) out.dtype = result_dtype(op, *n->input(0)->type().dtype);
+  return out;
+}
+
+// Both operands in one dtype (the runtime rejects a mix), which the result has.
+std::optional<DType> same_operand_dtype(const Node* n, const Value* a, const Value* b) {
+  const auto& da = a->type().dtype;
+  const auto& db = b->type().dtype;
+  if (da && db && *da != *db)
+    shape_error(n, "operands have different dtypes: " + std::string(dtype_token(*da)) + " and " +
+                       std::string(dtype_token(*db)));
+  return da ? da : db;
+}
+
+// [..., m, k] x [..., k, n] with broadcast batch dims; a 1-D operand is a
+// row (left) or column (right) vector whose dimension is then dropped.
+Type matmul(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
+  const Dims* a = dims_of(n->input(0));
+  const Dims* b = dims_of(n->input(1));
+  if (!a || !b) return out;
+  if (a->empty() || b->empty()) shape_error(n, "both operands need at least one dimension");
+  Dims x = *a, y = *b;
+  const bool row = x.size() == 1, col = y.size() == 1;
+  if (row) x.insert(x.begin(), Dim::of(1));
+  if (col) y.push_back(Dim::of(1));
+  const Dim& k1 = x.back();
+  const Dim& k2 = y[y.size() - 2];
+  if (k1.is_static() && k2.is_static() && k1.size != k2.size)
+    shape_error(n, "inner dimensions do not match: " + dims_str(*a) + " x " + dims_str(*b));
+  Dims xb(x.begin(), x.end() - 2), yb(y.begin(), y.end() - 2);
+  Dims dims = broadcast_or_throw(n, {&xb, &yb});
+  if (!row) dims.push_back(x[x.size() - 2]);
+  if (!col) dims.push_back(y.back());
+  out.dims = std::move(dims);
+  return out;
+}
+
+// x [..., in] with weight [out, in] and bias [out] (or undefined).
+Type linear(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
+  const Dims* x = dims_of(n->input(0));
+  const Dims* w = dims_of(n->input(1));
+  if (w && w->size() != 2) shape_error(n, "the weight must be 2-D, is " + dims_str(*w));
+  if (x && x->empty()) shape_error(n, "the input needs at least one dimension");
+  if (x && w) require_equal(n, x->back(), (*w)[1], "input features and weight columns differ " + dims_str(*x) + " x " + dims_str(*w));
+  if (const Dims* b = dims_of(n->input(2)); b && w) {
+    if (b->size() != 1) shape_error(n, "the bias must be 1-D, is " + dims_str(*b));
+    require_equal(n, (*b)[0], (*w)[0], "bias and weight rows differ");
+  }
+  if (x && w) {
+    Dims d = *x;
+    d.back() = (*w)[0];
+    out.dims = std::move(d);
+  }
+  return out;
+}
+
+// conv2d and the pools: (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1.
+Dim window_out(const Node* n, const Dim& size, int64_t kernel, int64_t stride, int64_t pad, int64_t dil) {
+  if (!size.is_static()) return Dim::unknown();
+  if (stride <= 0) shape_error(n, "the stride must be positive");
+  const int64_t o = (size.size + 2 * pad - dil * (kernel - 1) - 1) / stride + 1;
+  if (o <= 0) shape_error(n, "the input size " + std::to_string(size.size) + " is too small for the kernel");
+  return Dim::of(o);
+}
+
+Type conv2d(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
+  const Dims* x = dims_of(n->input(0));
+  const Dims* w = dims_of(n->input(1));
+  if (x && x->size() != 4) shape_error(n, "the input must be 4-D [N, C, H, W], is " + dims_str(*x));
+  if (w && w->size() != 4) shape_error(n, "the weight must be 4-D [O, C/groups, kH, kW], is " + dims_str(*w));
+  if (!x || !w) return out;
+  const auto stride = ints_or(n, "stride", {1, 1}), pad = ints_or(n, "padding", {0, 0}),
+             dil = ints_or(n, "dilation", {1, 1});
+  const int64_t groups = attr_or(n, "groups", 1);
+  if ((*w)[1].is_static()) require_equal(n, (*x)[1], Dim::of((*w)[1].size * groups), "input channels and weight channels * groups differ");
+  Dims d{(*x)[0], (*w)[0]};
+  for (size_t i = 0; i < 2; ++i) {
+    const Dim& k = (*w)[2 + i];
+    d.push_back(k.is_static() ? window_out(n, (*x)[2 + i], k.size, stride.at(i % stride.size()), pad.at(i % pad.size()),
+                                           dil.at(i % dil.size()))
+                              : Dim::unknown());
+  }
+  out.dims = std::move(d);
+  return out;
+}
+
+Type pool2d(const OpInfo& op, const Node* n) {
+  Type out = same_dtype(op, n);
+  const Dims* x = dims_of(n->input(0));
+  if (!x) return out;
+  if (x->size() != 3 && x->size() != 4) shape_error(n, "the input must be 3-D or 4-D, is " + dims_str(*x));
+  const auto kernel = ints_or(n, "kernel", {});
+  if (kernel.empty()) return out;
+  auto stride = ints_or(n, "stride", kernel);
+  if (stride.empty()) stride = kernel;  // stride=[]: the default, as the eager op
+  const auto pad = ints_or(n, "padding", {0, 0});
+  Dims d(x->begin(), x->end() - 2);
+  for (size_t i = 0; i < 2; ++i)
+    d.push_back(window_out(n, (*x)[x->size() - 2 + i], kernel.at(i % kernel.size()), stride.at(i % stride.size()),
+                           pad.at(i % pad.size()), 1));
+  out.dims = std::move(d);
+  return out;
+}
+
+Type layer_norm(const Node* n) {
+  Type out = n->input(0)->type();
+  const Dims* x = dims_of(n->input(0));
+  if (!x || !n->has_attr("normalized_shape")) return out;
+  const auto norm = ints_or(n, "normalized_shape", {});
+  if (norm.size() > x->size()) shape_error(n, "normalized_shape has more dimensions than the input " + dims_str(*x));
+  for (size_t i = 0; i < norm.size(); ++i)
+    require_equal(n, (*x)[x->size() - norm.size() + i], Dim::of(norm[i]), "the input's trailing dimensions and normalized_shape differ");
+  return out;
+}
+
+// embedding(weight [num, dim], indices [...]) -> [..., dim].
+Type embedding(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = n->input(0)->type().dtype;
+  const Dims* w = dims_of(n->input(0));
+  const Dims* idx = dims_of(n->input(1));
+  if (w && w->size() != 2) shape_error(n, "the weight must be 2-D, is " + dims_str(*w));
+  if (n->input(1)->type().dtype && !is_integral(*n->input(1)->type().dtype))
+    shape_error(n, "the indices must be integers");
+  if (w && idx) {
+    Dims d = *idx;
+    d.push_back((*w)[1]);
+    out.dims = std::move(d);
+  }
+  return out;
+}
+
+std::optional<DType> promoted_inputs(const Node* n, size_t from = 0) {
+  std::optional<DType> t;
+  for (size_t i = from; i < n->inputs().size(); ++i) {
+    const auto& d = n->input(i)->type().dtype;
+    if (!d) return std::nullopt;
+    t = t ? promote_types(*t, *d) : *d;
+  }
+  return t;
+}
+
+Type cat_or_stack(const OpInfo& op, const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = promoted_inputs(n);
+  std::vector<const Dims*> all;
+  for (const Value* v : n->inputs()) {
+    if (!dims_of(v)) return out;
+    all.push_back(dims_of(v));
+  }
+  const Dims& first = *all[0];
+  for (const Dims* d : all)
+    if (d->size() != first.size()) shape_error(n, "inputs have different ranks: " + dims_str(first) + " and " + dims_str(*d));
+  const bool stack = op.id == OpId::stack;
+  const int64_t dim = wrap_dim(n, attr_or(n, "dim", 0), first.size() + (stack ? 1 : 0));
+  Dims d = first;
+  std::optional<int64_t> total = 0;
+  for (const Dims* s : all)
+    for (size_t i = 0; i < first.size(); ++i) {
+      if (!stack && static_cast<int64_t>(i) == dim) {
+        total = (*s)[i].is_static() && total ? std::optional<int64_t>(*total + (*s)[i].size) : std::nullopt;
+        continue;
+      }
+      require_equal(n, first[i], (*s)[i], "inputs differ in dimension " + std::to_string(i));
+      if (!(d[i] == (*s)[i])) d[i] = d[i].is_static() ? d[i] : (*s)[i].is_static() ? (*s)[i] : Dim::unknown();
+    }
+  if (stack) d.insert(d.begin() + dim, Dim::of(static_cast<int64_t>(all.size())));
+  else d[dim] = total ? Dim::of(*total) : Dim::unknown();
+  out.dims = std::move(d);
+  return out;
+}
+
+Type where(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = promoted_inputs(n, 1);
+  std::vector<const Dims*> shapes;
+  for (const Value* v : n->inputs())
+    if (const Dims* d = dims_of(v)) shapes.push_back(d);
+  Dims b = broadcast_or_throw(n, shapes);
+  if (shapes.size() == 3) out.dims = std::move(b);
+  return out;
+}
+
+// masked_fill{value, invert, promote}(x, mask): x's dtype, raised to the
+// value's category with promote (where with a host scalar); x and mask
+// broadcast. Read before run-time attributes are set aside: the value's
+// category is its input's kind then.
+Type masked_fill(const Node* n) {
+  Type out = Type::tensor();
+  const Type& x = n->input(0)->type();
+  const Type& mask = n->input(1)->type();
+  if (mask.dtype && *mask.dtype != DType::Bool)
+    shape_error(n, "the mask must be bool, is " + std::string(dtype_token(*mask.dtype)));
+  const bool promote_known = !n->has_attr("promote") || !dynamic_attr(*n, "promote");
+  if (x.dtype && promote_known) {
+    out.dtype = *x.dtype;
+    if (n->has_attr("promote") && n->b("promote")) {
+      DType category = DType::Float32;
+      if (auto d = dynamic_attr(*n, "value")) category = scalar_category(n->input(d->begin)->type().kind);
+      else if (std::holds_alternative<int64_t>(n->attrs().at("value"))) category = DType::Int64;
+      else if (std::holds_alternative<bool>(n->attrs().at("value"))) category = DType::Bool;
+      out.dtype = promote_with_scalar(*x.dtype, category);
+    }
+  }
+  const Dims* a = dims_of(n->input(0));
+  const Dims* b = dims_of(n->input(1));
+  if (a && b) out.dims = broadcast_or_throw(n, {a, b});
+  return out;
+}
+
+// triu / tril: the input's type; at least 2 dims.
+Type triangle(const OpInfo& op, const Node* n) {
+  Type out = same_dtype(op, n);
+  out.dims = n->input(0)->type().dims;
+  if (out.dims && out.dims->size() < 2) shape_error(n, "the input must have at least 2 dims, is " + dims_str(*out.dims));
+  return out;
+}
+
+// Losses reduce to a 0-d tensor (reduction "mean").
+Type loss(const OpInfo& op, const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = op.id == OpId::cross_entropy ? n->input(0)->type().dtype : promoted_inputs(n);
+  out.dims = Dims{};
+  const Dims* a = dims_of(n->input(0));
+  const Dims* b = dims_of(n->input(1));
+  if (op.id == OpId::mse_loss && a && b) broadcast_or_throw(n, {a, b});
+  if (op.id == OpId::cross_entropy && a && b) {
+    if (a->size() != 2 || b->size() != 1) shape_error(n, "expects logits [N, C] and targets [N], got " + dims_str(*a) + " and " + dims_str(*b));
+    require_equal(n, (*a)[0], (*b)[0], "logits and targets differ in batch size");
+  }
+  return out;
+}
+
+// q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev].
+Type attention(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = n->input(0)->type().dtype;
+  const Dims* q = dims_of(n->input(0));
+  const Dims* k = dims_of(n->input(1));
+  const Dims* v = dims_of(n->input(2));
+  if (!q || !k || !v) return out;
+  if (q->size() < 2 || k->size() < 2 || v->size() < 2) shape_error(n, "q, k and v need at least 2 dimensions");
+  require_equal(n, q->back(), k->back(), "q and k differ in the embedding dimension");
+  require_equal(n, (*k)[k->size() - 2], (*v)[v->size() - 2], "k and v differ in sequence length");
+  Dims d = *q;
+  d.back() = v->back();
+  out.dims = std::move(d);
+  return out;
+}
+
+// ---- views ---------------------------------------------------------------------
+
+Type reshape(const Node* n, const Dims& in) {
+  const auto shape = ints_or(n, "shape", {});
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) shape_error(n, "only one dimension can be -1");
+      infer = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      shape_error(n, "invalid size " + std::to_string(shape[i]));
+    } else {
+      known *= shape[i];
+    }
+  }
+  Dims d;
+  for (int64_t s : shape) d.push_back(s == -1 ? Dim::unknown() : Dim::of(s));
+  if (auto total = numel(in)) {
+    if (infer >= 0) {
+      if (known == 0 || *total % known != 0)
+        shape_error(n, "cannot reshape " + dims_str(in) + " (" + std::to_string(*total) + " elements) to " + dims_str(d));
+      d[infer] = Dim::of(*total / known);
+    } else if (known != *total) {
+      shape_error(n, "cannot reshape " + dims_str(in) + " (" + std::to_string(*total) + " elements) to " + dims_str(d));
+    }
+  } else if (infer >= 0 && shape.size() == in.size()) {
+    // Keeping every other dim in place keeps the inferred one too: [N, 4] -> [-1, 4].
+    bool same = true;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (static_cast<int>(i) != infer) same = same && in[i] == Dim::of(shape[i]);
+    if (same) d[infer] = in[infer];
+  }
+  return Type::tensor(std::nullopt, d);
+}
+
+Dims expand(const Node* n, const Dims& in) {
+  const auto shape = ints_or(n, "shape", {});
+  if (shape.size() < in.size()) shape_error(n, "cannot expand " + dims_str(in) + " to fewer dimensions");
+  const size_t lead = shape.size() - in.size();
+  Dims d;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      if (shape[i] < 0) shape_error(n, "a new leading dimension cannot be -1");
+      d.push_back(Dim::of(shape[i]));
+      continue;
+    }
+    const Dim& cur = in[i - lead];
+    if (shape[i] == -1) d.push_back(cur);
+    else {
+      if (cur.is_static() && cur.size != 1 && cur.size != shape[i])
+        shape_error(n, "cannot expand dimension " + std::to_string(i) + " of size " + std::to_string(cur.size) +
+                           " to " + std::to_string(shape[i]));
+      d.push_back(Dim::of(shape[i]));
+    }
+  }
+  return d;
+}
+
+Dims slice(const Node* n, const Dims& in) {
+  Dims d = in;
+  const int64_t dim = wrap_dim(n, attr_or(n, "dim", 0), in.size());
+  const int64_t start = attr_or(n, "start", 0), end = attr_or(n, "end", INT64_MAX), step = attr_or(n, "step", 1);
+  if (step <= 0) shape_error(n, "the step must be positive");
+  const Dim& size = in[dim];
+  if (!size.is_static()) {
+    if (!(start == 0 && end >= INT64_MAX / 2 && step == 1)) d[dim] = Dim::unknown();
+    return d;
+  }
+  auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + size.size : i, int64_t{0}, size.size); };
+  const int64_t b = clamp(start), e = clamp(end);
+  d[dim] = Dim::of(e > b ? (e - b + step - 1) / step : 0);
+  return d;
+}
+
+std::optional<Dims> squeeze(const Node* n, const Dims& in) {
+  Dims d;
+  if (!n->has_attr("dim")) {
+    for (const Dim& x : in) {
+      if (!x.is_static()) return std::nullopt;  // a symbol might be 1
+      if (x.size != 1) d.push_back(x);
+    }
+    return d;
+  }
+  if (in.empty()) return d;
+  const int64_t dim = wrap_dim(n, attr_or(n, "dim", 0), in.size());
+  if (!in[dim].is_static()) return std::nullopt;
+  d = in;
+  if (in[dim].size == 1) d.erase(d.begin() + dim);
+  return d;
+}
+
+Dims flatten(const Node* n, const Dims& in) {
+  if (in.empty()) return Dims{Dim::of(1)};
+  const int64_t s = wrap_dim(n, attr_or(n, "start_dim", 0), in.size());
+  const int64_t e = wrap_dim(n, attr_or(n, "end_dim", -1), in.size());
+  if (s > e) shape_error(n, "start_dim comes after end_dim");
+  Dims d(in.begin(), in.begin() + s);
+  Dims mid(in.begin() + s, in.begin() + e + 1);
+  auto p = numel(mid);
+  d.push_back(mid.size() == 1 ? mid[0] : p ? Dim::of(*p) : Dim::unknown());
+  d.insert(d.end(), in.begin() + e + 1, in.end());
+  return d;
+}
+
+Type view(const OpInfo& op, const Node* n) {
+  Type out = n->input(0)->type();
+  if (!out.dims) return out;
+  const Dims in = *out.dims;  // a copy: the cases below rewrite out.dims
+  const size_t rank = in.size();
+  switch (op.id) {
+    case OpId::t:
+      if (rank > 2) shape_error(n, "t expects at most 2 dimensions, got " + dims_str(in));
+      std::reverse(out.dims->begin(), out.dims->end());
+      break;
+    case OpId::transpose:
+      if (rank > 0) std::swap((*out.dims)[wrap_dim(n, attr_or(n, "dim0", 0), rank)], (*out.dims)[wrap_dim(n, attr_or(n, "dim1", 1), rank)]);
+      break;
+    case OpId::permute: {
+      const auto p = ints_or(n, "dims", {});
+      if (p.size() != rank) shape_error(n, "permute of " + dims_str(in) + " needs " + std::to_string(rank) + " dims");
+      std::vector<bool> seen(rank, false);
+      for (size_t i = 0; i < rank; ++i) {
+        const int64_t src = wrap_dim(n, p[i], rank);
+        if (seen[src]) shape_error(n, "dims is not a permutation");
+        seen[src] = true;
+        (*out.dims)[i] = in[src];
+      }
+      break;
+    }
+    case OpId::reshape: out.dims = reshape(n, in).dims; break;
+    case OpId::expand: out.dims = expand(n, in); break;
+    case OpId::slice: out.dims = slice(n, in); break;
+    case OpId::squeeze: out.dims = squeeze(n, in); break;
+    case OpId::unsqueeze: out.dims->insert(out.dims->begin() + wrap_dim(n, attr_or(n, "dim", 0), rank + 1), Dim::of(1)); break;
+    case OpId::flatten: out.dims = flatten(n, in); break;
+    default: out.dims.reset(); break;
+  }
+  return out;
+}
+
+Type other(const OpInfo& op, const Node* n) {
+  switch (op.id) {
+    case OpId::where: return where(n);
+    case OpId::masked_fill: return masked_fill(n);
+    case OpId::triu:
+    case OpId::tril: return triangle(op, n);
+    case OpId::softmax:
+    case OpId::log_softmax: {
+      Type out = same_dtype(op, n);
+      out.dims = n->input(0)->type().dims;
+      if (out.dims && n->has_attr("dim") && !out.dims->empty()) wrap_dim(n, attr_or(n, "dim", -1), out.dims->size());
+      return out;
+    }
+    case OpId::linear: return linear(n);
+    case OpId::layer_norm: return layer_norm(n);
+    case OpId::max_pool2d:
+    case OpId::avg_pool2d: return pool2d(op, n);
+    case OpId::embedding: return embedding(n);
+    case OpId::cat:
+    case OpId::stack: return cat_or_stack(op, n);
+    case OpId::dropout: return n->input(0)->type();
+    case OpId::mse_loss:
+    case OpId::cross_entropy: return loss(op, n);
+    case OpId::scaled_dot_product_attention: return attention(n);
+    default: return same_dtype(op, n);
+  }
+}
+
+}  // namespace graph::ir::type_rules
