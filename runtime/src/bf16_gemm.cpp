@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "dnnl_context.h"
 #include "graph/autocast.h"
 #include "graph/parallel.h"
 
@@ -27,15 +28,8 @@ using dt = memory::data_type;
 
 constexpr size_t kMaxPrimitives = 64;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
+using dnnl_context::engine;
+using dnnl_context::stream;
 
 // float32 to bf16, rounding to nearest even; NaN stays a (quiet) NaN.
 inline uint16_t to_bf16(float f) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "dnnl_context.h"
 #include "graph/autocast.h"
 #include "graph/detail/conv_stats.h"
 #include "graph/parallel.h"
@@ -63,15 +64,8 @@ Stats& stats() {
   return s;
 }
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
+using dnnl_context::engine;
+using dnnl_context::stream;
 
 struct Key {
   DnnlConvShape s;

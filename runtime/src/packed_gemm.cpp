@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "dnnl_context.h"
 #include "graph/autocast.h"
 #include "graph/detail/generated_support.h"
 #include "graph/parallel.h"
@@ -59,15 +60,8 @@ Stats& stats() {
   return s;
 }
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
+using dnnl_context::engine;
+using dnnl_context::stream;
 
 // A primitive for one problem: `packed` takes the weight in its own layout
 // (format_tag::any), else in the user's layout, strides (ws1, ws0).
