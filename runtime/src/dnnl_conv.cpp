@@ -12,9 +12,8 @@
 // threads under one mutex:
 //  - primitives, per geometry, direction, post-ops and OpenMP team size (the
 //    kernels block the work for the team they were made for);
-//  - weights in a primitive's layout, keyed like packed_gemm.cpp's: storage
-//    (weak_ptr, so a new storage at a freed one's address never matches),
-//    offset, sizes, Tensor::version and the layout. An optimizer step or an
+//  - weights in a primitive's layout, reordered once per Tensor::version
+//    (dnnl_cache.h, shared with packed_gemm.cpp): an optimizer step or an
 //    in-place write bumps the version, so the next call reorders again.
 //
 // Under a bf16 autocast scope (graph/autocast.h) the forward takes its input
@@ -35,6 +34,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "dnnl_cache.h"
 #include "dnnl_context.h"
 #include "graph/autocast.h"
 #include "graph/detail/conv_stats.h"
@@ -88,30 +88,14 @@ struct Key {
 // weights), `dst` the output (or diff_src / diff_dst read by backward
 // weights: see the run_* functions).
 struct Prim {
-  Key key;
   dnnl::primitive prim;
   memory::desc src, wts, dst;
-  uint64_t last_use = 0;
-};
-
-struct Reordered {
-  std::weak_ptr<Storage> storage;
-  const Storage* raw = nullptr;
-  int64_t offset = 0;
-  Shape sizes;
-  uint64_t version = 0;
-  memory::desc desc;
-  memory mem;
-  size_t bytes = 0;
-  uint64_t last_use = 0;
 };
 
 struct Cache {
   std::mutex mu;
-  uint64_t tick = 0;
-  std::vector<std::shared_ptr<Prim>> prims;
-  std::vector<std::shared_ptr<Reordered>> weights;
-  size_t weight_bytes = 0;
+  dnnl_cache::Primitives<Key, Prim> prims{kMaxPrimitives};
+  dnnl_cache::Weights weights{kMaxWeights, kMaxWeightBytes};
 };
 Cache& cache() {
   engine();  // made first, so destroyed after the cache's primitives and memory
@@ -146,7 +130,6 @@ dnnl::convolution_forward::primitive_desc forward_pd(const DnnlConvShape& s, boo
 
 std::shared_ptr<Prim> make_prim(const Key& k) {
   auto p = std::make_shared<Prim>();
-  p->key = k;
   const DnnlConvShape& s = k.s;
   const memory::dims strides{s.sH, s.sW}, dil{s.dH - 1, s.dW - 1}, pad{s.pH, s.pW};
   if (k.dir == Dir::Forward) {
@@ -173,74 +156,16 @@ std::shared_ptr<Prim> make_prim(const Key& k) {
   return p;
 }
 
-// Under c.mu.
-std::shared_ptr<Prim> primitive(Cache& c, const Key& k) {
-  for (auto& p : c.prims)
-    if (p->key == k) {
-      p->last_use = ++c.tick;
-      return p;
-    }
-  std::shared_ptr<Prim> p = make_prim(k);
-  p->last_use = ++c.tick;
-  if (c.prims.size() >= kMaxPrimitives)
-    c.prims.erase(std::min_element(c.prims.begin(), c.prims.end(),
-                                   [](const auto& a, const auto& b) { return a->last_use < b->last_use; }));
-  c.prims.push_back(p);
-  return p;
-}
-
-bool same_weight(const Reordered& e, const Tensor& w, const memory::desc& desc) {
-  if (e.raw != w.storage().get() || e.offset != w.storage_offset() || e.sizes != w.sizes() ||
-      e.version != w.version() || !(e.desc == desc))
-    return false;
-  return e.storage.lock().get() == w.storage().get();
-}
-
-void evict_weight(Cache& c, const Reordered* keep) {
-  auto oldest = std::min_element(c.weights.begin(), c.weights.end(), [&](const auto& a, const auto& b) {
-    if (a.get() == keep) return false;
-    if (b.get() == keep) return true;
-    return a->last_use < b->last_use;
-  });
-  c.weight_bytes -= (*oldest)->bytes;
-  c.weights.erase(oldest);
-}
-
 // Under c.mu: `w` (dense OIHW) in layout `desc`, reordered at most once per
-// version. Entries of this weight at older versions are dropped first.
-std::shared_ptr<Reordered> reordered_weight(Cache& c, const Tensor& w, const memory::desc& desc,
-                                            const memory::desc& plain) {
-  for (const auto& e : c.weights)
-    if (same_weight(*e, w, desc)) {
-      e->last_use = ++c.tick;
-      stats().weight_hits.fetch_add(1, std::memory_order_relaxed);
-      return e;
-    }
-  for (size_t i = c.weights.size(); i-- > 0;) {
-    const Reordered& e = *c.weights[i];
-    if (e.raw == w.storage().get() && e.offset == w.storage_offset() && e.desc == desc &&
-        (e.version != w.version() || e.storage.expired())) {
-      c.weight_bytes -= e.bytes;
-      c.weights.erase(c.weights.begin() + static_cast<std::ptrdiff_t>(i));
-    }
+// version.
+std::shared_ptr<dnnl_cache::Weight> reordered_weight(Cache& c, const Tensor& w, const memory::desc& desc,
+                                                     const memory::desc& plain) {
+  if (std::shared_ptr<dnnl_cache::Weight> e = c.weights.find(w, desc)) {
+    stats().weight_hits.fetch_add(1, std::memory_order_relaxed);
+    return e;
   }
-  auto e = std::make_shared<Reordered>();
-  e->storage = w.storage();
-  e->raw = w.storage().get();
-  e->offset = w.storage_offset();
-  e->sizes = w.sizes();
-  e->version = w.version();  // read before the data: a later write bumps past it
-  e->desc = desc;
-  e->mem = memory(desc, engine());
-  memory src(plain, engine(), w.data_ptr<float>());
-  dnnl::reorder(src, e->mem).execute(stream(), src, e->mem);
-  stream().wait();
-  e->bytes = desc.get_size();
-  e->last_use = ++c.tick;
-  c.weight_bytes += e->bytes;
-  while (!c.weights.empty() && (c.weights.size() >= kMaxWeights || c.weight_bytes > kMaxWeightBytes))
-    evict_weight(c, nullptr);
-  c.weights.push_back(e);
+  std::shared_ptr<dnnl_cache::Weight> e = c.weights.add(w, desc);
+  c.weights.fill(*e, plain, w.data_ptr<float>());
   stats().weight_reorders.fetch_add(1, std::memory_order_relaxed);
   return e;
 }
@@ -293,7 +218,7 @@ bool with_primitive(const Key& k, F&& body) {
     std::shared_ptr<Prim> p;
     {
       std::lock_guard<std::mutex> lock(c.mu);
-      p = primitive(c, k);
+      p = c.prims.get(k, make_prim);
     }
     body(*p, c);
     stream().wait();
@@ -310,7 +235,7 @@ bool dnnl_conv_forward(const DnnlConvShape& s, const Tensor& x, const Tensor& w,
                        const Tensor& out) {
   const Key k{s, Dir::Forward, bias.defined(), relu, num_threads(), autocast_bf16()};
   return with_primitive(k, [&](Prim& p, Cache& c) {
-    std::shared_ptr<Reordered> wr;
+    std::shared_ptr<dnnl_cache::Weight> wr;
     {
       std::lock_guard<std::mutex> lock(c.mu);
       wr = reordered_weight(c, w, p.wts, plain_w(s));
@@ -329,7 +254,7 @@ bool dnnl_conv_forward(const DnnlConvShape& s, const Tensor& x, const Tensor& w,
 bool dnnl_conv_backward_data(const DnnlConvShape& s, const Tensor& w, const Tensor& go, const Tensor& gx) {
   const Key k{s, Dir::BackwardData, false, false, num_threads(), false};
   return with_primitive(k, [&](Prim& p, Cache& c) {
-    std::shared_ptr<Reordered> wr;
+    std::shared_ptr<dnnl_cache::Weight> wr;
     {
       std::lock_guard<std::mutex> lock(c.mu);
       wr = reordered_weight(c, w, p.wts, plain_w(s));
@@ -377,7 +302,6 @@ void clear_dnnl_conv_cache() {
   std::lock_guard<std::mutex> lock(c.mu);
   c.weights.clear();
   c.prims.clear();
-  c.weight_bytes = 0;
 }
 
 }  // namespace graph::detail

@@ -7,13 +7,10 @@
 // activations, and the bias (and a ReLU, as a post-op) are applied while the
 // output tile is still in registers.
 //
-// The packed copy is valid while the weight is unchanged: an entry is keyed
-// on the weight's storage (held by weak_ptr: a freed storage never matches,
-// even when a new one reuses its address), offset, sizes, strides, dtype and
-// version (Tensor::version, bumped by every in-place write the runtime
-// makes), and on the packed layout. So an optimizer step or add_ on the
-// weight makes the next call pack again. Both caches are bounded (least
-// recently used entries go first).
+// The packed copy is valid while the weight is unchanged (the version rule
+// of dnnl_cache.h: an optimizer step or add_ on the weight makes the next
+// call pack again). Primitives and packed weights are kept in dnnl_cache.h's
+// bounded caches.
 //
 // Under a bf16 autocast scope (graph/autocast.h) the primitive takes bf16
 // activations (rounded per call) and a bf16 packed copy of the weight, made
@@ -27,7 +24,7 @@
 
 #include <dnnl.hpp>
 
-#include <algorithm>
+#include <atomic>
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -35,6 +32,7 @@
 #include <vector>
 
 #include "blas.h"
+#include "dnnl_cache.h"
 #include "dnnl_context.h"
 #include "graph/autocast.h"
 #include "graph/detail/generated_support.h"
@@ -53,7 +51,7 @@ constexpr size_t kMaxWeights = 32;
 constexpr size_t kMaxWeightBytes = size_t{512} << 20;
 
 struct Stats {
-  std::atomic<uint64_t> calls{0}, hits{0}, packs{0}, unpacked{0}, evictions{0};
+  std::atomic<uint64_t> calls{0}, hits{0}, packs{0}, unpacked{0};
 };
 Stats& stats() {
   static Stats s;
@@ -82,33 +80,15 @@ struct ArgSet {
 };
 
 struct Prim {
-  PrimKey key;
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
-  uint64_t last_use = 0;
   std::vector<std::unique_ptr<ArgSet>> free_sets;  // under Cache::mu
-};
-
-struct Packed {
-  std::weak_ptr<Storage> storage;
-  const Storage* raw = nullptr;
-  int64_t offset = 0;
-  Shape sizes, strides;
-  DType dtype = kFloat32;
-  uint64_t version = 0;
-  memory::desc desc;
-  memory mem;  // owns the packed buffer; empty until the second use
-  bool packed = false;
-  size_t bytes = 0;
-  uint64_t last_use = 0;
 };
 
 struct Cache {
   std::mutex mu;
-  uint64_t tick = 0;
-  std::vector<std::shared_ptr<Prim>> prims;
-  std::vector<std::shared_ptr<Packed>> weights;
-  size_t weight_bytes = 0;
+  dnnl_cache::Primitives<PrimKey, Prim> prims{kMaxPrimitives};
+  dnnl_cache::Weights weights{kMaxWeights, kMaxWeightBytes};
 };
 Cache& cache() {
   engine();  // made first, so destroyed after the cache's primitives and memory
@@ -116,13 +96,7 @@ Cache& cache() {
   return c;
 }
 
-// Under c.mu.
-std::shared_ptr<Prim> primitive(Cache& c, const PrimKey& key) {
-  for (auto& p : c.prims)
-    if (p->key == key) {
-      p->last_use = ++c.tick;
-      return p;
-    }
+std::shared_ptr<Prim> make_primitive(const PrimKey& key) {
   const memory::data_type in = key.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   const memory::desc src({key.rows, key.k}, in, memory::format_tag::ab);
   const memory::desc wts =
@@ -138,95 +112,38 @@ std::shared_ptr<Prim> primitive(Cache& c, const PrimKey& key) {
     attr.set_post_ops(ops);
   }
   auto p = std::make_shared<Prim>();
-  p->key = key;
   p->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wts, bias, dst), attr, engine());
   p->prim = dnnl::matmul(p->pd);
-  p->last_use = ++c.tick;
-  if (c.prims.size() >= kMaxPrimitives) {
-    auto oldest = std::min_element(c.prims.begin(), c.prims.end(),
-                                   [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
-    c.prims.erase(oldest);
-  }
-  c.prims.push_back(p);
   return p;
 }
 
-bool same_weight(const Packed& e, const Tensor& w, const memory::desc& desc) {
-  if (e.raw != w.storage().get() || e.offset != w.storage_offset() || e.sizes != w.sizes() ||
-      e.strides != w.strides() || e.dtype != w.dtype() || e.version != w.version() || !(e.desc == desc))
-    return false;
-  // The same Storage object, not a new one at a freed one's address.
-  const std::shared_ptr<Storage> alive = e.storage.lock();
-  return alive.get() == w.storage().get();
-}
-
-// Drops the least recently used entry other than `keep`.
-void evict_one(Cache& c, const Packed* keep) {
-  auto oldest = std::min_element(c.weights.begin(), c.weights.end(), [&](const auto& a, const auto& b) {
-    if (a.get() == keep) return false;
-    if (b.get() == keep) return true;
-    return a->last_use < b->last_use;
-  });
-  c.weight_bytes -= (*oldest)->bytes;
-  c.weights.erase(oldest);
-  stats().evictions.fetch_add(1, std::memory_order_relaxed);
-}
-
-// Under c.mu: the entry of `w` at its current version for layout `desc`.
-// The first use of a weight version only records it (null is returned: the
-// caller runs the primitive on the weight as it is, which gives the same
-// bits); the second packs it, later ones hit. So a weight that changes after
-// every use (training: an optimizer step between forward calls) never pays
-// for a reorder it would use once.
+// Under c.mu: the packed copy of `w` at its current version for layout
+// `desc`. The first use of a weight version only records it (null is
+// returned: the caller runs the primitive on the weight as it is, which gives
+// the same bits); the second packs it, later ones hit. So a weight that
+// changes after every use (training: an optimizer step between forward
+// calls) never pays for a reorder it would use once.
 // `pack_now`: pack at the first use too (a bf16 primitive cannot read the
 // float32 weight as it is).
-std::shared_ptr<Packed> packed_weight(Cache& c, const Tensor& w, const memory::desc& desc, bool pack_now) {
-  for (const auto& entry : c.weights) {
-    if (!same_weight(*entry, w, desc)) continue;
-    const std::shared_ptr<Packed> e = entry;  // evict_one below moves the vector's elements
-    e->last_use = ++c.tick;
-    if (e->packed) {
-      stats().hits.fetch_add(1, std::memory_order_relaxed);
-      return e;
-    }
-    e->mem = memory(desc, engine());
-    // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
-    const memory::desc user({w.size(1), w.size(0)}, memory::data_type::f32, memory::dims{w.stride(1), w.stride(0)});
-    memory src(user, engine(), w.data_ptr<float>());
-    dnnl::reorder(src, e->mem).execute(stream(), src, e->mem);
-    stream().wait();
-    e->packed = true;
-    e->bytes = desc.get_size();
-    c.weight_bytes += e->bytes;
-    while (c.weight_bytes > kMaxWeightBytes && c.weights.size() > 1) evict_one(c, e.get());
-    stats().packs.fetch_add(1, std::memory_order_relaxed);
+std::shared_ptr<dnnl_cache::Weight> packed_weight(Cache& c, const Tensor& w, const memory::desc& desc,
+                                                  bool pack_now) {
+  std::shared_ptr<dnnl_cache::Weight> e = c.weights.find(w, desc);
+  if (e && e->filled) {
+    stats().hits.fetch_add(1, std::memory_order_relaxed);
     return e;
   }
-  // Entries of this weight at older versions (or of a dead storage at this
-  // address) are stale: drop them now rather than when they age out.
-  for (size_t i = c.weights.size(); i-- > 0;) {
-    const Packed& e = *c.weights[i];
-    if (e.raw == w.storage().get() && e.offset == w.storage_offset() && e.sizes == w.sizes() &&
-        (e.version != w.version() || e.storage.expired())) {
-      c.weight_bytes -= e.bytes;
-      c.weights.erase(c.weights.begin() + static_cast<std::ptrdiff_t>(i));
+  if (!e) {
+    e = c.weights.add(w, desc);
+    if (!pack_now) {
+      stats().unpacked.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
     }
   }
-  auto e = std::make_shared<Packed>();
-  e->storage = w.storage();
-  e->raw = w.storage().get();
-  e->offset = w.storage_offset();
-  e->sizes = w.sizes();
-  e->strides = w.strides();
-  e->dtype = w.dtype();
-  e->version = w.version();  // read before the data: a later write bumps past it
-  e->desc = desc;
-  e->last_use = ++c.tick;
-  while (c.weights.size() >= kMaxWeights) evict_one(c, nullptr);
-  c.weights.push_back(e);
-  if (pack_now) return packed_weight(c, w, desc, false);  // finds the entry just made and packs it
-  stats().unpacked.fetch_add(1, std::memory_order_relaxed);
-  return nullptr;
+  // The weight [m, k] as the primitive's [k, m] operand: strides swapped.
+  const memory::desc user({w.size(1), w.size(0)}, memory::data_type::f32, memory::dims{w.stride(1), w.stride(0)});
+  c.weights.fill(*e, user, w.data_ptr<float>());
+  stats().packs.fetch_add(1, std::memory_order_relaxed);
+  return e;
 }
 
 }  // namespace
@@ -245,13 +162,13 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
     use_blas_threads();
     Cache& c = cache();
     std::shared_ptr<Prim> p;
-    std::shared_ptr<Packed> w;
+    std::shared_ptr<dnnl_cache::Weight> w;
     std::unique_ptr<ArgSet> set;
     {
       std::lock_guard<std::mutex> lock(c.mu);
       stats().calls.fetch_add(1, std::memory_order_relaxed);
       const PrimKey key{rows, k, m, bias.defined(), relu, num_threads(), true, 0, 0, bf16};
-      p = primitive(c, key);
+      p = c.prims.get(key, make_primitive);
       w = packed_weight(c, weight, p->pd.weights_desc(), bf16);
       if (!w && bf16) return false;  // not reached: bf16 packs at the first use
       if (!w) {
@@ -259,7 +176,7 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
         plain.packed = false;
         plain.ws0 = ws0;
         plain.ws1 = ws1;
-        p = primitive(c, plain);
+        p = c.prims.get(plain, make_primitive);
       }
       if (!p->free_sets.empty()) {
         set = std::move(p->free_sets.back());
@@ -310,7 +227,7 @@ PackedGemmStats packed_gemm_stats() {
   cpu::Cache& c = cpu::cache();
   std::lock_guard<std::mutex> lock(c.mu);
   const auto& s = cpu::stats();
-  return PackedGemmStats{s.calls.load(), s.hits.load(), s.packs.load(), s.unpacked.load(), s.evictions.load(),
+  return PackedGemmStats{s.calls.load(), s.hits.load(), s.packs.load(), s.unpacked.load(), c.weights.evictions(),
                          c.weights.size()};
 }
 
@@ -319,7 +236,6 @@ void clear_packed_gemm_cache() {
   std::lock_guard<std::mutex> lock(c.mu);
   c.weights.clear();
   c.prims.clear();
-  c.weight_bytes = 0;
 }
 
 }  // namespace detail
