@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "graph/autograd.h"
 #include "graph/error.h"
@@ -55,28 +56,47 @@ Tensor gradient_of(const char* opt, size_t i, const Tensor& p) {
   return g.detach().to(p.dtype()).contiguous();
 }
 
+// Calls f(std::true_type) or f(std::false_type): hoists a loop-invariant
+// option out of the per-element loop, so each variant compiles to one
+// branch-free (vectorizable) loop.
+template <class F>
+void with_flag(bool flag, F&& f) {
+  if (flag)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
 // One pass over each parameter, split across the runtime's threads: every
 // element's update is independent, so the bits do not depend on the split.
 template <class T>
 void sgd_update(const SGDOptions& o, T* p, const T* g, T* buf, bool first, int64_t n) {
   const T wd = static_cast<T>(o.weight_decay), mom = static_cast<T>(o.momentum);
   const T damp1 = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
-  if (o.weight_decay == 0 && o.momentum == 0) {  // plain SGD: one vectorizable loop
-    cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) p[j] = p[j] + neg_lr * g[j];
+  with_flag(o.weight_decay != 0, [&](auto decay) {
+    with_flag(o.momentum != 0, [&](auto momentum) {
+      with_flag(first, [&](auto first_step) {
+        with_flag(o.nesterov, [&](auto nesterov) {
+          cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t j = begin; j < end; ++j) {
+              T d = g[j];
+              if constexpr (decay) d = d + wd * p[j];
+              if constexpr (momentum) {
+                if constexpr (first_step)
+                  buf[j] = d;
+                else
+                  buf[j] = buf[j] * mom + damp1 * d;
+                if constexpr (nesterov)
+                  d = d + mom * buf[j];
+                else
+                  d = buf[j];
+              }
+              p[j] = p[j] + neg_lr * d;
+            }
+          });
+        });
+      });
     });
-    return;
-  }
-  cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t j = begin; j < end; ++j) {
-      T d = g[j];
-      if (o.weight_decay != 0) d = d + wd * p[j];
-      if (o.momentum != 0) {
-        buf[j] = first ? d : buf[j] * mom + damp1 * d;
-        d = o.nesterov ? d + mom * buf[j] : buf[j];
-      }
-      p[j] = p[j] + neg_lr * d;
-    }
   });
 }
 
@@ -90,20 +110,24 @@ void adam_update(const AdamOptions& o, int64_t step, T* p, const T* g, T* m, T* 
   const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
   const T bc2_sqrt = static_cast<T>(std::sqrt(bc2));
   const T neg_step_size = static_cast<T>(-(o.lr / bc1));
-  cpu::parallel_for(n, cpu::kElementwiseGrain / 4, [&](int64_t begin, int64_t end) {  // sqrt, div: more work
-    for (int64_t j = begin; j < end; ++j) {
-      T grad = g[j];
-      if (o.weight_decay != 0) grad = grad + wd * p[j];
-      m[j] = m[j] * b1 + c1 * grad;
-      v[j] = v[j] * b2 + c2 * grad * grad;
-      T second = v[j];
-      if (vmax) {
-        if (vmax[j] < v[j] || std::isnan(v[j])) vmax[j] = v[j];
-        second = vmax[j];
-      }
-      const T denom = std::sqrt(second) / bc2_sqrt + eps;
-      p[j] = p[j] + neg_step_size * m[j] / denom;
-    }
+  with_flag(o.weight_decay != 0, [&](auto decay) {
+    with_flag(vmax != nullptr, [&](auto amsgrad) {
+      cpu::parallel_for(n, cpu::kElementwiseGrain / 4, [&](int64_t begin, int64_t end) {  // sqrt, div: more work
+        for (int64_t j = begin; j < end; ++j) {
+          T grad = g[j];
+          if constexpr (decay) grad = grad + wd * p[j];
+          m[j] = m[j] * b1 + c1 * grad;
+          v[j] = v[j] * b2 + c2 * grad * grad;
+          T second = v[j];
+          if constexpr (amsgrad) {
+            if (vmax[j] < v[j] || std::isnan(v[j])) vmax[j] = v[j];
+            second = vmax[j];
+          }
+          const T denom = std::sqrt(second) / bc2_sqrt + eps;
+          p[j] = p[j] + neg_step_size * m[j] / denom;
+        }
+      });
+    });
   });
 }
 
