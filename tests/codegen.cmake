@@ -24,7 +24,8 @@ foreach(_case IN LISTS _cxxgraph_codegen_cases)
   list(APPEND _cxxgraph_codegen_generated ${_out})
 endforeach()
 
-add_executable(codegen_test ${CMAKE_CURRENT_LIST_DIR}/codegen_test.cpp ${_cxxgraph_codegen_generated})
+add_executable(codegen_test ${CMAKE_CURRENT_LIST_DIR}/codegen_test.cpp ${CMAKE_CURRENT_LIST_DIR}/codegen_cuda_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/codegen_kernels_test.cpp ${_cxxgraph_codegen_generated})
 target_compile_definitions(codegen_test PRIVATE
   CXXGRAPH_CODEGEN_CASES="${CMAKE_CURRENT_LIST_DIR}/codegen_cases")
 target_link_libraries(codegen_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTest::gtest_main)
