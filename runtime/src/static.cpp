@@ -313,12 +313,11 @@ autograd::Node* static_node(const Arg* graph, size_t n) {
   return nullptr;
 }
 
-// Whether a gradient's difference is beyond what rounding explains: relative
-// to the eager gradient's size, at the precision of its dtype.
-// Eager's missing gradient (undefined `eager`) is zero.
-bool beyond_tolerance(double diff, const Tensor& eager) {
-  const double scale = eager.defined() && eager.numel() ? amax(abs(eager.detach().to(kFloat64))).item<double>() : 0.0;
-  const double rtol = eager.defined() && eager.dtype() == kFloat64 ? 1e-9 : 1e-4;
+// Whether a gradient's difference from `want` (defined) is beyond what
+// rounding explains: relative to want's size, at the precision of its dtype.
+bool beyond_tolerance(double diff, const Tensor& want) {
+  const double scale = want.numel() ? amax(abs(want.detach().to(kFloat64))).item<double>() : 0.0;
+  const double rtol = want.dtype() == kFloat64 ? 1e-9 : 1e-4;
   return !(diff <= rtol * (1.0 + scale));  // NaN differences are mismatches too
 }
 
@@ -348,7 +347,8 @@ void StaticFunction::check_gradients(const Arg* graph, const Arg* eager, size_t 
       // Eager autograd gives none where no path reaches the input; the graph
       // may give zeros there (a Loop that ran no iteration): the same numbers.
       const bool eager_none = mine.defined() && !eager_grads[k].defined();
-      Difference diff = tensor_difference(mine, eager_none ? zeros(mine.sizes(), mine.dtype()) : eager_grads[k]);
+      const Tensor want = eager_none ? zeros(mine.sizes(), mine.dtype()) : eager_grads[k];
+      Difference diff = tensor_difference(mine, want);
       if (diff.problem.empty() && mine.defined() && mine.sizes() != targets[k].sizes)
         diff.problem = "shapes differ: graph " + shape_str(mine.sizes()) + ", input " + shape_str(targets[k].sizes);
       char buf[64];
@@ -356,8 +356,7 @@ void StaticFunction::check_gradients(const Arg* graph, const Arg* eager, size_t 
       const std::string what = "gradient of input " + std::to_string(inputs[k]);
       line += std::string(line == head ? " " : "; ") + what + " max |graph - eager| = " +
               (diff.problem.empty() ? std::string(buf) : diff.problem) + (eager_none ? " (eager: none)" : "");
-      const Tensor& reference = eager_none ? mine : eager_grads[k];
-      if (!diff.problem.empty() || (reference.defined() && beyond_tolerance(diff.max, eager_none ? Tensor() : reference)))
+      if (!diff.problem.empty() || (want.defined() && beyond_tolerance(diff.max, want)))
         std::fprintf(stderr, "%s: error: graph check: the %s differs from eager autograd's (%s)\n", source.c_str(),
                      what.c_str(), diff.problem.empty() ? buf : diff.problem.c_str());
     }

@@ -432,16 +432,8 @@ Flow gradient_flow(const Node& n) {
     return Flow::None;
   const OpInfo* info = n.table_op();
   if (!info || info->has(op_trait::Backward)) return Flow::Unknown;  // gradient ops included
-  return has_differentiable_outputs(n) ? Flow::Through : Flow::None;
-}
-
-bool has_differentiable_outputs(const Node& n) {
-  // Views with run-time sizes (value_primitives.h): differentiable in their
-  // tensor, so a gradient is never dropped silently.
-  if (n.is(OpId::reshape_dyn) || n.is(OpId::slice_dyn)) return true;
-  const OpInfo* info = n.table_op();
-  if (!info) return n.is(OpId::If) || n.is(OpId::Loop) || n.is(OpId::call) || n.is(OpId::FusionGroup);
-  return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex;
+  // Comparisons and index results (argmax) carry no gradient.
+  return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex ? Flow::Through : Flow::None;
 }
 
 std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,

@@ -74,10 +74,6 @@ class Scope {
 std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Value*>& out_grads,
                                  const std::vector<bool>& wanted);
 
-// Whether an op's outputs can carry gradients at all (false for comparisons,
-// argmax and the primitives).
-bool has_differentiable_outputs(const Node& n);
-
 // How a node passes on the gradients of its inputs: Through its outputs, None
 // (they provably carry none: comparisons, argmax, metadata reads), or Unknown
 // (autodiff must refuse the graph rather than drop a gradient).

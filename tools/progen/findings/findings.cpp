@@ -46,6 +46,14 @@ using namespace graph;
   return tanh(x * s + static_cast<double>(n));
 }
 
+// K3 (fixed): a fused reduction reading a slice (graph::detail::LazySlice,
+// whose C++ name is the expression `v_N.get()`) named its input pointer
+// `in_v_N.get()`, so the generated kernels did not compile. Reduced from
+// seeds 200 and 202.
+[[graph::static]] Tensor k3_reduce_of_slice(const Tensor& x, int, double s) {
+  return sum(tanh(x.slice(1, 1, 3) * s), 1);
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -55,6 +63,8 @@ const progen::Case kCases[] = {
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_if_in_loop_grad(in[0], n, s)); }},
     {"k2_unread_int_input", {{"x0", {2, 3}, false, 0}, {"x1", {4}, true, 5}}, {{0, 0.5}, {2, -1.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k2_unread_int_input(in[0], in[1], n, s)); }},
+    {"k3_reduce_of_slice", {{"x0", {4, 6}, false, 0}}, {{0, 0.5}, {1, -2.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k3_reduce_of_slice(in[0], n, s)); }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
 
