@@ -159,7 +159,7 @@ TEST(GeneratedCuda, ReduceGroupsGetOneFusedReduceKernel) {
 TEST(GeneratedCuda, ForwardAndBackwardOfAutogradGetKernelsToo) {
   auto lowered = ir::parse(kChain8);
   ASSERT_EQ(join(ir::verify(*lowered)), "");
-  const graph::codegen::GradientUnit grad = graph::codegen::make_gradient(*lowered);
+  const graph::codegen::GradientUnit grad = ir::gradient_graphs(*lowered);
   ASSERT_EQ(grad.unsupported, "");
   auto g = ir::parse(kChain8);
   ir::infer_types(*g);

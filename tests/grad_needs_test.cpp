@@ -140,7 +140,7 @@ TEST(InterpreterNeededOutputs, UnwantedGradientsAreNotComputed) {
 // tanh's gradient of x (a fused loop) runs only when it is wanted.
 TEST(GeneratedBackward, TestsTheNeededFlags) {
   auto lowered = ir::parse(kTypedLayer);
-  const codegen::GradientUnit grad = codegen::make_gradient(*lowered);
+  const codegen::GradientUnit grad = ir::gradient_graphs(*lowered);
   ASSERT_EQ(grad.unsupported, "");
   ASSERT_EQ(grad.grad_inputs, (std::vector<size_t>{0, 1, 2}));
   const std::string cpp = codegen::detail::gradient_functions(grad, "f", "m.cpp:1", "_Z1fv", "h");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -398,6 +399,64 @@ TEST(IrBuild, NumberedNamesAvoidExplicitOnes) {
 }
 )");
   EXPECT_EQ(print(*parse(printed)), printed);
+}
+
+// Every value's name, in definition order (block parameters, then each
+// node's outputs, then its nested blocks).
+std::vector<std::string> value_names(const Graph& g) {
+  std::vector<std::string> out;
+  std::function<void(const Block*)> block = [&](const Block* b) {
+    for (const auto& p : b->params()) out.push_back(p->name());
+    for (const auto& n : b->nodes()) {
+      for (const Value* o : n->outputs()) out.push_back(o->name());
+      for (const auto& inner : n->blocks()) block(inner.get());
+    }
+  };
+  block(g.top());
+  return out;
+}
+
+// clone (what ir::compile copies graphs with) names values as parse(print(g))
+// does, so the code generated from either is the same text.
+TEST(IrClone, NamesValuesAsParseOfPrintDoes) {
+  for (const std::string* text : kValidTexts) {
+    const auto g = parse(*text);
+    const auto c = clone(*g);
+    EXPECT_EQ(print(*c), print(*g));
+    EXPECT_EQ(value_names(*c), value_names(*parse(print(*g))));
+  }
+  Graph g("names");  // empty and repeated names get the printer's numbers
+  Value* a = g.add_input(Type::int_());
+  Value* b = g.add_input(Type::int_(), "x");
+  Value* d = g.add_input(Type::int_(), "x");
+  Node* n = g.top()->append("add");
+  n->add_input(a);
+  n->add_input(b);
+  Value* e = n->add_output(Type::int_(), "x");
+  g.top()->set_returns({d, e});
+  const auto c = clone(g);
+  EXPECT_EQ(value_names(*c), (std::vector<std::string>{"0", "x", "x.1", "x.2"}));
+  EXPECT_EQ(value_names(*c), value_names(*parse(print(g))));
+}
+
+TEST(IrClone, IsIndependentOfTheOriginal) {
+  const auto g = parse(kLoop);
+  const std::string before = print(*g);
+  const auto c = clone(*g);
+  Node* extra = c->top()->append("constant");
+  extra->attrs()["value"] = int64_t{7};
+  extra->add_output(Type::int_(), "seven");
+  c->top()->set_returns({c->top()->returns()[0]});
+  EXPECT_EQ(print(*g), before);
+  EXPECT_NE(print(*c), before);
+  // Uses point into the clone: every user of a clone's value is a clone's node.
+  walk(c->top(), [&](const Node* node) {
+    for (const Value* in : node->inputs()) {
+      const Block* owner = in->owning_block();
+      while (owner && owner->owner()) owner = owner->owner()->owner();
+      EXPECT_EQ(owner, c->top()) << node->op();
+    }
+  });
 }
 
 TEST(IrBuild, ReplaceInputUpdatesUsers) {

@@ -1,78 +1,23 @@
-// Gradients of static graphs for mixed execution (grad.h): differentiate the
-// lowered graph, optimize and fuse both halves, and write them as two more
-// GraphFns plus a CompiledGradient (runtime: graph/detail/static_autograd.h).
+// Gradients of static graphs for mixed execution (grad.h): the two halves
+// ir::compile made, written as two more GraphFns plus a CompiledGradient
+// (runtime: graph/detail/static_autograd.h).
 #include <set>
 #include <sstream>
 
 #include "emitter.h"
 #include "graph/codegen/grad.h"
 #include "graph/error.h"
-#include "graph/ir/autodiff.h"
-#include "graph/ir/pipeline.h"
-#include "graph/ir/verifier.h"
 
 namespace graph::codegen {
 
-namespace {
-
-bool floating_tensor(const ir::Type& t) { return t.is_tensor() && t.dtype && is_floating(*t.dtype); }
-
-// The backward's inputs as typed as the forward outputs they receive: saved
-// values exactly, gradients as the (tensor) outputs they belong to. Fusion
-// needs element types, and autodiff leaves grad_outputs untyped.
-void type_backward_inputs(const GradientUnit& u) {
-  const ir::Graph& f = *u.forward;
-  ir::Graph& b = *u.backward;
-  for (size_t j = 0; j < u.num_saved; ++j) b.inputs()[j]->set_type(f.outputs()[u.num_outputs + j]->type());
-  for (size_t i = 0; i < u.num_outputs; ++i)
-    if (floating_tensor(f.outputs()[i]->type())) b.inputs()[u.num_saved + i]->set_type(f.outputs()[i]->type());
-}
-
-}  // namespace
-
-GradientUnit make_gradient(const ir::Graph& lowered) {
-  GradientUnit u;
-  // Autodiff wants no calls and no fusion groups: the default pipeline up to
-  // fusion, then the rest on each half.
-  std::unique_ptr<ir::Graph> g = ir::parse(ir::print(lowered));
-  ir::run_pipeline(*g, ir::parse_pipeline("inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types"));
-  std::vector<bool> requires_grad;
-  bool any = false;
-  for (const auto& in : g->inputs()) {
-    requires_grad.push_back(floating_tensor(in->type()));
-    any = any || requires_grad.back();
-  }
-  if (!any) {
-    u.unsupported = "the graph has no floating tensor inputs";
-    return u;
-  }
-  ir::GradGraphs gg;
-  try {
-    gg = ir::differentiate(*g, requires_grad);
-  } catch (const Error& e) {
-    u.unsupported = e.what();
-    return u;
-  }
-  u.forward = std::move(gg.forward);
-  u.backward = std::move(gg.backward);
-  u.num_outputs = gg.num_outputs;
-  u.num_saved = gg.num_saved;
-  u.grad_inputs = gg.grad_inputs;
-  type_backward_inputs(u);
-  const auto rest = ir::gradient_pipeline();
-  ir::run_pipeline(*u.forward, rest);
-  ir::run_pipeline(*u.backward, rest);
-  ir::verify_or_throw(*u.forward);
-  ir::verify_or_throw(*u.backward);
-  // An op the CPU back end cannot write leaves grad calls eager, never the
-  // function: generate once here to find out.
+void keep_printable_gradient(GradientUnit& u) {
+  if (!u.unsupported.empty()) return;
   try {
     detail::gradient_functions(u, "check", "", "", "");
   } catch (const Error& e) {
     u = GradientUnit{};
     u.unsupported = e.what();
   }
-  return u;
 }
 
 namespace detail {

@@ -13,11 +13,10 @@
 // '.' or exponent so they read back as floats; names are kept when unique.
 #include <charconv>
 #include <cmath>
-#include <set>
 #include <sstream>
-#include <unordered_map>
 
 #include "graph/ir/ir.h"
+#include "value_names.h"
 
 namespace graph::ir {
 
@@ -60,20 +59,7 @@ class Printer {
   }
 
  private:
-  // Unique printed names: the value's own name when free, else a numbered one.
-  const std::string& name(const Value* v) {
-    auto it = names_.find(v);
-    if (it != names_.end()) return it->second;
-    std::string base = v->name();
-    std::string n = base;
-    if (n.empty() || used_.count(n)) {
-      do {
-        n = base.empty() ? std::to_string(next_++) : base + "." + std::to_string(next_++);
-      } while (used_.count(n));
-    }
-    used_.insert(n);
-    return names_[v] = n;
-  }
+  const std::string& name(const Value* v) { return names_(v); }
 
   void indent(int level) { out_ << std::string(2 * level, ' '); }
 
@@ -150,9 +136,7 @@ class Printer {
   }
 
   std::ostringstream out_;
-  std::unordered_map<const Value*, std::string> names_;
-  std::set<std::string> used_;
-  int next_ = 0;
+  detail::ValueNames names_;
 };
 
 }  // namespace

@@ -415,7 +415,7 @@ std::string export_to_string(const ir::Graph& g_in, const std::map<std::string, 
                              const ExportOptions& options) {
   // A copy, with the types inferred where the graph lacks some (a plugin's
   // unoptimized .graph); a traced graph keeps the types it observed.
-  std::unique_ptr<ir::Graph> g = ir::parse(ir::print(g_in));
+  std::unique_ptr<ir::Graph> g = ir::clone(g_in);
   bool untyped = refine_input_types(*g, params, options);
   ir::walk(g->top(), [&](const ir::Node* n) {
     for (const ir::Value* v : n->outputs()) untyped |= v->type().is_tensor() && !v->type().dtype;

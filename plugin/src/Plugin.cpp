@@ -35,7 +35,7 @@
 #include "graph/codegen/cpp.h"
 #include "graph/codegen/grad.h"
 #include "graph/ir/passes.h"
-#include "graph/ir/pipeline.h"
+#include "graph/ir/compile.h"
 #include "graph/ir/verifier.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -262,27 +262,27 @@ class Consumer : public ASTConsumer {
   Compiled finish(ASTContext& ctx, FunctionDecl* fd, Lowered& lowered, const std::string& mangled,
                   const std::string& hash) {
     SourceManager& sm = ctx.getSourceManager();
-    // The graph as lowered, then a verified, optimized copy for codegen.
+    // The graph as lowered, then (ir::compile) a verified, optimized copy and
+    // its gradient graphs for codegen.
     Compiled c;
     std::string text = graph::ir::print(*lowered.graph);
     graph::ir::verify_or_throw(*lowered.graph);
-    c.optimized = graph::ir::parse(text);
-    // Verified once at the end: after every pass it costs more than all the
-    // passes together on long functions (the pass tests verify each step).
+    graph::ir::CompiledGraphs compiled;
     try {
-      graph::ir::run_pipeline(*c.optimized, graph::ir::default_pipeline());
+      compiled = graph::ir::compile(*lowered.graph);
     } catch (const graph::ir::GraphError& e) {
       // A shape or dtype that can never work: the user's error, at its line.
       throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message, {}, false};
     }
-    graph::ir::verify_or_throw(*c.optimized);
+    c.optimized = std::move(compiled.optimized);
 
     PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
     std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
                                                std::to_string(where.getLine())
                                          : "";
     // Autodiff refusing the graph is no fallback: only grad calls run eagerly.
-    c.gradient = std::make_unique<graph::codegen::GradientUnit>(graph::codegen::make_gradient(*lowered.graph));
+    c.gradient = std::make_unique<graph::codegen::GradientUnit>(std::move(compiled.gradient));
+    graph::codegen::keep_printable_gradient(*c.gradient);
     c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get()};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
     if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");

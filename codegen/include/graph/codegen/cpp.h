@@ -14,9 +14,13 @@
 
 #include "graph/ir/ir.h"
 
+namespace graph::ir {
+struct GradientGraphs;  // graph/ir/compile.h
+}
+
 namespace graph::codegen {
 
-struct GradientUnit;  // grad.h
+using GradientUnit = ir::GradientGraphs;  // grad.h
 
 struct GraphUnit {
   const ir::Graph* graph;     // has run infer_types and fuse_elementwise

@@ -9,31 +9,25 @@
 //   <fn>_backward (saved..., grad_outputs...) -> (one gradient per floating
 //                                                tensor input)
 //
-// made by ir::differentiate from the graph before fusion, then optimized and
-// fused like the graph itself. A graph autodiff refuses (dropout while
+// made by ir::compile (graph/ir/compile.h) from the graph before fusion, then
+// optimized and fused like the graph itself. A graph autodiff refuses (dropout while
 // training, a Loop inside a Loop) gets no functions but the reason, which the
 // runtime reports under GRAPH_EXPLAIN=1 when a grad call runs eagerly.
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "graph/ir/ir.h"
+#include "graph/ir/compile.h"
 
 namespace graph::codegen {
 
-struct GradientUnit {
-  std::unique_ptr<ir::Graph> forward;   // null when `unsupported` is set
-  std::unique_ptr<ir::Graph> backward;  // its inputs typed from the forward's outputs
-  size_t num_outputs = 0;               // outputs of the original graph
-  size_t num_saved = 0;
-  std::vector<size_t> grad_inputs;      // the inputs backward returns gradients of
-  std::string unsupported;              // why there is no gradient, or empty
-};
+// The gradient graphs ir::compile made (graph/ir/compile.h).
+using GradientUnit = ir::GradientGraphs;
 
-// The gradient of `lowered` (a graph as the plugin lowered it: verified, not
-// yet optimized) with respect to every floating tensor input. Never throws
-// for a graph autodiff refuses: the reason goes to `unsupported`.
-GradientUnit make_gradient(const ir::Graph& lowered);
+// Drops a gradient this back end cannot write (sets `unsupported` to why), so
+// that an op without a backward kernel leaves grad calls eager, never the
+// whole function.
+void keep_printable_gradient(GradientUnit& u);
 
 namespace detail {
 // For generate_cpu_source (cpp.cpp): the C++ of <fn>_forward and

@@ -265,6 +265,10 @@ void walk(const Block* b, F&& f) {
   }
 }
 
+// A structural copy of `g`, with the value names parse(print(g)) would give
+// (unique: a repeated or empty name is numbered as the printer numbers it).
+std::unique_ptr<Graph> clone(const Graph& g);
+
 // Text format (printer.cpp / parser.cpp): print(parse(text)) == text for
 // printed text, and parse(print(g)) is structurally equal to g.
 std::string print(const Graph& g);

@@ -1,0 +1,49 @@
+#pragma once
+// The build-time compile order for one lowered graph, owned here and nowhere
+// else. The plugin calls compile() once per function; codegen prints what it
+// returns.
+//
+//   lowered ─ clone ─ default_pipeline ─────────────────────────────────► optimized
+//           └ clone ─ the pipeline up to fusion ─ differentiate ─┬─ gradient_pipeline ─► gradient.forward
+//                                                                └─ gradient_pipeline ─► gradient.backward
+//
+// The gradient is made from the graph before fusion (autodiff wants no calls
+// and no fusion groups); each half is then optimized and fused like the
+// graph itself, so the backward's elementwise chains fuse as the forward's do.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/ir/ir.h"
+
+namespace graph::ir {
+
+// The gradient of a graph for mixed execution (codegen/grad.h prints it):
+//   forward  (inputs...)                 -> (outputs..., saved...)
+//   backward (saved..., grad_outputs...) -> (one gradient per floating tensor input)
+struct GradientGraphs {
+  std::unique_ptr<Graph> forward;   // null when `unsupported` is set
+  std::unique_ptr<Graph> backward;  // its inputs typed from the forward's outputs
+  size_t num_outputs = 0;           // outputs of the original graph
+  size_t num_saved = 0;
+  std::vector<size_t> grad_inputs;  // the inputs backward returns gradients of
+  std::string unsupported;          // why there is no gradient, or empty
+};
+
+struct CompiledGraphs {
+  std::unique_ptr<Graph> optimized;  // default_pipeline, verified
+  GradientGraphs gradient;
+};
+
+// `lowered` as a front end made it (verified, not optimized) is not changed.
+// Throws GraphError when the optimized graph can never run (a shape or dtype
+// that cannot work, at its location). A graph autodiff refuses (dropout while
+// training, a Loop inside a Loop) is no error: the reason goes to
+// gradient.unsupported.
+CompiledGraphs compile(const Graph& lowered);
+
+// The gradient part of compile() alone, with respect to every floating
+// tensor input.
+GradientGraphs gradient_graphs(const Graph& lowered);
+
+}  // namespace graph::ir

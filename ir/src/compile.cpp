@@ -1,0 +1,75 @@
+// compile (compile.h): the order of passes, differentiation and fusion.
+#include "graph/ir/compile.h"
+
+#include "graph/error.h"
+#include "graph/ir/autodiff.h"
+#include "graph/ir/pipeline.h"
+#include "graph/ir/verifier.h"
+
+namespace graph::ir {
+
+namespace {
+
+bool floating_tensor(const Type& t) { return t.is_tensor() && t.dtype && is_floating(*t.dtype); }
+
+// The backward's inputs as typed as the forward outputs they receive: saved
+// values exactly, gradients as the (tensor) outputs they belong to. Fusion
+// needs element types, and autodiff leaves grad_outputs untyped.
+void type_backward_inputs(const GradientGraphs& u) {
+  const Graph& f = *u.forward;
+  Graph& b = *u.backward;
+  for (size_t j = 0; j < u.num_saved; ++j) b.inputs()[j]->set_type(f.outputs()[u.num_outputs + j]->type());
+  for (size_t i = 0; i < u.num_outputs; ++i)
+    if (floating_tensor(f.outputs()[i]->type())) b.inputs()[u.num_saved + i]->set_type(f.outputs()[i]->type());
+}
+
+}  // namespace
+
+GradientGraphs gradient_graphs(const Graph& lowered) {
+  GradientGraphs u;
+  // The default pipeline up to fusion; the rest runs on each half.
+  std::unique_ptr<Graph> g = clone(lowered);
+  run_pipeline(*g, parse_pipeline("inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types"));
+  std::vector<bool> requires_grad;
+  bool any = false;
+  for (const auto& in : g->inputs()) {
+    requires_grad.push_back(floating_tensor(in->type()));
+    any = any || requires_grad.back();
+  }
+  if (!any) {
+    u.unsupported = "the graph has no floating tensor inputs";
+    return u;
+  }
+  GradGraphs gg;
+  try {
+    gg = differentiate(*g, requires_grad);
+  } catch (const Error& e) {
+    u.unsupported = e.what();
+    return u;
+  }
+  u.forward = std::move(gg.forward);
+  u.backward = std::move(gg.backward);
+  u.num_outputs = gg.num_outputs;
+  u.num_saved = gg.num_saved;
+  u.grad_inputs = gg.grad_inputs;
+  type_backward_inputs(u);
+  const std::vector<Pass> rest = gradient_pipeline();
+  run_pipeline(*u.forward, rest);
+  run_pipeline(*u.backward, rest);
+  verify_or_throw(*u.forward);
+  verify_or_throw(*u.backward);
+  return u;
+}
+
+CompiledGraphs compile(const Graph& lowered) {
+  CompiledGraphs c;
+  c.optimized = clone(lowered);
+  // Verified once at the end: after every pass it costs more than all the
+  // passes together on long functions (the pass tests verify each step).
+  run_pipeline(*c.optimized, default_pipeline());
+  verify_or_throw(*c.optimized);
+  c.gradient = gradient_graphs(lowered);
+  return c;
+}
+
+}  // namespace graph::ir
