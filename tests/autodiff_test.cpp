@@ -245,6 +245,10 @@ std::vector<OpCase> op_cases() {
       {a, gt(a, b)});
   add("triu", "  %y : Tensor = triu{diagonal=1}(%a)\n", {values({2, 3, 4}, -1, 1, 41)});
   add("tril", "  %y : Tensor = tril{diagonal=-1}(%a)\n", {a});
+  add("index_select", "  %y : Tensor = index_select{dim=1}(%a, %b)\n", {a, tensor<int64_t>({2, 0, 2, 1})});
+  add("gather", "  %y : Tensor = gather{dim=1}(%a, %b)\n", {a, tensor<int64_t>({2, 0, 0, 1, 1, 1}).reshape({2, 3})});
+  add("cumsum", "  %y : Tensor = cumsum{dim=0}(%a)\n", {values({3, 2}, -1, 1, 42)});
+  add("bmm", "  %y : Tensor = bmm(%a, %b)\n", {values({2, 2, 3}, -1, 1, 43), values({2, 3, 4}, -1, 1, 44)});
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a});
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a});
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, values({4, 3}, -1, 1, 23), values({4}, -1, 1, 24)});

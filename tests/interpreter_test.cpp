@@ -103,6 +103,12 @@ std::vector<OpCase> op_cases() {
       {a, gt(a, b)}, [=] { return where(gt(a, b), a, Scalar(int64_t{3})); });
   add("triu", "  %y : Tensor = triu{diagonal=1}(%a)\n", {a}, [=] { return triu(a, 1); });
   add("tril", "  %y : Tensor = tril(%a)\n", {img}, [=] { return img.tril(); });
+  add("index_select", "  %y : Tensor = index_select{dim=1}(%a, %b)\n", {a, idx}, [=] { return index_select(a, 1, idx); });
+  add("gather", "  %y : Tensor = gather{dim=1}(%a, %b)\n", {a, idx.reshape({1, 3})},
+      [=] { return a.gather(1, idx.reshape({1, 3})); });
+  add("cumsum", "  %y : Tensor = cumsum{dim=-1}(%a)\n", {a}, [=] { return a.cumsum(-1); });
+  add("bmm", "  %y : Tensor = bmm(%a, %b)\n", {img.squeeze(0), img.squeeze(0).transpose(1, 2)},
+      [=] { return bmm(img.squeeze(0), img.squeeze(0).transpose(1, 2)); });
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a}, [=] { return softmax(a, 1); });
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a}, [=] { return log_softmax(a, 0); });
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, b, pattern({2}, 0.4f, 0.0f)},

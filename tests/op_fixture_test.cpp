@@ -154,6 +154,10 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "masked_fill") return in[0].masked_fill(in[1], scalar(c, 0));
   if (c.op == "triu") return graph::triu(in[0], std::stoll(c.attrs.at("diagonal")));
   if (c.op == "tril") return in[0].tril(std::stoll(c.attrs.at("diagonal")));
+  if (c.op == "index_select") return graph::index_select(in[0], std::stoll(c.attrs.at("dim")), in[1]);
+  if (c.op == "gather") return in[0].gather(std::stoll(c.attrs.at("dim")), in[1]);
+  if (c.op == "cumsum") return in[0].cumsum(std::stoll(c.attrs.at("dim")));
+  if (c.op == "bmm") return graph::bmm(in[0], in[1]);
   if (c.op == "clamp") return graph::clamp(in[0], scalar(c, 0), scalar(c, 1));
   if (c.op == "hardtanh") return graph::hardtanh(in[0], scalar(c, 0), scalar(c, 1));
   auto pair = [&](const char* key) {

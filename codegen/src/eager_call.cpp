@@ -104,6 +104,10 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
       return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "value") + ", " + attr(nm, n, "invert", "false") +
              ", " + attr(nm, n, "promote", "false") + ")";
     case OpId::triu: case OpId::tril: return f + "(" + in(0) + ", " + attr(nm, n, "diagonal", "int64_t{0}") + ")";
+    case OpId::index_select:
+    case OpId::gather: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ", " + in(1) + ")";
+    case OpId::cumsum: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ")";
+    case OpId::bmm: return f + "(" + in(0) + ", " + in(1) + ")";
     case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::layer_norm:
       return f + "(" + in(0) + ", " + attr(nm, n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +
@@ -203,6 +207,11 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
                     "random mask)");
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + in(4) + ", " +
              attr(nm, n, "is_causal", "false") + ", " + mask + ")";
+    case OpId::index_select_backward:
+    case OpId::gather_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
+    case OpId::cumsum_backward: return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
+    case OpId::bmm_backward: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + mask + ")";
     default: break;
   }
   throw Error("codegen: no backward kernel for the gradient op '" + std::string(op.name) + "'");

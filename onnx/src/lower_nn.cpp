@@ -1,6 +1,6 @@
 // ONNX export, the op rules for library calls and the ops with their own
 // kernels (matmul, linear, conv2d, pooling, layer_norm, softmax, losses,
-// attention, masked_fill, triu/tril, ...), by OpId. Decompositions follow
+// attention, masked_fill, triu/tril, index_select, gather, cumsum, bmm, ...), by OpId. Decompositions follow
 // the eager kernels (runtime/src/nn_ops.cpp, pool.cpp, select.cpp) so that
 // ONNX computes the same values.
 #include <cmath>
@@ -189,6 +189,24 @@ void triangle(Rule& r, bool upper) {
   r.done(out);
 }
 
+// index_select{dim}(x, index): Gather along dim, the index reshaped to 1-D
+// (a 0-d index keeps its dim, as the eager kernel does); gather:
+// GatherElements; cumsum: CumSum in the result dtype (bool and integers
+// give int64), the axis its 0-d int64 input.
+void indexing(Rule& r, OpId id) {
+  std::string out;
+  if (id == OpId::cumsum) {
+    const DType d = r.out_dtype();
+    r.last_node("CumSum", {r.x_as(0, d), r.ex.const_scalar(static_cast<double>(r.i("dim")), DType::Int64)}, out);
+    return r.done(out);
+  }
+  std::string index = r.x(1);
+  if (id == OpId::index_select) index = r.emit("Reshape", {index, r.ex.const_ints({-1})});
+  auto& node = r.last_node(id == OpId::index_select ? "Gather" : "GatherElements", {r.x(0), index}, out);
+  Exporter::attr(node, "axis", r.i("dim"));
+  r.done(out);
+}
+
 }  // namespace
 
 void lower_nn_op(Rule& r, const OpInfo& op) {
@@ -215,6 +233,10 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::masked_fill: return masked_fill(r);
     case OpId::triu: return triangle(r, true);
     case OpId::tril: return triangle(r, false);
+    case OpId::index_select:
+    case OpId::gather:
+    case OpId::cumsum: return indexing(r, op.id);
+    case OpId::bmm: return r.done(r.emit("MatMul", {r.x_as(0, r.out_dtype()), r.x_as(1, r.out_dtype())}));
     case OpId::embedding: {
       auto& node = r.last_node("Gather", {r.x(0), r.x(1)}, out);
       Exporter::attr(node, "axis", int64_t{0});

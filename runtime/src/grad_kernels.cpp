@@ -129,6 +129,16 @@ Out layer_norm_backward_kernel(const ir::Node& n, In in) {
 Out embedding_backward_kernel(const ir::Node& n, In in) {
   return to_out(embedding_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
 }
+template <std::vector<Tensor> (*F)(const Tensor&, const Tensor&, const Tensor&, int64_t, GradMask)>
+Out index_backward_kernel(const ir::Node& n, In in) {
+  return to_out(F(T(n, in, 0), T(n, in, 1), T(n, in, 2), int_attr(n, "dim", 0), mask_bits(n, 2)));
+}
+Out cumsum_backward_kernel(const ir::Node& n, In in) {
+  return to_out(cumsum_backward(T(n, in, 0), T(n, in, 1), int_attr(n, "dim", 0), mask_bits(n, 1)));
+}
+Out bmm_backward_kernel(const ir::Node& n, In in) {
+  return to_out(bmm_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
+}
 Out conv2d_backward_kernel(const ir::Node& n, In in) {
   return to_out(conv2d_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), shape_attr(n, "stride", {1, 1}),
                                 shape_attr(n, "padding", {0, 0}), shape_attr(n, "dilation", {1, 1}),
@@ -168,7 +178,11 @@ const std::unordered_map<std::string_view, Kernel>& kernels() {
         {"conv2d_backward", conv2d_backward_kernel},
         {"max_pool2d_backward", pool_backward_kernel<max_pool2d_backward>},
         {"avg_pool2d_backward", pool_backward_kernel<avg_pool2d_backward>},
-        {"scaled_dot_product_attention_backward", sdpa_backward_kernel}};
+        {"scaled_dot_product_attention_backward", sdpa_backward_kernel},
+        {"index_select_backward", index_backward_kernel<index_select_backward>},
+        {"gather_backward", index_backward_kernel<gather_backward>},
+        {"cumsum_backward", cumsum_backward_kernel},
+        {"bmm_backward", bmm_backward_kernel}};
     return t;
   }();
   return table;

@@ -312,6 +312,12 @@ Out masked_fill_kernel(const ir::Node& n, In in) {
 }
 Out triu_kernel(const ir::Node& n, In in) { return {graph::triu(T(n, in, 0), attr_int(n, "diagonal", 0))}; }
 Out tril_kernel(const ir::Node& n, In in) { return {graph::tril(T(n, in, 0), attr_int(n, "diagonal", 0))}; }
+Out index_select_kernel(const ir::Node& n, In in) {
+  return {graph::index_select(T(n, in, 0), attr_int(n, "dim"), T(n, in, 1))};
+}
+Out gather_kernel(const ir::Node& n, In in) { return {graph::gather(T(n, in, 0), attr_int(n, "dim"), T(n, in, 1))}; }
+Out cumsum_kernel(const ir::Node& n, In in) { return {graph::cumsum(T(n, in, 0), attr_int(n, "dim"))}; }
+Out bmm_kernel(const ir::Node& n, In in) { return {graph::bmm(T(n, in, 0), T(n, in, 1))}; }
 Out softmax_kernel(const ir::Node& n, In in) { return {graph::softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out log_softmax_kernel(const ir::Node& n, In in) { return {graph::log_softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out linear_kernel(const ir::Node& n, In in) { return {graph::linear(T(n, in, 0), T(n, in, 1), T(n, in, 2))}; }

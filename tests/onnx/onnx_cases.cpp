@@ -233,6 +233,18 @@ std::vector<Case> cases() {
                                               where(x < 0, x, -inf), masked_fill(x > 0, m, true), where(m, x > 0, false)};
                  },
                  {randn({2, 3, 4}), randn({3, 1}) > 0, (randn({2, 3, 4}) * 3.0).to(kInt64)}});
+  // index_select (repeated indices, a negative dim), gather along either dim
+  // with an index from argmax, cumsum of floats and of a bool mask, bmm.
+  out.push_back({"index", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];  // f32 [2, 3, 4]
+                   const Tensor& b = v[1];  // f32 [2, 4, 5]
+                   const Tensor cols = argmax(x, 2, true);  // [2, 3, 1] in [0, 4)
+                   return std::vector<Tensor>{index_select(x, 1, tensor<int64_t>({2, 0, 2})),
+                                              x.index_select(-1, tensor<int64_t>({3})), x.gather(2, cols),
+                                              gather(x, 0, argmax(b, 0, true).slice(2, 0, 3).transpose(1, 2)),
+                                              cumsum(x, 1), (x > 0).cumsum(-1), bmm(x, b)};
+                 },
+                 {randn({2, 3, 4}), randn({2, 4, 5})}});
   return out;
 }
 

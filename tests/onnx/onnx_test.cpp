@@ -300,6 +300,33 @@ TEST(OnnxExport, MaskedFillWhereAndTrilu) {
             std::string::npos);
 }
 
+TEST(OnnxExport, IndexSelectGatherCumsumBmm) {
+  const std::string text = R"(graph f(%x : f32[2, 3], %i : i64[4], %j : i64[2, 2], %b : i1[2, 3], %y : f32[2, 3, 4]) {
+  %s : f32[2, 4] = index_select{dim=1}(%x, %i)
+  %g : f32[2, 2] = gather{dim=-1}(%x, %j)
+  %c : i64[2, 3] = cumsum{dim=0}(%b)
+  %yt : f32[2, 4, 3] = transpose{dim0=1, dim1=2}(%y)
+  %m : f32[2, 3, 3] = bmm(%y, %yt)
+  return (%s, %g, %c, %m)
+})";
+  const auto m = export_text(text);
+  const auto ops = op_types(m);
+  for (const char* op : {"Reshape", "Gather", "GatherElements", "Cast", "CumSum", "MatMul"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  auto axis = [&](const char* op) {
+    const auto& n = find_node(m, op);
+    EXPECT_EQ(n.attribute_size(), 1);
+    return n.attribute(0).i();
+  };
+  EXPECT_EQ(axis("Gather"), 1);
+  EXPECT_EQ(axis("GatherElements"), -1);
+  const auto& cumsum = find_node(m, "CumSum");
+  EXPECT_EQ(cumsum.input(0), find_node(m, "Cast").output(0));  // bool summed as int64
+  const auto& ax = find_initializer(m, cumsum.input(1));
+  ASSERT_EQ(ax.data_type(), ::onnx::TensorProto::INT64);
+  EXPECT_EQ(ax.dims_size(), 0);
+}
+
 TEST(OnnxExport, SavedGraphAndCommandLine) {
   const std::string dir = ::testing::TempDir();
   const auto g = ir::parse(R"(graph f(%x : f32[2, 3], %w : f32[3]) {

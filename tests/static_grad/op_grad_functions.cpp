@@ -140,4 +140,21 @@ using namespace graph;
 [[graph::static]] Tensor op_triu(const Tensor& a, const Tensor&, const Tensor&) { return triu(a, 1) * 2.0; }
 [[graph::static]] Tensor op_tril(const Tensor& a, const Tensor&, const Tensor&) { return a.tril(-1); }
 
+// ---- index_select (repeated indices: the gradient adds up), gather (along
+// either dim, the index smaller than the input), cumsum, bmm (function and method)
+[[graph::static]] Tensor op_index_select(const Tensor& a, const Tensor&, const Tensor& c) {
+  return index_select(a, 1, c) * 2.0;
+}
+[[graph::static]] Tensor op_index_select_rows(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return a.index_select(0, c) * b;
+}
+[[graph::static]] Tensor op_gather(const Tensor& a, const Tensor&, const Tensor& c) { return exp(gather(a, 1, c)); }
+[[graph::static]] Tensor op_gather_dim0(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return a.gather(0, c) * b;
+}
+[[graph::static]] Tensor op_cumsum(const Tensor& a, const Tensor&, const Tensor&) { return cumsum(a, 1) * a; }
+[[graph::static]] Tensor op_cumsum_neg_dim(const Tensor& a, const Tensor&, const Tensor&) { return tanh(a.cumsum(-3)); }
+[[graph::static]] Tensor op_bmm(const Tensor& a, const Tensor& b, const Tensor&) { return bmm(a, b); }
+[[graph::static]] Tensor op_bmm_method(const Tensor& a, const Tensor& b, const Tensor&) { return a.bmm(b.transpose(1, 2)); }
+
 }  // namespace og

@@ -104,6 +104,10 @@ constexpr Entry kEntries[] = {
     {"masked_fill", Coverage::Cases, "masked_fill masked_fill_ninf masked_fill_runtime masked_fill_causal where_scalar"},
     {"triu", Coverage::Cases, "triu"},
     {"tril", Coverage::Cases, "tril"},
+    {"index_select", Coverage::Cases, "index_select index_select_rows"},
+    {"gather", Coverage::Cases, "gather gather_dim0"},
+    {"cumsum", Coverage::Cases, "cumsum cumsum_neg_dim"},
+    {"bmm", Coverage::Cases, "bmm bmm_method"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -123,6 +127,10 @@ constexpr Entry kEntries[] = {
     {"mse_loss_backward", Coverage::GradientOp, ""},
     {"cross_entropy_backward", Coverage::GradientOp, ""},
     {"scaled_dot_product_attention_backward", Coverage::GradientOp, ""},
+    {"index_select_backward", Coverage::GradientOp, ""},
+    {"gather_backward", Coverage::GradientOp, ""},
+    {"cumsum_backward", Coverage::GradientOp, ""},
+    {"bmm_backward", Coverage::GradientOp, ""},
 };
 
 static_assert(std::size(kEntries) == graph::kNumOps,
@@ -239,6 +247,15 @@ Case case_named(std::string_view n) {
   if (n == "masked_fill_causal") return make(op_masked_fill_causal, {in({3, 4}), in({3, 4}, 0.3f, 0.1f)});
   if (n == "triu") return make(op_triu, {in(cube)});
   if (n == "tril") return make(op_tril, {in({4, 3})});
+  if (n == "index_select") return make(op_index_select, {in(m), unused(), ints({2, 0, 2, 1})});
+  if (n == "index_select_rows") return make(op_index_select_rows, {in({3, 2}), in({4, 2}, 0.5f, 0.2f), ints({1, 1, 0, 2})});
+  if (n == "gather") return make(op_gather, {in(m), unused(), ints({2, 0, 1, 1, 1, 0, 2, 2}).reshape({2, 4})});
+  if (n == "gather_dim0")
+    return make(op_gather_dim0, {in({3, 4}), in({2, 3}, 0.5f, 0.2f), ints({2, 0, 2, 1, 1, 0}).reshape({2, 3})});
+  if (n == "cumsum") return make(op_cumsum, {in(m)});
+  if (n == "cumsum_neg_dim") return make(op_cumsum_neg_dim, {in(cube)});
+  if (n == "bmm") return make(op_bmm, {in(cube), in({2, 4, 3}, 0.5f, 0.2f)});
+  if (n == "bmm_method") return make(op_bmm_method, {in(cube), in({2, 5, 4}, 0.5f, 0.2f)});
   return {};
 }
 

@@ -209,7 +209,8 @@ Built from the ops above (inline functions that the plugin lowers like user code
 `clamp_max(clamp_min(x, lo), hi)`; `where(cond, x, scalar)` and `where(cond, scalar, y)`
 are `masked_fill` with PyTorch's dtype for a scalar operand. Method forms: every unary
 elementwise op (`x.sin()`), `x.clamp_min(lo)`, `x.clamp_max(hi)`, `x.masked_fill(mask,
-value)`, `x.triu(d)` and `x.tril(d)` lower in static functions; `x.clamp(lo, hi)` runs
+value)`, `x.triu(d)`, `x.tril(d)`, `x.index_select(dim, index)`, `x.gather(dim, index)`,
+`x.cumsum(dim)` and `a.bmm(b)` lower in static functions; `x.clamp(lo, hi)` runs
 eagerly only.
 )";
 

@@ -204,6 +204,38 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
       const std::string code = coin() ? name + "(" + x.code + ", " + s(d) + ")" : x.code + "." + name + "(" + s(d) + ")";
       return op(id, code, x.shape, x.bound, {&x});
     }
+    case OpId::index_select: case OpId::gather: {  // function or method form; the index a new int input
+      if (r == 0) x = to_rank(x, 1);
+      const Dims xs = x.shape;
+      const int64_t d = uni(0, static_cast<int>(xs.size()) - 1);
+      Dims is = {uni(1, 4)};
+      if (id == OpId::gather) {
+        is = xs;
+        for (size_t i = 0; i < is.size(); ++i) is[i] = static_cast<int64_t>(i) == d ? uni(1, 4) : uni(1, xs[i]);
+      }
+      auto idx = new_input(is, VType::Int, xs[d]);
+      if (!idx) return fallback();
+      Dims out = id == OpId::gather ? is : xs;
+      if (id == OpId::index_select) out[d] = is[0];
+      const std::string dim = s(coin(0.3) ? d - static_cast<int64_t>(xs.size()) : d);
+      const std::string code = coin() ? name + "(" + x.code + ", " + dim + ", " + idx->code + ")"
+                                      : x.code + "." + name + "(" + dim + ", " + idx->code + ")";
+      return op(id, code, out, x.bound, {&x});
+    }
+    case OpId::cumsum: {
+      const int64_t d = r == 0 ? 0 : uni(-r, r - 1);
+      const int64_t n = r == 0 ? 1 : x.shape[d < 0 ? d + r : d];
+      const std::string code = coin() ? "cumsum(" + x.code + ", " + s(d) + ")" : x.code + ".cumsum(" + s(d) + ")";
+      return bounded(op(id, code, x.shape, x.bound * n, {&x}));
+    }
+    case OpId::bmm: {
+      x = to_rank(x, 3);
+      const Dims xs = x.shape;
+      auto w = new_input({xs[0], xs[2], uni(1, 4)});
+      if (!w) return fallback();
+      const std::string code = coin() ? "bmm(" + x.code + ", " + w->code + ")" : x.code + ".bmm(" + w->code + ")";
+      return bounded(op(id, code, {xs[0], xs[1], w->shape[2]}, x.bound * 2 * xs[2], {&x, &*w}));
+    }
     default:
       throw std::runtime_error("progen: no emitter for op " + name + " (tools/progen/ops_nn.cpp)");
   }

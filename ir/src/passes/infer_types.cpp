@@ -118,7 +118,7 @@ class TypeInference {
     Type out = Type::tensor();
     const bool keeps_shape = info.id == OpId::layer_norm || info.id == OpId::softmax ||
                              info.id == OpId::log_softmax || info.id == OpId::dropout ||
-                             info.id == OpId::triu || info.id == OpId::tril;
+                             info.id == OpId::triu || info.id == OpId::tril || info.id == OpId::cumsum;
     try {
       if (info.id == OpId::conv2d) {
         out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
@@ -263,7 +263,9 @@ bool used_as_indices(const Value* v, int depth = 0) {
     const bool view = n->is(OpId::reshape_dyn) || n->is(OpId::slice_dyn) || (info && info->kind == OpKind::View);
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       if (n->input(i) != v) continue;
-      if (info && (info->id == OpId::embedding || info->id == OpId::cross_entropy) && i == 1) return true;
+      if (info && (info->id == OpId::embedding || info->id == OpId::cross_entropy || info->id == OpId::index_select ||
+                   info->id == OpId::gather) && i == 1)
+        return true;
       if (view && i == 0 && n->num_outputs() == 1 && used_as_indices(n->output(), depth + 1)) return true;
     }
   }

@@ -629,12 +629,60 @@ Type view(const OpInfo& op, const Node* n) {
   return out;
 }
 
+// index_select{dim}(x, index [k]): x's type with k at dim; gather{dim}(x,
+// index): index's dims, x's dtype; cumsum: x's dims (dim checked); bmm:
+// [B, n, k] x [B, k, m] -> [B, n, m]. A run-time dim leaves the dims unknown.
+Type indexing(const OpInfo& op, const Node* n) {
+  Type out = same_dtype(op, n);
+  const Dims* x = dims_of(n->input(0));
+  const Dims* idx = n->inputs().size() > 1 ? dims_of(n->input(1)) : nullptr;
+  if (op.id != OpId::cumsum && op.id != OpId::bmm) {
+    if (const auto& d = n->input(1)->type().dtype; d && *d != DType::Int64 && !(op.id == OpId::index_select && *d == DType::Int32))
+      shape_error(n, "the index must be int64, is " + std::string(dtype_token(*d)));
+    if (x && x->empty()) shape_error(n, "the input must have at least 1 dim, is []");
+  }
+  const bool dim_known = n->has_attr("dim") && std::holds_alternative<int64_t>(n->attrs().at("dim"));
+  const int64_t dim = x && dim_known && !x->empty() ? wrap_dim(n, attr_or(n, "dim", 0), x->size()) : -1;
+  switch (op.id) {
+    case OpId::index_select:
+      if (idx && idx->size() > 1) shape_error(n, "the index must be 1-D, is " + dims_str(*idx));
+      if (x && idx && dim >= 0) {
+        out.dims = *x;
+        (*out.dims)[dim] = idx->empty() ? Dim::of(1) : (*idx)[0];
+      }
+      return out;
+    case OpId::gather:
+      if (x && idx && idx->size() != x->size())
+        shape_error(n, "the index must have the input's rank: " + dims_str(*x) + " and " + dims_str(*idx));
+      if (idx && dim_known) out.dims = *idx;
+      return out;
+    case OpId::cumsum:
+      if (x && dim_known) wrap_dim(n, attr_or(n, "dim", 0), std::max<size_t>(x->size(), 1));
+      out.dims = n->input(0)->type().dims;
+      return out;
+    default: {  // bmm
+      out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
+      if ((x && x->size() != 3) || (idx && idx->size() != 3))
+        shape_error(n, "expected two 3-D operands [B, n, k] and [B, k, m]");
+      if (!x || !idx) return out;
+      require_equal(n, (*x)[0], (*idx)[0], "the batch sizes differ " + dims_str(*x) + " x " + dims_str(*idx));
+      require_equal(n, (*x)[2], (*idx)[1], "the inner dims differ " + dims_str(*x) + " x " + dims_str(*idx));
+      out.dims = Dims{(*x)[0], (*x)[1], (*idx)[2]};
+      return out;
+    }
+  }
+}
+
 Type other(const OpInfo& op, const Node* n) {
   switch (op.id) {
     case OpId::where: return where(n);
     case OpId::masked_fill: return masked_fill(n);
     case OpId::triu:
     case OpId::tril: return triangle(op, n);
+    case OpId::index_select:
+    case OpId::gather:
+    case OpId::cumsum:
+    case OpId::bmm: return indexing(op, n);
     case OpId::softmax:
     case OpId::log_softmax: {
       Type out = same_dtype(op, n);

@@ -66,11 +66,20 @@ inline Tensor where(const Tensor& cond, Scalar a, const Tensor& b) { return mask
 // `diagonal`-th diagonal on (above the main one when positive); zeros elsewhere.
 GRAPH_OP("triu") Tensor triu(const Tensor& x, int64_t diagonal = 0);
 GRAPH_OP("tril") Tensor tril(const Tensor& x, int64_t diagonal = 0);
+// index_select(x, dim, index): x's slices along dim at the 1-D int64 (or
+// int32) index; gather(x, dim, index): out[i][j][k] = x[i][index[i][j][k]][k]
+// for dim 1, index int64 of x's rank. Indices out of range are errors.
+GRAPH_OP("index_select") Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+GRAPH_OP("gather") Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// cumsum(x, dim): running sums along dim; bool and integers give int64.
+GRAPH_OP("cumsum") Tensor cumsum(const Tensor& x, int64_t dim);
 
 // ---- library ------------------------------------------------------------
 // Matrix product with PyTorch's matmul semantics: 1-D operands are vectors,
 // leading (batch) dims broadcast. float32/float64 through the CPU BLAS.
 GRAPH_OP("matmul") Tensor matmul(const Tensor& a, const Tensor& b);
+// bmm(a [B, n, k], b [B, k, m]) -> [B, n, m]: matmul's batched GEMMs, no broadcasting.
+GRAPH_OP("bmm") Tensor bmm(const Tensor& a, const Tensor& b);
 
 // ---- operators ----------------------------------------------------------
 #define GRAPH_DEFINE_BINARY_OPERATOR(sym, name)                                                  \

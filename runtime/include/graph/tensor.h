@@ -173,6 +173,10 @@ class Tensor {
   GRAPH_OP("masked_fill") Tensor masked_fill(const Tensor& mask, Scalar value) const;
   GRAPH_OP("triu") Tensor triu(int64_t diagonal = 0) const;
   GRAPH_OP("tril") Tensor tril(int64_t diagonal = 0) const;
+  GRAPH_OP("index_select") Tensor index_select(int64_t dim, const Tensor& index) const;
+  GRAPH_OP("gather") Tensor gather(int64_t dim, const Tensor& index) const;
+  GRAPH_OP("cumsum") Tensor cumsum(int64_t dim) const;
+  GRAPH_OP("bmm") Tensor bmm(const Tensor& b) const;
 
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;

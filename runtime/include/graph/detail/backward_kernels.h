@@ -73,6 +73,15 @@ std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, con
                                         const Tensor& weight, const Tensor& bias, double eps, GradMask mask);
 // The indices get no gradient.
 std::vector<Tensor> embedding_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices, GradMask mask);
+// index_select / gather (index_ops.cpp): grad scatter-added into zeros of x's
+// shape; the index gets no gradient. cumsum: the reverse cumsum of grad.
+std::vector<Tensor> index_select_backward(const Tensor& grad, const Tensor& x, const Tensor& index, int64_t dim,
+                                          GradMask mask);
+std::vector<Tensor> gather_backward(const Tensor& grad, const Tensor& x, const Tensor& index, int64_t dim,
+                                    GradMask mask);
+std::vector<Tensor> cumsum_backward(const Tensor& grad, const Tensor& x, int64_t dim, GradMask mask);
+// bmm: matmul_backward of the 3-D operands.
+std::vector<Tensor> bmm_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask);
 
 // ---- convolution and pooling (conv.cpp, pool.cpp) -----------------------------
 std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,

@@ -1,0 +1,337 @@
+// index_select, gather, cumsum and bmm (issue 19), with their backward kernels
+// (graph/detail/backward_kernels.h): index_select's and gather's gradients
+// scatter-add grad into zeros of the input's shape, cumsum's is the reverse
+// cumsum of grad, bmm's is matmul's.
+//
+// index_select, gather and cumsum are CPU kernels (CpuOnly in ops.def); bmm
+// runs matmul's GEMMs, so it runs wherever matmul does.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "graph/autograd.h"
+#include "graph/detail/backward_kernels.h"
+#include "graph/ops.h"
+#include "graph/parallel.h"
+#include "graph/trace.h"
+#include "storage.h"
+
+namespace graph {
+
+namespace {
+
+// A contiguous shape seen as [outer, n, inner] around `dim`.
+struct Around {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+Around around(const Shape& s, int64_t dim) {
+  Around a;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < dim ? a.outer : d == dim ? a.n : a.inner) *= s[d];
+  return a;
+}
+
+std::string shapes_of(const Tensor& x, const Tensor& index) {
+  return "input shape " + shape_str(x.sizes()) + ", index shape " + shape_str(index.sizes());
+}
+
+void check_cpu(const char* op, const Tensor& x) {
+  if (x.device() == Device::CUDA)
+    throw Error(std::string(op) + ": no CUDA kernel yet, got a cuda tensor of shape " + shape_str(x.sizes()) +
+                "; move it with .to(kCPU)");
+}
+
+// The checks index_select and gather share; returns dim wrapped.
+int64_t check_index_op(const char* op, const Tensor& x, int64_t dim, const Tensor& index, bool int32_ok) {
+  detail::check_defined(op, x);
+  detail::check_defined(op, index);
+  check_cpu(op, x);
+  check_cpu(op, index);
+  if (x.dim() == 0) throw Error(std::string(op) + ": the input must have at least 1 dim, got shape []");
+  if (index.dtype() != kInt64 && !(int32_ok && index.dtype() == kInt32))
+    throw Error(std::string(op) + ": expected an int64 index, got " + std::string(dtype_name(index.dtype())) + " (" +
+                shapes_of(x, index) + ")");
+  return detail::wrap_dim(op, dim, x.sizes());
+}
+
+// Every index in [0, size), else an error naming the op, the index and the shapes.
+void check_range(const char* op, const int64_t* p, int64_t count, int64_t dim, int64_t size, const Tensor& x,
+                 const Tensor& index) {
+  for (int64_t i = 0; i < count; ++i)
+    if (p[i] < 0 || p[i] >= size)
+      throw Error(std::string(op) + ": index " + std::to_string(p[i]) + " is out of range for dim " +
+                  std::to_string(dim) + " of size " + std::to_string(size) + " (" + shapes_of(x, index) + ")");
+}
+
+// The dtype gradients accumulate in: 16-bit floats in float32.
+DType acc_dtype(DType d) { return d == kFloat64 ? kFloat64 : kFloat32; }
+
+// ---- index_select -------------------------------------------------------------
+
+Tensor index_select_impl(const Tensor& x_in, int64_t dim, const Tensor& idx) {
+  const Tensor x = x_in.contiguous();
+  const Around a = around(x.sizes(), dim);
+  const int64_t k = idx.numel();
+  Shape shape = x.sizes();
+  shape[dim] = k;
+  Tensor out = empty(shape, x.dtype());
+  const size_t row = static_cast<size_t>(a.inner) * element_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  const int64_t* p = idx.data_ptr<int64_t>();
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(a.inner, 1));
+  cpu::parallel_for(a.outer * k, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t o = r / k, j = r % k;
+      std::memcpy(dst + r * row, src + (o * a.n + p[j]) * row, row);
+    }
+  });
+  return out;
+}
+
+// index_add of grad into zeros of x's shape, in x's dtype.
+Tensor index_select_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Tensor& idx) {
+  const DType acc = acc_dtype(xdtype);
+  const Tensor g = grad.to(acc).contiguous();
+  Tensor gx = zeros(xsizes, acc);
+  const Around a = around(xsizes, dim);
+  const int64_t k = idx.numel();
+  const int64_t* p = idx.data_ptr<int64_t>();
+  dispatch_dtype(acc, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* pg = g.data_ptr<T>();
+      T* px = gx.data_ptr<T>();
+      // Rows of one outer index never meet another's: parallel over outer.
+      cpu::parallel_for(a.outer, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o)
+          for (int64_t j = 0; j < k; ++j) {
+            T* dst = px + (o * a.n + p[j]) * a.inner;
+            const T* src = pg + (o * k + j) * a.inner;
+            for (int64_t i = 0; i < a.inner; ++i) dst[i] += src[i];
+          }
+      });
+    }
+  });
+  return gx.to(xdtype);
+}
+
+// ---- gather -------------------------------------------------------------------
+
+// Offsets into contiguous x of the index's positions before and after dim.
+struct GatherPlan {
+  Around idx;                   // the index's shape around dim
+  int64_t xstride = 1;          // x's stride of dim
+  std::vector<int64_t> outer;   // x offset of each outer position
+  std::vector<int64_t> inner;   // x offset of each inner position
+};
+
+GatherPlan gather_plan(const Shape& xs, const Shape& is, int64_t dim) {
+  GatherPlan g;
+  g.idx = around(is, dim);
+  const int64_t r = static_cast<int64_t>(xs.size());
+  std::vector<int64_t> stride(r, 1);
+  for (int64_t d = r - 2; d >= 0; --d) stride[d] = stride[d + 1] * xs[d + 1];
+  g.xstride = stride[dim];
+  auto offsets = [&](int64_t from, int64_t to, int64_t count) {
+    std::vector<int64_t> off(count, 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rest = i;
+      for (int64_t d = to - 1; d >= from; --d) {
+        off[i] += (rest % is[d]) * stride[d];
+        rest /= is[d];
+      }
+    }
+    return off;
+  };
+  g.outer = offsets(0, dim, g.idx.outer);
+  g.inner = offsets(dim + 1, r, g.idx.inner);
+  return g;
+}
+
+Tensor gather_impl(const Tensor& x_in, int64_t dim, const Tensor& idx, const Shape& ishape) {
+  const Tensor x = x_in.contiguous();
+  const GatherPlan g = gather_plan(x.sizes(), ishape, dim);
+  Tensor out = empty(ishape, x.dtype());
+  const size_t es = element_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  const int64_t* p = idx.data_ptr<int64_t>();
+  const int64_t k = g.idx.n, inner = g.idx.inner;
+  cpu::parallel_for(g.idx.outer * k, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(inner, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r) {
+                        const int64_t base = g.outer[r / k];
+                        for (int64_t i = 0; i < inner; ++i) {
+                          const int64_t at = r * inner + i;
+                          std::memcpy(dst + at * es, src + (base + p[at] * g.xstride + g.inner[i]) * es, es);
+                        }
+                      }
+                    });
+  return out;
+}
+
+// scatter_add of grad into zeros of x's shape, in x's dtype.
+Tensor gather_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Tensor& idx) {
+  const DType acc = acc_dtype(xdtype);
+  const Tensor gc = grad.to(acc).contiguous();
+  Tensor gx = zeros(xsizes, acc);
+  const GatherPlan g = gather_plan(xsizes, idx.sizes(), dim);
+  const int64_t* p = idx.data_ptr<int64_t>();
+  dispatch_dtype(acc, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* pg = gc.data_ptr<T>();
+      T* px = gx.data_ptr<T>();
+      const int64_t k = g.idx.n, inner = g.idx.inner;
+      for (int64_t r = 0; r < g.idx.outer * k; ++r)
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t at = r * inner + i;
+          px[g.outer[r / k] + p[at] * g.xstride + g.inner[i]] += pg[at];
+        }
+    }
+  });
+  return gx.to(xdtype);
+}
+
+// ---- cumsum -------------------------------------------------------------------
+
+// The running sum along dim (from the end with `reverse`), accumulated in
+// double (int64 for integers, as PyTorch's CPU kernel); bool and integers
+// give int64.
+Tensor cumsum_impl(const Tensor& x_in, int64_t dim, bool reverse) {
+  const DType out_dtype = is_floating(x_in.dtype()) ? x_in.dtype() : kInt64;
+  const Tensor x = x_in.to(opmath_dtype(out_dtype)).contiguous();
+  Tensor out = empty(x.sizes(), x.dtype());
+  const Around a = around(x.sizes(), x.dim() == 0 ? 0 : dim);
+  dispatch_dtype(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t>) {
+      using Acc = std::conditional_t<std::is_same_v<T, int64_t>, int64_t, double>;
+      const T* in = x.data_ptr<T>();
+      T* o = out.data_ptr<T>();
+      cpu::parallel_for(a.outer * a.inner, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(a.n, 1)),
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t line = begin; line < end; ++line) {
+                            const int64_t base = (line / a.inner) * a.n * a.inner + line % a.inner;
+                            Acc s = 0;
+                            for (int64_t j = 0; j < a.n; ++j) {
+                              const int64_t at = base + (reverse ? a.n - 1 - j : j) * a.inner;
+                              s += static_cast<Acc>(in[at]);
+                              o[at] = static_cast<T>(s);
+                            }
+                          }
+                        });
+    }
+  });
+  return out.to(out_dtype);
+}
+
+void check_bmm(const Tensor& a, const Tensor& b) {
+  detail::check_defined("bmm", a);
+  detail::check_defined("bmm", b);
+  const std::string shapes = "shapes " + shape_str(a.sizes()) + " and " + shape_str(b.sizes());
+  if (a.dim() != 3 || b.dim() != 3) throw Error("bmm: expected two 3-D tensors [B, n, k] and [B, k, m], got " + shapes);
+  if (a.size(0) != b.size(0)) throw Error("bmm: the batch sizes differ, got " + shapes);
+  if (a.size(2) != b.size(1)) throw Error("bmm: the inner dims differ, got " + shapes);
+  if (a.dtype() != b.dtype())
+    throw Error("bmm: expected one dtype, got " + std::string(dtype_name(a.dtype())) + " and " +
+                std::string(dtype_name(b.dtype())) + " (" + shapes + ")");
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (detail::tracing())
+    return detail::trace_op("index_select", {x, index}, {{"dim", dim}}, [&] { return index_select(x, dim, index); });
+  const int64_t d = check_index_op("index_select", x, dim, index, true);
+  if (index.dim() > 1)
+    throw Error("index_select: expected a 1-D (or 0-d) index, got " + shapes_of(x, index));
+  const Tensor idx = index.to(kInt64).contiguous();
+  check_range("index_select", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  const Shape xs = x.sizes();
+  const DType xd = x.dtype();
+  return autograd::record_unary("index_select", index_select_impl(x, d, idx), x, [xs, xd, d, idx](const Tensor& g) {
+    return index_select_grad(g, xs, xd, d, idx);
+  });
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (detail::tracing())
+    return detail::trace_op("gather", {x, index}, {{"dim", dim}}, [&] { return gather(x, dim, index); });
+  const int64_t d = check_index_op("gather", x, dim, index, false);
+  if (index.dim() != x.dim())
+    throw Error("gather: the index must have the input's number of dims, got " + shapes_of(x, index));
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (i != d && index.size(i) > x.size(i))
+      throw Error("gather: the index is larger than the input in dim " + std::to_string(i) + " (" +
+                  shapes_of(x, index) + ")");
+  const Tensor idx = index.contiguous();
+  check_range("gather", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  const Shape xs = x.sizes();
+  const DType xd = x.dtype();
+  return autograd::record_unary("gather", gather_impl(x, d, idx, idx.sizes()), x, [xs, xd, d, idx](const Tensor& g) {
+    return gather_grad(g, xs, xd, d, idx);
+  });
+}
+
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  if (detail::tracing()) return detail::trace_op("cumsum", {x}, {{"dim", dim}}, [&] { return cumsum(x, dim); });
+  detail::check_defined("cumsum", x);
+  check_cpu("cumsum", x);
+  const int64_t d = detail::wrap_dim("cumsum", dim, x.sizes());
+  return autograd::record_unary("cumsum", cumsum_impl(x, d, false), x,
+                                [d](const Tensor& g) { return cumsum_impl(g, d, true); });
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (detail::tracing()) return detail::trace_op("bmm", {a, b}, {}, [&] { return bmm(a, b); });
+  check_bmm(a, b);
+  return matmul(a, b);  // matmul's batched GEMMs and its autograd node
+}
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return ::graph::index_select(*this, dim, index); }
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return ::graph::gather(*this, dim, index); }
+Tensor Tensor::cumsum(int64_t dim) const { return ::graph::cumsum(*this, dim); }
+Tensor Tensor::bmm(const Tensor& b) const { return ::graph::bmm(*this, b); }
+
+namespace detail {
+
+std::vector<Tensor> index_select_backward(const Tensor& grad, const Tensor& x, const Tensor& index, int64_t dim,
+                                          GradMask mask) {
+  observe_grad_mask("index_select_backward", mask);
+  if (!wants(mask, 0)) return {Tensor(), Tensor()};
+  const int64_t d = check_index_op("index_select_backward", x, dim, index, true);
+  const Tensor idx = index.to(kInt64).contiguous();
+  check_range("index_select_backward", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  return {index_select_grad(grad, x.sizes(), x.dtype(), d, idx), Tensor()};
+}
+
+std::vector<Tensor> gather_backward(const Tensor& grad, const Tensor& x, const Tensor& index, int64_t dim,
+                                    GradMask mask) {
+  observe_grad_mask("gather_backward", mask);
+  if (!wants(mask, 0)) return {Tensor(), Tensor()};
+  const int64_t d = check_index_op("gather_backward", x, dim, index, false);
+  if (index.dim() != x.dim() || grad.sizes() != index.sizes())
+    throw Error("gather_backward: expected an index of the input's rank and a gradient of its shape, got " +
+                shapes_of(x, index) + ", gradient shape " + shape_str(grad.sizes()));
+  const Tensor idx = index.contiguous();
+  check_range("gather_backward", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  return {gather_grad(grad, x.sizes(), x.dtype(), d, idx), Tensor()};
+}
+
+std::vector<Tensor> cumsum_backward(const Tensor& grad, const Tensor& x, int64_t dim, GradMask mask) {
+  observe_grad_mask("cumsum_backward", mask);
+  if (!wants(mask, 0)) return {Tensor()};
+  const int64_t d = wrap_dim("cumsum_backward", dim, x.sizes());
+  Tensor g = cumsum_impl(grad, d, true);
+  return {is_floating(x.dtype()) ? g.to(x.dtype()) : g};
+}
+
+std::vector<Tensor> bmm_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask) {
+  check_bmm(a, b);
+  return matmul_backward(grad, a, b, mask);
+}
+
+}  // namespace detail
+
+}  // namespace graph
