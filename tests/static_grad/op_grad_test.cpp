@@ -104,6 +104,7 @@ constexpr Entry kEntries[] = {
     {"masked_fill", Coverage::Cases, "masked_fill masked_fill_ninf masked_fill_runtime masked_fill_causal where_scalar"},
     {"triu", Coverage::Cases, "triu"},
     {"tril", Coverage::Cases, "tril"},
+    {"batch_norm", Coverage::Cases, "batch_norm_train batch_norm_eval batch_norm_plain"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -123,6 +124,7 @@ constexpr Entry kEntries[] = {
     {"mse_loss_backward", Coverage::GradientOp, ""},
     {"cross_entropy_backward", Coverage::GradientOp, ""},
     {"scaled_dot_product_attention_backward", Coverage::GradientOp, ""},
+    {"batch_norm_backward", Coverage::GradientOp, ""},
 };
 
 static_assert(std::size(kEntries) == graph::kNumOps,
@@ -238,6 +240,10 @@ Case case_named(std::string_view n) {
   if (n == "masked_fill_runtime") return make(op_masked_fill_runtime, {in(m), in({3}, 0.4f, -0.2f)});
   if (n == "masked_fill_causal") return make(op_masked_fill_causal, {in({3, 4}), in({3, 4}, 0.3f, 0.1f)});
   if (n == "triu") return make(op_triu, {in(cube)});
+  if (n == "batch_norm_train" || n == "batch_norm_eval")
+    return make(n == "batch_norm_train" ? op_batch_norm_train : op_batch_norm_eval,
+                {in({4, 3, 2}), in({3}, 0.5f, 0.4f), in({3}, 0.3f, -0.2f)});
+  if (n == "batch_norm_plain") return make(op_batch_norm_plain, {in({2, 3, 2, 2})});
   if (n == "tril") return make(op_tril, {in({4, 3})});
   return {};
 }
