@@ -242,4 +242,22 @@ TEST(BatchNormModule, SaveLoadAndErrors) {
   expect_error([] { graph::nn::BatchNorm1d bad(0); }, {"BatchNorm1d", "num_features"});
 }
 
+// graph::trace records eval-mode batch_norm as one node, and refuses to
+// freeze the running-stat update of training mode into a graph.
+TEST(BatchNorm, TraceRecordsEvalAndRefusesTheRunningStatUpdate) {
+  const Tensor x = values({4, 3}, -2, 2, 25), rm = values({3}, -1, 1, 26), rv = values({3}, 0.5, 2, 27);
+  const graph::TracedGraph eval = graph::trace(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{graph::batch_norm(in[0], rm, rv)}; }, {x});
+  EXPECT_NE(graph::ir::print(*eval.graph).find("batch_norm{"), std::string::npos);
+  expect_close(eval.run({x})[0], graph::batch_norm(x, rm, rv), 1e-12);
+  Tensor rm2 = rm.clone(), rv2 = rv.clone();
+  expect_error(
+      [&] {
+        graph::trace([&](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{graph::batch_norm(in[0], rm2, rv2, Tensor(), Tensor(), true)};
+        }, {x});
+      },
+      {"batch_norm (updating running stats)"});
+}
+
 }  // namespace
