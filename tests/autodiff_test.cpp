@@ -255,6 +255,8 @@ std::vector<OpCase> op_cases() {
   add("linear", "  %c : Tensor = undefined()\n  %y : Tensor = linear(%a, %b, %c)\n",
       {values({2, 2, 3}, -1, 1, 25), values({4, 3}, -1, 1, 26)});
   add("layer_norm", "  %y : Tensor = layer_norm{normalized_shape=[3], eps=0.001}(%a, %b, %c)\n", {a, row, pos_row});
+  add("batch_norm", "  %u : Tensor = undefined()\n  %y : Tensor = batch_norm{training=true, eps=0.001}(%a, %u, %u, %b, %c)\n",
+      {values({4, 3}, -1, 1, 42), pos_row, row});
   add("max_pool2d", "  %y : Tensor = max_pool2d{kernel=[2, 2], stride=[2, 1], padding=[1, 0]}(%a)\n", {img});
   add("avg_pool2d", "  %y : Tensor = avg_pool2d{kernel=[3, 3], stride=[2, 2], padding=[1, 1]}(%a)\n", {img});
   add("embedding", "  %y : Tensor = embedding(%a, %b)\n", {values({5, 3}, -1, 1, 27), tensor<int64_t>({4, 0, 4, 2})});

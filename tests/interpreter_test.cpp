@@ -127,6 +127,9 @@ std::vector<OpCase> op_cases() {
   add("scaled_dot_product_attention",
       "  %m : Tensor = undefined()\n  %y : Tensor = scaled_dot_product_attention{is_causal=true}(%a, %b, %c, %m)\n",
       {q, k, v}, [=] { return scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true); });
+  const Tensor bn_m = bias.slice(0, 0, 2), bn_v = pos.flatten().slice(0, 0, 2), bn_w = bias.slice(0, 1, 3);
+  add("batch_norm", "  %y : Tensor = batch_norm{training=false, eps=0.001}(%a, %b, %c, %d, %b)\n", {img, bn_m, bn_v, bn_w},
+      [=] { return batch_norm(img, bn_m, bn_v, bn_w, bn_m, false, 0.1, 0.001); });
   return cases;
 }
 

@@ -177,6 +177,15 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "mse_loss") return graph::mse_loss(in[0], in[1]);
   if (c.op == "cross_entropy") return graph::cross_entropy(in[0], in[1]);
   if (c.op == "sdpa") return graph::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), 0.0, c.attrs.count("causal"));
+  if (c.op == "batch_norm" || c.op == "batch_norm_stats") {
+    // Copies of the running stats: batch_norm_stats checks them after the step.
+    const auto opt = [&](size_t k) { return in.size() > k ? in[k].detach().clone() : Tensor(); };
+    const Tensor rm = opt(1), rv = opt(2);
+    const Tensor y = graph::batch_norm(in[0], rm, rv, in.size() > 3 ? in[3] : Tensor(), in.size() > 4 ? in[4] : Tensor(),
+                                       c.attrs.at("training") == "1", std::stod(c.attrs.at("momentum")),
+                                       std::stod(c.attrs.at("eps")));
+    return c.op == "batch_norm" ? y : graph::cat({rm, rv});
+  }
   throw std::runtime_error("no runner for op " + c.op);
 }
 

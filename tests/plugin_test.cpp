@@ -75,7 +75,7 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
   Result r = generate("fallbacks.cpp", out);
   EXPECT_EQ(r.status, 0) << r.output;
   auto expected = markers(read(fs::path(CXXGRAPH_CASES) / "fallbacks.cpp"));
-  ASSERT_EQ(expected.size(), 9u);
+  ASSERT_EQ(expected.size(), 11u);
   for (const Expected& e : expected) {
     std::string where = "fallbacks.cpp:" + std::to_string(e.line) + ":" + std::to_string(e.col) + ": warning: ";
     auto at = r.output.find(where);

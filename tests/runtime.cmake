@@ -76,3 +76,10 @@ target_link_libraries(autocast_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_definitions(autocast_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
 target_compile_options(autocast_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(autocast_test)
+
+# batch_norm and the BatchNorm modules (issue 19): values, running stats,
+# gradients against finite differences, errors.
+add_executable(batch_norm_test ${CMAKE_CURRENT_LIST_DIR}/batch_norm_test.cpp)
+target_link_libraries(batch_norm_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(batch_norm_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(batch_norm_test)

@@ -136,6 +136,9 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::scaled_dot_product_attention:
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "dropout_p", "0.0") + ", " +
              attr(nm, n, "is_causal", "false") + ")";
+    case OpId::batch_norm:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + in(4) + ", " +
+             attr(nm, n, "training", "false") + ", " + attr(nm, n, "momentum", "0.1") + ", " + attr(nm, n, "eps", "1e-5") + ")";
     default: break;
   }
   throw Error("codegen: no CPU lowering for op '" + std::string(op.name) + "'");
@@ -212,6 +215,9 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
     case OpId::cumsum_backward: return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
     case OpId::bmm_backward: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + mask + ")";
+    case OpId::batch_norm_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + in(4) + ", " + in(5) + ", " +
+             attr(nm, n, "training", "false") + ", " + attr(nm, n, "eps", "1e-5") + ", " + mask + ")";
     default: break;
   }
   throw Error("codegen: no backward kernel for the gradient op '" + std::string(op.name) + "'");

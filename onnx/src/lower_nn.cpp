@@ -84,6 +84,27 @@ void layer_norm(Rule& r) {
   r.done(out);
 }
 
+// Eval mode only: BatchNormalization with its training_mode off normalizes
+// with the running stats, as the eager kernel does; it needs a scale and a bias.
+void batch_norm(Rule& r) {
+  if (r.b("training", false)) r.ex.fail(r.n, "batch_norm in training mode uses the batch's statistics; export in eval mode");
+  const DType d = r.out_dtype();
+  std::string params[2];
+  for (int k = 0; k < 2; ++k) {
+    if (r.defined(3 + k)) {
+      params[k] = r.x_as(3 + k, d);
+      continue;
+    }
+    const int64_t C = r.ex.need_sizes(r.n, r.in(0)).at(1);
+    params[k] = r.ex.fresh(k == 0 ? "bn_ones" : "bn_zeros");
+    r.ex.add_initializer(params[k], full(Shape{C}, k == 0 ? 1.0 : 0.0, d));
+  }
+  std::string out;
+  auto& node = r.last_node("BatchNormalization", {r.x_as(0, d), params[0], params[1], r.x_as(1, d), r.x_as(2, d)}, out);
+  Exporter::attr(node, "epsilon", static_cast<float>(r.has("eps") ? r.f("eps") : 1e-5));
+  r.done(out);
+}
+
 void cat(Rule& r, bool stack) {
   const DType d = r.out_dtype();
   const size_t k = ir::num_op_inputs(r.n);
@@ -220,6 +241,7 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::max_pool2d: return pool(r, true);
     case OpId::avg_pool2d: return pool(r, false);
     case OpId::layer_norm: return layer_norm(r);
+    case OpId::batch_norm: return batch_norm(r);
     case OpId::softmax:
     case OpId::log_softmax: {
       auto& node = r.last_node(op.id == OpId::softmax ? "Softmax" : "LogSoftmax", {r.x_as(0, r.out_dtype())}, out);

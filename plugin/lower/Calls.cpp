@@ -193,7 +193,8 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
       const size_t k = in.size();
       const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d) && k == 2) ||
                             (op.id == graph::OpId::layer_norm && (k == 1 || k == 2)) ||
-                            (op.id == graph::OpId::scaled_dot_product_attention && k == 3);
+                            (op.id == graph::OpId::scaled_dot_product_attention && k == 3) ||
+                            (op.id == graph::OpId::batch_norm && k >= 1);
       if (ce && ce->getNumArgs() == 0) in.push_back(node("undefined", {}, ir::Type::tensor(), l)->output());
       else in.push_back(optional ? optional_operand(a) : expr(a));
       if (!in.back()->type().is_tensor()) unsupported(a->getExprLoc(), "this operand of " + quote(op.name) + " must be a tensor");
@@ -203,6 +204,7 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
       attrs[p->getName().str()] = attribute(a, op, p, &runtime);
     }
   }
+  if (op.id == graph::OpId::batch_norm) check_batch_norm_pure(l, in, attrs);
   // Attributes known at run time name the inputs after the op's own.
   for (auto& [k, v] : attrs) {
     const auto* r = std::get_if<std::string>(&v);
@@ -218,6 +220,20 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
   ir::Node* n = node(std::string(op.name), in, ir::Type::tensor(), l);
   n->attrs() = std::move(attrs);
   return n->output();
+}
+
+// batch_norm is lowered where it is pure: in eval mode (training a constant
+// false) or without running stats. Training with running stats updates them in
+// place, an effect the IR cannot hold (ops.def): the function runs eagerly.
+void FunctionLowering::check_batch_norm_pure(SourceLocation l, const std::vector<ir::Value*>& in,
+                                             const ir::Attributes& attrs) {
+  const auto it = attrs.find("training");
+  const bool* training = it == attrs.end() ? nullptr : std::get_if<bool>(&it->second);
+  if (it == attrs.end() || (training && !*training)) return;
+  const ir::Node* rm = in.size() > 1 && in[1] ? in[1]->producer() : nullptr;
+  if (rm && rm->is(graph::OpId::undefined)) return;
+  unsupported(l, "'batch_norm' in training mode updates 'running_mean' and 'running_var' in place, which a graph "
+                 "cannot express; pass 'training' as the constant false (eval) or no running stats to lower it");
 }
 
 auto FunctionLowering::attribute(const Expr* a, const graph::OpInfo& op, const ParmVarDecl* p,

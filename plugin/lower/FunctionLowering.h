@@ -319,6 +319,7 @@ class FunctionLowering {
   // prologue passes as an int64 tensor): its values are appended to
   // `runtime` and the attribute is "@i" / "@i:j", indices into `runtime`
   // (ir/value_primitives.h; op_call shifts them past the op's own inputs).
+  void check_batch_norm_pure(SourceLocation l, const std::vector<ir::Value*>& in, const ir::Attributes& attrs);
   ir::AttrValue attribute(const Expr* a, const graph::OpInfo& op, const ParmVarDecl* p,
                           std::vector<ir::Value*>* runtime = nullptr);
 

@@ -156,6 +156,10 @@ Out sdpa_backward_kernel(const ir::Node& n, In in) {
   return to_out(scaled_dot_product_attention_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), T(n, in, 4),
                                                       bool_attr(n, "is_causal", false), mask_bits(n, 4)));
 }
+Out batch_norm_backward_kernel(const ir::Node& n, In in) {
+  return to_out(batch_norm_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), T(n, in, 4), T(n, in, 5),
+                                    bool_attr(n, "training", false), float_attr(n, "eps", 1e-5), mask_bits(n, 5)));
+}
 
 const std::unordered_map<std::string_view, Kernel>& kernels() {
   static const std::unordered_map<std::string_view, Kernel> table = [] {
@@ -182,7 +186,8 @@ const std::unordered_map<std::string_view, Kernel>& kernels() {
         {"index_select_backward", index_backward_kernel<index_select_backward>},
         {"gather_backward", index_backward_kernel<gather_backward>},
         {"cumsum_backward", cumsum_backward_kernel},
-        {"bmm_backward", bmm_backward_kernel}};
+        {"bmm_backward", bmm_backward_kernel},
+        {"batch_norm_backward", batch_norm_backward_kernel}};
     return t;
   }();
   return table;

@@ -354,6 +354,14 @@ Out scaled_dot_product_attention_kernel(const ir::Node& n, In in) {
   return {graph::scaled_dot_product_attention(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3),
                                               attr_float(n, "dropout_p", 0.0), attr_bool(n, "is_causal", false))};
 }
+// A graph never updates running stats in place (ops.def): such a node is an error, not a silent effect.
+Out batch_norm_kernel(const ir::Node& n, In in) {
+  const bool training = attr_bool(n, "training", false);
+  if (training && T(n, in, 1).defined())
+    throw Error("batch_norm: a graph cannot update running_mean/running_var in place; run it eagerly");
+  return {graph::batch_norm(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), T(n, in, 4), training,
+                            attr_float(n, "momentum", 0.1), attr_float(n, "eps", 1e-5))};
+}
 
 const std::unordered_map<std::string_view, Kernel>& kernels() {
   static const std::unordered_map<std::string_view, Kernel> table = [] {

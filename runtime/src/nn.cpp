@@ -247,6 +247,53 @@ LayerNormImpl::LayerNormImpl(Shape shape, double eps_, bool affine)
   }
 }
 
+BatchNormImplBase::BatchNormImplBase(const char* name, const BatchNormOptions& o, int64_t min_dim, int64_t max_dim)
+    : Module(name), options(o), min_dim_(min_dim), max_dim_(max_dim) {
+  check_positive(name, "num_features", o.num_features());
+  const int64_t C = o.num_features();
+  if (o.affine()) {
+    weight = ones({C});
+    bias = zeros({C});
+    register_parameter("weight", &weight);
+    register_parameter("bias", &bias);
+  }
+  if (o.track_running_stats()) {
+    running_mean = zeros({C});
+    running_var = ones({C});
+    num_batches_tracked = zeros({}, kInt64);
+    register_buffer("running_mean", &running_mean);
+    register_buffer("running_var", &running_var);
+    register_buffer("num_batches_tracked", &num_batches_tracked);
+  }
+}
+
+void BatchNormImplBase::reset_running_stats() {
+  if (!options.track_running_stats()) return;
+  running_mean.fill_(0);
+  running_var.fill_(1);
+  num_batches_tracked.fill_(0);
+}
+
+// PyTorch's _BatchNorm.forward: the batch count and momentum, then batch_norm.
+Tensor BatchNormImplBase::forward(const Tensor& x) {
+  ::graph::detail::check_defined(name(), x);
+  if (x.dim() < min_dim_ || x.dim() > max_dim_)
+    throw Error(name() + ": expected " +
+                (min_dim_ == max_dim_ ? std::to_string(min_dim_) + "D" : std::to_string(min_dim_) + "D or " + std::to_string(max_dim_) + "D") +
+                " input, got " + std::to_string(x.dim()) + "D input of shape " + shape_str(x.sizes()));
+  if (x.size(1) != options.num_features())
+    throw Error(name() + ": expected " + std::to_string(options.num_features()) + " channels (dim 1), got input of shape " +
+                shape_str(x.sizes()));
+  double factor = options.momentum().value_or(0.0);
+  if (is_training() && options.track_running_stats()) {
+    num_batches_tracked.add_(1);
+    if (!options.momentum()) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+  }
+  const bool use_running = !is_training() || options.track_running_stats();
+  return batch_norm(x, use_running ? running_mean : Tensor(), use_running ? running_var : Tensor(), weight, bias,
+                    is_training() || !running_mean.defined(), factor, options.eps());
+}
+
 EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim)
     : Module("Embedding"), num_embeddings(num), embedding_dim(dim) {
   check_positive("Embedding", "num_embeddings", num);

@@ -245,6 +245,14 @@ std::vector<Case> cases() {
                                               cumsum(x, 1), (x > 0).cumsum(-1), bmm(x, b)};
                  },
                  {randn({2, 3, 4}), randn({2, 4, 5})}});
+  // Eval-mode batch_norm (BatchNormalization), with and without weight and bias.
+  out.push_back({"batch_norm", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];  // [2, 3, 4, 4]
+                   const Tensor rv = v[2] * v[2] + 0.5;
+                   return std::vector<Tensor>{batch_norm(x, v[1], rv, v[3], v[1], false, 0.1, 1e-3),
+                                              batch_norm(x.flatten(2), v[1], rv)};
+                 },
+                 {randn({2, 3, 4, 4}), randn({3}), randn({3}), randn({3})}});
   return out;
 }
 

@@ -65,3 +65,12 @@ Shape opaque_shape();
 [[graph::static]] Tensor fine(Tensor x) {
   return relu(x);
 }
+
+// Training with running stats updates them in place: eager, with a warning.
+[[graph::static]] Tensor batch_norm_training(Tensor x, Tensor rm, Tensor rv) {
+  return batch_norm(x, rm, rv, Tensor(), Tensor(), true);  // expect@10: 'batch_norm' in training mode updates 'running_mean'
+}
+
+[[graph::static]] Tensor batch_norm_host_training(Tensor x, Tensor rm, Tensor rv, bool training) {
+  return batch_norm(x, rm, rv, Tensor(), Tensor(), training);  // expect@10: which a graph cannot express
+}

@@ -156,5 +156,17 @@ using namespace graph;
 [[graph::static]] Tensor op_cumsum_neg_dim(const Tensor& a, const Tensor&, const Tensor&) { return tanh(a.cumsum(-3)); }
 [[graph::static]] Tensor op_bmm(const Tensor& a, const Tensor& b, const Tensor&) { return bmm(a, b); }
 [[graph::static]] Tensor op_bmm_method(const Tensor& a, const Tensor& b, const Tensor&) { return a.bmm(b.transpose(1, 2)); }
+// batch_norm where a graph can hold it: training without running stats, and
+// eval with running stats (built in the graph here; the plugin rejects
+// training with running stats, plugin_cases/fallbacks.cpp).
+[[graph::static]] Tensor op_batch_norm_train(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return batch_norm(a, Tensor(), Tensor(), b, c, true, 0.1, 1e-3);
+}
+[[graph::static]] Tensor op_batch_norm_eval(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return batch_norm(a, ones({3}) * 0.2, ones({3}) * 1.5, b, c, false);
+}
+[[graph::static]] Tensor op_batch_norm_plain(const Tensor& a, const Tensor&, const Tensor&) {
+  return batch_norm(a, Tensor(), Tensor(), Tensor(), Tensor(), true) * 2.0;
+}
 
 }  // namespace og

@@ -108,6 +108,7 @@ constexpr Entry kEntries[] = {
     {"gather", Coverage::Cases, "gather gather_dim0"},
     {"cumsum", Coverage::Cases, "cumsum cumsum_neg_dim"},
     {"bmm", Coverage::Cases, "bmm bmm_method"},
+    {"batch_norm", Coverage::Cases, "batch_norm_train batch_norm_eval batch_norm_plain"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -131,6 +132,7 @@ constexpr Entry kEntries[] = {
     {"gather_backward", Coverage::GradientOp, ""},
     {"cumsum_backward", Coverage::GradientOp, ""},
     {"bmm_backward", Coverage::GradientOp, ""},
+    {"batch_norm_backward", Coverage::GradientOp, ""},
 };
 
 static_assert(std::size(kEntries) == graph::kNumOps,
@@ -246,6 +248,10 @@ Case case_named(std::string_view n) {
   if (n == "masked_fill_runtime") return make(op_masked_fill_runtime, {in(m), in({3}, 0.4f, -0.2f)});
   if (n == "masked_fill_causal") return make(op_masked_fill_causal, {in({3, 4}), in({3, 4}, 0.3f, 0.1f)});
   if (n == "triu") return make(op_triu, {in(cube)});
+  if (n == "batch_norm_train" || n == "batch_norm_eval")
+    return make(n == "batch_norm_train" ? op_batch_norm_train : op_batch_norm_eval,
+                {in({4, 3, 2}), in({3}, 0.5f, 0.4f), in({3}, 0.3f, -0.2f)});
+  if (n == "batch_norm_plain") return make(op_batch_norm_plain, {in({2, 3, 2, 2})});
   if (n == "tril") return make(op_tril, {in({4, 3})});
   if (n == "index_select") return make(op_index_select, {in(m), unused(), ints({2, 0, 2, 1})});
   if (n == "index_select_rows") return make(op_index_select_rows, {in({3, 2}), in({4, 2}, 0.5f, 0.2f), ints({1, 1, 0, 2})});

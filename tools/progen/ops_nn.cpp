@@ -236,6 +236,20 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
       const std::string code = coin() ? "bmm(" + x.code + ", " + w->code + ")" : x.code + ".bmm(" + w->code + ")";
       return bounded(op(id, code, {xs[0], xs[1], w->shape[2]}, x.bound * 2 * xs[2], {&x, &*w}));
     }
+    case OpId::batch_norm: {  // training without running stats: pure, so it lowers
+      if (r < 2) x = to_rank(x, 2);
+      const int64_t C = x.shape[1], M = numel(x.shape) / std::max<int64_t>(1, C);
+      if (M < 2) return fallback();
+      std::string code = "batch_norm(" + x.code + ", Tensor(), Tensor()";
+      const bool affine = coin(0.6);
+      if (affine) {
+        auto w = new_input({C}), bias = new_input({C});
+        code += ", " + (w ? w->code : "Tensor()") + ", " + (bias ? bias->code : "Tensor()");
+      } else {
+        code += ", Tensor(), Tensor()";
+      }
+      return bounded(op(id, code + ", true)", x.shape, affine ? 3 * (M + 2) : M + 1, {&x}));
+    }
     default:
       throw std::runtime_error("progen: no emitter for op " + name + " (tools/progen/ops_nn.cpp)");
   }

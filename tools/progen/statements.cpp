@@ -222,7 +222,7 @@ Function Gen::run() {
     double t = 1e-5;
     if (o.has(graph::op_trait::Expensive) || o.kind == graph::OpKind::Reduce) t = 1e-4;
     if (o.kind == graph::OpKind::Library || o.kind == graph::OpKind::Other) t = 1e-4;
-    if (id == OpId::layer_norm || id == OpId::pow || id == OpId::scaled_dot_product_attention) t = 1e-3;
+    if (id == OpId::layer_norm || id == OpId::batch_norm || id == OpId::pow || id == OpId::scaled_dot_product_attention) t = 1e-3;
     f.tol = std::max(f.tol, t);
   }
   return f;

@@ -118,7 +118,8 @@ class TypeInference {
     Type out = Type::tensor();
     const bool keeps_shape = info.id == OpId::layer_norm || info.id == OpId::softmax ||
                              info.id == OpId::log_softmax || info.id == OpId::dropout ||
-                             info.id == OpId::triu || info.id == OpId::tril || info.id == OpId::cumsum;
+                             info.id == OpId::triu || info.id == OpId::tril || info.id == OpId::cumsum ||
+                             info.id == OpId::batch_norm;
     try {
       if (info.id == OpId::conv2d) {
         out.dtype = same_operand_dtype(n, n->input(0), n->input(1));

@@ -353,6 +353,23 @@ Type layer_norm(const Node* n) {
   return out;
 }
 
+// batch_norm(x [N, C, ...], running_mean, running_var, weight, bias: [C] or
+// undefined) -> x's type.
+Type batch_norm(const Node* n) {
+  Type out = n->input(0)->type();
+  const Dims* x = dims_of(n->input(0));
+  if (!x) return out;
+  if (x->size() < 2) shape_error(n, "the input must have at least 2 dimensions [N, C, ...], is " + dims_str(*x));
+  for (size_t i = 1; i < 5 && i < n->inputs().size(); ++i) {
+    const Dims* p = dims_of(n->input(i));
+    if (!p) continue;
+    if (p->size() != 1) shape_error(n, "the per-channel operands must be 1-D [C], got " + dims_str(*p));
+    require_equal(n, (*x)[1], (*p)[0], "the input's channels (dim 1) and a per-channel operand differ " + dims_str(*x) +
+                                           " and " + dims_str(*p));
+  }
+  return out;
+}
+
 // embedding(weight [num, dim], indices [...]) -> [..., dim].
 Type embedding(const Node* n) {
   Type out = Type::tensor();
@@ -701,6 +718,7 @@ Type other(const OpInfo& op, const Node* n) {
     case OpId::mse_loss:
     case OpId::cross_entropy: return loss(op, n);
     case OpId::scaled_dot_product_attention: return attention(n);
+    case OpId::batch_norm: return batch_norm(n);
     default: return same_dtype(op, n);
   }
 }

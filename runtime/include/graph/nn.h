@@ -345,6 +345,70 @@ class DropoutImpl : public Module {
 };
 GRAPH_MODULE(Dropout);
 
+// ---- BatchNorm1d, BatchNorm2d ---------------------------------------------------
+// torch.nn.BatchNorm*d: weight ones and bias zeros [C] (affine); buffers
+// running_mean zeros, running_var ones [C] and num_batches_tracked (int64, 0-d)
+// when track_running_stats. Training normalizes with the batch's statistics
+// and updates the running ones (momentum unset: their cumulative average);
+// eval() normalizes with the running ones. Options as LibTorch's:
+// BatchNorm2d(BatchNorm2dOptions(64).momentum(0.01).affine(false)).
+class BatchNormOptions {
+ public:
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}
+  int64_t num_features() const { return num_features_; }
+  double eps() const { return eps_; }
+  BatchNormOptions& eps(double v) { eps_ = v; return *this; }
+  const std::optional<double>& momentum() const { return momentum_; }
+  BatchNormOptions& momentum(std::optional<double> v) { momentum_ = v; return *this; }
+  bool affine() const { return affine_; }
+  BatchNormOptions& affine(bool v) { affine_ = v; return *this; }
+  bool track_running_stats() const { return track_running_stats_; }
+  BatchNormOptions& track_running_stats(bool v) { track_running_stats_ = v; return *this; }
+
+ private:
+  int64_t num_features_;
+  double eps_ = 1e-5;
+  std::optional<double> momentum_ = 0.1;
+  bool affine_ = true, track_running_stats_ = true;
+};
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+
+class BatchNormImplBase : public Module {
+ public:
+  // Normalizes over dim 1 of x; in training mode, updates the running stats.
+  // Out of line, unlike the other modules' forward: it reads is_training()
+  // and updates buffers in place, which a graph cannot hold yet, so a static
+  // forward calling it runs eagerly (with a -Wgraph-fallback warning).
+  Tensor forward(const Tensor& x);
+  // Zeroes the running stats and the batch count (running_var: ones).
+  void reset_running_stats();
+
+  BatchNormOptions options;
+  Tensor weight, bias;                                       // undefined without affine
+  Tensor running_mean, running_var, num_batches_tracked;    // undefined without track_running_stats
+
+ protected:
+  BatchNormImplBase(const char* name, const BatchNormOptions& options, int64_t min_dim, int64_t max_dim);
+
+ private:
+  int64_t min_dim_, max_dim_;  // the input ranks the module accepts
+};
+
+// Input [N, C] or [N, C, L].
+class BatchNorm1dImpl : public BatchNormImplBase {
+ public:
+  BatchNorm1dImpl(const BatchNormOptions& options) : BatchNormImplBase("BatchNorm1d", options, 2, 3) {}
+};
+GRAPH_MODULE(BatchNorm1d);
+
+// Input [N, C, H, W].
+class BatchNorm2dImpl : public BatchNormImplBase {
+ public:
+  BatchNorm2dImpl(const BatchNormOptions& options) : BatchNormImplBase("BatchNorm2d", options, 4, 4) {}
+};
+GRAPH_MODULE(BatchNorm2d);
+
 // ---- pooling and reshaping --------------------------------------------------
 class MaxPool2dImpl : public Module {
  public:

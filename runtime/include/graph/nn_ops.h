@@ -31,6 +31,13 @@ GRAPH_OP("stack") Tensor stack(const std::vector<Tensor>& tensors, int64_t dim =
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p) when
 // training; the identity otherwise.
 GRAPH_OP("dropout") Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+// torch.nn.functional.batch_norm over dim 1 of x [N, C, ...]; every tensor but
+// x may be undefined (running stats: not in eval mode). Training normalizes
+// with the batch's statistics and updates defined running stats in place:
+// running = (1 - momentum) * running + momentum * batch (unbiased variance).
+GRAPH_OP("batch_norm") Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                                         bool training = false, double momentum = 0.1, double eps = 1e-5);
 
 // ---- losses (mean reduction, as PyTorch's default) ---------------------------
 GRAPH_OP("mse_loss") Tensor mse_loss(const Tensor& input, const Tensor& target);

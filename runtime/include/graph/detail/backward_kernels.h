@@ -97,6 +97,14 @@ std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, co
                                                           const Tensor& v, const Tensor& attn_mask, bool is_causal,
                                                           GradMask mask);
 
+// ---- batch normalization (batch_norm.cpp) ----------------------------------------
+// One gradient per input of batch_norm: the running stats' are undefined.
+// Training: through the batch statistics, recomputed from x; eval: the
+// running stats are constants.
+std::vector<Tensor> batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& running_mean,
+                                        const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                                        bool training, double eps, GradMask mask);
+
 // ---- a test hook ----------------------------------------------------------------
 // When set, each kernel above that takes a mask first reports its op and the
 // mask it was given: tests check that no gradient nobody wants is computed.
