@@ -121,6 +121,9 @@ std::vector<OpCase> op_cases() {
   add("scaled_dot_product_attention",
       "  %m : Tensor = undefined()\n  %y : Tensor = scaled_dot_product_attention{is_causal=true}(%a, %b, %c, %m)\n",
       {q, k, v}, [=] { return scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true); });
+  add("to", "  %y : Tensor = to{dtype=\"i64\"}(%a)\n", {a * 3}, [=] { return (a * 3).to(kInt64); });
+  add("to", "  %y : Tensor = to{dtype=\"f32\"}(%a)\n", {gt(a, b)}, [=] { return gt(a, b).to(kFloat32); });
+  add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a}, [=] { return a.t().contiguous(); });
   return cases;
 }
 

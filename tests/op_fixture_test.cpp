@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,11 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "masked_fill") return in[0].masked_fill(in[1], scalar(c, 0));
   if (c.op == "triu") return graph::triu(in[0], std::stoll(c.attrs.at("diagonal")));
   if (c.op == "tril") return in[0].tril(std::stoll(c.attrs.at("diagonal")));
+  if (c.op == "to") {
+    graph::DType d{};
+    if (!graph::dtype_from_token(c.attrs.at("dtype"), d)) throw std::runtime_error("bad dtype in case " + c.name);
+    return in[0].to(d);
+  }
   if (c.op == "clamp") return graph::clamp(in[0], scalar(c, 0), scalar(c, 1));
   if (c.op == "hardtanh") return graph::hardtanh(in[0], scalar(c, 0), scalar(c, 1));
   auto pair = [&](const char* key) {

@@ -215,6 +215,11 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::masked_fill: return masked_fill(r);
     case OpId::triu: return triangle(r, true);
     case OpId::tril: return triangle(r, false);
+    case OpId::to: {  // Cast; x itself (an Identity) when it has the dtype already
+      const std::string c = r.x_as(0, r.out_dtype());
+      return r.done(c == r.x(0) ? r.emit("Identity", {c}) : c);
+    }
+    case OpId::contiguous: return r.done(r.emit("Identity", {r.x(0)}));
     case OpId::embedding: {
       auto& node = r.last_node("Gather", {r.x(0), r.x(1)}, out);
       Exporter::attr(node, "axis", int64_t{0});

@@ -19,7 +19,7 @@ using graph::Tensor;
   X(mse_loss) X(cross_entropy) X(scaled_dot_product_attention) X(scaled_dot_product_attention_masked) \
   X(scaled_dot_product_attention_causal) X(masked_fill) X(masked_fill_ninf) X(masked_fill_runtime) X(masked_fill_causal) \
   X(where_scalar) \
-  X(triu) X(tril)
+  X(triu) X(tril) X(to) X(contiguous)
 
 #define OG_DECLARE(name) Tensor op_##name(const Tensor& a, const Tensor& b, const Tensor& c);
 OG_CASES(OG_DECLARE)

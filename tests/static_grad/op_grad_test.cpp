@@ -104,6 +104,8 @@ constexpr Entry kEntries[] = {
     {"masked_fill", Coverage::Cases, "masked_fill masked_fill_ninf masked_fill_runtime masked_fill_causal where_scalar"},
     {"triu", Coverage::Cases, "triu"},
     {"tril", Coverage::Cases, "tril"},
+    {"to", Coverage::Cases, "to"},
+    {"contiguous", Coverage::Cases, "contiguous"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -239,6 +241,8 @@ Case case_named(std::string_view n) {
   if (n == "masked_fill_causal") return make(op_masked_fill_causal, {in({3, 4}), in({3, 4}, 0.3f, 0.1f)});
   if (n == "triu") return make(op_triu, {in(cube)});
   if (n == "tril") return make(op_tril, {in({4, 3})});
+  if (n == "to") return make(op_to, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "contiguous") return make(op_contiguous, {in(m)});
   return {};
 }
 
