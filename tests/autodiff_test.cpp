@@ -270,6 +270,8 @@ std::vector<OpCase> op_cases() {
       {q, values({1, 2, 3, 4}, -1, 1, 29), values({1, 2, 3, 4}, -1, 1, 30)});
   add("scaled_dot_product_attention",
       "  %y : Tensor = scaled_dot_product_attention(%a, %b, %c, %d)\n", {q, k, v, values({3, 5}, -1, 1, 31)});
+  add("to", "  %y : Tensor = to{dtype=\"f64\"}(%a)\n", {a});  // f32 in CastsConvertTheGradientBack
+  add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a});
   return cases;
 }
 
@@ -297,6 +299,24 @@ TEST(Autodiff, NonDifferentiableOpsGiveNoGradient) {
   }
   auto g = ir::parse(one_node("  %y : Tensor = argmax{dim=0}(%a)\n", 1));
   EXPECT_EQ(ir::differentiate(*g, {true}).backward->outputs()[0]->producer()->op(), "undefined");
+}
+
+// to{dtype}: the gradient comes back in the input's dtype (f64 here, through an
+// f32 result; finite differences see f32 rounding, hence their tolerance, and
+// eager autograd rounds this f64 upstream gradient to the result's f32 first);
+// a cast to an integral dtype carries none.
+TEST(Autodiff, CastsConvertTheGradientBack) {
+  auto g = ir::parse(one_node("  %y : Tensor = to{dtype=\"f32\"}(%a)\n", 1));
+  const std::vector<IValue> in = {values({2, 3}, -1.5, 1.5, 1)};
+  const std::vector<Tensor> up = {values({2, 3}, 0.5, 1.5, 7)};
+  Grads ours = pass_grads(*g, in, {true}, up);
+  ASSERT_EQ(ours.grads.size(), 1u);
+  ASSERT_TRUE(ours.grads[0].defined());
+  EXPECT_EQ(ours.grads[0].dtype(), graph::kFloat64);
+  expect_close(ours.grads[0], eager_grads(*g, in, {true}, up)[0], 1e-7, "vs eager autograd");
+  expect_close(ours.grads[0], numeric_grads(*g, in, {true}, up)[0], 1e-2, "vs finite differences");
+  auto h = ir::parse(one_node("  %i : Tensor = to{dtype=\"i64\"}(%a)\n  %y : Tensor = to{dtype=\"f64\"}(%i)\n", 1));
+  EXPECT_EQ(ir::differentiate(*h, {true}).backward->outputs()[0]->producer()->op(), "undefined");
 }
 
 // ---- the graphs the pass builds ---------------------------------------------------

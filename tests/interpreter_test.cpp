@@ -130,6 +130,9 @@ std::vector<OpCase> op_cases() {
   const Tensor bn_m = bias.slice(0, 0, 2), bn_v = pos.flatten().slice(0, 0, 2), bn_w = bias.slice(0, 1, 3);
   add("batch_norm", "  %y : Tensor = batch_norm{training=false, eps=0.001}(%a, %b, %c, %d, %b)\n", {img, bn_m, bn_v, bn_w},
       [=] { return batch_norm(img, bn_m, bn_v, bn_w, bn_m, false, 0.1, 0.001); });
+  add("to", "  %y : Tensor = to{dtype=\"i64\"}(%a)\n", {a * 3}, [=] { return (a * 3).to(kInt64); });
+  add("to", "  %y : Tensor = to{dtype=\"f32\"}(%a)\n", {gt(a, b)}, [=] { return gt(a, b).to(kFloat32); });
+  add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a}, [=] { return a.t().contiguous(); });
   return cases;
 }
 

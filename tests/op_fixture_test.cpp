@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,11 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "gather") return in[0].gather(std::stoll(c.attrs.at("dim")), in[1]);
   if (c.op == "cumsum") return in[0].cumsum(std::stoll(c.attrs.at("dim")));
   if (c.op == "bmm") return graph::bmm(in[0], in[1]);
+  if (c.op == "to") {
+    graph::DType d{};
+    if (!graph::dtype_from_token(c.attrs.at("dtype"), d)) throw std::runtime_error("bad dtype in case " + c.name);
+    return in[0].to(d);
+  }
   if (c.op == "clamp") return graph::clamp(in[0], scalar(c, 0), scalar(c, 1));
   if (c.op == "hardtanh") return graph::hardtanh(in[0], scalar(c, 0), scalar(c, 1));
   auto pair = [&](const char* key) {

@@ -54,6 +54,7 @@ constexpr std::pair<std::string_view, std::string_view> kNoFixture[] = {
     {"unsqueeze", "a view"},
     {"flatten", "a view"},
     {"dropout", "random: nn_ops_test checks its statistics and mask"},
+    {"contiguous", "a copy of a view: the same values; the interpreter and autodiff tests check it"},
 };
 
 // Fixture cases name a few ops by a shorter name.

@@ -462,6 +462,22 @@ TEST_F(Lowering, SwitchRunsCasesBehindAFlag) {
   EXPECT_TRUE(one_trip);
 }
 
+// Issue 20: casts, contiguous(), host conversions, arange and factories.
+TEST_F(Lowering, CastsContiguousAndArange) {
+  auto g = graph("conversions", "to_double");
+  EXPECT_EQ(sexpr(g->outputs().at(0)), "mul(to(x), 2)");
+  EXPECT_EQ(g->outputs().at(0)->producer()->input(0)->producer()->s("dtype"), "f64");
+  EXPECT_EQ(result("conversions", "mask_to_float"), "mul(x, to(gt(x, 0)))");
+  EXPECT_EQ(result("conversions", "to_constexpr_dtype"), "to(x)");
+  EXPECT_EQ(result("conversions", "contiguous_view"), "add(contiguous(t(x)), 1)");
+  EXPECT_EQ(result("conversions", "int_to_double"),
+            "add(mul(x, int_to_float(n)), div(x, int_to_float(tensor_size(x, 0))))");
+  EXPECT_EQ(result("conversions", "double_to_int"), "add(add(x, float_to_int(d)), float_to_int(mul(d, 2)))");
+  EXPECT_EQ(result("conversions", "arange_size"), "add(x, to(arange_dyn(0, tensor_size(x, 0), 1)))");
+  EXPECT_EQ(result("conversions", "arange_step"),
+            "add(add(sum(x), sum(arange_dyn(0, n, 2))), sum(arange_dyn(0.5, n, step)))");
+}
+
 // ---- generated: very long and very deep ---------------------------------
 
 fs::path write_generated(const std::string& name, const std::string& text) {

@@ -108,6 +108,13 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::gather: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ", " + in(1) + ")";
     case OpId::cumsum: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ")";
     case OpId::bmm: return f + "(" + in(0) + ", " + in(1) + ")";
+    case OpId::to: {
+      DType dt{};
+      if (!n->has_attr("dtype") || !dtype_from_token(n->s("dtype"), dt))
+        throw Error("codegen: 'to' needs 'dtype', a dtype token (\"f32\")");
+      return in(0) + ".to(static_cast<::graph::DType>(" + std::to_string(static_cast<int>(dt)) + "))";
+    }
+    case OpId::contiguous: return in(0) + ".contiguous()";
     case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::layer_norm:
       return f + "(" + in(0) + ", " + attr(nm, n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +
@@ -296,6 +303,9 @@ bool Emitter::primitive(const ir::Node* n) {
          at_source(n, "full", "::graph::full(::graph::detail::int_list(" + in(0) + "), " + in(1) +
                                   ", static_cast<::graph::DType>(" + std::to_string(static_cast<int>(dt)) + "))") +
          ";");
+  } else if (op == OpId::arange_dyn) {  // each bound keeps its C++ type: int64_t, bool or double
+    line("const ::graph::Tensor " + out + " = " +
+         at_source(n, "arange", "::graph::arange(" + in(0) + ", " + in(1) + ", " + in(2) + ")") + ";");
   } else if (op == OpId::make_shape) {
     std::string ints;
     for (size_t i = 0; i < n->inputs().size(); ++i) ints += (i ? ", " : "") + in(i);

@@ -204,6 +204,15 @@ class Verifier {
       if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
       return;
     }
+    if (n->is(OpId::arange_dyn)) {
+      // (start, end, step: host scalars) -> Tensor
+      if (!n->blocks().empty() || n->inputs().size() != 3 || n->num_outputs() != 1)
+        return error(n, "op", "expects start, end and step, 1 output and no blocks");
+      for (const Value* v : n->inputs())
+        if (!v->type().is_scalar()) error(n, "types", "start, end and step must be host scalars");
+      if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
+      return;
+    }
     if (n->is(OpId::make_shape)) {
       // (int...) -> Tensor
       if (!n->blocks().empty() || n->num_outputs() != 1)

@@ -259,6 +259,11 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::gather:
     case OpId::cumsum: return indexing(r, op.id);
     case OpId::bmm: return r.done(r.emit("MatMul", {r.x_as(0, r.out_dtype()), r.x_as(1, r.out_dtype())}));
+    case OpId::to: {  // Cast; x itself (an Identity) when it has the dtype already
+      const std::string c = r.x_as(0, r.out_dtype());
+      return r.done(c == r.x(0) ? r.emit("Identity", {c}) : c);
+    }
+    case OpId::contiguous: return r.done(r.emit("Identity", {r.x(0)}));
     case OpId::embedding: {
       auto& node = r.last_node("Gather", {r.x(0), r.x(1)}, out);
       Exporter::attr(node, "axis", int64_t{0});

@@ -34,6 +34,7 @@ auto FunctionLowering::call(const CallExpr* c) -> ir::Value* {
   }
   if (ir::Value* v = tensor_metadata(c)) return v;
   if (ir::Value* v = factory(c, callee)) return v;
+  if (ir::Value* v = arange(c, callee)) return v;
   if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) {
     if (is_vector_method(m, "size")) unsupported(l, "'size()' of a vector is lowered only when converted to 'int'");
     if (is_vector_method(m, "at") || is_vector_method(m, "operator[]")) return list_get(m->getImplicitObjectArgument(), c->getArg(0), l);
@@ -81,16 +82,36 @@ auto FunctionLowering::factory(const CallExpr* c, const FunctionDecl* callee) ->
   ir::Value* value = is_full ? expr(c->getArg(1)) : constant(name == "ones" ? 1.0 : 0.0, l);
   if (!value->type().is_scalar())
     unsupported(c->getArg(1)->getExprLoc(), "the value of 'full' must be a host scalar, not a " + value->type().str());
-  const Expr* d = c->getArg(is_full ? 2 : 1);
+  ir::Node* n = node("full_dyn", {sizes, value}, ir::Type::tensor(), l);
+  n->attrs()["dtype"] = dtype_token_of(c->getArg(is_full ? 2 : 1), name);
+  return n->output();
+}
+
+auto FunctionLowering::arange(const CallExpr* c, const FunctionDecl* callee) -> ir::Value* {
+  if (!callee || !callee->getIdentifier() || callee->getName() != "arange" || isa<CXXMethodDecl>(callee) ||
+      !in_graph_namespace(callee->getDeclContext()) || (c->getNumArgs() != 1 && c->getNumArgs() != 3))
+    return nullptr;  // the device overload is not lowered
+  SourceLocation l = c->getExprLoc();
+  std::vector<ir::Value*> bounds;
+  for (const Expr* a : c->arguments()) {
+    ir::Value* v = expr(a);  // through its graph::Scalar: int, bool or float, as the argument
+    if (!is_host_number(v->type()))
+      unsupported(a->getExprLoc(), "a bound of 'arange' must be a host scalar, not a " + v->type().str());
+    bounds.push_back(v);
+  }
+  if (bounds.size() == 1) bounds = {constant(int64_t{0}, l), bounds[0], constant(int64_t{1}, l)};
+  return node("arange_dyn", bounds, ir::Type::tensor(), l)->output();
+}
+
+auto FunctionLowering::dtype_token_of(const Expr* d, llvm::StringRef what) -> std::string {
   if (const auto* da = dyn_cast<CXXDefaultArgExpr>(d)) d = da->getExpr();
   Expr::EvalResult r;
-  if (d->isValueDependent() || !d->EvaluateAsRValue(r, ctx_) || !r.Val.isInt())
-    unsupported(d->getExprLoc(), "the dtype of " + quote(name) + " must be a compile-time constant ('graph::kFloat32')");
+  if (d->isValueDependent() || d->containsErrors() || !d->EvaluateAsRValue(r, ctx_) || !r.Val.isInt() ||
+      r.HasSideEffects)
+    unsupported(d->getExprLoc(), "the dtype of " + quote(what) + " must be a compile-time constant ('graph::kFloat32')");
   const uint64_t index = r.Val.getInt().getZExtValue();
   if (index >= std::size(graph::kAllDTypes)) unsupported(d->getExprLoc(), "this dtype is not one cxxgraph knows");
-  ir::Node* n = node("full_dyn", {sizes, value}, ir::Type::tensor(), l);
-  n->attrs()["dtype"] = std::string(graph::dtype_token(static_cast<graph::DType>(index)));
-  return n->output();
+  return std::string(graph::dtype_token(static_cast<graph::DType>(index)));
 }
 
 auto FunctionLowering::list_get(const Expr* list, const Expr* index, SourceLocation l) -> ir::Value* {
@@ -251,6 +272,10 @@ auto FunctionLowering::attribute(const Expr* a, const graph::OpInfo& op, const P
   // A graph::Scalar (masked_fill's value): an attribute of its argument's
   // kind, int, float or bool, so that it keeps the Scalar's category.
   if (is_scalar_record(t)) return scalar_attribute(e, at, op, p, runtime);
+  // A graph::DType (to's dtype): its token, a constant.
+  if (const auto* et = t->getAs<EnumType>(); et && et->getDecl()->getName() == "DType" &&
+                                             in_graph_namespace(et->getDecl()->getDeclContext()))
+    return dtype_token_of(e, op.name);
   if (t->isBooleanType()) {
     bool b = false;
     if (!e->EvaluateAsBooleanCondition(b, ctx_, /*InConstantContext=*/true) || e->HasSideEffects(ctx_)) return fail();

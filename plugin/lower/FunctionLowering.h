@@ -291,6 +291,13 @@ class FunctionLowering {
   // nullptr for other calls.
   ir::Value* factory(const CallExpr* c, const FunctionDecl* callee);
 
+  // `arange(end)`, `arange(start, end, step)` with host scalars known at run
+  // time (or constants): arange_dyn(start, end, step); nullptr for other calls.
+  ir::Value* arange(const CallExpr* c, const FunctionDecl* callee);
+
+  // A graph::DType argument as its token ("f32"); a compile-time constant.
+  std::string dtype_token_of(const Expr* d, llvm::StringRef what);
+
   ir::Value* list_get(const Expr* list, const Expr* index, SourceLocation l);
 
   ir::Value* index_value(const Expr* index, SourceLocation l);

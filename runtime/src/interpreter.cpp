@@ -473,6 +473,15 @@ class Run {
                                                               : Scalar(integer(1));
       out = full(detail::int_list(tensor(0)), value, dt);
     }
+    else if (op == OpId::arange_dyn) {
+      auto scalar = [&](size_t i) {
+        const IValue& v = at(n->input(i));
+        return std::holds_alternative<double>(v) ? Scalar(std::get<double>(v))
+               : std::holds_alternative<bool>(v) ? Scalar(std::get<bool>(v))
+                                                  : Scalar(integer(i));
+      };
+      out = arange(scalar(0), scalar(1), scalar(2));
+    }
     else if (op == OpId::shape_get) out = detail::shape_get(tensor(0), integer(1));
     else if (op == OpId::shape_set) out = detail::shape_set(tensor(0), integer(1), integer(2));
     else if (op == OpId::make_shape) {

@@ -242,6 +242,7 @@ template bool Tensor::item<bool>() const;
 
 Tensor Tensor::contiguous() const {
   detail::check_defined("contiguous", *this);
+  if (detail::tracing()) return detail::trace_op("contiguous", {*this}, {}, [&] { return contiguous(); });
   return is_contiguous() ? *this : clone();
 }
 
@@ -256,8 +257,8 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType t) const {
   detail::check_defined("to", *this);
   if (t == dtype_) return *this;
-  if (detail::tracing())  // no cast in the op table: recorded as untraceable
-    return detail::trace_op("to", {*this}, {}, [&] { return to(t); });
+  if (detail::tracing())
+    return detail::trace_op("to", {*this}, {{"dtype", std::string(dtype_token(t))}}, [&] { return to(t); });
   Tensor out = detail::empty_on(device(), sizes_, t);
   detail::copy_into(out, *this);
   // The engine converts the gradient back to this tensor's dtype.

@@ -139,6 +139,13 @@ using namespace graph;
 }
 [[graph::static]] Tensor op_triu(const Tensor& a, const Tensor&, const Tensor&) { return triu(a, 1) * 2.0; }
 [[graph::static]] Tensor op_tril(const Tensor& a, const Tensor&, const Tensor&) { return a.tril(-1); }
+// to: up to float64 (the gradients come back as float32), and a mask cast
+// from bool (no gradient through it). Not down to float32: the float64
+// finite differences would see its rounding.
+[[graph::static]] Tensor op_to(const Tensor& a, const Tensor& b, const Tensor&) {
+  return a.to(kFloat64) * b.to(kFloat64) + (a > 0.0).to(kFloat64) * b;
+}
+[[graph::static]] Tensor op_contiguous(const Tensor& a, const Tensor&, const Tensor&) { return a.t().contiguous() * 2.0; }
 
 // ---- index_select (repeated indices: the gradient adds up), gather (along
 // either dim, the index smaller than the input), cumsum, bmm (function and method)

@@ -109,6 +109,8 @@ constexpr Entry kEntries[] = {
     {"cumsum", Coverage::Cases, "cumsum cumsum_neg_dim"},
     {"bmm", Coverage::Cases, "bmm bmm_method"},
     {"batch_norm", Coverage::Cases, "batch_norm_train batch_norm_eval batch_norm_plain"},
+    {"to", Coverage::Cases, "to"},
+    {"contiguous", Coverage::Cases, "contiguous"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -262,6 +264,8 @@ Case case_named(std::string_view n) {
   if (n == "cumsum_neg_dim") return make(op_cumsum_neg_dim, {in(cube)});
   if (n == "bmm") return make(op_bmm, {in(cube), in({2, 4, 3}, 0.5f, 0.2f)});
   if (n == "bmm_method") return make(op_bmm_method, {in(cube), in({2, 5, 4}, 0.5f, 0.2f)});
+  if (n == "to") return make(op_to, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "contiguous") return make(op_contiguous, {in(m)});
   return {};
 }
 

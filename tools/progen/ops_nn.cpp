@@ -250,6 +250,15 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
       }
       return bounded(op(id, code + ", true)", x.shape, affine ? 3 * (M + 2) : M + 1, {&x}));
     }
+    case OpId::to:  // a float64 round trip (exact), or a mask made float
+      if (coin()) return op(id, x.code + ".to(kFloat64).to(kFloat32)", x.shape, x.bound, {&x});
+      return op(id, "(" + x.code + " > 0.0).to(kFloat32)", x.shape, 1, {&x});
+    case OpId::contiguous: {
+      if (r < 2) x = to_rank(x, 2);
+      Dims out = x.shape;
+      std::swap(out[0], out[1]);
+      return op(id, x.code + ".transpose(0, 1).contiguous()", out, x.bound, {&x});
+    }
     default:
       throw std::runtime_error("progen: no emitter for op " + name + " (tools/progen/ops_nn.cpp)");
   }

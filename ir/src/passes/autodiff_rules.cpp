@@ -396,6 +396,12 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
   if (op == OpId::where) return where_grad(s, n, g);
   if (op == OpId::masked_fill) return masked_fill_grad(s, n, g);
   if (op == OpId::triu || op == OpId::tril) return {triangle_grad(s, n, g)};
+  if (op == OpId::contiguous) return {g};
+  if (op == OpId::to) {  // back to x's dtype, as the eager engine does; none for an integral x
+    const Type& x = n.input(0)->type();
+    if (x.dtype && !is_floating(*x.dtype)) return {nullptr};
+    return {s.emit1("sum_to", {g, s.fwd(n.input(0))})};
+  }
   if (op == OpId::stack) return stack_grad(s, n, g);
   if (op == OpId::cat) return cat_grad(s, n, g, wanted);
   if (op == OpId::dropout) {
@@ -432,6 +438,12 @@ Flow gradient_flow(const Node& n) {
     return Flow::None;
   const OpInfo* info = n.table_op();
   if (!info || info->has(op_trait::Backward)) return Flow::Unknown;  // gradient ops included
+  // A cast to an integral or bool dtype ends the gradient.
+  if (op == OpId::to && n.has_attr("dtype")) {
+    DType d{};
+    const auto* token = std::get_if<std::string>(&n.attrs().at("dtype"));
+    return !token || !dtype_from_token(*token, d) || is_floating(d) ? Flow::Through : Flow::None;
+  }
   // Comparisons and index results (argmax) carry no gradient.
   return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex ? Flow::Through : Flow::None;
 }

@@ -41,6 +41,11 @@ class TypeInference {
       case OpId::reshape_dyn:
       case OpId::slice_dyn: return n->output()->set_type(dynamic_view(n));
       case OpId::full_dyn: return n->output()->set_type(full_dyn(n));
+      case OpId::arange_dyn: {  // 1-D; float32 when a bound is a float, as eager arange
+        bool floating = false;
+        for (const Value* v : n->inputs()) floating = floating || v->type().kind == Type::Kind::Float;
+        return n->output()->set_type(Type::tensor(floating ? DType::Float32 : DType::Int64, {Dim::unknown()}));
+      }
       case OpId::tensor_sizes:
       case OpId::make_shape:
       case OpId::shape_set:

@@ -700,6 +700,20 @@ Type other(const OpInfo& op, const Node* n) {
     case OpId::gather:
     case OpId::cumsum:
     case OpId::bmm: return indexing(op, n);
+    case OpId::to: {  // x's shape, the dtype of the attribute
+      Type out = n->input(0)->type();
+      DType dt{};
+      const auto* d = n->has_attr("dtype") ? std::get_if<std::string>(&n->attrs().at("dtype")) : nullptr;
+      if (!d || !dtype_from_token(*d, dt)) shape_error(n, "needs 'dtype', a dtype token (\"f32\")");
+      out.dtype = dt;
+      return out;
+    }
+    case OpId::contiguous: return n->input(0)->type();
+    case OpId::sum_to: {  // in like's dtype (backward_kernels.h): a gradient through `to` changes it
+      Type out = same_dtype(op, n);
+      if (n->inputs().size() == 2 && n->input(1)->type().dtype) out.dtype = n->input(1)->type().dtype;
+      return out;
+    }
     case OpId::softmax:
     case OpId::log_softmax: {
       Type out = same_dtype(op, n);

@@ -131,9 +131,9 @@ class Tensor {
   Tensor& fill_(Scalar value);
   Tensor& zero_();
 
-  Tensor contiguous() const;  // this if already contiguous, else a copy
+  GRAPH_OP("contiguous") Tensor contiguous() const;  // this if already contiguous, else a copy
   Tensor clone() const;       // always a contiguous copy
-  Tensor to(DType t) const;   // converted copy (this if same dtype)
+  GRAPH_OP("to") Tensor to(DType dtype) const;   // converted copy (this if same dtype)
   Device device() const;
   Tensor to(Device d) const;  // this if already there, else a contiguous copy
 

@@ -108,5 +108,5 @@ Shape opaque_dims();
 }
 
 [[graph::static]] Tensor not_an_op(Tensor x) {
-  return x.contiguous();  // expect@12: the call to 'graph::Tensor::contiguous' cannot be lowered: it is not a graph op
+  return x.clone();  // expect@12: the call to 'graph::Tensor::clone' cannot be lowered: it is not a graph op
 }

@@ -24,6 +24,9 @@
 //                               negative dims count from the end, checked)
 //   full_dyn{dtype}(%s, %v)     Tensor: graph::full(%s, %v, dtype) (zeros, ones,
 //                               full with sizes known at run time; CPU)
+//   arange_dyn(%start, %end, %step)   Tensor: graph::arange(start, end, step), each
+//                               an int, bool or float: int64, or float32 when
+//                               one is a float (CPU)
 // reshape_dyn and slice_dyn are reshape and slice whose sizes are known only
 // at run time (e.g. from tensor_size); the verifier checks their signatures,
 // infer_types keeps the input's dtype (and rank), dce may remove them.

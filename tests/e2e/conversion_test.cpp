@@ -1,0 +1,141 @@
+// End to end for the conversions the plugin lowers (conversion_functions.cpp,
+// issue 20): each function runs as its compiled graph (asserting the graph
+// ran) and as its eager body on the same inputs; results agree exactly in
+// dtype and shape, in value within float rounding. Gradients through casts
+// are compared with eager autograd; bad bounds are errors from the graph.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "conversion_functions.h"
+
+namespace {
+
+using graph::Tensor;
+
+Tensor pattern(graph::Shape shape, float scale, float shift) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return graph::tanh(graph::arange(0, n).to(graph::kFloat32).view(shape) * scale + shift);
+}
+
+void expect_same(const Tensor& eager, const Tensor& fused, double tol = 1e-6) {
+  ASSERT_EQ(eager.sizes(), fused.sizes());
+  ASSERT_EQ(eager.dtype(), fused.dtype());
+  Tensor a = eager.to(graph::kFloat64).contiguous(), b = fused.to(graph::kFloat64).contiguous();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.data_ptr<double>()[i], y = b.data_ptr<double>()[i];
+    ASSERT_NEAR(x, y, tol * (1 + std::fabs(x))) << "element " << i;
+  }
+}
+
+// Completed runs of the graph of conv::`name` (its mangled name holds "4conv<len><name>E").
+uint64_t calls(const std::string& name) {
+  const std::string fragment = "4conv" + std::to_string(name.size()) + name + "E";
+  const graph::detail::CompiledGraph* found = nullptr;
+  for (const graph::detail::CompiledGraph* g : graph::detail::registered_graphs())
+    if (std::string(g->mangled_name).find(fragment) != std::string::npos) {
+      EXPECT_EQ(found, nullptr) << "two graphs match " << fragment;
+      found = g;
+    }
+  EXPECT_NE(found, nullptr) << "no graph registered for conv::" << name;
+  return found ? found->calls.load() : 0;
+}
+
+graph::Mode compiled_mode() {
+  const char* m = std::getenv("GRAPH_MODE");
+  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
+}
+
+// `f` as the compiled graph (which must run once), then eagerly; returns
+// the compiled result after comparing the two.
+template <class F>
+Tensor static_vs_eager(const std::string& fragment, F&& f, double tol = 1e-6) {
+  graph::set_mode(compiled_mode());
+  const uint64_t before = calls(fragment);
+  Tensor fused = f();
+  EXPECT_EQ(calls(fragment), before + 1) << fragment << ": the compiled graph did not run";
+  graph::set_mode(graph::Mode::Eager);
+  Tensor eager = f();
+  graph::set_mode(compiled_mode());
+  expect_same(eager, fused, tol);
+  return fused;
+}
+
+TEST(Conversions, ToDtypeMatchesEager) {
+  const Tensor x = pattern({3, 4}, 0.9f, -0.4f);
+  EXPECT_EQ(static_vs_eager("to_double", [&] { return conv::to_double(x); }).dtype(), graph::kFloat64);
+  static_vs_eager("mask_to_float", [&] { return conv::mask_to_float(x); });
+  Tensor ints = static_vs_eager("to_integral", [&] { return conv::to_integral(x); }, 0);
+  EXPECT_EQ(ints.dtype(), graph::kInt64);
+  // x * 4 in (-4, 4) truncates toward zero; x != 0 is 1.
+  const Tensor want = (x * 4).to(graph::kInt64) + 1;
+  graph::set_mode(graph::Mode::Eager);
+  expect_same(want, ints, 0);
+  graph::set_mode(compiled_mode());
+  // x.to(its own dtype) is x, as in eager code.
+  static_vs_eager("to_same_dtype", [&] { return conv::to_same_dtype(x); });
+}
+
+TEST(Conversions, CastGradientsComeBackInTheInputDtype) {
+  auto grads = [](graph::Mode mode) {
+    graph::set_mode(mode);
+    Tensor w = pattern({2, 3}, 0.7f, -0.2f), b = pattern({2, 3}, 0.4f, 0.3f);
+    w.requires_grad_();
+    b.requires_grad_();
+    Tensor y = conv::cast_grad(w, b);
+    y.backward();
+    graph::set_mode(compiled_mode());
+    return std::make_pair(w.grad(), b.grad());
+  };
+  const uint64_t before = calls("cast_grad");
+  auto [ws, bs] = grads(compiled_mode());
+  EXPECT_EQ(calls("cast_grad"), before + 1);
+  auto [we, be] = grads(graph::Mode::Eager);
+  ASSERT_TRUE(ws.defined() && bs.defined());
+  EXPECT_EQ(ws.dtype(), graph::kFloat32);
+  expect_same(we, ws, 1e-5);
+  expect_same(be, bs, 1e-5);
+}
+
+TEST(Conversions, ContiguousCopiesAView) {
+  const Tensor x = pattern({3, 4}, 0.5f, 0.1f);
+  Tensor y = static_vs_eager("contiguous_t", [&] { return conv::contiguous_t(x); });
+  EXPECT_TRUE(y.is_contiguous());
+  EXPECT_EQ(y.sizes(), (graph::Shape{4, 3}));
+}
+
+TEST(Conversions, HostIntsAndFloats) {
+  const Tensor x = pattern({3, 2}, 0.6f, -0.3f);
+  for (int n : {0, 3, -5})
+    for (double d : {2.75, -2.75, 0.4})
+      static_vs_eager("host_casts", [&] { return conv::host_casts(x, n, d); });
+}
+
+TEST(Conversions, ArangeWithRunTimeBounds) {
+  const Tensor x = pattern({2, 5}, 0.3f, 0.2f);
+  for (int n : {1, 4, 7})
+    for (double step : {0.5, 1.25}) static_vs_eager("aranges", [&] { return conv::aranges(x, n, step); });
+  Tensor r = static_vs_eager("arange_ints", [&] { return conv::arange_ints(pattern({5, 1}, 1, 0), 2); }, 0);
+  EXPECT_EQ(r.dtype(), graph::kInt64);
+  EXPECT_EQ(r.sizes(), (graph::Shape{3}));
+  EXPECT_EQ(r.data_ptr<int64_t>()[2], 10);  // 2 * {1, 3, 5}
+  // A zero step is the eager error, raised inside the graph.
+  graph::set_mode(compiled_mode());
+  try {
+    conv::arange_ints(x, 0);
+    FAIL() << "expected graph::Error";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step must be nonzero"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Conversions, FactoriesWithRunTimeSizesInIfsAndLoops) {
+  const Tensor x = pattern({2, 3}, 0.5f, -0.1f);
+  for (int n : {0, 1, 2, 4})
+    static_vs_eager("sizes_in_loops", [&] { return conv::sizes_in_loops(x, n); });
+}
+
+}  // namespace
