@@ -10,6 +10,7 @@
 #include <string>
 
 #include "conversion_functions.h"
+#include "graph_calls.h"
 
 namespace {
 
@@ -32,22 +33,9 @@ void expect_same(const Tensor& eager, const Tensor& fused, double tol = 1e-6) {
 }
 
 // Completed runs of the graph of conv::`name` (its mangled name holds "4conv<len><name>E").
-uint64_t calls(const std::string& name) {
-  const std::string fragment = "4conv" + std::to_string(name.size()) + name + "E";
-  const graph::detail::CompiledGraph* found = nullptr;
-  for (const graph::detail::CompiledGraph* g : graph::detail::registered_graphs())
-    if (std::string(g->mangled_name).find(fragment) != std::string::npos) {
-      EXPECT_EQ(found, nullptr) << "two graphs match " << fragment;
-      found = g;
-    }
-  EXPECT_NE(found, nullptr) << "no graph registered for conv::" << name;
-  return found ? found->calls.load() : 0;
-}
+uint64_t calls(const std::string& name) { return e2e::calls("4conv" + std::to_string(name.size()) + name + "E"); }
 
-graph::Mode compiled_mode() {
-  const char* m = std::getenv("GRAPH_MODE");
-  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
-}
+using e2e::compiled_mode;
 
 // `f` as the compiled graph (which must run once), then eagerly; returns
 // the compiled result after comparing the two.

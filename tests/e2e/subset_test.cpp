@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph_calls.h"
 #include "subset_functions.h"
 
 namespace {
@@ -47,23 +48,8 @@ void expect_close(const std::pair<A, B>& eager, const std::pair<A, B>& fused) {
   expect_close(eager.second, fused.second);
 }
 
-// Completed graph runs of the annotated function whose mangled name contains
-// `fragment` (exactly one must be registered).
-uint64_t calls(const std::string& fragment) {
-  const graph::detail::CompiledGraph* found = nullptr;
-  for (const graph::detail::CompiledGraph* g : graph::detail::registered_graphs())
-    if (std::string(g->mangled_name).find(fragment) != std::string::npos) {
-      EXPECT_EQ(found, nullptr) << "two graphs match " << fragment;
-      found = g;
-    }
-  EXPECT_NE(found, nullptr) << "no graph registered for " << fragment;
-  return found ? found->calls.load() : 0;
-}
-
-graph::Mode compiled_mode() {
-  const char* m = std::getenv("GRAPH_MODE");
-  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
-}
+using e2e::calls;
+using e2e::compiled_mode;
 
 // Runs `f` as the compiled graph (which must run once) and eagerly, and
 // compares the results.

@@ -1,0 +1,32 @@
+#pragma once
+// Helpers of the e2e_subset_test sources: which compiled graph ran, and in
+// which mode the compiled side runs (GRAPH_MODE=interpret: the interpreter).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include <graph/graph.h>
+
+namespace e2e {
+
+// Completed graph runs of the annotated function whose mangled name contains
+// `fragment` (exactly one must be registered).
+inline uint64_t calls(const std::string& fragment) {
+  const graph::detail::CompiledGraph* found = nullptr;
+  for (const graph::detail::CompiledGraph* g : graph::detail::registered_graphs())
+    if (std::string(g->mangled_name).find(fragment) != std::string::npos) {
+      EXPECT_EQ(found, nullptr) << "two graphs match " << fragment;
+      found = g;
+    }
+  EXPECT_NE(found, nullptr) << "no graph registered for " << fragment;
+  return found ? found->calls.load() : 0;
+}
+
+inline graph::Mode compiled_mode() {
+  const char* m = std::getenv("GRAPH_MODE");
+  return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;
+}
+
+}  // namespace e2e
