@@ -611,14 +611,7 @@ TEST(Autodiff, LoopInsideIf) {
 
 // ---- bad input ------------------------------------------------------------------------
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a graph::Error";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using gradcheck_support::expect_error;
 
 TEST(Autodiff, AnOpWithoutGradientOnAPathThatRequiresGradIsAnError) {
   auto g = ir::parse(

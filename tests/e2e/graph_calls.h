@@ -1,6 +1,7 @@
 #pragma once
-// Helpers of the e2e_subset_test sources: which compiled graph ran, and in
-// which mode the compiled side runs (GRAPH_MODE=interpret: the interpreter).
+// Helpers of the e2e_subset_test sources: deterministic inputs, which
+// compiled graph ran, and in which mode the compiled side runs
+// (GRAPH_MODE=interpret: the interpreter).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +11,13 @@
 #include <graph/graph.h>
 
 namespace e2e {
+
+// Deterministic float32 values in (-1, 1).
+inline graph::Tensor pattern(graph::Shape shape, float scale, float shift) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return graph::tanh(graph::arange(0, n).to(graph::kFloat32).view(shape) * scale + shift);
+}
 
 // Completed graph runs of the annotated function whose mangled name contains
 // `fragment` (exactly one must be registered).

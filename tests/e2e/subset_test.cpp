@@ -18,11 +18,7 @@ namespace {
 
 using graph::Tensor;
 
-Tensor pattern(graph::Shape shape, float scale, float shift) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return graph::tanh(graph::arange(0, n).to(graph::kFloat32).view(shape) * scale + shift);
-}
+using e2e::pattern;
 
 void expect_close(const Tensor& eager, const Tensor& fused) {
   ASSERT_EQ(eager.defined(), fused.defined());

@@ -1,11 +1,12 @@
 #pragma once
-// Shared by the gradient tests: deterministic float64 inputs and a gradcheck
-// comparing backward() with central finite differences.
+// Shared by the gradient tests: deterministic float64 inputs, a gradcheck
+// comparing backward() with central finite differences, and expect_error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -28,6 +29,17 @@ Tensor values(const Shape& shape, double lo, double hi, int seed) {
     p[i] = lo + (hi - lo) * static_cast<double>(state >> 11) / 9007199254740992.0;
   }
   return t;
+}
+
+// Runs f, expects a graph::Error whose message contains every piece.
+inline void expect_error(const std::function<void()>& f, const std::vector<std::string>& pieces) {
+  try {
+    f();
+    ADD_FAILURE() << "expected graph::Error containing '" << pieces.at(0) << "'";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : pieces) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
 }
 
 // Weighted sum of f's output, so every output element matters differently.
