@@ -51,7 +51,10 @@ inline F pick_isa(F baseline, F avx2, F avx512) {
 #define GRAPH_TARGET_AVX2
 #define GRAPH_TARGET_AVX512
 #endif
-#if defined(__clang__)
+// Sanitizer builds define GRAPH_ISA_FILE_FLAGS: the variants keep the file's
+// -O1 there, since instrumented code forced to -O3 three times over took most
+// of those builds' time, and the sanitizers look for bugs, not speed.
+#if defined(__clang__) || defined(GRAPH_ISA_FILE_FLAGS)
 #define GRAPH_ISA_KERNEL
 #define GRAPH_ISA_INLINE __attribute__((always_inline)) inline
 #elif defined(__GNUC__)
