@@ -4,7 +4,7 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
 
-add_executable(ir_test ${CMAKE_CURRENT_LIST_DIR}/ir_test.cpp)
+add_executable(ir_test ${CMAKE_CURRENT_LIST_DIR}/ir_test.cpp ${CMAKE_CURRENT_LIST_DIR}/ir_verify_test.cpp)
 target_link_libraries(ir_test PRIVATE cxxgraph_ir GTest::gtest_main)
 target_compile_options(ir_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(ir_test)
