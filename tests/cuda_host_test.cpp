@@ -715,6 +715,7 @@ TEST(CudaLt, GemmEpilogueFallsBackToTheEagerOpsOffTheDevice) {
 // ---- CUDA Graph capture bookkeeping (capture.h) ----------------------------------
 
 #include "graph/cuda/capture.h"
+#include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
 #include "../runtime/src/device.h"
 
@@ -873,7 +874,7 @@ TEST(CudaGraphCapture, LeastRecentlyUsedExecutablesAreEvictedAndAllAreDestroyed)
 }
 
 TEST(CudaGraphCapture, GraphsWithHostDecisionsOrHostReadsAreNotCaptured) {
-  using graph::detail::cuda_graph_blocker;
+  using graph::ir::cuda_graph_blocker;
   auto plain = graph::ir::parse(R"(graph f(%x : f32[N], %w : f32[N, N]) {
   %a : Tensor = matmul(%x, %w)
   %b : Tensor = relu(%a)

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "graph/codegen/cpp.h"
 #include "graph/error.h"
+#include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/pipeline.h"
 
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < graphs.size(); ++i) {
       graph::ir::Graph& g = *graphs[i];
       if (print_ir) std::cout << graph::ir::print(g);
-      units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path)});
+      units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path), nullptr,
+                       graph::ir::cuda_graph_blocker(g)});
     }
     const std::string source = graph::codegen::generate_cpu_source(units, in_path);
     std::ofstream out(out_path);

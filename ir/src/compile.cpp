@@ -3,6 +3,7 @@
 
 #include "graph/error.h"
 #include "graph/ir/autodiff.h"
+#include "graph/ir/device_control.h"
 #include "graph/ir/pipeline.h"
 #include "graph/ir/verifier.h"
 
@@ -68,6 +69,7 @@ CompiledGraphs compile(const Graph& lowered) {
   // passes together on long functions (the pass tests verify each step).
   run_pipeline(*c.optimized, default_pipeline());
   verify_or_throw(*c.optimized);
+  c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.gradient = gradient_graphs(lowered);
   return c;
 }

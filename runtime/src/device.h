@@ -31,14 +31,8 @@ Tensor empty_on(Device d, const Shape& sizes, DType dtype);
 Device common_device(std::string_view op, const Tensor& a, const Tensor& b);
 
 // ---- CUDA Graph capture of static graphs ----------------------------------
-// Why graph `g` must not be captured into a CUDA Graph ("" when it may be):
-// an If or Loop on a tensor condition that cannot become a conditional node
-// (ir/device_control.h: host values out of it, a loop body reading its
-// iteration number; host conditions are decided per signature), random numbers drawn per call (dropout: a
-// replay would repeat the mask), ops that read device values on the host
-// (embedding's range check, cross_entropy's targets) or build masks there
-// (scaled_dot_product_attention). Every build (static.cpp).
-std::string cuda_graph_blocker(const ir::Graph& g);
+// Whether a graph may be captured was decided at build time
+// (CompiledGraph::cuda_graph_blocker, from ir/device_control.h).
 // GRAPH_CUDA_GRAPHS=1 in the environment (read once), or set_cuda_graphs.
 bool cuda_graphs_enabled();
 void set_cuda_graphs(bool on);

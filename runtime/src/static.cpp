@@ -20,7 +20,6 @@
 #include "graph/ops.h"
 #include "graph/interpreter.h"
 #include "graph/detail/static_autograd.h"
-#include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/trace.h"
@@ -162,17 +161,6 @@ bool guards_hold(const ir::Graph& g, const Arg* in, size_t n_in, std::string* wh
   return true;
 }
 
-// The blocker of each compiled graph, found once.
-const std::string& blocker_of(const CompiledGraph& g) {
-  static std::mutex mu;
-  static std::map<const CompiledGraph*, std::string> blockers;
-  const ir::Graph& graph = parsed(g);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = blockers.find(&g);
-  if (it == blockers.end()) it = blockers.emplace(&g, cuda_graph_blocker(graph)).first;
-  return it->second;
-}
-
 bool any_cuda_input(const Arg* in, size_t n_in) {
   for (size_t i = 0; i < n_in; ++i) {
     if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && t->defined() && t->device() == Device::CUDA) return true;
@@ -203,7 +191,7 @@ bool run_graph(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, siz
     return run_with_grad(g, in, n_in, out, n_out, why);  // one node on the tape
   } else {
     // Device inputs: a CUDA Graph per input signature (GRAPH_CUDA_GRAPHS=1).
-    if (cuda_graphs_enabled() && any_cuda_input(in, n_in) && blocker_of(g).empty()) {
+    if (cuda_graphs_enabled() && any_cuda_input(in, n_in) && !*g.cuda_graph_blocker) {
       const int r = cuda_run_captured(g, in, n_in, out, n_out, why);
       if (r > 0) return true;
       if (r < 0) {
@@ -422,31 +410,6 @@ bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) 
 }  // namespace graph
 
 namespace graph::detail {
-
-std::string cuda_graph_blocker(const ir::Graph& g) {
-  std::string reason;
-  const std::function<void(const ir::Block*)> walk = [&](const ir::Block* b) {
-    for (const auto& n : b->nodes()) {
-      if (!reason.empty()) return;
-      const ir::Node& m = *n;
-      const OpInfo* info = m.info();
-      if (m.is(OpId::If) || m.is(OpId::Loop)) {
-        // A host condition is decided per signature; a tensor one becomes a
-        // conditional node when ir/device_control.h allows it.
-        const std::string refusal = ir::device_control_refusal(n.get());
-        if (!refusal.empty())
-          reason = m.op() + " (at " + (m.loc().valid() ? m.loc().file + ":" + std::to_string(m.loc().line) : "?") +
-                   "): " + refusal;
-      } else if (ir::is_random(m))  // the op table's Random traits
-        reason = m.op() + ": random numbers are drawn per call, a replay would repeat them";
-      else if (info && info->has(op_trait::ReadsHost))
-        reason = m.op() + ": reads device values on the host";
-      for (size_t i = 0; reason.empty() && i < n->blocks().size(); ++i) walk(n->block(i));
-    }
-  };
-  walk(g.top());
-  return reason;
-}
 
 namespace {
 std::atomic<int>& cuda_graphs_flag() {

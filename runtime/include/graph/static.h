@@ -58,6 +58,9 @@ struct CompiledGraph {
   size_t num_inputs;
   size_t num_outputs;
   const char* ir_text;             // the graph as IR text (GRAPH_MODE=interpret)
+  // Why it must not be captured into a CUDA Graph, "" when it may be
+  // (ir/device_control.h's cuda_graph_blocker, run at build time).
+  const char* cuda_graph_blocker;
   std::atomic<uint64_t> calls{0};  // completed graph runs
 };
 

@@ -33,6 +33,9 @@ struct GradientGraphs {
 struct CompiledGraphs {
   std::unique_ptr<Graph> optimized;  // default_pipeline, verified
   GradientGraphs gradient;
+  // Why the optimized graph must not be captured into a CUDA Graph, "" when
+  // it may be (device_control.h's cuda_graph_blocker).
+  std::string cuda_graph_blocker;
 };
 
 // `lowered` as a front end made it (verified, not optimized) is not changed.

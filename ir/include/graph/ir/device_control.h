@@ -1,9 +1,10 @@
 #pragma once
 // Which If and Loop nodes run as CUDA conditional graph nodes when their
 // graph is captured into a CUDA Graph (runtime/include/graph/device_control.h).
-// Shared by codegen (it emits the device path for these nodes only) and the
-// runtime (cuda_graph_blocker refuses the graphs whose tensor conditions
-// cannot become conditional nodes), so both decide alike. Header-only.
+// Codegen emits the device path for these nodes only, and cuda_graph_blocker
+// (below, run by compile.h at build time) refuses the graphs whose tensor
+// conditions cannot become conditional nodes, so both decide alike.
+// Header-only.
 //
 // A node on a tensor condition qualifies when what it gives the rest of the
 // graph can live in fixed device buffers: an If whose outputs are all
@@ -12,6 +13,7 @@
 // While node's body). A node on a host condition (bool, int, float) needs no
 // conditional node: every host value of a static graph follows from the
 // call's signature (scalars, shapes), so the capture bakes the decision.
+#include <functional>
 #include <string>
 
 #include "graph/ir/ir.h"
@@ -40,6 +42,37 @@ inline std::string device_control_refusal(const Node* n) {
   if (!n->block(0)->param(0)->users().empty())
     return "a Loop on a tensor condition reads its iteration number on the host";
   return "";
+}
+
+// Why graph `g` must not be captured into a CUDA Graph ("" when it may be):
+// an If or Loop on a tensor condition that cannot become a conditional node
+// (device_control_refusal; host conditions are decided per signature), random
+// numbers drawn per call (dropout: a replay would repeat the mask), ops that
+// read device values on the host (embedding's range check, cross_entropy's
+// targets) or build masks there. Decided at build time (compile.h) and stored
+// with the compiled graph, so the runtime never looks at the IR for it.
+inline std::string cuda_graph_blocker(const Graph& g) {
+  std::string reason;
+  const std::function<void(const Block*)> visit = [&](const Block* b) {
+    for (const auto& n : b->nodes()) {
+      if (!reason.empty()) return;
+      const Node& m = *n;
+      const OpInfo* info = m.info();
+      if (m.is(OpId::If) || m.is(OpId::Loop)) {
+        const std::string refusal = device_control_refusal(n.get());
+        if (!refusal.empty())
+          reason = m.op() + " (at " + (m.loc().valid() ? m.loc().file + ":" + std::to_string(m.loc().line) : "?") +
+                   "): " + refusal;
+      } else if (is_random(m)) {  // the op table's Random traits
+        reason = m.op() + ": random numbers are drawn per call, a replay would repeat them";
+      } else if (info && info->has(op_trait::ReadsHost)) {
+        reason = m.op() + ": reads device values on the host";
+      }
+      for (size_t i = 0; reason.empty() && i < n->blocks().size(); ++i) visit(n->block(i));
+    }
+  };
+  visit(g.top());
+  return reason;
 }
 
 }  // namespace graph::ir
