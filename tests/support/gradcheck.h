@@ -18,7 +18,7 @@ using graph::Tensor;
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // Deterministic float64 values in [lo, hi).
-Tensor values(const Shape& shape, double lo, double hi, int seed) {
+inline Tensor values(const Shape& shape, double lo, double hi, int seed) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   Tensor t = graph::empty(shape, graph::kFloat64);
@@ -43,7 +43,7 @@ inline void expect_error(const std::function<void()>& f, const std::vector<std::
 }
 
 // Weighted sum of f's output, so every output element matters differently.
-double objective(const Fn& f, const std::vector<Tensor>& in, const Tensor& weights) {
+inline double objective(const Fn& f, const std::vector<Tensor>& in, const Tensor& weights) {
   graph::NoGradGuard g;
   return (f(in) * weights).sum().item<double>();
 }
@@ -51,7 +51,7 @@ double objective(const Fn& f, const std::vector<Tensor>& in, const Tensor& weigh
 // Compares d objective / d inputs from backward() with central differences.
 // Inputs listed in `fixed` (by position) are passed as they are (indices,
 // masks) and not checked.
-void gradcheck(const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6, std::vector<size_t> fixed = {}) {
+inline void gradcheck(const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6, std::vector<size_t> fixed = {}) {
   auto is_fixed = [&](size_t k) { return std::find(fixed.begin(), fixed.end(), k) != fixed.end(); };
   for (size_t k = 0; k < inputs.size(); ++k)
     if (!is_fixed(k)) inputs[k] = inputs[k].clone().requires_grad_();
