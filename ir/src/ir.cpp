@@ -246,4 +246,17 @@ Value* add_constant(Block* b, bool v) {
   return n->add_output(Type::bool_());
 }
 
+Value* add_bool_to_int(Block* b, Value* cond, const SourceLoc& loc) {
+  Node* n = b->append("If");
+  n->add_input(cond);
+  n->set_loc(loc);
+  for (int64_t v : {int64_t{1}, int64_t{0}}) {
+    Block* branch = n->add_block();
+    Value* c = add_constant(branch, v);
+    c->producer()->set_loc(loc);
+    branch->add_return(c);
+  }
+  return n->add_output(Type::int_());
+}
+
 }  // namespace graph::ir

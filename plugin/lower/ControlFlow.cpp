@@ -188,10 +188,14 @@ auto FunctionLowering::remove_unused_flags() -> void {
     if (n->output()->users().empty() && !returned.count(n->output())) n->owner()->erase(n);
 }
 
-auto FunctionLowering::add_block(ir::Node* n, SourceLocation at) -> ir::Block* {
+auto FunctionLowering::check_depth(SourceLocation at) -> void {
   if (depth_ + 1 > kMaxBlockDepth)
     unsupported(at, "control flow nested more than " + std::to_string(kMaxBlockDepth) +
                         " levels deep cannot be lowered");
+}
+
+auto FunctionLowering::add_block(ir::Node* n, SourceLocation at) -> ir::Block* {
+  check_depth(at);
   return n->add_block();
 }
 

@@ -148,14 +148,8 @@ auto FunctionLowering::conversion(const CastExpr* c) -> ir::Value* {
 }
 
 auto FunctionLowering::bool_to_int(ir::Value* b, SourceLocation l) -> ir::Value* {
-  ir::Node* n = block_->append("If");
-  n->add_input(b);
-  n->set_loc(loc(l));
-  for (int64_t v : {int64_t{1}, int64_t{0}}) {
-    ir::Block* b = add_block(n, l);
-    in_block(b, [&] { b->add_return(constant(v, l)); });
-  }
-  return n->add_output(ir::Type::int_());
+  check_depth(l);  // its blocks nest one level deeper
+  return ir::add_bool_to_int(block_, b, loc(l));
 }
 
 auto FunctionLowering::unary(const UnaryOperator* u) -> ir::Value* {

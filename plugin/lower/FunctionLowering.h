@@ -454,6 +454,7 @@ class FunctionLowering {
 
   // A new block of `n` (an If or Loop at `at`), one level deeper than block_.
   ir::Block* add_block(ir::Node* n, SourceLocation at);
+  void check_depth(SourceLocation at);  // unsupported() past kMaxBlockDepth nested blocks
 
   void if_(const IfStmt* s);
 

@@ -208,16 +208,7 @@ Value* Scope::int_constant(int64_t value) {
 
 // `v ? 1 : 0` at the end of the forward body, as the plugin lowers a bool to int.
 Value* Scope::bool_as_int(Value* v) {
-  Node* n = fwd_->append("If");
-  n->add_input(v);
-  if (const Node* p = v->producer()) n->set_loc(p->loc());
-  for (int64_t value : {int64_t{1}, int64_t{0}}) {
-    Block* b = n->add_block();
-    Node* c = b->append("constant");
-    c->attrs()["value"] = value;
-    b->add_return(c->add_output(Type::int_()));
-  }
-  return n->add_output(Type::int_());
+  return add_bool_to_int(fwd_, v, v->producer() ? v->producer()->loc() : SourceLoc{});
 }
 
 void Scope::accumulate(Value* v, Value* g) {

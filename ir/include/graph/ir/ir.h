@@ -255,6 +255,10 @@ Value* add_constant(Block* b, int64_t v);
 Value* add_constant(Block* b, double v);
 Value* add_constant(Block* b, bool v);
 inline Value* add_constant(Block* b, int v) { return add_constant(b, int64_t{v}); }
+// `cond ? 1 : 0` as an int: an If on the host bool `cond` whose blocks return
+// the constants, every node at `loc`. How C++'s bool-to-int conversion lowers;
+// autodiff builds the same to carry a host decision to the backward.
+Value* add_bool_to_int(Block* b, Value* cond, const SourceLoc& loc);
 
 // Visits every node of `b` and of its nested blocks, in order (pre-order).
 template <class F>
