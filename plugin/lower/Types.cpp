@@ -84,6 +84,9 @@ std::optional<ir::Type> ir_type(QualType t) {
   if (is_tensor_record(t)) return ir::Type::tensor();
   if (is_tensor_vector(t)) return ir::Type::list();
   t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  // An enum (graph::Reduction) is its integer value; DType is an attribute only.
+  if (const auto* et = t->getAs<EnumType>())
+    return et->getDecl()->getName() == "DType" ? std::nullopt : std::optional(ir::Type::int_());
   const auto* bt = dyn_cast<BuiltinType>(t.getTypePtr());
   if (!bt) return std::nullopt;
   switch (bt->getKind()) {
