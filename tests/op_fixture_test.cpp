@@ -192,6 +192,24 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
                                        std::stod(c.attrs.at("eps")));
     return c.op == "batch_norm" ? y : graph::cat({rm, rv});
   }
+  if (c.op == "logsumexp") return graph::logsumexp(in[0], dims_attr(c), keep);
+  if (c.op == "var" || c.op == "std") {
+    const auto f = c.op == "var" ? [](const Tensor& x, const Shape& d, double k, bool kd) { return graph::var(x, d, k, kd); }
+                                 : [](const Tensor& x, const Shape& d, double k, bool kd) { return graph::std(x, d, k, kd); };
+    if (!has_dims) return c.op == "var" ? graph::var(in[0]) : graph::std(in[0]);
+    return f(in[0], dims_attr(c), std::stod(c.attrs.at("correction")), keep);
+  }
+  if (c.attrs.count("reduction")) {
+    const std::string& r = c.attrs.at("reduction");
+    const graph::Reduction red = r == "sum" ? graph::kSum : r == "none" ? graph::kNone : graph::kMean;
+    const auto opt = [&](const char* key, size_t k) { return c.attrs.count(key) ? in.at(k) : Tensor(); };
+    if (c.op == "nll_loss")
+      return graph::nll_loss(in[0], in[1], opt("weight", 2), red,
+                             c.attrs.count("ignore_index") ? std::stoll(c.attrs.at("ignore_index")) : -100);
+    if (c.op == "binary_cross_entropy") return graph::binary_cross_entropy(in[0], in[1], red, opt("weight", 2));
+    if (c.op == "binary_cross_entropy_with_logits")
+      return graph::binary_cross_entropy_with_logits(in[0], in[1], red, opt("pos_weight", 3), opt("weight", 2));
+  }
   throw std::runtime_error("no runner for op " + c.op);
 }
 

@@ -84,6 +84,14 @@ std::optional<ir::Type> ir_type(QualType t) {
   if (is_tensor_record(t)) return ir::Type::tensor();
   if (is_tensor_vector(t)) return ir::Type::list();
   t = t.getNonReferenceType().getCanonicalType().getUnqualifiedType();
+  // An enum over a signed integer (graph::Reduction) is its value, as a signed
+  // integer is; DType is an attribute only, std::byte is unsigned.
+  if (const auto* et = t->getAs<EnumType>()) {
+    const EnumDecl* d = et->getDecl();
+    if (d->getName() == "DType" || d->getIntegerType().isNull() || !d->getIntegerType()->isSignedIntegerType())
+      return std::nullopt;
+    return ir::Type::int_();
+  }
   const auto* bt = dyn_cast<BuiltinType>(t.getTypePtr());
   if (!bt) return std::nullopt;
   switch (bt->getKind()) {

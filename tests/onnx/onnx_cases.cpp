@@ -253,6 +253,21 @@ std::vector<Case> cases() {
                                               batch_norm(x.flatten(2), v[1], rv)};
                  },
                  {randn({2, 3, 4, 4}), randn({3}), randn({3}), randn({3})}});
+  // The decompositions: logsumexp (an -inf row), var/std, nll_loss (weight,
+  // ignore_index), binary_cross_entropy(_with_logits) with each Reduction.
+  out.push_back({"reduce_losses", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];  // f32 [4, 5]
+                   const Tensor& y = v[1];  // i64 [4], in [0, 5), one -100
+                   const Tensor t = sigmoid(x * 0.7);
+                   const Tensor w = arange(1.0, 6.0) * 0.3;
+                   const Tensor ninf = masked_fill(x, arange(0, 4).reshape({4, 1}) == 0, -INFINITY);
+                   return std::vector<Tensor>{logsumexp(x, {1}), logsumexp(ninf, {1}, true), var(x, {0}), var(x),
+                                              graph::std(x, {1}, false, true), nll_loss(log_softmax(x, 1), y, w),
+                                              nll_loss(x, y, Tensor(), kNone),
+                                              binary_cross_entropy(sigmoid(x), t, kSum),
+                                              binary_cross_entropy_with_logits(x * 3.0, t, kNone, w)};
+                 },
+                 {randn({4, 5}), tensor<int64_t>({3, -100, 0, 4})}});
   return out;
 }
 

@@ -176,4 +176,43 @@ using namespace graph;
   return batch_norm(a, Tensor(), Tensor(), Tensor(), Tensor(), true) * 2.0;
 }
 
+// ---- decompositions without a table entry (issue 19): logsumexp, var/std,
+// nll_loss (c: int64 targets), binary_cross_entropy(_with_logits) with each
+// Reduction and their optional weights. Tested in op_grad_test's Composite.
+[[graph::static]] Tensor op_logsumexp(const Tensor& a, const Tensor&, const Tensor&) { return logsumexp(a * 3.0, {1}); }
+[[graph::static]] Tensor op_logsumexp_keepdim(const Tensor& a, const Tensor&, const Tensor&) {
+  return logsumexp(a, {0, 2}, true) * a;
+}
+[[graph::static]] Tensor op_var(const Tensor& a, const Tensor&, const Tensor&) { return var(a, {1}); }
+[[graph::static]] Tensor op_var_biased_keepdim(const Tensor& a, const Tensor&, const Tensor&) {
+  return var(a, {0, 2}, false, true) * a;
+}
+[[graph::static]] Tensor op_var_all(const Tensor& a, const Tensor&, const Tensor&) { return var(a) * a; }
+[[graph::static]] Tensor op_std(const Tensor& a, const Tensor&, const Tensor&) { return graph::std(a, {0}, 2.0); }
+[[graph::static]] Tensor op_std_all(const Tensor& a, const Tensor&, const Tensor&) { return graph::std(a) + a; }
+[[graph::static]] Tensor op_nll_loss(const Tensor& a, const Tensor&, const Tensor& c) {
+  return nll_loss(log_softmax(a, 1), c);
+}
+[[graph::static]] Tensor op_nll_loss_weight_sum(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return nll_loss(log_softmax(a, 1), c, b, graph::kSum, 2);
+}
+[[graph::static]] Tensor op_nll_loss_weight_none(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return nll_loss(a, c, b, graph::kNone);
+}
+[[graph::static]] Tensor op_nll_loss_weight_mean(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return nll_loss(a, c, b);
+}
+[[graph::static]] Tensor op_bce(const Tensor& a, const Tensor& b, const Tensor&) {
+  return binary_cross_entropy(sigmoid(a), sigmoid(b));
+}
+[[graph::static]] Tensor op_bce_weight_none(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return binary_cross_entropy(sigmoid(a), sigmoid(b), graph::kNone, c);
+}
+[[graph::static]] Tensor op_bce_logits(const Tensor& a, const Tensor& b, const Tensor&) {
+  return binary_cross_entropy_with_logits(a * 4.0, sigmoid(b), graph::kSum);
+}
+[[graph::static]] Tensor op_bce_logits_pos_weight(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return binary_cross_entropy_with_logits(a, sigmoid(b), graph::kNone, c, c * 0.5 + 1.0);
+}
+
 }  // namespace og

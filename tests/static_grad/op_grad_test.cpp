@@ -266,6 +266,22 @@ Case case_named(std::string_view n) {
   if (n == "bmm_method") return make(op_bmm_method, {in(cube), in({2, 5, 4}, 0.5f, 0.2f)});
   if (n == "to") return make(op_to, {in(m), in(m, 0.4f, 0.1f)});
   if (n == "contiguous") return make(op_contiguous, {in(m)});
+  // The decompositions (kComposites below); targets hit the ignored index and class 2.
+  if (n == "logsumexp" || n == "var" || n == "var_all" || n == "std")
+    return make(n == "logsumexp" ? op_logsumexp : n == "var" ? op_var : n == "var_all" ? op_var_all : op_std,
+                {in({3, 4})});
+  if (n == "logsumexp_keepdim" || n == "var_biased_keepdim")
+    return make(n == "logsumexp_keepdim" ? op_logsumexp_keepdim : op_var_biased_keepdim, {in(cube)});
+  if (n == "std_all") return make(op_std_all, {in({5})});
+  const Tensor classes = in({4}, 0.5f, 0.6f);
+  if (n == "nll_loss") return make(op_nll_loss, {in({3, 4}), unused(), ints({1, 3, 0})});
+  if (n == "nll_loss_weight_sum") return make(op_nll_loss_weight_sum, {in({4, 4}), classes, ints({2, 3, 0, 2})});
+  if (n == "nll_loss_weight_none") return make(op_nll_loss_weight_none, {in({3, 4}), classes, ints({1, -100, 3})});
+  if (n == "nll_loss_weight_mean") return make(op_nll_loss_weight_mean, {in({3, 4}), classes, ints({1, -100, 3})});
+  if (n == "bce" || n == "bce_logits") return make(n == "bce" ? op_bce : op_bce_logits, {in(m), in(m, 0.4f, 0.1f)});
+  if (n == "bce_weight_none" || n == "bce_logits_pos_weight")
+    return make(n == "bce_weight_none" ? op_bce_weight_none : op_bce_logits_pos_weight,
+                {in(m), in(m, 0.4f, 0.1f), in({3}, 0.5f, 0.6f)});
   return {};
 }
 
@@ -283,6 +299,22 @@ std::vector<std::string> words(std::string_view s) {
     i = j + 1;
   }
   return out;
+}
+
+void check_case(const std::string& name) {
+  SCOPED_TRACE(name);
+  const Case c = case_named(name);
+  ASSERT_NE(c.fn, nullptr) << "no inputs for case '" << name << "' in case_named()";
+  for (graph::Mode mode : {graph::Mode::Static, graph::Mode::Interpret}) {
+    SCOPED_TRACE(mode == graph::Mode::Static ? "compiled" : "interpreted");
+    const std::string m = mangled(name);
+    check_gradients(m.c_str(),
+                    [fn = c.fn](const std::vector<Tensor>& x) {
+                      Tensor y = fn(x[0], x[1], x[2]);
+                      return (y * weights_like(y).to(y.dtype())).sum();
+                    },
+                    c.inputs, c.no_grad, mode);
+  }
 }
 
 class OpGrad : public testing::TestWithParam<size_t> {};
@@ -306,24 +338,25 @@ TEST_P(OpGrad, StaticGradientsEqualEagerAndFiniteDifferences) {
   }
   const std::vector<std::string> cases = words(e.cases);
   ASSERT_FALSE(cases.empty());
-  for (const std::string& name : cases) {
-    SCOPED_TRACE(name);
-    const Case c = case_named(name);
-    ASSERT_NE(c.fn, nullptr) << "no inputs for case '" << name << "' in case_named()";
-    for (graph::Mode mode : {graph::Mode::Static, graph::Mode::Interpret}) {
-      SCOPED_TRACE(mode == graph::Mode::Static ? "compiled" : "interpreted");
-      const std::string m = mangled(name);
-      check_gradients(m.c_str(),
-                      [fn = c.fn](const std::vector<Tensor>& x) {
-                        Tensor y = fn(x[0], x[1], x[2]);
-                        return (y * weights_like(y).to(y.dtype())).sum();
-                      },
-                      c.inputs, c.no_grad, mode);
-    }
-  }
+  for (const std::string& name : cases) check_case(name);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryOp, OpGrad, testing::Range<size_t>(0, graph::kNumOps),
                          [](const testing::TestParamInfo<size_t>& p) { return std::string(kEntries[p.param].op); });
+
+// Ops that are decompositions into table ops (no entry of their own): each
+// lowers whole (no eager fallback) and differentiates through those ops.
+constexpr std::string_view kComposites[] = {
+    "logsumexp", "logsumexp_keepdim", "var", "var_biased_keepdim", "var_all", "std", "std_all",
+    "nll_loss", "nll_loss_weight_sum", "nll_loss_weight_none", "nll_loss_weight_mean",
+    "bce", "bce_weight_none", "bce_logits", "bce_logits_pos_weight",
+};
+
+class Composite : public testing::TestWithParam<std::string_view> {};
+
+TEST_P(Composite, StaticGradientsEqualEagerAndFiniteDifferences) { check_case(std::string(GetParam())); }
+
+INSTANTIATE_TEST_SUITE_P(Decompositions, Composite, testing::ValuesIn(kComposites),
+                         [](const testing::TestParamInfo<std::string_view>& p) { return std::string(p.param); });
 
 }  // namespace

@@ -212,6 +212,24 @@ elementwise op (`x.sin()`), `x.clamp_min(lo)`, `x.clamp_max(hi)`, `x.masked_fill
 value)`, `x.triu(d)`, `x.tril(d)`, `x.index_select(dim, index)`, `x.gather(dim, index)`,
 `x.cumsum(dim)` and `a.bmm(b)` lower in static functions; `x.clamp(lo, hi)` runs
 eagerly only.
+
+Reductions and losses built the same way (their kernels are the table ops', so they
+run on CUDA where those do; gradients come from those ops):
+- `logsumexp(x, dims, keepdim = false)`: `m + log(sum(exp(x - m), dims))`, `m` the
+  `amax` over dims taken as 0 where infinite (a row of -inf gives -inf, as PyTorch);
+- `var(x, dims, correction = 1, keepdim = false)`, `std(...)` (= `sqrt(var)`), and
+  `var(x)` / `std(x)` over all dims: `sum((x - mean)^2) / max(0, n - correction)`; a
+  bool `unbiased` converts to the correction; write `graph::std`;
+- `nll_loss(log_probs [N, C], target int64 [N], weight = {}, reduction = kMean,
+  ignore_index = -100)`: `gather` of the targets' log-probabilities (ignored targets
+  weigh 0); `kMean` divides by the sum of the picked weights. A bad target is an error
+  of that `gather` (or `index_select` for the weight), naming it and the shapes;
+- `binary_cross_entropy(p, target, reduction = kMean, weight = {})`, each log clamped
+  at -100; `binary_cross_entropy_with_logits(x, target, reduction = kMean,
+  pos_weight = {}, weight = {})` through `softplus(-x)` (no overflow for large |x|).
+  `Reduction` is `kNone`, `kMean` or `kSum` (`graph::Reduction`, as `torch::kMean`).
+  `target` is read in the input's shape (`reshape`): one with another element count is
+  an error of that reshape, never broadcast.
 )";
 
 }  // namespace

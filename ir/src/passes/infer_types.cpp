@@ -261,12 +261,16 @@ class TypeInference {
 namespace {
 
 // Whether `v` reaches, directly or through views, an operand that must hold
-// integer indices: embedding's indices, cross_entropy's class targets.
+// integer indices: embedding's indices, cross_entropy's class targets, through
+// views and masked_fill.
 bool used_as_indices(const Value* v, int depth = 0) {
   if (depth > 16) return false;
   for (const Node* n : v->users()) {
     const OpInfo* info = n->table_op();
-    const bool view = n->is(OpId::reshape_dyn) || n->is(OpId::slice_dyn) || (info && info->kind == OpKind::View);
+    // masked_fill keeps its input's dtype: a masked index (nll_loss's ignored
+    // targets replaced) is an index still.
+    const bool view = n->is(OpId::reshape_dyn) || n->is(OpId::slice_dyn) || n->is(OpId::masked_fill) ||
+                      (info && info->kind == OpKind::View);
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       if (n->input(i) != v) continue;
       if (info && (info->id == OpId::embedding || info->id == OpId::cross_entropy || info->id == OpId::index_select ||

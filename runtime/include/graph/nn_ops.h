@@ -3,6 +3,7 @@
 // and argument order. Shapes follow PyTorch: images are [N, C, H, W].
 #include <optional>
 
+#include "graph/ops.h"
 #include "graph/tensor.h"
 
 namespace graph {
@@ -43,6 +44,61 @@ GRAPH_OP("batch_norm") Tensor batch_norm(const Tensor& x, const Tensor& running_
 GRAPH_OP("mse_loss") Tensor mse_loss(const Tensor& input, const Tensor& target);
 // logits [N, C], target int64 class indices [N]
 GRAPH_OP("cross_entropy") Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+
+// PyTorch's loss reduction (torch::kNone/kMean/kSum): per-element losses, their
+// mean (nll_loss: weighted by the picked class weights) or their sum.
+enum class Reduction { None, Mean, Sum };
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+// The losses below are decompositions into table ops (no table entry): inline,
+// so the plugin lowers them like user code and their gradients are those ops'.
+namespace detail {
+inline Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
+  if (reduction == Reduction::Sum) return sum(loss);
+  if (reduction == Reduction::Mean) return mean(loss);
+  return loss;
+}
+}  // namespace detail
+// nll_loss(log_probs [N, C], target int64 [N]): -log_probs[i, target[i]] *
+// weight[target[i]]; targets equal to ignore_index count for nothing (Mean
+// divides by the sum of the weights of the others: nan when all are ignored).
+// A target out of [0, C), not int64 or not [N] is an error of its gather.
+inline Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = Tensor(),
+                       Reduction reduction = Reduction::Mean, int64_t ignore_index = -100) {
+  Tensor valid = target != ignore_index;
+  Tensor safe = where(valid, target, 0);  // ignored targets pick class 0, weighted 0
+  Tensor w = valid * 1.0;
+  if (weight.defined()) w = index_select(weight, 0, safe) * valid;
+  Tensor loss = -gather(log_probs, 1, safe.unsqueeze(1)).squeeze(1) * w;
+  if (reduction == Reduction::Mean) return sum(loss) / sum(w);
+  return detail::reduce_loss(loss, reduction);
+}
+// binary_cross_entropy(p, target): -(t log p + (1 - t) log(1 - p)), each log
+// clamped at -100 as PyTorch does (p of 0 or 1 gives a finite loss), times
+// weight where given. target must have p's element count (it is read in p's
+// shape, so a target [N, 1] for p [N] works; one that would broadcast is an
+// error of that reshape).
+inline Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, Reduction reduction = Reduction::Mean,
+                                   const Tensor& weight = Tensor()) {
+  const Tensor t = target.reshape(p.sizes());  // PyTorch wants equal sizes: no broadcasting
+  Tensor loss = -(t * clamp_min(log(p), -100.0) + (1 - t) * clamp_min(log(1 - p), -100.0));
+  if (weight.defined()) loss = loss * weight;
+  return detail::reduce_loss(loss, reduction);
+}
+// binary_cross_entropy_with_logits(x, target): (1 - t) x + lw softplus(-x),
+// lw = 1 + (pos_weight - 1) t; softplus is log1p(exp(.)) below 20, its
+// argument above, so no exp overflows (PyTorch's log1p(exp(-|x|)) + relu(-x)).
+inline Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target,
+                                               Reduction reduction = Reduction::Mean,
+                                               const Tensor& pos_weight = Tensor(), const Tensor& weight = Tensor()) {
+  const Tensor t = target.reshape(x.sizes());  // PyTorch wants equal sizes: no broadcasting
+  Tensor sp = softplus(-x);
+  if (pos_weight.defined()) sp = sp * ((pos_weight - 1) * t + 1);
+  Tensor loss = (1 - t) * x + sp;
+  if (weight.defined()) loss = loss * weight;
+  return detail::reduce_loss(loss, reduction);
+}
 
 // softmax(q k^T / sqrt(d) + mask) v over the last two dims; a bool mask keeps
 // true positions, a floating mask is added; is_causal masks the future.

@@ -3,6 +3,9 @@
 // plugin maps a call to the IR op by declaration. Elementwise ops broadcast as
 // NumPy/PyTorch do and promote dtypes (bool < int64 < float32); bad shapes or
 // dtypes throw graph::Error naming the op and the operand shapes.
+#include <algorithm>
+#include <cmath>
+
 #include "graph/tensor.h"
 
 namespace graph {
@@ -111,5 +114,36 @@ GRAPH_DEFINE_COMPOUND_OPERATOR(-, sub)
 GRAPH_DEFINE_COMPOUND_OPERATOR(*, mul)
 GRAPH_DEFINE_COMPOUND_OPERATOR(/, div)
 #undef GRAPH_DEFINE_COMPOUND_OPERATOR
+
+// ---- reductions built from the ops above --------------------------------
+// logsumexp, var and std are decompositions into the ops above (no table
+// entry): inline, so the plugin lowers them like user code, the reductions stay
+// the vectorized sum/amax/mean kernels, and their gradients are those ops'.
+// logsumexp(x, dims, keepdim) = m + log(sum(exp(x - m))), m the max over dims
+// (taken as 0 where infinite, as PyTorch: a row of -inf gives -inf, not NaN).
+// sum over m's size-1 dims drops them when !keepdim; its gradient is softmax.
+inline Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim = false) {
+  Tensor m = amax(x, dims, true);
+  m = where(abs(m) == INFINITY, 0.0, m);
+  return log(sum(exp(x - m), dims, keepdim)) + sum(m, dims, keepdim);
+}
+// var(x, dims, correction, keepdim): sum((x - mean)^2) / max(0, n - correction),
+// n the count over dims (PyTorch: correction 1 is unbiased, a bool converts to
+// it; correction >= n divides by 0, giving inf, or nan for a zero sum). var(x)
+// reduces every dim, unbiased. Two passes (mean, then squared deviations).
+inline Tensor var(const Tensor& x, const Shape& dims, double correction = 1.0, bool keepdim = false) {
+  Tensor d = x - mean(x, dims, true);
+  Tensor ss = sum(d * d, dims, keepdim);
+  const int64_t n = x.numel() / std::max<int64_t>(ss.numel(), 1);  // an empty x gives an empty ss
+  return ss / std::max(0.0, static_cast<double>(n) - correction);
+}
+inline Tensor var(const Tensor& x) {
+  Tensor d = x - mean(x);
+  return sum(d * d) / std::max(0.0, static_cast<double>(x.numel()) - 1.0);
+}
+inline Tensor std(const Tensor& x, const Shape& dims, double correction = 1.0, bool keepdim = false) {
+  return sqrt(var(x, dims, correction, keepdim));
+}
+inline Tensor std(const Tensor& x) { return sqrt(var(x)); }
 
 }  // namespace graph
