@@ -3,7 +3,8 @@
 # input, and static forwards (rnn_functions.cpp, built with
 # -Werror=graph-fallback) against eager, compiled and interpreted; the model
 # suite's 2-layer GRU language model.
-add_executable(rnn_test ${CMAKE_CURRENT_LIST_DIR}/rnn/rnn_test.cpp ${CMAKE_CURRENT_LIST_DIR}/rnn/rnn_functions.cpp)
+add_executable(rnn_test ${CMAKE_CURRENT_LIST_DIR}/rnn/rnn_test.cpp ${CMAKE_CURRENT_LIST_DIR}/rnn/rnn_static_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/rnn/rnn_functions.cpp)
 target_link_libraries(rnn_test PRIVATE cxxgraph::runtime GTest::gtest_main)
 cxxgraph_static_graphs(rnn_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/rnn/rnn_functions.cpp
   GENERATOR_FLAGS -Werror=graph-fallback)

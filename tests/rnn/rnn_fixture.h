@@ -108,4 +108,12 @@ inline void expect_near(const Tensor& got, const Entry& want, double tol, const 
   }
 }
 
+// The same against another run's tensor.
+inline void expect_near(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  ASSERT_TRUE(want.defined()) << what << ": no reference";
+  const Tensor w = want.detach().to(graph::kFloat64).contiguous();
+  expect_near(got, Entry{w.sizes(), std::vector<double>(w.data_ptr<double>(), w.data_ptr<double>() + w.numel())}, tol,
+              what);
+}
+
 }  // namespace rnn_fixture
