@@ -152,4 +152,41 @@ TEST(RNNStatic, GRUBatchFirstMatchesPyTorchAndEager) { check_sequence("gru_2laye
 TEST(RNNStatic, LSTMMatchesPyTorchAndEager) { check_sequence("lstm_2layer", true); }
 TEST(RNNStatic, LSTMBatchFirstMatchesPyTorchAndEager) { check_sequence("lstm_2layer_batch_first", true); }
 
+// The model suite's "2-layer GRU language model": embedding -> 2-layer GRU
+// -> linear -> cross_entropy, its forward static, against PyTorch's loss and
+// parameter gradients after one backward.
+TEST(ModelSuite, GRULanguageModelMatchesPyTorch) {
+  const Mode mode = compiled_mode();
+  const Case& c = rnn_fixture::get("gru_lm");
+  rnn::GRULM lm(c.attr("V"), c.attr("E"), c.attr("H"), c.attr("L"));
+  rnn_fixture::load_params(*lm, c);
+  const Tensor ids = c.tensor("input:ids", graph::kInt64), targets = c.tensor("input:targets", graph::kInt64);
+  const char* fragment = "GRULMImpl7forward";
+  {
+    graph::NoGradGuard g;
+    graph::set_mode(mode);
+    const uint64_t before = calls(fragment);
+    Tensor loss = lm(ids, targets);
+    EXPECT_EQ(calls(fragment) - before, 1u) << "the graph did not run";
+    graph::set_mode(Mode::Static);
+    rnn_fixture::expect_near(loss, c.at("output:loss"), 1e-5, "loss");
+  }
+  std::vector<std::vector<Tensor>> grads;
+  for (Mode m : {mode, Mode::Eager}) {
+    graph::set_mode(m);
+    lm->zero_grad();
+    Tensor loss = lm(ids, targets);
+    loss.backward();
+    graph::set_mode(Mode::Static);
+    rnn_fixture::expect_near(loss, c.at("output:loss"), 1e-5, "loss");
+    grads.emplace_back();
+    for (auto& [name, p] : lm->named_parameters()) {
+      rnn_fixture::expect_near(p.grad(), c.at("grad:" + name), 2e-5, "grad of " + name);
+      grads.back().push_back(p.grad());
+    }
+  }
+  for (size_t k = 0; k < grads[0].size(); ++k)
+    rnn_fixture::expect_near(grads[0][k], grads[1][k], 1e-5, "static vs eager gradient " + std::to_string(k));
+}
+
 }  // namespace
