@@ -152,6 +152,29 @@ TEST(RNNStatic, GRUBatchFirstMatchesPyTorchAndEager) { check_sequence("gru_2laye
 TEST(RNNStatic, LSTMMatchesPyTorchAndEager) { check_sequence("lstm_2layer", true); }
 TEST(RNNStatic, LSTMBatchFirstMatchesPyTorchAndEager) { check_sequence("lstm_2layer_batch_first", true); }
 
+// In a graph the module's eager check is left out (GRAPH_EAGER_CHECK): the
+// ops report bad shapes with the module's source line, never a wrong result.
+TEST(RNNStatic, BadInputInAGraphIsAnErrorWithTheSourceLine) {
+  graph::set_mode(compiled_mode());
+  rnn::GRUNet net(nn::GRUOptions(3, 4).num_layers(2));
+  graph::NoGradGuard g;
+  auto expect_error = [](const std::function<void()>& f, const std::string& piece) {
+    try {
+      f();
+      ADD_FAILURE() << "expected an error containing " << piece;
+    } catch (const graph::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(piece), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("nn_rnn.h:"), std::string::npos) << e.what();
+    }
+  };
+  const uint64_t before = calls("GRUNetImpl7forward");
+  expect_error([&] { net(graph::zeros({5, 2, 4}), graph::zeros({2, 2, 4})); }, "linear");
+  expect_error([&] { net(graph::zeros({5, 2, 3}), graph::zeros({1, 2, 4})); }, "reshape: shape [2, 4] is invalid for input of size 0");
+  expect_error([&] { net(graph::zeros({5, 2, 3}), graph::zeros({2, 3, 4})); }, "invalid for input of size 12");
+  EXPECT_EQ(calls("GRUNetImpl7forward"), before);
+  graph::set_mode(Mode::Static);
+}
+
 // The model suite's "2-layer GRU language model": embedding -> 2-layer GRU
 // -> linear -> cross_entropy, its forward static, against PyTorch's loss and
 // parameter gradients after one backward.
