@@ -117,6 +117,13 @@ const graph::OpInfo* annotated_op(const FunctionDecl* fd) {
   return nullptr;
 }
 
+bool is_eager_check(const FunctionDecl* fd) {
+  if (!fd || !fd->getReturnType()->isVoidType()) return false;
+  for (const auto* a : fd->specific_attrs<AnnotateAttr>())
+    if (a->getAnnotation() == "graph.eager_check") return true;
+  return false;
+}
+
 bool is_lambda_call(const FunctionDecl* fd) {
   const auto* m = dyn_cast_or_null<CXXMethodDecl>(fd);
   return m && m->getParent()->isLambda();

@@ -544,3 +544,5 @@ void save_tensors(const NamedTensors& tensors, const std::string& path);
 NamedTensors load_tensors(const std::string& path);
 
 }  // namespace graph::nn
+
+#include "graph/nn_rnn.h"  // GRUCell, GRU, LSTM
