@@ -587,8 +587,13 @@ TEST(Generated, SourceIsReadable) {
   EXPECT_NE(src.find("// fused loop: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"), std::string::npos);
   EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
   EXPECT_NE(src.find("if (loop.unit_stride())"), std::string::npos);
-  // The registration carries the graph's IR text too (GRAPH_MODE=interpret).
-  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, " + ir::quote(ir::print(*g)) + ", {}}"),
+  // The registration carries the graph's IR text too (GRAPH_MODE=interpret),
+  // and the build-time answer to whether it may be captured ("": yes).
+  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, " + ir::quote(ir::print(*g)) +
+                     ", \"\", {}}"),
+            std::string::npos);
+  graph::codegen::GraphUnit blocked{g.get(), "_Z5chainv", "h", "m.cpp:1", nullptr, "dropout: random numbers"};
+  EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp").find(", \"dropout: random numbers\", {}}"),
             std::string::npos);
 }
 
