@@ -187,13 +187,27 @@ Shape checked_size2(const char* module, const char* what, const Size2& s, bool a
   return s.values;
 }
 
-}  // namespace detail
-
-namespace {
 void check_positive(const char* module, const char* what, int64_t v) {
   if (v <= 0) throw Error(std::string(module) + ": " + what + " must be positive, got " + std::to_string(v));
 }
-}  // namespace
+
+void init_cell_weights(Module& m, const std::string& suffix, int64_t gates, int64_t input, int64_t hidden, bool bias,
+                       CellWeights w) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
+  *w.w_ih = uniform({gates * hidden, input}, bound);
+  *w.w_hh = uniform({gates * hidden, hidden}, bound);
+  m.register_parameter("weight_ih" + suffix, w.w_ih);
+  m.register_parameter("weight_hh" + suffix, w.w_hh);
+  if (!bias) return;
+  *w.b_ih = uniform({gates * hidden}, bound);
+  *w.b_hh = uniform({gates * hidden}, bound);
+  m.register_parameter("bias_ih" + suffix, w.b_ih);
+  m.register_parameter("bias_hh" + suffix, w.b_hh);
+}
+
+}  // namespace detail
+
+using detail::check_positive;
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias)
     : Module("Linear"), in_features(in), out_features(out) {
@@ -306,17 +320,7 @@ LSTMCellImpl::LSTMCellImpl(int64_t input, int64_t hidden, bool with_bias)
     : Module("LSTMCell"), input_size(input), hidden_size(hidden) {
   check_positive("LSTMCell", "input_size", input);
   check_positive("LSTMCell", "hidden_size", hidden);
-  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
-  weight_ih = detail::uniform({4 * hidden, input}, bound);
-  weight_hh = detail::uniform({4 * hidden, hidden}, bound);
-  register_parameter("weight_ih", &weight_ih);
-  register_parameter("weight_hh", &weight_hh);
-  if (with_bias) {
-    bias_ih = detail::uniform({4 * hidden}, bound);
-    bias_hh = detail::uniform({4 * hidden}, bound);
-    register_parameter("bias_ih", &bias_ih);
-    register_parameter("bias_hh", &bias_hh);
-  }
+  detail::init_cell_weights(*this, "", 4, input, hidden, with_bias, {&weight_ih, &weight_hh, &bias_ih, &bias_hh});
 }
 
 MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t E, int64_t heads, bool with_bias)

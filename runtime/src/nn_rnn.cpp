@@ -7,11 +7,9 @@
 
 namespace graph::nn {
 
-namespace {
-void check_positive(const char* module, const char* what, int64_t v) {
-  if (v <= 0) throw Error(std::string(module) + ": " + what + " must be positive, got " + std::to_string(v));
-}
+using detail::check_positive;
 
+namespace {
 std::string sizes_of(const Tensor& t) { return shape_str(t.sizes()); }
 }  // namespace
 
@@ -55,17 +53,7 @@ GRUCellImpl::GRUCellImpl(int64_t input, int64_t hidden, bool with_bias)
     : Module("GRUCell"), input_size(input), hidden_size(hidden) {
   check_positive("GRUCell", "input_size", input);
   check_positive("GRUCell", "hidden_size", hidden);
-  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
-  weight_ih = detail::uniform({3 * hidden, input}, bound);
-  weight_hh = detail::uniform({3 * hidden, hidden}, bound);
-  register_parameter("weight_ih", &weight_ih);
-  register_parameter("weight_hh", &weight_hh);
-  if (with_bias) {
-    bias_ih = detail::uniform({3 * hidden}, bound);
-    bias_hh = detail::uniform({3 * hidden}, bound);
-    register_parameter("bias_ih", &bias_ih);
-    register_parameter("bias_hh", &bias_hh);
-  }
+  detail::init_cell_weights(*this, "", 3, input, hidden, with_bias, {&weight_ih, &weight_hh, &bias_ih, &bias_hh});
 }
 
 RNNImplBase::RNNImplBase(const char* name, const RNNOptions& o, int64_t gates)
@@ -90,22 +78,11 @@ RNNImplBase::RNNImplBase(const char* name, const RNNOptions& o, int64_t gates)
     bias_ih.resize(num_layers);
     bias_hh.resize(num_layers);
   }
-  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
-  const int64_t G = gates * hidden_size;
   // PyTorch's order: weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, weight_ih_l1, ...
-  for (int64_t l = 0; l < num_layers; ++l) {
-    const std::string s = "_l" + std::to_string(l);
-    weight_ih[l] = detail::uniform({G, l == 0 ? input_size : hidden_size}, bound);
-    weight_hh[l] = detail::uniform({G, hidden_size}, bound);
-    register_parameter("weight_ih" + s, &weight_ih[l]);
-    register_parameter("weight_hh" + s, &weight_hh[l]);
-    if (bias) {
-      bias_ih[l] = detail::uniform({G}, bound);
-      bias_hh[l] = detail::uniform({G}, bound);
-      register_parameter("bias_ih" + s, &bias_ih[l]);
-      register_parameter("bias_hh" + s, &bias_hh[l]);
-    }
-  }
+  for (int64_t l = 0; l < num_layers; ++l)
+    detail::init_cell_weights(*this, "_l" + std::to_string(l), gates, l == 0 ? input_size : hidden_size, hidden_size,
+                              bias, {&weight_ih[l], &weight_hh[l], bias ? &bias_ih[l] : nullptr,
+                                     bias ? &bias_hh[l] : nullptr});
 }
 
 }  // namespace graph::nn

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../e2e/graph_calls.h"
 #include "rnn_fixture.h"
 #include "rnn_functions.h"
 
@@ -20,29 +21,9 @@ using graph::Tensor;
 using rnn_fixture::Case;
 namespace nn = graph::nn;
 
-// Deterministic float32 values in (-1, 1) (shifted by `shift`, then scaled).
-Tensor pattern(const graph::Shape& shape, float scale, float shift) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return graph::tanh(graph::arange(0, n).to(graph::kFloat32).view(shape) * scale + shift);
-}
-
-Mode compiled_mode() {
-  const char* m = std::getenv("GRAPH_MODE");
-  return m && std::string(m) == "interpret" ? Mode::Interpret : Mode::Static;
-}
-
-// Completed runs of the one graph whose mangled name contains `fragment`.
-uint64_t calls(const std::string& fragment) {
-  const graph::detail::CompiledGraph* found = nullptr;
-  for (const graph::detail::CompiledGraph* g : graph::detail::registered_graphs())
-    if (std::string(g->mangled_name).find(fragment) != std::string::npos) {
-      EXPECT_EQ(found, nullptr) << "two graphs match " << fragment;
-      found = g;
-    }
-  EXPECT_NE(found, nullptr) << "no graph registered for " << fragment;
-  return found ? found->calls.load() : 0;
-}
+using e2e::calls;
+using e2e::compiled_mode;
+using e2e::pattern;
 
 // One call of `run` in `mode`: its outputs, then the gradients (of the
 // parameters, then of `inputs`) after backward() of sum(out_k * w_k).

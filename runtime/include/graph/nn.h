@@ -198,6 +198,30 @@ namespace detail {
 Tensor uniform(const Shape& sizes, double bound);
 Tensor normal(const Shape& sizes, double mean = 0.0, double std = 1.0);
 Shape checked_size2(const char* module, const char* what, const Size2& s, bool allow_zero);
+// graph::Error "<module>: <what> must be positive, got <v>" when v <= 0.
+void check_positive(const char* module, const char* what, int64_t v);
+// A recurrent cell's weights as PyTorch makes them: weight_ih [G, input],
+// weight_hh [G, hidden], and with `bias` bias_ih/bias_hh [G], G = gates *
+// hidden, all uniform(+-1/sqrt(hidden)), registered on `m` as
+// weight_ih<suffix>, weight_hh<suffix>, bias_ih<suffix>, bias_hh<suffix>.
+struct CellWeights {
+  Tensor *w_ih, *w_hh, *b_ih, *b_hh;
+};
+void init_cell_weights(Module& m, const std::string& suffix, int64_t gates, int64_t input, int64_t hidden, bool bias,
+                       CellWeights w);
+
+// One LSTM step from gi = W_ih x + b_ih [N, 4H]: gates i, f, g, o
+// (LSTMCell, and nn::LSTM in nn_rnn.h).
+inline std::pair<Tensor, Tensor> lstm_step(const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                                           const Tensor& b_hh, int64_t H) {
+  Tensor gates = gi + linear(h, w_hh, b_hh);
+  Tensor i = sigmoid(gates.slice(-1, 0, H));
+  Tensor f = sigmoid(gates.slice(-1, H, 2 * H));
+  Tensor g = tanh(gates.slice(-1, 2 * H, 3 * H));
+  Tensor o = sigmoid(gates.slice(-1, 3 * H, 4 * H));
+  Tensor c2 = f * c + i * g;
+  return {o * tanh(c2), c2};
+}
 }  // namespace detail
 
 // ---- Linear -----------------------------------------------------------------
@@ -263,17 +287,8 @@ class LSTMCellImpl : public Module {
   LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true);
 
   std::pair<Tensor, Tensor> forward(const Tensor& x, const std::pair<Tensor, Tensor>& state) {
-    const Tensor& h = state.first;
-    const Tensor& c = state.second;
-    Tensor gates = linear(x, weight_ih, bias_ih) + linear(h, weight_hh, bias_hh);
-    const int64_t H = hidden_size;
-    Tensor i = sigmoid(gates.slice(-1, 0, H));
-    Tensor f = sigmoid(gates.slice(-1, H, 2 * H));
-    Tensor g = tanh(gates.slice(-1, 2 * H, 3 * H));
-    Tensor o = sigmoid(gates.slice(-1, 3 * H, 4 * H));
-    Tensor c2 = f * c + i * g;
-    Tensor h2 = o * tanh(c2);
-    return {h2, c2};
+    return detail::lstm_step(linear(x, weight_ih, bias_ih), state.first, state.second, weight_hh, bias_hh,
+                             hidden_size);
   }
   // With a zero initial state.
   std::pair<Tensor, Tensor> forward(const Tensor& x) {

@@ -50,18 +50,6 @@ inline Tensor gru_step(const Tensor& gi, const Tensor& h, const Tensor& w_hh, co
   return n + z * (h - n);  // (1 - z) * n + z * h, as PyTorch computes it
 }
 
-// One LSTM step from gi = W_ih x + b_ih [N, 4H]: gates i, f, g, o.
-inline std::pair<Tensor, Tensor> lstm_step(const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
-                                           const Tensor& b_hh, int64_t H) {
-  Tensor gates = gi + linear(h, w_hh, b_hh);
-  Tensor i = sigmoid(gates.slice(-1, 0, H));
-  Tensor f = sigmoid(gates.slice(-1, H, 2 * H));
-  Tensor g = tanh(gates.slice(-1, 2 * H, 3 * H));
-  Tensor o = sigmoid(gates.slice(-1, 3 * H, 4 * H));
-  Tensor c2 = f * c + i * g;
-  return {o * tanh(c2), c2};
-}
-
 // Zeros [N, H] in x's dtype (x [N, I]): a masked_fill of x's first column,
 // because the factories take a compile-time dtype in static graphs.
 inline Tensor zero_state(const Tensor& x, int64_t H) {

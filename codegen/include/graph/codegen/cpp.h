@@ -31,7 +31,7 @@ struct GraphUnit {
   const GradientUnit* gradient = nullptr;
   // Why it must not be captured into a CUDA Graph, "" when it may be: decided
   // at build time (ir/compile.h) and printed into its registration.
-  std::string cuda_graph_blocker;
+  std::string cuda_graph_blocker{};
 };
 
 // One C++ source for all graphs of one annotated source file. Throws
