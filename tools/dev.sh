@@ -2,8 +2,9 @@
 # One entry point for people and CI:
 #   tools/dev.sh example    install what is missing, build, run the flagship example
 #   tools/dev.sh test       install what is missing, build, run the whole test suite,
-#                           fuzz the IR parser for a minute (tools/fuzz.sh 60), the
-#                           tests that depend on the build type in a Release build
+#                           fuzz the IR parser and the saved-graph loader, 30 s
+#                           each side by side (tools/fuzz.sh 30), the tests
+#                           that depend on the build type in a Release build
 #                           (<build>-rel), then the sanitizer runs below
 #   tools/dev.sh sanitize   the sanitizer runs only:
 #                           TSan build (<build>-tsan), tests labelled concurrency;
@@ -95,8 +96,8 @@ case "$cmd" in
     cmake --build "$build"
     echo "== ${SECONDS}s in: the whole test suite"
     ctest --test-dir "$build" --output-on-failure -j2
-    echo "== ${SECONDS}s in: fuzz: the IR text parser, 60 s (tools/fuzz.sh)"
-    BUILD_DIR="$build" tools/fuzz.sh 60
+    echo "== ${SECONDS}s in: fuzz: the IR text parser and the saved-graph loader, 30 s each (tools/fuzz.sh)"
+    BUILD_DIR="$build" tools/fuzz.sh 30
     release_tests
     sanitize
     ;;
