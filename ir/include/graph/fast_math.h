@@ -4,7 +4,7 @@
 // no data-dependent branches (selects only), no float <-> int conversions
 // (2^n is built from the bits of the rounded exponent). The bodies are plain
 // C++ with no intrinsics, so the eager kernels, the generated fused loops and
-// CUDA use the same math (ops.def's exp, tanh, sigmoid, silu call them).
+// CUDA use the same math.
 //
 //   exp : x = n ln2 + r, |r| <= ln2/2 (Cody-Waite, two-part ln2), then Cephes'
 //         polynomial (float: degree 7) or Pade form (double) for e^r, times
@@ -22,7 +22,7 @@
 // Measured (tests/fast_math_test.cpp): float32 results within 1 ulp of the
 // correctly rounded value (std:: in double, rounded) over all float inputs
 // checked (log1p: 2); double within 2 ulp of std:: (log1p: 3 allowed, 2 seen).
-// ops.def's log, log1p and softplus do not call them yet.
+// ops.def's exp, tanh, log, log1p, sigmoid, silu and softplus call them.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -66,6 +66,11 @@ GRAPH_HOST_DEVICE inline double select(bool c, double a, double b) {
 }
 
 }  // namespace detail
+
+// c ? a : b for scalar bodies (ops.def) that must vectorize: both sides are
+// computed, then one is picked by its bits; a `?:` there keeps GCC's loop scalar.
+GRAPH_HOST_DEVICE inline float select(bool c, float a, float b) { return detail::select(c, a, b); }
+GRAPH_HOST_DEVICE inline double select(bool c, double a, double b) { return detail::select(c, a, b); }
 
 // ---- exp -----------------------------------------------------------------
 
