@@ -71,6 +71,10 @@ GRAPH_HOST_DEVICE inline double select(bool c, double a, double b) {
 // computed, then one is picked by its bits; a `?:` there keeps GCC's loop scalar.
 GRAPH_HOST_DEVICE inline float select(bool c, float a, float b) { return detail::select(c, a, b); }
 GRAPH_HOST_DEVICE inline double select(bool c, double a, double b) { return detail::select(c, a, b); }
+template <class T>  // integers and bool (constant folding instantiates every body)
+GRAPH_HOST_DEVICE inline T select(bool c, T a, T b) {
+  return c ? a : b;
+}
 
 // ---- exp -----------------------------------------------------------------
 
@@ -265,8 +269,8 @@ GRAPH_HOST_DEVICE inline T log1p(T x) {
   const T u = T(1) + x;
   const T d = u - T(1);
   T r = graph::math::log(u) * (x / d);
-  r = detail::select(d == T(0), x, r);
-  return detail::select(x == T(INFINITY), x, r);  // inf / inf above
+  r = graph::math::select(d == T(0), x, r);
+  return graph::math::select(x == T(INFINITY), x, r);  // inf / inf above
 }
 
 }  // namespace graph::math
