@@ -25,6 +25,15 @@
 #define GRAPH_OP(name)
 #endif
 
+// Marks a void function that only checks its arguments and throws: it runs
+// eagerly, and the plugin leaves it out of static graphs (their ops report
+// bad shapes themselves, with the C++ line). Empty for other compilers.
+#if defined(__clang__)
+#define GRAPH_EAGER_CHECK [[clang::annotate("graph.eager_check")]]
+#else
+#define GRAPH_EAGER_CHECK
+#endif
+
 namespace graph {
 
 // Sizes, strides and dim lists: inline up to six dims, so tensor geometry
@@ -177,6 +186,15 @@ class Tensor {
   GRAPH_OP("gather") Tensor gather(int64_t dim, const Tensor& index) const;
   GRAPH_OP("cumsum") Tensor cumsum(int64_t dim) const;
   GRAPH_OP("bmm") Tensor bmm(const Tensor& b) const;
+  // Parts along one dim, as LibTorch (inline in ops.h, where graph::select and
+  // the others say what they do): x.select(dim, index), x.narrow(dim, start,
+  // length), x.unbind(dim), x.split(size | sizes, dim), x.chunk(chunks, dim).
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const Shape& split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
 
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;
