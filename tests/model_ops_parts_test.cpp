@@ -1,12 +1,14 @@
-// select, narrow, unbind, split and chunk (issue 19): what the PyTorch
-// fixtures (op_fixture_test) do not show — the pieces are views, LibTorch's
-// edge cases (empty dims, chunk giving fewer pieces), unbind's one backward
-// node for all pieces (zeros where a piece gets no gradient), finite
-// differences, and bad input naming the op, the argument and the size. Part
-// of op_fixture_test.
+// select, narrow, unbind, split, chunk, and max/min along a dim with indices
+// (issue 19): what the PyTorch fixtures (op_fixture_test) do not show — the
+// pieces are views, LibTorch's edge cases (empty dims, chunk giving fewer
+// pieces), unbind's one backward node for all pieces (zeros where a piece gets
+// no gradient), ties and NaN in max/min, finite differences, and bad input
+// naming the op, the argument and the size. Part of op_fixture_test.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "graph/graph.h"
@@ -102,6 +104,27 @@ TEST(PartsOps, GradientsMatchFiniteDifferences) {
   const std::vector<Tensor> parts = (y * y).unbind();
   (parts[0] * 3.0 + parts[2]).backward();
   EXPECT_EQ(doubles(y.grad())[1], 0.0);
+}
+
+TEST(PartsOps, MaxAndMinAlongADimGiveTheFirstExtremeAndItsGradientAlone) {
+  const Tensor x = graph::tensor({{1.0, 3.0, 3.0}, {2.0, 2.0, 0.0}}).requires_grad_();
+  auto [v, i] = x.max(1);
+  EXPECT_EQ(doubles(v), (std::vector<double>{3, 2}));
+  EXPECT_EQ(doubles(i), (std::vector<double>{1, 0}));  // the first of a tie
+  EXPECT_EQ(i.dtype(), graph::kInt64);
+  v.sum().backward();
+  EXPECT_EQ(doubles(x.grad()), (std::vector<double>{0, 1, 0, 1, 0, 0}));  // not spread over the tie
+  auto [m, j] = graph::min(x.detach(), 0, true);
+  EXPECT_EQ(m.sizes(), (Shape{1, 3}));
+  EXPECT_EQ(doubles(m), (std::vector<double>{1, 2, 0}));
+  EXPECT_EQ(doubles(j), (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(doubles(x.argmin(-1)), (std::vector<double>{0, 2}));
+  // A NaN is the extreme of both, as in PyTorch; ints work too.
+  const Tensor n = graph::tensor({{1.0f, std::nanf(""), 3.0f}});
+  EXPECT_EQ(doubles(std::get<1>(n.max(1))), (std::vector<double>{1}));
+  EXPECT_EQ(doubles(std::get<1>(n.min(1))), (std::vector<double>{1}));
+  EXPECT_EQ(doubles(std::get<0>(graph::tensor<int64_t>({4, -7, 9}).min(0))), (std::vector<double>{-7}));
+  expect_error([&] { x.max(2); }, {"dim 2"});
 }
 
 TEST(PartsOps, BadInputNamesTheOpTheArgumentAndTheSize) {

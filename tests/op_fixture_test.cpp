@@ -229,6 +229,12 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "select" || c.op == "narrow" || c.op == "unbind" || c.op == "split" || c.op == "split_sizes" ||
       c.op == "chunk")
     return parts(c, in[0]);
+  if (c.op == "max_dim" || c.op == "min_dim") {
+    const auto [v, i] = c.op == "max_dim" ? in[0].max(std::stoll(c.attrs.at("dim")), keep)
+                                            : graph::min(in[0], std::stoll(c.attrs.at("dim")), keep);
+    return c.attrs.at("out") == "indices" ? i : v;
+  }
+  if (c.op == "argmin") return in[0].argmin(std::stoll(c.attrs.at("dim")), keep);
   throw std::runtime_error("no runner for op " + c.op);
 }
 

@@ -235,5 +235,11 @@ using namespace graph;
   const std::vector<Tensor> c = chunk(a, 3, -1);  // [5, 1] each
   return c[0] * c[2] + a.chunk(2)[1].sum();       // dim 0: [3, 3], [2, 3]
 }
+// max / min along a dim with indices, argmin (an index result: no gradient).
+[[graph::static]] Tensor op_max_dim(const Tensor& a, const Tensor&, const Tensor&) {
+  auto [v, i] = a.max(1);
+  auto [m, j] = min(a, 0, true);
+  return v * 2.0 + m.sum() + (i - j.sum() + a.argmin(1)).to(kFloat64);
+}
 
 }  // namespace og

@@ -5,6 +5,7 @@
 // dtypes throw graph::Error naming the op and the operand shapes.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "graph/tensor.h"
 
@@ -225,6 +226,29 @@ inline std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 
   for (int64_t s = 0; s < n; s += step) out.push_back(x.slice(dim, s, std::min(s + step, n)));
   return out;
 }
+
+// ---- min / max along a dim with their indices, argmin -----------------------
+// max(x, dim, keepdim) -> (values, indices), as LibTorch's x.max(dim, keepdim):
+// the index of the first largest element (a NaN counts as the largest, as in
+// argmax) and the value gathered there, so the gradient reaches that one
+// element (amax's spreads over ties). min and argmin the same through -x
+// (exact for floating and int dtypes).
+inline std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false) {
+  Tensor i = argmax(x, dim, true);
+  Tensor v = gather(x, dim, i);
+  if (keepdim) return {v, i};
+  return {v.squeeze(dim), i.squeeze(dim)};
+}
+inline Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false) { return argmax(-x, dim, keepdim); }
+inline std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false) {
+  Tensor i = argmax(-x, dim, true);
+  Tensor v = gather(x, dim, i);
+  if (keepdim) return {v, i};
+  return {v.squeeze(dim), i.squeeze(dim)};
+}
+inline std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return graph::max(*this, dim, keepdim); }
+inline std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return graph::min(*this, dim, keepdim); }
+inline Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return graph::argmin(*this, dim, keepdim); }
 
 // The method forms (tensor.h).
 inline Tensor Tensor::select(int64_t dim, int64_t index) const { return graph::select(*this, dim, index); }
