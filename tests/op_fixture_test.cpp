@@ -118,6 +118,22 @@ graph::Scalar scalar(const Case& c, size_t i) {
   return graph::Scalar(c.scalars[i]);
 }
 
+// select, narrow, and the ops with a list result (as make_op_fixtures.py's
+// flat(): the cat of the flattened pieces, piece k times k + 1).
+Tensor parts(const Case& c, const Tensor& x) {
+  const auto attr = [&](const char* k) { return std::stoll(c.attrs.at(k)); };
+  const int64_t d = attr("dim");
+  if (c.op == "select") return x.select(d, attr("index"));
+  if (c.op == "narrow") return graph::narrow(x, d, attr("start"), attr("length"));
+  const std::vector<Tensor> p = c.op == "unbind"  ? graph::unbind(x, d)
+                                : c.op == "split" ? x.split(attr("split_size"), d)
+                                : c.op == "chunk" ? graph::chunk(x, attr("chunks"), d)
+                                                  : graph::split(x, dims_attr(c), d);
+  std::vector<Tensor> flat;
+  for (size_t k = 0; k < p.size(); ++k) flat.push_back(p[k].reshape({-1}) * static_cast<double>(k + 1));
+  return graph::cat(flat);
+}
+
 // Runs the case's op on `in` (our ops, looked up by the op table's names).
 Tensor run(const Case& c, const std::vector<Tensor>& in) {
   using Unary = Tensor (*)(const Tensor&);
@@ -210,6 +226,15 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
     if (c.op == "binary_cross_entropy_with_logits")
       return graph::binary_cross_entropy_with_logits(in[0], in[1], red, opt("pos_weight", 3), opt("weight", 2));
   }
+  if (c.op == "select" || c.op == "narrow" || c.op == "unbind" || c.op == "split" || c.op == "split_sizes" ||
+      c.op == "chunk")
+    return parts(c, in[0]);
+  if (c.op == "max_dim" || c.op == "min_dim") {
+    const auto [v, i] = c.op == "max_dim" ? in[0].max(std::stoll(c.attrs.at("dim")), keep)
+                                            : graph::min(in[0], std::stoll(c.attrs.at("dim")), keep);
+    return c.attrs.at("out") == "indices" ? i : v;
+  }
+  if (c.op == "argmin") return in[0].argmin(std::stoll(c.attrs.at("dim")), keep);
   throw std::runtime_error("no runner for op " + c.op);
 }
 

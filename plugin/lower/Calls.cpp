@@ -199,6 +199,7 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
     if (!any_tensor) unsupported(l, quote(op.name) + " needs a tensor operand");
     return node(std::string(op.name), in, ir::Type::tensor(), l)->output();
   }
+  if (op.id == graph::OpId::list_unbind) return unbind(c, l);
   std::vector<ir::Value*> in;
   for (const Expr* a : args) in.push_back(expr(a));  // the object of a method
   if (in.size() == 1)
@@ -241,6 +242,14 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
   ir::Node* n = node(std::string(op.name), in, ir::Type::tensor(), l);
   n->attrs() = std::move(attrs);
   return n->output();
+}
+
+// unbind(x, dim) (ops.h): the list_unbind primitive, its dim a host int.
+auto FunctionLowering::unbind(const CallExpr* c, SourceLocation l) -> ir::Value* {
+  if (c->getNumArgs() != 2 || isa<CXXMemberCallExpr>(c)) unsupported(l, "'unbind' takes a tensor and a dim here");
+  ir::Value* x = expr(c->getArg(0));
+  if (!x->type().is_tensor()) unsupported(c->getArg(0)->getExprLoc(), "the operand of 'unbind' must be a tensor");
+  return node("list_unbind", {x, index_value(c->getArg(1), l)}, ir::Type::list(), l)->output();
 }
 
 // batch_norm is lowered where it is pure: in eval mode (training a constant
@@ -332,6 +341,12 @@ auto FunctionLowering::runtime_attribute(const Expr* e, SourceLocation at, const
   auto scalar = [&](ir::Type::Kind want, const char* kind) -> ir::AttrValue {
     ir::Value* v = expr(e);
     const ir::Type::Kind k = v->type().kind;
+    // A constant of the graph (a literal passed to an inlined helper's
+    // parameter, as graph::narrow's dim): folded like the literal.
+    if (const ir::Node* c = v->producer(); c && c->is(graph::OpId::constant) && k == want && c->has_attr("value")) {
+      if (const auto* i = std::get_if<int64_t>(&c->attrs().at("value")); i && k == ir::Type::Kind::Int) return *i;
+      if (const auto* b = std::get_if<bool>(&c->attrs().at("value")); b && k == ir::Type::Kind::Bool) return *b;
+    }
     const bool ok = k == want || (want == ir::Type::Kind::Float && k == ir::Type::Kind::Int);
     if (!ok) unsupported(at, what + " must be " + kind + ", not a " + v->type().str());
     runtime.push_back(v);
@@ -448,7 +463,11 @@ auto FunctionLowering::dynamic_view(const graph::OpInfo& op, const CallExpr* c, 
     const Expr *dim = arg("dim"), *start = arg("start"), *end = arg("end"), *step = arg("step");
     if (!dim || !start || !end || !step || (is_constant(start) && is_constant(end) && is_constant(step)))
       return nullptr;
-    ir::AttrValue d = attribute(dim, op, callee->getParamDecl(0));
+    std::vector<ir::Value*> runtime;  // a dim known only at run time is refused below
+    ir::AttrValue d = attribute(dim, op, callee->getParamDecl(0), &runtime);
+    if (!runtime.empty())
+      unsupported(dim->getExprLoc(), "the argument 'dim' of 'slice' with run-time bounds must be a compile-time "
+                                     "constant (a literal or a constexpr value)");
     ir::Node* n = node("slice_dyn", {self, int_value(start), int_value(end), int_value(step)}, ir::Type::tensor(), l);
     n->attrs()["dim"] = d;
     return n->output();
@@ -523,9 +542,15 @@ auto FunctionLowering::inline_results(const CallExpr* c, const FunctionDecl* cal
 
   // The object, for member functions.
   std::string self;
+  ir::Value* self_tensor = nullptr;
   unsigned first = 0;
   if (const auto* m = dyn_cast<CXXMethodDecl>(def); m && m->isInstance()) {
-    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(c)) {
+    const auto* mc = dyn_cast<CXXMemberCallExpr>(c);
+    if (mc && is_tensor_record(mc->getObjectType()) && def->isOutOfLine()) {
+      // A Tensor method defined out of the class (x.select(...), ops.h):
+      // `*this` is the object's value.
+      self_tensor = expr(mc->getImplicitObjectArgument());
+    } else if (mc) {
       if (m->isVirtual() && !cast<CXXMethodDecl>(callee)->getDevirtualizedMethod(
                                 mc->getImplicitObjectArgument(), /*IsAppleKext=*/false))
         unsupported(l, "the virtual call to " + name + " cannot be lowered: the graph cannot know which "
@@ -540,6 +565,7 @@ auto FunctionLowering::inline_results(const CallExpr* c, const FunctionDecl* cal
     }
   }
   Frame frame(def, self);
+  frame.this_tensor = self_tensor;
   frame.results = result_types(def->getReturnType(), l, nullptr);
 
   // Arguments are evaluated in the caller's environment.

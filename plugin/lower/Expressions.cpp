@@ -164,8 +164,11 @@ auto FunctionLowering::unary(const UnaryOperator* u) -> ir::Value* {
       ir::Value* v = expr(u->getSubExpr());
       return node("logical_not", {v}, ir::Type::bool_(), l)->output();
     }
-    case UO_AddrOf:
     case UO_Deref:
+      // `*this` in a Tensor method (the method forms of ops.h): the object.
+      if (isa<CXXThisExpr>(u->getSubExpr()->IgnoreParenImpCasts()) && frame_->this_tensor) return frame_->this_tensor;
+      [[fallthrough]];
+    case UO_AddrOf:
       unsupported(l, "the operator " + quote(UnaryOperator::getOpcodeStr(u->getOpcode())) +
                          " cannot be lowered: pointers are not supported");
     case UO_PreInc:

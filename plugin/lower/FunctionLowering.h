@@ -62,6 +62,7 @@ class FunctionLowering {
     Frame(const FunctionDecl* f, std::string self) : fd(f), this_ptr(std::move(self)) {}
     const FunctionDecl* fd;
     std::string this_ptr;  // `this` as the prologue spells it; empty without one
+    ir::Value* this_tensor = nullptr;  // `*this` in a Tensor method (x.select(...) of ops.h)
     std::vector<ir::Type> results;
     // Their addresses are the keys of the flags and results in the environment.
     char returned = 0, skip = 0, stop = 0;
@@ -319,6 +320,7 @@ class FunctionLowering {
   // attribute of the same name (ops.def's conventions): a compile-time
   // constant, or a value read at run time (attribute()).
   ir::Value* op_call(const graph::OpInfo& op, const CallExpr* c, const FunctionDecl* callee);
+  ir::Value* unbind(const CallExpr* c, SourceLocation l);  // list_unbind (graph::unbind)
 
   // The value of an attribute argument, evaluated at build time. With
   // `runtime`, an argument that is not a constant is read at run time (a

@@ -112,7 +112,11 @@ const graph::OpInfo* annotated_op(const FunctionDecl* fd) {
   for (const auto* a : fd->specific_attrs<AnnotateAttr>()) {
     if (a->getAnnotation() != "graph.op" || a->args_size() != 1) continue;
     const auto* lit = dyn_cast<StringLiteral>((*a->args_begin())->IgnoreParenCasts());
-    if (lit) return graph::find_op(lit->getString().str());
+    if (!lit) continue;
+    if (const graph::OpInfo* op = graph::find_op(lit->getString().str())) return op;
+    // graph::unbind is the list primitive that stack's gradient also uses.
+    if (graph::resolve_op(lit->getString().str()) == graph::OpId::list_unbind)
+      return &graph::op_info(graph::OpId::list_unbind);
   }
   return nullptr;
 }

@@ -62,7 +62,7 @@ std::optional<ir::Type> ir_type(QualType t);
 // The op-table entry a declaration is annotated with (GRAPH_OP), or null.
 const graph::OpInfo* annotated_op(const FunctionDecl* fd);
 
-// A void function marked GRAPH_EAGER_CHECK (graph/nn_rnn.h): argument checks
+// A void function marked GRAPH_EAGER_CHECK (graph/tensor.h): argument checks
 // that run eagerly and are left out of graphs, whose ops check shapes too.
 bool is_eager_check(const FunctionDecl* fd);
 

@@ -47,8 +47,10 @@ TensorVector list_split_like(const Tensor& grad, const TensorVector& like, int64
 }
 
 TensorVector list_unbind(const Tensor& grad, int64_t dim) {
-  check_defined("stack's gradient", grad);
-  const int64_t d = wrap_dim("stack's gradient", dim, grad.sizes());
+  // Also graph::unbind in static graphs (ops.h), hence the name.
+  check_defined("unbind", grad);
+  if (grad.dim() == 0) throw Error("unbind: cannot unbind a 0-d tensor");
+  const int64_t d = wrap_dim("unbind", dim, grad.sizes());
   TensorVector out;
   out.reserve(static_cast<size_t>(grad.size(d)));
   for (int64_t i = 0; i < grad.size(d); ++i) out.push_back(grad.slice(d, i, i + 1).squeeze(d));

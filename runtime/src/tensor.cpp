@@ -335,9 +335,13 @@ Tensor Tensor::squeeze(int64_t d) const {
   if (dim() == 0) return *this;
   d = detail::wrap_dim("squeeze", d, sizes_);
   if (sizes_[d] != 1) return *this;
-  Shape sizes = sizes_;
+  // A view even of strided data (select, unbind): drop the dim's size and stride.
+  Shape sizes = sizes_, strides = strides_;
   sizes.erase(sizes.begin() + d);
-  return reshape(sizes);
+  strides.erase(strides.begin() + d);
+  const Shape in = sizes_;
+  return autograd::record_unary("squeeze", Tensor(storage_, offset_, std::move(sizes), std::move(strides), dtype_),
+                                *this, [in](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {

@@ -215,4 +215,31 @@ using namespace graph;
   return binary_cross_entropy_with_logits(a, sigmoid(b), graph::kNone, c, c * 0.5 + 1.0);
 }
 
+// ---- parts along a dim (issue 19): select, narrow, unbind, split, chunk, as
+// functions and methods, negative dims and indices. Composites in op_grad_test.
+[[graph::static]] Tensor op_select(const Tensor& a, const Tensor&, const Tensor&) {
+  return select(a, 1, -1) * 2.0 + a.select(0, 1).slice(0, 0, 3);
+}
+[[graph::static]] Tensor op_narrow(const Tensor& a, const Tensor&, const Tensor&) {
+  return narrow(a, -1, -3, 2) * 3.0 + a.narrow(0, 1, 2).sum();
+}
+[[graph::static]] Tensor op_unbind(const Tensor& a, const Tensor& b, const Tensor&) {
+  const std::vector<Tensor> cols = unbind(a, -1);
+  return cols[0] * cols[2] + a.unbind()[1].sum() * b;
+}
+[[graph::static]] Tensor op_split(const Tensor& a, const Tensor&, const Tensor&) {
+  const std::vector<Tensor> p = a.split(2);  // [2, 3], [2, 3], [1, 3]
+  return p[0].sum(0) * p[2].sum(0) + split(a, {1, 4}, 0)[1].sum(0);
+}
+[[graph::static]] Tensor op_chunk(const Tensor& a, const Tensor&, const Tensor&) {
+  const std::vector<Tensor> c = chunk(a, 3, -1);  // [5, 1] each
+  return c[0] * c[2] + a.chunk(2)[1].sum();       // dim 0: [3, 3], [2, 3]
+}
+// max / min along a dim with indices, argmin (an index result: no gradient).
+[[graph::static]] Tensor op_max_dim(const Tensor& a, const Tensor&, const Tensor&) {
+  auto [v, i] = a.max(1);
+  auto [m, j] = min(a, 0, true);
+  return v * 2.0 + m.sum() + (i - j.sum() + a.argmin(1)).to(kFloat64);
+}
+
 }  // namespace og

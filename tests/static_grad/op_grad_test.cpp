@@ -282,6 +282,10 @@ Case case_named(std::string_view n) {
   if (n == "bce_weight_none" || n == "bce_logits_pos_weight")
     return make(n == "bce_weight_none" ? op_bce_weight_none : op_bce_logits_pos_weight,
                 {in(m), in(m, 0.4f, 0.1f), in({3}, 0.5f, 0.6f)});
+  if (n == "select" || n == "narrow") return make(n == "select" ? op_select : op_narrow, {in({3, 4})});
+  if (n == "unbind") return make(op_unbind, {in({4, 3}), in({4}, 0.5f, 0.2f)});
+  if (n == "split" || n == "chunk") return make(n == "split" ? op_split : op_chunk, {in({5, 3})});
+  if (n == "max_dim") return make(op_max_dim, {in({3, 4})});
   return {};
 }
 
@@ -350,6 +354,7 @@ constexpr std::string_view kComposites[] = {
     "logsumexp", "logsumexp_keepdim", "var", "var_biased_keepdim", "var_all", "std", "std_all",
     "nll_loss", "nll_loss_weight_sum", "nll_loss_weight_none", "nll_loss_weight_mean",
     "bce", "bce_weight_none", "bce_logits", "bce_logits_pos_weight",
+    "select", "narrow", "unbind", "split", "chunk", "max_dim",
 };
 
 class Composite : public testing::TestWithParam<std::string_view> {};

@@ -427,9 +427,18 @@ static std::vector<Value*> list_primitive_grad(Scope& s, const Node& n, Value* g
   return {s.emit_list("list_onehot", {s.fwd(n.input(0)), s.fwd(n.input(1)), g}), nullptr};
 }
 
+// unbind's (list_unbind in a forward): the pieces' gradients stacked along
+// dim, the constant one or the host int known at run time.
+static std::vector<Value*> unbind_grad(Scope& s, const Node& n, Value* g) {
+  const Node* d = n.input(1)->producer();
+  if (d && d->is(OpId::constant)) return {with_attrs(s.emit("stack", {g}), {{"dim", d->i("value")}})->output(), nullptr};
+  Node* st = with_attrs(s.emit("stack", {g, s.fwd(n.input(1))}), {{"dim", dynamic_attr_ref(1, 2, false)}});
+  return {st->output(), nullptr};
+}
+
 Flow gradient_flow(const Node& n) {
   const OpId op = n.op_id();
-  if (op == OpId::list_append || op == OpId::list_get || op == OpId::reshape_dyn || op == OpId::slice_dyn ||
+  if (op == OpId::list_append || op == OpId::list_get || op == OpId::list_unbind || op == OpId::reshape_dyn || op == OpId::slice_dyn ||
       op == OpId::If || op == OpId::Loop || op == OpId::call || op == OpId::FusionGroup)
     return Flow::Through;
   // Reads of metadata: the size of a tensor or a list carries no gradient.
@@ -452,6 +461,7 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
                                  const std::vector<bool>& wanted) {
   const OpInfo* info = n.table_op();
   if (n.is(OpId::list_append) || n.is(OpId::list_get)) return list_primitive_grad(s, n, out_grads.at(0), wanted);
+  if (n.is(OpId::list_unbind)) return unbind_grad(s, n, out_grads.at(0));
   if (n.is(OpId::reshape_dyn)) return {s.emit1("reshape_as", {out_grads.at(0), s.fwd(n.input(0))})};
   if (n.is(OpId::slice_dyn)) {
     // slice_backward with its bounds known at run time (value_primitives.h).

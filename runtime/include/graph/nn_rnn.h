@@ -13,7 +13,7 @@
 // name; all are uniform(+-1/sqrt(hidden_size)) as in PyTorch.
 //
 // The forwards are inline and built from public ops (linear, sigmoid, tanh,
-// slice, stack), so autograd comes from those ops and the [[graph::static]]
+// slice, unbind, stack), so autograd comes from those ops and the [[graph::static]]
 // plugin lowers them. Per layer they cost one GEMM for the input projection
 // of the whole sequence ([T*N, I] x [I, G*H]) and one GEMM per time step for
 // the hidden projection ([N, H] x [H, G*H]), G = 3 (GRU) or 4 (LSTM), plus the
@@ -27,15 +27,6 @@
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
 #include "graph/tensor.h"
-
-// Marks a void function that only checks its arguments and throws: it runs
-// eagerly, and the plugin leaves it out of static graphs (their ops report
-// bad shapes themselves, with the C++ line). Empty for other compilers.
-#if defined(__clang__)
-#define GRAPH_EAGER_CHECK [[clang::annotate("graph.eager_check")]]
-#else
-#define GRAPH_EAGER_CHECK
-#endif
 
 namespace graph::nn {
 
@@ -162,8 +153,9 @@ class GRUImpl : public RNNImplBase {
       Tensor b_hh = bias ? bias_hh[l] : Tensor();
       Tensor h = detail::layer_state(h0, l, gi.slice(0, 0, 1).squeeze(0), H);
       std::vector<Tensor> outs;
+      std::vector<Tensor> gi_t = unbind(gi, 0);  // one backward stack for all steps (O(T), not O(T^2))
       for (int64_t t = 0; t < T; ++t) {
-        h = detail::gru_step(gi.slice(0, t, t + 1).squeeze(0), h, weight_hh[l], b_hh, H);
+        h = detail::gru_step(gi_t[t], h, weight_hh[l], b_hh, H);
         outs.push_back(h);
       }
       x = stack(outs, 0);
@@ -197,8 +189,9 @@ class LSTMImpl : public RNNImplBase {
       Tensor h = detail::layer_state(h0, l, x0, H);
       Tensor c = detail::layer_state(c0, l, x0, H);
       std::vector<Tensor> outs;
+      std::vector<Tensor> gi_t = unbind(gi, 0);  // as in GRU
       for (int64_t t = 0; t < T; ++t) {
-        auto [h2, c2] = detail::lstm_step(gi.slice(0, t, t + 1).squeeze(0), h, c, weight_hh[l], b_hh, H);
+        auto [h2, c2] = detail::lstm_step(gi_t[t], h, c, weight_hh[l], b_hh, H);
         h = h2;
         c = c2;
         outs.push_back(h);

@@ -5,6 +5,7 @@
 // dtypes throw graph::Error naming the op and the operand shapes.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "graph/tensor.h"
 
@@ -145,5 +146,122 @@ inline Tensor std(const Tensor& x, const Shape& dims, double correction = 1.0, b
   return sqrt(var(x, dims, correction, keepdim));
 }
 inline Tensor std(const Tensor& x) { return sqrt(var(x)); }
+
+// ---- parts along one dim (LibTorch's select, narrow, unbind, split, chunk) ----
+// Views of x (no copy). select and narrow wrap negative dims and indices and
+// check ranges as LibTorch does; select drops the dim. unbind(x, dim) is every
+// select along dim, one op whose gradient is one stack of the pieces'
+// gradients (O(numel), not a full-size tensor per piece). split cuts pieces of
+// split_size (the last one shorter), or of the given sizes (their sum must be
+// the dim's size); chunk(x, chunks) is split(x, ceil(size / chunks)), so it may
+// give fewer than `chunks` pieces. select, narrow, split and chunk are built
+// from slice (inline, so the plugin lowers them like user code; a piece's
+// gradient is slice's); unbind is the list_unbind primitive in graphs.
+namespace detail {
+// Throw graph::Error naming the op, the argument and the shape (eager only; in
+// a graph the same bad range fails in the op after it, see narrow).
+GRAPH_EAGER_CHECK void check_select(const Tensor& x, int64_t dim, int64_t index);
+GRAPH_EAGER_CHECK void check_narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+GRAPH_EAGER_CHECK void check_split(const char* op, const Tensor& x, int64_t size, int64_t dim);
+GRAPH_EAGER_CHECK void check_split_sizes(const Tensor& x, const Shape& sizes, int64_t dim);
+}  // namespace detail
+
+// `dim` goes to slice and squeeze as given (a constant in graphs, which slice
+// with run-time bounds needs); `d`, wrapped, indexes shapes.
+inline Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  detail::check_narrow(x, dim, start, length);
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  const int64_t n = x.size(d);
+  const int64_t s = start < 0 && start >= -n ? start + n : start;
+  // In a graph (no check) a bad range slices nothing and the expand to a
+  // length of 1 fails, naming the shapes: never a wrong or clamped piece.
+  const bool ok = length >= 0 && s >= 0 && s <= n - length;
+  Shape want = x.sizes();
+  want[d] = ok ? length : 1;
+  return x.slice(dim, ok ? s : n, ok ? s + length : n + 1).expand(want);
+}
+
+inline Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  detail::check_select(x, dim, index);
+  return narrow(x, dim, index, 1).squeeze(dim);
+}
+
+GRAPH_OP("list_unbind") std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+
+inline std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0) {
+  detail::check_split("split", x, split_size, dim);
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  const int64_t n = x.size(d);
+  std::vector<Tensor> out;
+  if (n == 0) out.push_back(x);  // LibTorch: one empty piece
+  if (split_size <= 0 && n > 0) out.push_back(narrow(x, dim, 0, -1));  // in a graph: fails (see narrow)
+  const int64_t step = split_size > 0 ? split_size : n;
+  for (int64_t s = 0; s < n; s += step) out.push_back(x.slice(dim, s, std::min(s + step, n)));
+  return out;
+}
+
+inline std::vector<Tensor> split(const Tensor& x, const Shape& split_sizes, int64_t dim = 0) {
+  detail::check_split_sizes(x, split_sizes, dim);
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  std::vector<Tensor> out;
+  int64_t s = 0;
+  const int64_t k = static_cast<int64_t>(split_sizes.size());
+  for (int64_t i = 0; i < k; ++i) {
+    out.push_back(narrow(x, dim, s, split_sizes[i]));  // in a graph, narrow checks each piece
+    s += split_sizes[i];
+  }
+  if (s != x.size(d)) out.push_back(narrow(x, dim, 0, -1));  // sizes that do not add up: fails in a graph
+  return out;
+}
+
+inline std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0) {
+  detail::check_split("chunk", x, chunks, dim);
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  const int64_t n = x.size(d);
+  std::vector<Tensor> out;
+  if (chunks <= 0) out.push_back(narrow(x, dim, 0, -1));  // in a graph: fails (see narrow)
+  if (n == 0)  // LibTorch: `chunks` empty pieces
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(x);
+  const int64_t step = (n + chunks - 1) / std::max<int64_t>(chunks, 1);
+  for (int64_t s = 0; s < n; s += step) out.push_back(x.slice(dim, s, std::min(s + step, n)));
+  return out;
+}
+
+// ---- min / max along a dim with their indices, argmin -----------------------
+// max(x, dim, keepdim) -> (values, indices), as LibTorch's x.max(dim, keepdim):
+// the index of the first largest element (a NaN counts as the largest, as in
+// argmax) and the value gathered there, so the gradient reaches that one
+// element (amax's spreads over ties). min and argmin the same through -x
+// (exact for floating and int dtypes).
+inline std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false) {
+  Tensor i = argmax(x, dim, true);
+  Tensor v = gather(x, dim, i);
+  if (keepdim) return {v, i};
+  return {v.squeeze(dim), i.squeeze(dim)};
+}
+inline Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false) { return argmax(-x, dim, keepdim); }
+inline std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false) {
+  Tensor i = argmax(-x, dim, true);
+  Tensor v = gather(x, dim, i);
+  if (keepdim) return {v, i};
+  return {v.squeeze(dim), i.squeeze(dim)};
+}
+inline std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return graph::max(*this, dim, keepdim); }
+inline std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return graph::min(*this, dim, keepdim); }
+inline Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return graph::argmin(*this, dim, keepdim); }
+
+// The method forms (tensor.h).
+inline Tensor Tensor::select(int64_t dim, int64_t index) const { return graph::select(*this, dim, index); }
+inline Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return graph::narrow(*this, dim, start, length);
+}
+inline std::vector<Tensor> Tensor::unbind(int64_t dim) const { return graph::unbind(*this, dim); }
+inline std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  return graph::split(*this, split_size, dim);
+}
+inline std::vector<Tensor> Tensor::split(const Shape& split_sizes, int64_t dim) const {
+  return graph::split(*this, split_sizes, dim);
+}
+inline std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return graph::chunk(*this, chunks, dim); }
 
 }  // namespace graph

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "graph/dtype.h"
@@ -23,6 +24,15 @@
 #define GRAPH_OP(name) [[clang::annotate("graph.op", name)]]
 #else
 #define GRAPH_OP(name)
+#endif
+
+// Marks a void function that only checks its arguments and throws: it runs
+// eagerly, and the plugin leaves it out of static graphs (their ops report
+// bad shapes themselves, with the C++ line). Empty for other compilers.
+#if defined(__clang__)
+#define GRAPH_EAGER_CHECK [[clang::annotate("graph.eager_check")]]
+#else
+#define GRAPH_EAGER_CHECK
 #endif
 
 namespace graph {
@@ -177,6 +187,19 @@ class Tensor {
   GRAPH_OP("gather") Tensor gather(int64_t dim, const Tensor& index) const;
   GRAPH_OP("cumsum") Tensor cumsum(int64_t dim) const;
   GRAPH_OP("bmm") Tensor bmm(const Tensor& b) const;
+  // Parts along one dim, as LibTorch (inline in ops.h, where graph::select and
+  // the others say what they do): x.select(dim, index), x.narrow(dim, start,
+  // length), x.unbind(dim), x.split(size | sizes, dim), x.chunk(chunks, dim).
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const Shape& split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  // (values, indices) along dim, and argmin (ops.h: graph::max).
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
 
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;

@@ -1,4 +1,4 @@
-// GRAPH_EAGER_CHECK (graph/nn_rnn.h): a void argument check called as a
+// GRAPH_EAGER_CHECK (graph/tensor.h): a void argument check called as a
 // statement runs eagerly and is left out of the graph; the same annotation
 // on a function that returns a value does not hide the call (a graph break).
 #include <graph/graph.h>

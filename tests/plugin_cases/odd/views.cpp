@@ -110,3 +110,16 @@ Shape opaque_dims();
 [[graph::static]] Tensor not_an_op(Tensor x) {
   return x.clone();  // expect@12: the call to 'graph::Tensor::clone' cannot be lowered: it is not a graph op
 }
+
+// The parts of a tensor (ops.h): select, narrow, split and chunk inline (their
+// methods too, `*this` the object), unbind the list_unbind primitive; the
+// pieces a list read by index or a range-for, with a run-time length.
+[[graph::static]] Tensor parts(Tensor x, int i) {  // lowers
+  Tensor y = x.select(0, i) + select(x, -1, 0).sum() + narrow(x, 1, 0, 2).sum() + x.narrow(0, i, 1).sum();
+  for (const Tensor& p : x.split(2, 1)) y = y + p.sum();
+  return y + unbind(x, 1)[0].sum() + x.unbind()[i].sum() + x.chunk(3)[0].sum() + split(x, {1, 2}, 1)[1].sum();
+}
+
+[[graph::static]] Tensor parts_count(Tensor x) {
+  return x * static_cast<double>(x.unbind().size());  // expect@34: the conversion from 'size_type' to 'double' cannot be lowered yet
+}
