@@ -235,6 +235,23 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
     return c.attrs.at("out") == "indices" ? i : v;
   }
   if (c.op == "argmin") return in[0].argmin(std::stoll(c.attrs.at("dim")), keep);
+  // nn_functional.h (issue 19); `in` holds the optional weight and bias when given.
+  const auto num = [&](const char* key) { return std::stoll(c.attrs.at(key)); };
+  if (c.op == "group_norm")
+    return graph::group_norm(in[0], num("groups"), in.size() > 1 ? in[1] : Tensor(), in.size() > 2 ? in[2] : Tensor(),
+                             std::stod(c.attrs.at("eps")));
+  if (c.op == "conv1d")
+    return graph::conv1d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), num("stride"), num("padding"), num("dilation"),
+                         num("groups"));
+  if (c.op == "max_pool1d") return graph::max_pool1d(in[0], num("kernel"), num("stride"), num("padding"));
+  if (c.op == "avg_pool1d") return graph::avg_pool1d(in[0], num("kernel"), num("stride"), num("padding"));
+  if (c.op == "adaptive_avg_pool2d") return graph::adaptive_avg_pool2d(in[0], pair("output"));
+  if (c.op == "pad") {
+    const std::string& v = c.attrs.at("value");
+    const bool integral = v.find_first_of(".e") == std::string::npos;
+    return graph::pad(in[0], pair("pad"), integral ? graph::Scalar(std::stoll(v)) : graph::Scalar(std::stod(v)));
+  }
+  if (c.op == "one_hot") return num("classes") < 0 ? graph::one_hot(in[0]) : graph::one_hot(in[0], num("classes"));
   throw std::runtime_error("no runner for op " + c.op);
 }
 

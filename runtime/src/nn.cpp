@@ -358,4 +358,60 @@ AvgPool2dImpl::AvgPool2dImpl(Size2 kernel, Size2 stride_, Size2 padding_)
       stride(stride_.values.empty() ? kernel_size : detail::checked_size2("AvgPool2d", "stride", stride_, false)),
       padding(detail::checked_size2("AvgPool2d", "padding", padding_, true)) {}
 
+AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(Size2 output_size_)
+    : Module("AdaptiveAvgPool2d"),
+      output_size(detail::checked_size2("AdaptiveAvgPool2d", "output_size", output_size_, false)) {}
+
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& o)
+    : Module("Conv1d"),
+      in_channels(o.in_channels()),
+      out_channels(o.out_channels()),
+      kernel_size(o.kernel_size()),
+      stride(o.stride()),
+      padding(o.padding()),
+      dilation(o.dilation()),
+      groups(o.groups()) {
+  check_positive("Conv1d", "in_channels", in_channels);
+  check_positive("Conv1d", "out_channels", out_channels);
+  check_positive("Conv1d", "kernel_size", kernel_size);
+  check_positive("Conv1d", "stride", stride);
+  check_positive("Conv1d", "dilation", dilation);
+  check_positive("Conv1d", "groups", groups);
+  if (padding < 0) throw Error("Conv1d: padding must be non-negative, got " + std::to_string(padding));
+  if (in_channels % groups != 0 || out_channels % groups != 0)
+    throw Error("Conv1d: in_channels (" + std::to_string(in_channels) + ") and out_channels (" +
+                std::to_string(out_channels) + ") must be divisible by groups (" + std::to_string(groups) + ")");
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_channels / groups * kernel_size));
+  weight = detail::uniform({out_channels, in_channels / groups, kernel_size}, bound);
+  register_parameter("weight", &weight);
+  if (o.bias()) {
+    bias = detail::uniform({out_channels}, bound);
+    register_parameter("bias", &bias);
+  }
+}
+
+GroupNormImpl::GroupNormImpl(int64_t groups, int64_t channels, double eps_, bool affine)
+    : Module("GroupNorm"), num_groups(groups), num_channels(channels), eps(eps_) {
+  check_positive("GroupNorm", "num_groups", groups);
+  check_positive("GroupNorm", "num_channels", channels);
+  if (channels % groups != 0)
+    throw Error("GroupNorm: num_channels (" + std::to_string(channels) + ") must be divisible by num_groups (" +
+                std::to_string(groups) + ")");
+  if (affine) {
+    weight = ones({channels});
+    bias = zeros({channels});
+    register_parameter("weight", &weight);
+    register_parameter("bias", &bias);
+  }
+}
+
 }  // namespace graph::nn
+
+namespace graph {
+Tensor one_hot(const Tensor& indices) {
+  if (indices.dtype() != kInt64)
+    throw Error("one_hot: expected int64 indices, got " + std::string(dtype_name(indices.dtype())));
+  if (indices.numel() == 0) throw Error("one_hot: cannot infer the number of classes of an empty tensor");
+  return one_hot(indices, amax(indices).item<int64_t>() + 1);
+}
+}  // namespace graph

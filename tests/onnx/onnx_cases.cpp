@@ -268,6 +268,18 @@ std::vector<Case> cases() {
                                               binary_cross_entropy_with_logits(x * 3.0, t, kNone, w)};
                  },
                  {randn({4, 5}), tensor<int64_t>({3, -100, 0, 4})}});
+  // nn_functional.h's decompositions: group_norm, conv1d, the 1-d pools,
+  // adaptive_avg_pool2d, pad (grow and crop), one_hot, the *_like factories.
+  out.push_back({"nn_functional", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];  // f32 [2, 4, 6]
+                   const Tensor& i = v[1];  // i64 [3] in [0, 5)
+                   const Tensor img = x.reshape({2, 2, 2, 6});
+                   return std::vector<Tensor>{group_norm(x, 2, v[2], v[2] * 0.5), conv1d(x, v[3], Tensor(), 2, 1),
+                                              max_pool1d(x, 2), avg_pool1d(x, 3, 2, 1),
+                                              adaptive_avg_pool2d(img, {1, 3}), pad(x, {1, -2, 0, 1}, 0.25),
+                                              one_hot(i, 5), full_like(x, 3.0) + ones_like(x) + zeros_like(x)};
+                 },
+                 {randn({2, 4, 6}), tensor<int64_t>({4, 0, 2}), randn({4}), randn({3, 4, 3})}});
   return out;
 }
 

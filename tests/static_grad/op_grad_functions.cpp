@@ -242,4 +242,27 @@ using namespace graph;
   return v * 2.0 + m.sum() + (i - j.sum() + a.argmin(1)).to(kFloat64);
 }
 
+// ---- nn decompositions (issue 19, nn_functional.h): group_norm, conv1d, 1-d
+// pools, adaptive_avg_pool2d, pad, the *_like factories and one_hot (c: int64).
+[[graph::static]] Tensor op_group_norm(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return group_norm(a, 2, b, c, 1e-3);
+}
+[[graph::static]] Tensor op_group_norm_plain(const Tensor& a, const Tensor&, const Tensor&) { return group_norm(a, 3); }
+[[graph::static]] Tensor op_conv1d(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return conv1d(a, b, c, 2, 1, 1, 1);
+}
+[[graph::static]] Tensor op_conv1d_groups(const Tensor& a, const Tensor& b, const Tensor&) {
+  return conv1d(a, b, Tensor(), 1, 2, 2, 2);
+}
+[[graph::static]] Tensor op_max_pool1d(const Tensor& a, const Tensor&, const Tensor&) { return max_pool1d(a, 2); }
+[[graph::static]] Tensor op_avg_pool1d(const Tensor& a, const Tensor&, const Tensor&) { return avg_pool1d(a, 3, 2, 1); }
+[[graph::static]] Tensor op_adaptive_avg_pool2d(const Tensor& a, const Tensor&, const Tensor&) {
+  return adaptive_avg_pool2d(a, {2, 1}) + adaptive_avg_pool2d(a, {1, 1});
+}
+[[graph::static]] Tensor op_pad(const Tensor& a, const Tensor&, const Tensor&) { return pad(a, {1, 2, -1, 1}, 0.5); }
+[[graph::static]] Tensor op_like(const Tensor& a, const Tensor&, const Tensor&) {
+  return a * ones_like(a) + full_like(a, 2.5) * a + zeros_like(a);
+}
+[[graph::static]] Tensor op_one_hot(const Tensor& a, const Tensor&, const Tensor& c) { return a * one_hot(c, 4); }
+
 }  // namespace og

@@ -286,6 +286,16 @@ Case case_named(std::string_view n) {
   if (n == "unbind") return make(op_unbind, {in({4, 3}), in({4}, 0.5f, 0.2f)});
   if (n == "split" || n == "chunk") return make(n == "split" ? op_split : op_chunk, {in({5, 3})});
   if (n == "max_dim") return make(op_max_dim, {in({3, 4})});
+  if (n == "group_norm") return make(op_group_norm, {in({2, 4, 3}), in({4}, 0.5f, 0.4f), in({4}, 0.3f, -0.2f)});
+  if (n == "group_norm_plain") return make(op_group_norm_plain, {in({2, 6, 2, 2})});
+  if (n == "conv1d") return make(op_conv1d, {in({2, 2, 7}, 0.2f, -0.1f), in({3, 2, 3}, 0.3f, 0.2f), in({3})});
+  if (n == "conv1d_groups") return make(op_conv1d_groups, {in({1, 4, 6}, 0.2f, -0.1f), in({2, 2, 3}, 0.3f, 0.2f)});
+  if (n == "max_pool1d") return make(op_max_pool1d, {in({2, 2, 6}, 0.13f, -1.0f)});
+  if (n == "avg_pool1d") return make(op_avg_pool1d, {in({2, 2, 7}, 0.1f, -1.0f)});
+  if (n == "adaptive_avg_pool2d") return make(op_adaptive_avg_pool2d, {in({2, 3, 4, 2})});
+  if (n == "pad") return make(op_pad, {in(cube)});
+  if (n == "like") return make(op_like, {in(m)});
+  if (n == "one_hot") return make(op_one_hot, {in({3, 4}), unused(), ints({1, 3, 0})});
   return {};
 }
 
@@ -355,6 +365,8 @@ constexpr std::string_view kComposites[] = {
     "nll_loss", "nll_loss_weight_sum", "nll_loss_weight_none", "nll_loss_weight_mean",
     "bce", "bce_weight_none", "bce_logits", "bce_logits_pos_weight",
     "select", "narrow", "unbind", "split", "chunk", "max_dim",
+    "group_norm", "group_norm_plain", "conv1d", "conv1d_groups", "max_pool1d", "avg_pool1d",
+    "adaptive_avg_pool2d", "pad", "like", "one_hot",
 };
 
 class Composite : public testing::TestWithParam<std::string_view> {};
@@ -363,5 +375,21 @@ TEST_P(Composite, StaticGradientsEqualEagerAndFiniteDifferences) { check_case(st
 
 INSTANTIATE_TEST_SUITE_P(Decompositions, Composite, testing::ValuesIn(kComposites),
                          [](const testing::TestParamInfo<std::string_view>& p) { return std::string(p.param); });
+
+// Bad input inside a graph: the error of the op that meets it, with the C++ line.
+TEST(CompositeErrors, GroupsNotDividingChannelsNameTheReshapeAndLine) {
+  for (graph::Mode mode : {graph::Mode::Static, graph::Mode::Interpret}) {
+    graph::set_mode(mode);
+    try {
+      og::op_group_norm(in({2, 5, 3}), in({5}), in({5}));  // 5 channels, 2 groups
+      ADD_FAILURE() << "no error";
+    } catch (const graph::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("reshape"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("nn_functional.h"), std::string::npos) << msg;
+    }
+  }
+  graph::set_mode(graph::Mode::Static);
+}
 
 }  // namespace

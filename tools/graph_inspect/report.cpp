@@ -230,6 +230,26 @@ run on CUDA where those do; gradients come from those ops):
   `Reduction` is `kNone`, `kMean` or `kSum` (`graph::Reduction`, as `torch::kMean`).
   `target` is read in the input's shape (`reshape`): one with another element count is
   an error of that reshape, never broadcast.
+
+nn functions built the same way (`graph/nn_functional.h`; PyTorch's names and
+argument order, each lowered whole with a static backward):
+- `group_norm(x [N, C, *], num_groups, weight = {}, bias = {}, eps = 1e-5)`:
+  `layer_norm` of `x` reshaped to `[N, num_groups, C / num_groups * L]`, then the
+  per-channel affine; groups that do not divide `C` are that reshape's error;
+- `conv1d(x [N, C, L], weight [O, C / groups, K], bias = {}, stride = 1, padding = 0,
+  dilation = 1, groups = 1)`, `max_pool1d(x, kernel, stride = kernel, padding = 0)`,
+  `avg_pool1d(...)` (padding counted): the 2-d ops on a height-1 image (bad shapes are
+  `conv2d`'s errors, on that view);
+- `adaptive_avg_pool2d(x [N, C, H, W], {oh, ow})` where `oh` divides `H` and `ow`
+  divides `W` (1: a global mean): `mean` over the blocks of a reshape; other sizes are
+  that reshape's error (PyTorch's overlapping windows are not implemented);
+- `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, up to 4 pairs,
+  negative amounts crop (`cat` of `expand`ed fills, `slice`);
+- `one_hot(indices, num_classes)`: int64 `[..., num_classes]` (`embedding` of an
+  identity: an index out of range is its error); `one_hot(indices)` (max + 1 classes)
+  runs eagerly only;
+- `full_like(x, v)`, `ones_like(x)`, `zeros_like(x)`: `masked_fill` of `x`, its shape and
+  dtype read at run time; `rand_like(x)`, `randn_like(x)` run eagerly only.
 )";
 
 }  // namespace

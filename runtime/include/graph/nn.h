@@ -253,6 +253,60 @@ class Conv2dImpl : public Module {
 };
 GRAPH_MODULE(Conv2d);
 
+// ---- Conv1d -----------------------------------------------------------------
+// torch.nn.Conv1d on x [N, C_in, L]: weight [out, in / groups, k], bias [out],
+// uniform(+-1/sqrt(in / groups * k)). Options as LibTorch's:
+// Conv1d(Conv1dOptions(16, 32, 3).stride(2).padding(1).bias(false)).
+class Conv1dOptions {
+ public:
+  Conv1dOptions(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  int64_t in_channels() const { return in_channels_; }
+  int64_t out_channels() const { return out_channels_; }
+  int64_t kernel_size() const { return kernel_size_; }
+  int64_t stride() const { return stride_; }
+  Conv1dOptions& stride(int64_t v) { stride_ = v; return *this; }
+  int64_t padding() const { return padding_; }
+  Conv1dOptions& padding(int64_t v) { padding_ = v; return *this; }
+  int64_t dilation() const { return dilation_; }
+  Conv1dOptions& dilation(int64_t v) { dilation_ = v; return *this; }
+  int64_t groups() const { return groups_; }
+  Conv1dOptions& groups(int64_t v) { groups_ = v; return *this; }
+  bool bias() const { return bias_; }
+  Conv1dOptions& bias(bool v) { bias_ = v; return *this; }
+
+ private:
+  int64_t in_channels_, out_channels_, kernel_size_;
+  int64_t stride_ = 1, padding_ = 0, dilation_ = 1, groups_ = 1;
+  bool bias_ = true;
+};
+
+class Conv1dImpl : public Module {
+ public:
+  Conv1dImpl(const Conv1dOptions& options);
+  Conv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : Conv1dImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) { return conv1d(x, weight, bias, stride, padding, dilation, groups); }
+
+  int64_t in_channels, out_channels, kernel_size, stride, padding, dilation, groups;
+  Tensor weight, bias;  // bias undefined when built without one
+};
+GRAPH_MODULE(Conv1d);
+
+// ---- GroupNorm --------------------------------------------------------------
+// torch.nn.GroupNorm: weight ones and bias zeros [num_channels] (affine);
+// num_channels must be divisible by num_groups (checked here).
+class GroupNormImpl : public Module {
+ public:
+  GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) { return group_norm(x, num_groups, weight, bias, eps); }
+
+  int64_t num_groups, num_channels;
+  double eps;
+  Tensor weight, bias;  // undefined without affine
+};
+GRAPH_MODULE(GroupNorm);
+
 // ---- LayerNorm --------------------------------------------------------------
 // Over the trailing dims `normalized_shape`; weight ones, bias zeros.
 class LayerNormImpl : public Module {
@@ -440,6 +494,16 @@ class AvgPool2dImpl : public Module {
   Shape kernel_size, stride, padding;
 };
 GRAPH_MODULE(AvgPool2d);
+
+// output_size {oh, ow} dividing the input's height and width (1: a global
+// mean); see adaptive_avg_pool2d.
+class AdaptiveAvgPool2dImpl : public Module {
+ public:
+  explicit AdaptiveAvgPool2dImpl(Size2 output_size);
+  Tensor forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size); }
+  Shape output_size;
+};
+GRAPH_MODULE(AdaptiveAvgPool2d);
 
 class FlattenImpl : public Module {
  public:

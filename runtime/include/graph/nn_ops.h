@@ -107,3 +107,5 @@ GRAPH_OP("scaled_dot_product_attention") Tensor scaled_dot_product_attention(con
                                     bool is_causal = false);
 
 }  // namespace graph
+
+#include "graph/nn_functional.h"  // group_norm, conv1d, pad, one_hot, ...: decompositions
