@@ -202,7 +202,9 @@ GRAPH_HOST_DEVICE inline T tanh(T x) {
 GRAPH_HOST_DEVICE inline float log(float x) {
   const bool tiny = x < 1.17549435e-38f;  // subnormal (or 0, negative: fixed below)
   const float xs = detail::select(tiny, x * 8388608.0f, x);  // * 2^23
-  const int32_t i = detail::bit_cast<int32_t>(xs) - 0x3f3504f3;  // sqrt(1/2)'s bits
+  // In unsigned arithmetic: a negative x's bits minus these overflow an int
+  // (undefined; the select below discards that lane anyway).
+  const int32_t i = static_cast<int32_t>(detail::bit_cast<uint32_t>(xs) - 0x3f3504f3u);  // sqrt(1/2)'s bits
   // The exponent as a float through the 1.5 * 2^23 magic (as exp does).
   const float e = (detail::bit_cast<float>((i >> 23) + 0x4b400000) - 12582912.0f) - detail::select(tiny, 23.0f, 0.0f);
   const float f = detail::bit_cast<float>((i & 0x007fffff) + 0x3f3504f3) - 1.0f;
@@ -231,7 +233,7 @@ GRAPH_HOST_DEVICE inline double log(double x) {
   const bool tiny = x < 2.2250738585072014e-308;
   const double xs = detail::select(tiny, x * 4503599627370496.0, x);  // * 2^52
   constexpr int64_t kHalfRoot = 0x3fe6a09e667f3bcdLL;  // sqrt(1/2)'s bits
-  const int64_t i = detail::bit_cast<int64_t>(xs) - kHalfRoot;
+  const int64_t i = static_cast<int64_t>(detail::bit_cast<uint64_t>(xs) - static_cast<uint64_t>(kHalfRoot));  // as above
   // The exponent without a 64-bit arithmetic shift or int64 -> double
   // conversion (neither is in SSE2/AVX2): biased by 1024, then read as the
   // low bits of 2^52.
