@@ -1,6 +1,7 @@
 #pragma once
-// Reads tests/fixtures/rnn.txt (make_rnn_fixtures.py): per case, PyTorch's
-// parameters, inputs, outputs, upstream gradients and gradients, in float64.
+// Reads tests/fixtures/rnn.txt (make_rnn_fixtures.py) and models.txt
+// (make_model_fixtures.py): per case, PyTorch's parameters, inputs, outputs,
+// upstream gradients, gradients and buffers, in float64.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ struct Case {
   int64_t attr(const std::string& k) const { return attrs.at(k); }
   const Entry& at(const std::string& name) const {
     auto it = tensors.find(name);
-    if (it == tensors.end()) throw std::runtime_error("rnn.txt: no tensor " + name);
+    if (it == tensors.end()) throw std::runtime_error("fixture: no tensor " + name);
     return it->second;
   }
   // The tensor `name` in `dtype` (int64 entries stay exact).
@@ -52,38 +53,41 @@ inline graph::Shape parse_shape(const std::string& s) {
   return out;
 }
 
-inline const std::map<std::string, Case>& cases() {
-  static const std::map<std::string, Case> all = [] {
-    std::map<std::string, Case> out;
-    std::ifstream in(std::string(CXXGRAPH_FIXTURES) + "/rnn.txt");
-    if (!in) throw std::runtime_error("cannot read rnn.txt");
-    std::string line;
-    Case* cur = nullptr;
-    while (std::getline(in, line)) {
-      std::istringstream ls(line);
-      std::string word;
-      ls >> word;
-      if (word == "case") {
-        std::string name, kv;
-        ls >> name;
-        cur = &out[name];
-        while (ls >> kv) cur->attrs[kv.substr(0, kv.find('='))] = std::stoll(kv.substr(kv.find('=') + 1));
-      } else if (word == "tensor" && cur) {
-        std::string name, shape;
-        ls >> name >> shape;
-        Entry e{parse_shape(shape), {}};
-        double v;
-        while (ls >> v) e.values.push_back(v);
-        if (name.rfind("param:", 0) == 0) cur->params.push_back(name.substr(6));
-        cur->tensors[name] = std::move(e);
-      }
+inline std::map<std::string, Case> read_cases(const std::string& file) {
+  std::map<std::string, Case> out;
+  std::ifstream in(std::string(CXXGRAPH_FIXTURES) + "/" + file);
+  if (!in) throw std::runtime_error("cannot read " + file);
+  std::string line;
+  Case* cur = nullptr;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string word;
+    ls >> word;
+    if (word == "case") {
+      std::string name, kv;
+      ls >> name;
+      cur = &out[name];
+      while (ls >> kv) cur->attrs[kv.substr(0, kv.find('='))] = std::stoll(kv.substr(kv.find('=') + 1));
+    } else if (word == "tensor" && cur) {
+      std::string name, shape;
+      ls >> name >> shape;
+      Entry e{parse_shape(shape), {}};
+      double v;
+      while (ls >> v) e.values.push_back(v);
+      if (name.rfind("param:", 0) == 0) cur->params.push_back(name.substr(6));
+      cur->tensors[name] = std::move(e);
     }
-    return out;
-  }();
-  return all;
+  }
+  return out;
 }
 
-inline const Case& get(const std::string& name) { return cases().at(name); }
+// The case `name` of fixtures/<file>.
+inline const Case& get(const std::string& name, const std::string& file = "rnn.txt") {
+  static std::map<std::string, std::map<std::string, Case>> files;
+  auto it = files.find(file);
+  if (it == files.end()) it = files.emplace(file, read_cases(file)).first;
+  return it->second.at(name);
+}
 
 // Copies the case's parameters into `m` by PyTorch name (prefix: the
 // submodule's, e.g. "gru."), converting to the module's dtype.

@@ -1,0 +1,109 @@
+#pragma once
+// The model suite (issue 19): small versions of well-known models, each
+// module's forward [[graph::static]] (one .cpp each, built with
+// -Werror=graph-fallback by tests/models.cmake), written as a LibTorch user
+// writes them. Parameter names are PyTorch's (tests/fixtures/
+// make_model_fixtures.py builds the same models), so the tests load
+// PyTorch's parameters by name and compare outputs and gradients.
+#include <graph/graph.h>
+
+#include <tuple>
+
+namespace models {
+using graph::Tensor;
+
+// GPT-style: token + position embedding, one pre-norm block (causal
+// self-attention with an arange/triu/masked_fill mask, GELU MLP, residuals),
+// final layer norm, linear head. ids, targets: int64 [N, T], T <= block_size.
+// Returns the logits [N, T, V] and the cross-entropy loss.
+struct GPTBlockImpl : graph::nn::Module {
+  GPTBlockImpl(int64_t vocab, int64_t block_size, int64_t channels, int64_t heads);
+  std::tuple<Tensor, Tensor> forward(const Tensor& ids, const Tensor& targets);
+  int64_t heads;
+  double attn_scale;  // 1 / sqrt(head size)
+  graph::nn::Embedding tok, pos;
+  graph::nn::LayerNorm ln1;
+  graph::nn::Linear qkv, proj;
+  graph::nn::LayerNorm ln2;
+  graph::nn::Linear fc, fc2;
+  graph::nn::LayerNorm ln_f;
+  graph::nn::Linear head;
+};
+GRAPH_MODULE(GPTBlock);
+
+// BatchNorm2d's arithmetic on x with bn's parameters: the batch's statistics
+// (training) or the running ones. The running stats are not updated (see
+// ResNetImpl).
+Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool training);
+
+// ResNet-18's BasicBlock: conv3x3-BN-ReLU-conv3x3-BN plus the identity
+// shortcut, then ReLU; DownBlock: the same with stride 2 and a projection
+// shortcut (1x1 conv + BN). `training` as in batch_norm_2d.
+struct BasicBlockImpl : graph::nn::Module {
+  explicit BasicBlockImpl(int64_t channels);
+  Tensor forward(const Tensor& x, bool training);
+  graph::nn::Conv2d conv1;
+  graph::nn::BatchNorm2d bn1;
+  graph::nn::Conv2d conv2;
+  graph::nn::BatchNorm2d bn2;
+};
+GRAPH_MODULE(BasicBlock);
+
+struct DownBlockImpl : graph::nn::Module {
+  DownBlockImpl(int64_t in, int64_t out);
+  Tensor forward(const Tensor& x, bool training);
+  graph::nn::Conv2d conv1;
+  graph::nn::BatchNorm2d bn1;
+  graph::nn::Conv2d conv2;
+  graph::nn::BatchNorm2d bn2;
+  graph::nn::Conv2d down_conv;
+  graph::nn::BatchNorm2d down_bn;
+};
+GRAPH_MODULE(DownBlock);
+
+// ResNet-18's layout on 32x32 images, one block per stage, widths W, 2W, 4W,
+// 8W (stride 2 from the second stage), adaptive average pool to 1x1, linear
+// classifier. x [N, 3, 32, 32], targets int64 [N]; returns the logits and
+// the cross-entropy loss. The BatchNorm2d modules hold the parameters and
+// running stats, but the forward calls batch_norm_2d rather than
+// nn::BatchNorm2d's forward: that one reads is_training() and updates the
+// running stats in place, which a graph cannot hold yet (it falls back to
+// eager), so here the mode is an argument and training leaves the running
+// stats as they were.
+struct ResNetImpl : graph::nn::Module {
+  ResNetImpl(int64_t width, int64_t classes);
+  std::tuple<Tensor, Tensor> forward(const Tensor& x, const Tensor& targets, bool training);
+  graph::nn::Conv2d conv1;
+  graph::nn::BatchNorm2d bn1;
+  BasicBlock layer1;
+  DownBlock layer2, layer3, layer4;
+  graph::nn::Linear fc;
+};
+GRAPH_MODULE(ResNet);
+
+// Temporal CNN: a 1x1 input conv, three residual blocks
+// h + relu(conv_d(pad(h, {(k - 1) d, 0}))) with dilations 1, 2, 4 (causal:
+// step t sees steps <= t only), a linear readout of the last step.
+// x [N, C_in, L], target [N, out]; returns the readout and the MSE loss.
+struct TemporalCNNImpl : graph::nn::Module {
+  TemporalCNNImpl(int64_t in, int64_t channels, int64_t kernel, int64_t out);
+  std::tuple<Tensor, Tensor> forward(const Tensor& x, const Tensor& target);
+  int64_t kernel;
+  graph::nn::Conv1d inp, c1, c2, c4;
+  graph::nn::Linear readout;
+};
+GRAPH_MODULE(TemporalCNN);
+
+// VAE: encoder MLP to mu and logvar, z = mu + eps * exp(0.5 logvar), decoder
+// MLP with a sigmoid; loss = binary_cross_entropy(sum) + KL. x [N, D] in
+// [0, 1], eps [N, Z] (standard normal, passed in so the run is repeatable).
+// Returns the reconstruction and the loss.
+struct VAEImpl : graph::nn::Module {
+  VAEImpl(int64_t in, int64_t hidden, int64_t latent);
+  std::tuple<Tensor, Tensor> forward(const Tensor& x, const Tensor& eps);
+  graph::nn::Linear enc, mu, logvar, dec1, dec2;
+};
+GRAPH_MODULE(VAE);
+
+}  // namespace models

@@ -1,0 +1,113 @@
+// The model suite (issue 19; model_functions.h): each model's static forward
+// against PyTorch (tests/fixtures/models.txt): outputs, loss and every
+// parameter's gradient after one backward, and against the same forward run
+// eagerly. ctest runs this binary compiled, and again with GRAPH_MODE=
+// interpret and GRAPH_MODE=eager (tests/models.cmake); the graph's call
+// count shows the graph really ran (or, under eager, that it did not).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../e2e/graph_calls.h"
+#include "../rnn/rnn_fixture.h"
+#include "model_functions.h"
+
+namespace {
+
+using graph::Mode;
+using graph::Tensor;
+using rnn_fixture::Case;
+namespace nn = graph::nn;
+
+const Case& fixture(const std::string& name) { return rnn_fixture::get(name, "models.txt"); }
+
+// The mode this run of the binary tests (GRAPH_MODE at start-up).
+Mode suite_mode() {
+  static const Mode m = graph::mode();
+  return m;
+}
+
+// A forward returning {output, loss}.
+using Forward = std::function<std::vector<Tensor>()>;
+
+struct Run {
+  std::vector<Tensor> outputs;
+  std::vector<std::pair<std::string, Tensor>> grads;  // by parameter name
+  uint64_t graph_runs = 0;
+};
+
+// One forward in `mode`, then (with_grad) backward of the loss.
+Run run_in(Mode mode, nn::Module& m, const char* fragment, const Forward& f, bool with_grad) {
+  graph::set_mode(mode);
+  m.zero_grad();
+  Run r;
+  const uint64_t before = e2e::calls(fragment);
+  if (with_grad) {
+    r.outputs = f();
+    r.outputs.back().backward();
+  } else {
+    graph::NoGradGuard g;
+    r.outputs = f();
+  }
+  r.graph_runs = e2e::calls(fragment) - before;
+  graph::set_mode(suite_mode());
+  if (with_grad)
+    for (auto& [name, p] : m.named_parameters()) r.grads.emplace_back(name, p.grad());
+  return r;
+}
+
+// The model's outputs (named as the fixture's, the loss last) and gradients
+// against PyTorch, in the suite's mode, without and with grad; against the
+// eager run of the same forward; the graph ran once per call (none: eager).
+void check_model(const Case& c, nn::Module& m, const char* fragment, const Forward& f,
+                 const std::vector<std::string>& outputs, double tol, bool with_grad = true) {
+  const uint64_t want_runs = suite_mode() == Mode::Eager ? 0 : 1;
+  Run plain = run_in(suite_mode(), m, fragment, f, false);
+  EXPECT_EQ(plain.graph_runs, want_runs) << "the graph did not run as the mode says (GRAPH_EXPLAIN=1 says why)";
+  for (size_t k = 0; k < outputs.size(); ++k)
+    rnn_fixture::expect_near(plain.outputs.at(k), c.at("output:" + outputs[k]), tol, outputs[k]);
+  if (!with_grad) return;
+  Run s = run_in(suite_mode(), m, fragment, f, true);
+  EXPECT_EQ(s.graph_runs, want_runs) << "the graph (with its backward) did not run";
+  for (size_t k = 0; k < outputs.size(); ++k)
+    rnn_fixture::expect_near(s.outputs.at(k), c.at("output:" + outputs[k]), tol, outputs[k] + " (with grad)");
+  ASSERT_EQ(s.grads.size(), c.params.size());
+  for (auto& [name, g] : s.grads) rnn_fixture::expect_near(g, c.at("grad:" + name), tol, "grad of " + name);
+  if (suite_mode() == Mode::Eager) return;
+  Run e = run_in(Mode::Eager, m, fragment, f, true);
+  EXPECT_EQ(e.graph_runs, 0u);
+  for (size_t k = 0; k < s.outputs.size(); ++k)
+    rnn_fixture::expect_near(s.outputs[k], e.outputs[k], 1e-5, "static vs eager output " + std::to_string(k));
+  for (size_t k = 0; k < s.grads.size(); ++k)
+    rnn_fixture::expect_near(s.grads[k].second, e.grads[k].second, 1e-5, "static vs eager grad of " + s.grads[k].first);
+}
+
+std::vector<Tensor> pair_of(const std::tuple<Tensor, Tensor>& t) { return {std::get<0>(t), std::get<1>(t)}; }
+
+TEST(ModelSuite, GPTBlockMatchesPyTorch) {
+  const Case& c = fixture("gpt");
+  models::GPTBlock gpt(c.attr("V"), c.attr("T"), c.attr("C"), c.attr("H"));
+  rnn_fixture::load_params(*gpt, c);
+  const Tensor ids = c.tensor("input:ids", graph::kInt64), targets = c.tensor("input:targets", graph::kInt64);
+  check_model(c, *gpt, "GPTBlockImpl7forward", [&] { return pair_of(gpt(ids, targets)); }, {"logits", "loss"}, 2e-5);
+}
+
+// A sequence longer than the position table: embedding's error naming the
+// op and the shapes in every mode, and in a graph the C++ line of the call
+// (nn::Embedding's forward, which the graph inlined); no result.
+TEST(ModelSuite, GPTBlockLongerThanItsPositionsIsAnError) {
+  models::GPTBlock gpt(11, 6, 8, 2);
+  const Tensor ids = graph::zeros({2, 7}, graph::kInt64);
+  try {
+    gpt(ids, ids);
+    ADD_FAILURE() << "expected an error";
+  } catch (const graph::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("embedding: index 6 is out of range for a table of 6 rows"), std::string::npos) << what;
+    if (suite_mode() != Mode::Eager) EXPECT_NE(what.find("nn.h:"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
