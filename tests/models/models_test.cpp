@@ -110,4 +110,78 @@ TEST(ModelSuite, GPTBlockLongerThanItsPositionsIsAnError) {
   }
 }
 
+// ResNet with BatchNorm in training mode: batch statistics. Float32
+// statistics over small batches: a looser tolerance.
+TEST(ModelSuite, ResNetTrainModeMatchesPyTorch) {
+  const Case& c = fixture("resnet_train");
+  models::ResNet net(c.attr("W"), c.attr("K"));
+  rnn_fixture::load_params(*net, c);
+  const Tensor x = c.tensor("input:x", graph::kFloat32), targets = c.tensor("input:targets", graph::kInt64);
+  check_model(c, *net, "ResNetImpl7forward", [&] { return pair_of(net(x, targets, true)); }, {"logits", "loss"},
+              1e-4);
+}
+
+// In eval mode, with PyTorch's running stats after its training forward.
+TEST(ModelSuite, ResNetEvalModeMatchesPyTorch) {
+  const Case& train = fixture("resnet_train");
+  models::ResNet net(train.attr("W"), train.attr("K"));
+  rnn_fixture::load_params(*net, train);
+  {
+    graph::NoGradGuard g;
+    for (auto& [name, b] : net->named_buffers())
+      if (name.find("num_batches_tracked") == std::string::npos) b.copy_(train.tensor("buffer:" + name, b.dtype()));
+  }
+  const Tensor x = train.tensor("input:x", graph::kFloat32), targets = train.tensor("input:targets", graph::kInt64);
+  check_model(fixture("resnet_eval"), *net, "ResNetImpl7forward", [&] { return pair_of(net(x, targets, false)); },
+              {"logits", "loss"}, 1e-4, /*with_grad=*/false);
+}
+
+// The running stats the graph leaves alone: nn::BatchNorm2d's own (eager)
+// training forward on the first layer's output updates them as PyTorch's.
+TEST(ModelSuite, ResNetFirstBatchNormUpdatesRunningStatsAsPyTorch) {
+  const Case& c = fixture("resnet_train");
+  models::ResNet net(c.attr("W"), c.attr("K"));
+  rnn_fixture::load_params(*net, c);
+  graph::NoGradGuard g;
+  net->bn1->train();
+  net->bn1(net->conv1(c.tensor("input:x", graph::kFloat32)));
+  rnn_fixture::expect_near(net->bn1->running_mean, c.at("buffer:bn1.running_mean"), 1e-5, "running_mean");
+  rnn_fixture::expect_near(net->bn1->running_var, c.at("buffer:bn1.running_var"), 1e-5, "running_var");
+}
+
+// Dilated causal Conv1d layers with pad and residuals.
+TEST(ModelSuite, TemporalCNNMatchesPyTorch) {
+  const Case& c = fixture("tcn");
+  models::TemporalCNN net(c.attr("Cin"), c.attr("C"), c.attr("K"), c.attr("O"));
+  rnn_fixture::load_params(*net, c);
+  const Tensor x = c.tensor("input:x", graph::kFloat32), target = c.tensor("input:target", graph::kFloat32);
+  check_model(c, *net, "TemporalCNNImpl7forward", [&] { return pair_of(net(x, target)); }, {"y", "loss"}, 2e-5);
+}
+
+// Causal, with the receptive field the dilations give: the readout of the
+// last step (15) sees steps 1 + 2 (1 + 2 + 4) = 15 back, so changing step 0
+// leaves it alone and changing step 15 does not.
+TEST(ModelSuite, TemporalCNNIsCausal) {
+  const Case& c = fixture("tcn");
+  models::TemporalCNN net(c.attr("Cin"), c.attr("C"), c.attr("K"), c.attr("O"));
+  rnn_fixture::load_params(*net, c);
+  graph::NoGradGuard g;
+  const Tensor x = c.tensor("input:x", graph::kFloat32), target = c.tensor("input:target", graph::kFloat32);
+  const Tensor y = std::get<0>(net(x, target));
+  Tensor first = x.clone(), last = x.clone();
+  first.slice(2, 0, 1).copy_(graph::full({1}, 5.0));
+  last.slice(2, -1, x.size(2)).copy_(graph::full({1}, 5.0));
+  EXPECT_EQ(graph::amax(graph::abs(std::get<0>(net(first, target)) - y)).item<float>(), 0.0f);
+  EXPECT_GT(graph::amax(graph::abs(std::get<0>(net(last, target)) - y)).item<float>(), 1e-3f);
+}
+
+// The VAE with eps passed in: reparameterization, sigmoid decoder, BCE(sum) + KL.
+TEST(ModelSuite, VAEMatchesPyTorch) {
+  const Case& c = fixture("vae");
+  models::VAE net(c.attr("D"), c.attr("Hd"), c.attr("Z"));
+  rnn_fixture::load_params(*net, c);
+  const Tensor x = c.tensor("input:x", graph::kFloat32), eps = c.tensor("input:eps", graph::kFloat32);
+  check_model(c, *net, "VAEImpl7forward", [&] { return pair_of(net(x, eps)); }, {"recon", "loss"}, 2e-5);
+}
+
 }  // namespace
