@@ -184,4 +184,22 @@ TEST(ModelSuite, VAEMatchesPyTorch) {
   check_model(c, *net, "VAEImpl7forward", [&] { return pair_of(net(x, eps)); }, {"recon", "loss"}, 2e-5);
 }
 
+// The randn_like form (eager) equals the static forward given the same draw.
+TEST(ModelSuite, VAESampledFormEqualsTheStaticForwardUnderTheSameSeed) {
+  const Case& c = fixture("vae");
+  models::VAE net(c.attr("D"), c.attr("Hd"), c.attr("Z"));
+  rnn_fixture::load_params(*net, c);
+  const Tensor x = c.tensor("input:x", graph::kFloat32);
+  graph::NoGradGuard g;
+  graph::manual_seed(7);
+  auto [recon_s, loss_s] = net->forward_sampled(x);
+  graph::manual_seed(7);
+  const Tensor eps = graph::randn({x.size(0), c.attr("Z")});
+  const uint64_t before = e2e::calls("VAEImpl7forward");
+  auto [recon, loss] = net(x, eps);
+  EXPECT_EQ(e2e::calls("VAEImpl7forward") - before, suite_mode() == Mode::Eager ? 0u : 1u);
+  rnn_fixture::expect_near(recon, recon_s, 1e-5, "recon");
+  rnn_fixture::expect_near(loss, loss_s, 1e-5, "loss");
+}
+
 }  // namespace

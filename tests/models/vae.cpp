@@ -21,4 +21,14 @@ VAEImpl::VAEImpl(int64_t in, int64_t hidden, int64_t latent)
   return {recon, bce + kl};
 }
 
+std::tuple<Tensor, Tensor> VAEImpl::forward_sampled(const Tensor& x) {
+  Tensor h = relu(enc(x));
+  Tensor m = mu(h), lv = logvar(h);
+  Tensor std = exp(0.5 * lv);
+  Tensor z = m + randn_like(std) * std;
+  Tensor recon = sigmoid(dec2(relu(dec1(z))));
+  Tensor kl = -0.5 * sum(1.0 + lv - pow(m, 2.0) - lv.exp());
+  return {recon, binary_cross_entropy(recon, x, Reduction::Sum) + kl};
+}
+
 }  // namespace models
