@@ -79,6 +79,9 @@ std::vector<OpCase> op_cases() {
   add("gather", "  %y : Tensor = gather{dim=1}(%a, %b)\n", {a, tensor<int64_t>({2, 0, 0, 1, 1, 1}).reshape({2, 3})});
   add("cumsum", "  %y : Tensor = cumsum{dim=0}(%a)\n", {values({3, 2}, -1, 1, 42)});
   add("bmm", "  %y : Tensor = bmm(%a, %b)\n", {values({2, 2, 3}, -1, 1, 43), values({2, 3, 4}, -1, 1, 44)});
+  add("scatter_add", "  %y : Tensor = scatter_add{dim=0}(%a, %b, %c)\n",
+      {a, tensor<int64_t>({1, 0, 0, 1}).reshape({2, 2}), values({2, 3}, -1, 1, 45)});
+  add("argsort", "  %y : Tensor = argsort{dim=1}(%a)\n", {a});
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a});
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a});
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, values({4, 3}, -1, 1, 23), values({4}, -1, 1, 24)});

@@ -109,6 +109,9 @@ std::vector<OpCase> op_cases() {
   add("cumsum", "  %y : Tensor = cumsum{dim=-1}(%a)\n", {a}, [=] { return a.cumsum(-1); });
   add("bmm", "  %y : Tensor = bmm(%a, %b)\n", {img.squeeze(0), img.squeeze(0).transpose(1, 2)},
       [=] { return bmm(img.squeeze(0), img.squeeze(0).transpose(1, 2)); });
+  add("scatter_add", "  %y : Tensor = scatter_add{dim=1}(%a, %b, %c)\n", {a, idx.reshape({1, 3}), b},
+      [=] { return a.scatter_add(1, idx.reshape({1, 3}), b); });
+  add("argsort", "  %y : Tensor = argsort{dim=1, descending=true}(%a)\n", {a}, [=] { return argsort(a, 1, true); });
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a}, [=] { return softmax(a, 1); });
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a}, [=] { return log_softmax(a, 0); });
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, b, pattern({2}, 0.4f, 0.0f)},

@@ -252,6 +252,16 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
     return graph::pad(in[0], pair("pad"), integral ? graph::Scalar(std::stoll(v)) : graph::Scalar(std::stod(v)));
   }
   if (c.op == "one_hot") return num("classes") < 0 ? graph::one_hot(in[0]) : graph::one_hot(in[0], num("classes"));
+  // Issue 19: scatter_add, argsort / sort / topk (ops.h), norm, einsum.
+  if (c.op == "scatter_add") return in[0].scatter_add(num("dim"), in[1], in[2]);
+  if (c.op == "argsort") return in[0].argsort(num("dim"), num("descending") != 0);
+  if (c.op == "sort" || c.op == "topk") {
+    const auto [v, i] = c.op == "sort" ? graph::sort(in[0], num("dim"), num("descending") != 0)
+                                       : in[0].topk(num("k"), num("dim"), num("largest") != 0);
+    return c.attrs.at("out") == "indices" ? i : v;
+  }
+  if (c.op == "norm") return graph::norm(in[0], std::stod(c.attrs.at("p")), has_dims ? dims_attr(c) : Shape{}, keep);
+  if (c.op == "einsum") return graph::einsum(c.attrs.at("eq"), in);
   throw std::runtime_error("no runner for op " + c.op);
 }
 

@@ -108,6 +108,9 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::gather: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ", " + in(1) + ")";
     case OpId::cumsum: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ")";
     case OpId::bmm: return f + "(" + in(0) + ", " + in(1) + ")";
+    case OpId::scatter_add: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ", " + in(1) + ", " + in(2) + ")";
+    case OpId::argsort:
+      return f + "(" + in(0) + ", " + attr(nm, n, "dim", "int64_t{-1}") + ", " + attr(nm, n, "descending", "false") + ")";
     case OpId::to: {
       DType dt{};
       if (!n->has_attr("dtype") || !dtype_from_token(n->s("dtype"), dt))
@@ -222,6 +225,8 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
     case OpId::cumsum_backward: return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
     case OpId::bmm_backward: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + mask + ")";
+    case OpId::scatter_add_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "dim") + ", " + mask + ")";
     case OpId::batch_norm_backward:
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + in(4) + ", " + in(5) + ", " +
              attr(nm, n, "training", "false") + ", " + attr(nm, n, "eps", "1e-5") + ", " + mask + ")";

@@ -228,6 +228,31 @@ void indexing(Rule& r, OpId id) {
   r.done(out);
 }
 
+// scatter_add{dim}: ScatterElements with reduction "add" (opset 16); src is
+// sliced to the index's shape first (ONNX wants them equal; the eager kernel
+// reads only that part). argsort{dim, descending}: TopK of the whole dim
+// (its ties keep the lower index first: stable, as the eager kernel).
+void scatter_or_sort(Rule& r, OpId id) {
+  std::string out;
+  const int64_t a = r.axis(r.i("dim"), r.rank(0));
+  if (id == OpId::argsort) {
+    const std::string k = r.emit("Slice", {r.emit("Shape", {r.x(0)}), r.ex.const_ints({a}), r.ex.const_ints({a + 1})});
+    const std::string values = r.ex.fresh(r.hint());
+    out = r.ex.fresh(r.hint());
+    auto& node = r.ex.node("TopK", {r.x(0), k}, {values, out});
+    Exporter::attr(node, "axis", a);
+    Exporter::attr(node, "largest", int64_t{r.b("descending", false) ? 1 : 0});
+    Exporter::attr(node, "sorted", int64_t{1});
+    return r.done(out);
+  }
+  const std::string src = r.emit("Slice", {r.x(2), r.ex.const_ints(std::vector<int64_t>(r.rank(0), 0)),
+                                           r.emit("Shape", {r.x(1)})});
+  auto& node = r.last_node("ScatterElements", {r.x(0), r.x(1), src}, out);
+  Exporter::attr(node, "axis", a);
+  Rule::str_attr(node, "reduction", "add");
+  r.done(out);
+}
+
 }  // namespace
 
 void lower_nn_op(Rule& r, const OpInfo& op) {
@@ -258,6 +283,8 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::index_select:
     case OpId::gather:
     case OpId::cumsum: return indexing(r, op.id);
+    case OpId::scatter_add:
+    case OpId::argsort: return scatter_or_sort(r, op.id);
     case OpId::bmm: return r.done(r.emit("MatMul", {r.x_as(0, r.out_dtype()), r.x_as(1, r.out_dtype())}));
     case OpId::to: {  // Cast; x itself (an Identity) when it has the dtype already
       const std::string c = r.x_as(0, r.out_dtype());

@@ -139,6 +139,10 @@ Out cumsum_backward_kernel(const ir::Node& n, In in) {
 Out bmm_backward_kernel(const ir::Node& n, In in) {
   return to_out(bmm_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), mask_bits(n, 2)));
 }
+Out scatter_add_backward_kernel(const ir::Node& n, In in) {
+  return to_out(scatter_add_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), int_attr(n, "dim", 0),
+                                     mask_bits(n, 3)));
+}
 Out conv2d_backward_kernel(const ir::Node& n, In in) {
   return to_out(conv2d_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), shape_attr(n, "stride", {1, 1}),
                                 shape_attr(n, "padding", {0, 0}), shape_attr(n, "dilation", {1, 1}),
@@ -187,7 +191,8 @@ const std::unordered_map<std::string_view, Kernel>& kernels() {
         {"gather_backward", index_backward_kernel<gather_backward>},
         {"cumsum_backward", cumsum_backward_kernel},
         {"bmm_backward", bmm_backward_kernel},
-        {"batch_norm_backward", batch_norm_backward_kernel}};
+        {"batch_norm_backward", batch_norm_backward_kernel},
+        {"scatter_add_backward", scatter_add_backward_kernel}};
     return t;
   }();
   return table;

@@ -1,4 +1,4 @@
-// index_select, gather, cumsum and bmm (issue 19), with their backward kernels
+// index_select, gather, scatter_add, cumsum and bmm (issue 19), with their backward kernels
 // (graph/detail/backward_kernels.h): index_select's and gather's gradients
 // scatter-add grad into zeros of the input's shape, cumsum's is the reverse
 // cumsum of grad, bmm's is matmul's.
@@ -170,27 +170,95 @@ Tensor gather_impl(const Tensor& x_in, int64_t dim, const Tensor& idx, const Sha
   return out;
 }
 
+// ---- scatter_add (and gather's gradient, which is a scatter_add into zeros) --------
+
+// out[P(at)] += src[Q(at)] for every position `at` of the index: P puts the
+// index's value at dim into out's layout, Q the position itself into src's.
+// Sequential: two positions may add to one element. out and src contiguous.
+void scatter_add_into(Tensor& out, int64_t dim, const Tensor& idx, const Tensor& src) {
+  const GatherPlan P = gather_plan(out.sizes(), idx.sizes(), dim);
+  const GatherPlan Q = gather_plan(src.sizes(), idx.sizes(), dim);
+  const int64_t* p = idx.data_ptr<int64_t>();
+  dispatch_dtype(out.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      const T* ps = src.data_ptr<T>();
+      T* po = out.data_ptr<T>();
+      const int64_t k = P.idx.n, inner = P.idx.inner;
+      for (int64_t r = 0; r < P.idx.outer * k; ++r)
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t at = r * inner + i;
+          po[P.outer[r / k] + p[at] * P.xstride + P.inner[i]] += ps[Q.outer[r / k] + (r % k) * Q.xstride + Q.inner[i]];
+        }
+    }
+  });
+}
+
 // scatter_add of grad into zeros of x's shape, in x's dtype.
 Tensor gather_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Tensor& idx) {
   const DType acc = acc_dtype(xdtype);
-  const Tensor gc = grad.to(acc).contiguous();
   Tensor gx = zeros(xsizes, acc);
-  const GatherPlan g = gather_plan(xsizes, idx.sizes(), dim);
+  scatter_add_into(gx, dim, idx, grad.to(acc).contiguous());
+  return gx.to(xdtype);
+}
+
+// The dtype scatter_add adds in: 16-bit floats in float32, bool in int64 (a
+// sum converted back to bool is PyTorch's logical or).
+DType scatter_dtype(DType d) { return d == kFloat16 || d == kBFloat16 ? kFloat32 : d == kBool ? kInt64 : d; }
+
+std::string scatter_shapes(const Tensor& self, const Tensor& index, const Tensor& src) {
+  return "self shape " + shape_str(self.sizes()) + ", index shape " + shape_str(index.sizes()) + ", src shape " +
+         shape_str(src.sizes());
+}
+
+// torch.scatter_add's checks; returns dim wrapped.
+int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::check_defined(op, src);
+  check_cpu(op, src);
+  const int64_t d = check_index_op(op, self, dim, index, false);
+  const std::string shapes = " (" + scatter_shapes(self, index, src) + ")";
+  if (index.dim() != self.dim() || src.dim() != self.dim())
+    throw Error(std::string(op) + ": index and src must have self's number of dims" + shapes);
+  if (src.dtype() != self.dtype())
+    throw Error(std::string(op) + ": expected src of self's dtype " + std::string(dtype_name(self.dtype())) + ", got " +
+                std::string(dtype_name(src.dtype())) + shapes);
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (index.size(i) > src.size(i) || (i != d && index.size(i) > self.size(i)))
+      throw Error(std::string(op) + ": the index is larger than " + (index.size(i) > src.size(i) ? "src" : "self") +
+                  " in dim " + std::to_string(i) + shapes);
+  return d;
+}
+
+Tensor scatter_add_impl(const Tensor& self, int64_t d, const Tensor& idx, const Tensor& src) {
+  const DType work = scatter_dtype(self.dtype());
+  Tensor out = self.to(work).contiguous().clone();
+  scatter_add_into(out, d, idx, src.to(work).contiguous());
+  return out.to(self.dtype());
+}
+
+// src's gradient: grad read at the scattered positions, zeros where src reaches
+// past the index (PyTorch's grad.gather(dim, index) when they have one shape).
+Tensor scatter_src_grad(const Tensor& grad, const Shape& ssizes, DType sdtype, int64_t dim, const Tensor& idx) {
+  const DType acc = acc_dtype(sdtype);
+  const Tensor g = grad.to(acc).contiguous();
+  Tensor gs = zeros(ssizes, acc);
+  const GatherPlan P = gather_plan(g.sizes(), idx.sizes(), dim);
+  const GatherPlan Q = gather_plan(ssizes, idx.sizes(), dim);
   const int64_t* p = idx.data_ptr<int64_t>();
   dispatch_dtype(acc, [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_floating_point_v<T>) {
-      const T* pg = gc.data_ptr<T>();
-      T* px = gx.data_ptr<T>();
-      const int64_t k = g.idx.n, inner = g.idx.inner;
-      for (int64_t r = 0; r < g.idx.outer * k; ++r)
+      const T* pg = g.data_ptr<T>();
+      T* ps = gs.data_ptr<T>();
+      const int64_t k = P.idx.n, inner = P.idx.inner;
+      for (int64_t r = 0; r < P.idx.outer * k; ++r)
         for (int64_t i = 0; i < inner; ++i) {
           const int64_t at = r * inner + i;
-          px[g.outer[r / k] + p[at] * g.xstride + g.inner[i]] += pg[at];
+          ps[Q.outer[r / k] + (r % k) * Q.xstride + Q.inner[i]] = pg[P.outer[r / k] + p[at] * P.xstride + P.inner[i]];
         }
     }
   });
-  return gx.to(xdtype);
+  return gs.to(sdtype);
 }
 
 // ---- cumsum -------------------------------------------------------------------
@@ -289,6 +357,25 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul(a, b);  // matmul's batched GEMMs and its autograd node
 }
 
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (detail::tracing())
+    return detail::trace_op("scatter_add", {self, index, src}, {{"dim", dim}},
+                            [&] { return scatter_add(self, dim, index, src); });
+  const int64_t d = check_scatter_add("scatter_add", self, dim, index, src);
+  const Tensor idx = index.contiguous();
+  check_range("scatter_add", idx.data_ptr<int64_t>(), idx.numel(), d, self.size(d), self, index);
+  Tensor out = scatter_add_impl(self, d, idx, src);
+  if (!is_floating(out.dtype()) || !autograd::needs_grad({&self, &src})) return out;
+  autograd::record("scatter_add", out, {self, src},
+                   [d, idx, ss = src.sizes(), sd = src.dtype()](const Tensor& g) -> std::vector<Tensor> {
+                     return {g, scatter_src_grad(g, ss, sd, d, idx)};
+                   });
+  return out;
+}
+
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return ::graph::scatter_add(*this, dim, index, src);
+}
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return ::graph::index_select(*this, dim, index); }
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return ::graph::gather(*this, dim, index); }
 Tensor Tensor::cumsum(int64_t dim) const { return ::graph::cumsum(*this, dim); }
@@ -330,6 +417,19 @@ std::vector<Tensor> cumsum_backward(const Tensor& grad, const Tensor& x, int64_t
 std::vector<Tensor> bmm_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask) {
   check_bmm(a, b);
   return matmul_backward(grad, a, b, mask);
+}
+
+std::vector<Tensor> scatter_add_backward(const Tensor& grad, const Tensor& self, const Tensor& index,
+                                         const Tensor& src, int64_t dim, GradMask mask) {
+  observe_grad_mask("scatter_add_backward", mask);
+  const int64_t d = check_scatter_add("scatter_add_backward", self, dim, index, src);
+  if (grad.sizes() != self.sizes())
+    throw Error("scatter_add_backward: expected a gradient of self's shape, got " + shape_str(grad.sizes()) + " (" +
+                scatter_shapes(self, index, src) + ")");
+  const Tensor idx = index.contiguous();
+  check_range("scatter_add_backward", idx.data_ptr<int64_t>(), idx.numel(), d, self.size(d), self, index);
+  return {wants(mask, 0) ? grad.to(self.dtype()) : Tensor(), Tensor(),
+          wants(mask, 2) ? scatter_src_grad(grad, src.sizes(), src.dtype(), d, idx) : Tensor()};
 }
 
 }  // namespace detail

@@ -318,6 +318,12 @@ Out index_select_kernel(const ir::Node& n, In in) {
 Out gather_kernel(const ir::Node& n, In in) { return {graph::gather(T(n, in, 0), attr_int(n, "dim"), T(n, in, 1))}; }
 Out cumsum_kernel(const ir::Node& n, In in) { return {graph::cumsum(T(n, in, 0), attr_int(n, "dim"))}; }
 Out bmm_kernel(const ir::Node& n, In in) { return {graph::bmm(T(n, in, 0), T(n, in, 1))}; }
+Out scatter_add_kernel(const ir::Node& n, In in) {
+  return {graph::scatter_add(T(n, in, 0), attr_int(n, "dim"), T(n, in, 1), T(n, in, 2))};
+}
+Out argsort_kernel(const ir::Node& n, In in) {
+  return {graph::argsort(T(n, in, 0), attr_int(n, "dim", -1), attr_bool(n, "descending", false))};
+}
 Out to_kernel(const ir::Node& n, In in) {
   DType dt{};
   if (!n.has_attr("dtype") || !dtype_from_token(n.s("dtype"), dt)) throw Error("to: needs 'dtype', a dtype token (\"f32\")");

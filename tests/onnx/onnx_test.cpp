@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "graph/graph.h"
 #include "graph/onnx_export.h"
@@ -325,6 +326,24 @@ TEST(OnnxExport, IndexSelectGatherCumsumBmm) {
   const auto& ax = find_initializer(m, cumsum.input(1));
   ASSERT_EQ(ax.data_type(), ::onnx::TensorProto::INT64);
   EXPECT_EQ(ax.dims_size(), 0);
+}
+
+TEST(OnnxExport, ScatterAddAndArgsort) {
+  const std::string text = R"(graph f(%x : f32[3, 4], %i : i64[2, 4], %s : f32[2, 5]) {
+  %y : f32[3, 4] = scatter_add{dim=0}(%x, %i, %s)
+  %a : i64[3, 4] = argsort{dim=-1, descending=true}(%x)
+  return (%y, %a)
+})";
+  const auto m = export_text(text);
+  auto attrs = [&](const char* op) {
+    std::map<std::string, std::string> out;
+    for (const auto& a : find_node(m, op).attribute()) out[a.name()] = a.s().empty() ? std::to_string(a.i()) : a.s();
+    return out;
+  };
+  EXPECT_EQ(attrs("ScatterElements"), (std::map<std::string, std::string>{{"axis", "0"}, {"reduction", "add"}}));
+  EXPECT_EQ(find_node(m, "ScatterElements").input(2), find_node(m, "Slice").output(0));  // src cut to [2, 4]
+  EXPECT_EQ(attrs("TopK"),
+            (std::map<std::string, std::string>{{"axis", "1"}, {"largest", "1"}, {"sorted", "1"}}));
 }
 
 TEST(OnnxExport, SavedGraphAndCommandLine) {

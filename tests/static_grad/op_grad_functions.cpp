@@ -265,4 +265,27 @@ using namespace graph;
 }
 [[graph::static]] Tensor op_one_hot(const Tensor& a, const Tensor&, const Tensor& c) { return a * one_hot(c, 4); }
 
+// ---- scatter_add (c: int64; repeated indices add up, src larger than the index),
+// sort / topk (argsort + gather: the values' gradient scatters back), norm.
+[[graph::static]] Tensor op_scatter_add(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return scatter_add(a, 1, c, b) * a;
+}
+[[graph::static]] Tensor op_scatter_add_method(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return exp(a.scatter_add(0, c, b * 2.0));
+}
+[[graph::static]] Tensor op_sort(const Tensor& a, const Tensor&, const Tensor&) {
+  auto [v, i] = sort(a, 1, true);
+  auto [w, j] = a.sort(0);
+  return v * v + w.sum(0) + (i - j).sum().to(kFloat64) + a.argsort().to(kFloat64);
+}
+[[graph::static]] Tensor op_topk(const Tensor& a, const Tensor&, const Tensor&) {
+  auto [v, i] = topk(a, 2);
+  auto [w, j] = a.topk(1, 0, false);
+  return v * 3.0 + w.sum() + i.to(kFloat64) + j.sum().to(kFloat64);
+}
+[[graph::static]] Tensor op_norm(const Tensor& a, const Tensor&, const Tensor&) {
+  return norm(a, 2.0, {1}) * linalg_vector_norm(a, 3.0, {1}) + a.norm(INFINITY, {1}) + norm(a, 1.0, {0}, true).sum();
+}
+[[graph::static]] Tensor op_norm_all(const Tensor& a, const Tensor&, const Tensor&) { return norm(a) * a; }
+
 }  // namespace og

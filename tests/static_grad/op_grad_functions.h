@@ -25,7 +25,8 @@ using graph::Tensor;
   X(nll_loss_weight_sum) X(nll_loss_weight_none) X(nll_loss_weight_mean) X(bce) X(bce_weight_none)    \
   X(bce_logits) X(bce_logits_pos_weight) X(group_norm) X(group_norm_plain) X(conv1d) X(conv1d_groups)        \
   X(max_pool1d) X(avg_pool1d) X(adaptive_avg_pool2d) X(pad) X(like) X(one_hot) \
-  X(select) X(narrow) X(unbind) X(split) X(chunk) X(max_dim)
+  X(select) X(narrow) X(unbind) X(split) X(chunk) X(max_dim) \
+  X(scatter_add) X(scatter_add_method) X(sort) X(topk) X(norm) X(norm_all)
 
 #define OG_DECLARE(name) Tensor op_##name(const Tensor& a, const Tensor& b, const Tensor& c);
 OG_CASES(OG_DECLARE)

@@ -111,6 +111,8 @@ constexpr Entry kEntries[] = {
     {"batch_norm", Coverage::Cases, "batch_norm_train batch_norm_eval batch_norm_plain"},
     {"to", Coverage::Cases, "to"},
     {"contiguous", Coverage::Cases, "contiguous"},
+    {"scatter_add", Coverage::Cases, "scatter_add scatter_add_method"},
+    {"argsort", Coverage::NoGradient, "index result (sort and topk, kComposites, differentiate through gather)"},
     {"sum_to", Coverage::GradientOp, ""},
     {"reshape_as", Coverage::GradientOp, ""},
     {"zeros_like", Coverage::GradientOp, ""},
@@ -135,6 +137,7 @@ constexpr Entry kEntries[] = {
     {"cumsum_backward", Coverage::GradientOp, ""},
     {"bmm_backward", Coverage::GradientOp, ""},
     {"batch_norm_backward", Coverage::GradientOp, ""},
+    {"scatter_add_backward", Coverage::GradientOp, ""},
 };
 
 static_assert(std::size(kEntries) == graph::kNumOps,
@@ -296,6 +299,13 @@ Case case_named(std::string_view n) {
   if (n == "pad") return make(op_pad, {in(cube)});
   if (n == "like") return make(op_like, {in(m)});
   if (n == "one_hot") return make(op_one_hot, {in({3, 4}), unused(), ints({1, 3, 0})});
+  if (n == "scatter_add")
+    return make(op_scatter_add, {in(m), in({2, 4}, 0.5f, 0.2f), ints({2, 0, 2, 1, 1, 1, 0, 2}).reshape({2, 4})});
+  if (n == "scatter_add_method")
+    return make(op_scatter_add_method, {in({3, 2}), in({2, 3}, 0.4f, 0.1f), ints({2, 0, 2, 2}).reshape({2, 2})});
+  if (n == "sort" || n == "topk" || n == "norm" || n == "norm_all")  // distinct values, no ties
+    return make(n == "sort" ? op_sort : n == "topk" ? op_topk : n == "norm" ? op_norm : op_norm_all,
+                {graph::tensor({0.3f, -0.5f, 0.9f, 0.1f, -0.2f, 0.7f, -0.9f, 0.45f, 0.05f, -0.35f, 0.6f, -0.7f}).reshape({3, 4})});
   return {};
 }
 
@@ -366,7 +376,7 @@ constexpr std::string_view kComposites[] = {
     "bce", "bce_weight_none", "bce_logits", "bce_logits_pos_weight",
     "select", "narrow", "unbind", "split", "chunk", "max_dim",
     "group_norm", "group_norm_plain", "conv1d", "conv1d_groups", "max_pool1d", "avg_pool1d",
-    "adaptive_avg_pool2d", "pad", "like", "one_hot",
+    "adaptive_avg_pool2d", "pad", "like", "one_hot", "sort", "topk", "norm", "norm_all",
 };
 
 class Composite : public testing::TestWithParam<std::string_view> {};

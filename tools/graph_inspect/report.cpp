@@ -250,6 +250,23 @@ argument order, each lowered whole with a static backward):
   runs eagerly only;
 - `full_like(x, v)`, `ones_like(x)`, `zeros_like(x)`: `masked_fill` of `x`, its shape and
   dtype read at run time; `rand_like(x)`, `randn_like(x)` run eagerly only.
+
+Sorting, norms and einsum (`graph/ops.h`):
+- `sort(x, dim = -1, descending = false)` and `topk(x, k, dim = -1, largest = true,
+  sorted = true)` give `(values, int64 indices)`: `argsort` then `gather`, so the values'
+  gradient is `gather`'s (the gradient scattered back at the indices). Stable (as
+  `torch.sort(stable=True)`), NaN the largest value; `topk` always returns its values
+  sorted, and k outside `[0, size]` is an error naming `topk`. Method forms `x.sort()`,
+  `x.argsort()`, `x.topk(k)`;
+- `norm(x, p = 2, dims = {}, keepdim = false)` (`x.norm(...)`, `linalg_vector_norm`,
+  `norm(x, "fro")`): p = 2, 1, `INFINITY`, `-INFINITY`, 0 or any other p, over `abs`,
+  `pow`, `sum`, `amax`/`amin` and `sqrt`; the gradient at a zero norm is 0, as PyTorch's.
+  `norm(x, "fro")` runs eagerly only (a string parameter): write `norm(x)` in static code;
+- `einsum(equation, {tensors})` runs eagerly only (the equation is parsed at run time:
+  in a static function it is a `-Wgraph-fallback` warning, "the call to 'graph::einsum'
+  cannot be lowered"): sums over the letters one operand alone has, then one permute,
+  reshape and `bmm` per pair of operands. No ellipsis, repeated letters within an operand
+  (diagonals) or broadcasting: each is an error naming the equation.
 )";
 
 }  // namespace

@@ -246,6 +246,39 @@ Val emit_index_pick(Gen& g, OpId id, Val x) {
   return g.op(id, code, out, x.bound, {&x});
 }
 
+// scatter_add: a new int index no larger than x outside dim (repeats add up),
+// a new src of the index's shape; function or method form.
+Val emit_scatter_add(Gen& g, OpId id, Val x) {
+  if (x.shape.empty()) x = g.to_rank(x, 1);
+  const Dims xs = x.shape;
+  const int64_t d = g.uni(0, static_cast<int>(xs.size()) - 1);
+  Dims is = xs;
+  for (size_t i = 0; i < is.size(); ++i) is[i] = static_cast<int64_t>(i) == d ? g.uni(1, 4) : g.uni(1, xs[i]);
+  auto idx = g.new_input(is, VType::Int, xs[d]);
+  auto src = g.new_input(is);
+  if (!idx || !src) return fallback(g, x);
+  const std::string args = s(d) + ", " + idx->code + ", " + src->code;
+  const std::string code = g.coin() ? "scatter_add(" + x.code + ", " + args + ")" : x.code + ".scatter_add(" + args + ")";
+  return g.bounded(g.op(id, code, xs, x.bound + static_cast<double>(is[d]), {&x, &*src}));
+}
+
+// argsort, as sort's or topk's values are built (gather at its indices, all or the first k).
+Val emit_sorted(Gen& g, OpId id, Val x) {
+  if (x.shape.empty()) x = g.to_rank(x, 1);
+  const int r = x.shape.size();
+  const int64_t d = g.uni(0, r - 1);
+  const std::string desc = g.coin() ? "true" : "false";
+  if (g.coin()) {
+    const std::string code = x.code + ".gather(" + s(d) + ", argsort(" + x.code + ", " + s(d) + ", " + desc + "))";
+    return g.op(id, code, x.shape, x.bound, {&x});
+  }
+  Dims out = x.shape;
+  out[d] = g.uni(1, x.shape[d]);
+  const std::string code = x.code + ".gather(" + s(d) + ", " + x.code + ".argsort(" + s(d) + ", " + desc +
+                           ").narrow(" + s(d) + ", 0, " + s(out[d]) + "))";
+  return g.op(id, code, out, x.bound, {&x});
+}
+
 Val emit_cumsum(Gen& g, OpId id, Val x) {
   const int r = x.shape.size();
   const int64_t d = r == 0 ? 0 : g.uni(-r, r - 1);
@@ -311,6 +344,8 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
     case OpId::triu: case OpId::tril: return emit_triangle(*this, id, x);
     case OpId::index_select: case OpId::gather: return emit_index_pick(*this, id, x);
     case OpId::cumsum: return emit_cumsum(*this, id, x);
+    case OpId::scatter_add: return emit_scatter_add(*this, id, x);
+    case OpId::argsort: return emit_sorted(*this, id, x);
     case OpId::bmm: return emit_bmm(*this, id, x);
     case OpId::batch_norm: return emit_batch_norm(*this, id, x);
     case OpId::to:  // a float64 round trip (exact), or a mask made float

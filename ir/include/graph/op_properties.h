@@ -20,7 +20,7 @@ inline constexpr bool kOpHasGrad[] = {
 #define GRAPH_REDUCE_OP(name, rule) DTypeRule::rule != DTypeRule::ToIndex,
 #define GRAPH_LIBRARY_OP(name, inputs) true,
 #define GRAPH_VIEW_OP(name, inputs) true,
-#define GRAPH_OTHER_OP(name, inputs, rule, traits) true,
+#define GRAPH_OTHER_OP(name, inputs, rule, traits) DTypeRule::rule != DTypeRule::ToIndex,  // argsort: none
 #define GRAPH_BACKWARD_OP(name, inputs, outputs, traits) false,
 #include "graph/ops.def"
 };
@@ -32,7 +32,8 @@ inline constexpr bool differentiable(const OpInfo& op) {
 }
 static_assert(differentiable(op_info(OpId::mul)) && differentiable(op_info(OpId::matmul)) &&
               !differentiable(op_info(OpId::sign)) && !differentiable(op_info(OpId::lt)) &&
-              !differentiable(op_info(OpId::argmax)) && !differentiable(op_info(OpId::sum_to)));
+              !differentiable(op_info(OpId::argmax)) && !differentiable(op_info(OpId::argsort)) &&
+              !differentiable(op_info(OpId::sum_to)));
 
 // Whether random-program generation (tools/progen) must draw the op: every
 // op a user can call, i.e. every op but the primitives and the gradient ops

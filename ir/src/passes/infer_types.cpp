@@ -124,7 +124,7 @@ class TypeInference {
     const bool keeps_shape = info.id == OpId::layer_norm || info.id == OpId::softmax ||
                              info.id == OpId::log_softmax || info.id == OpId::dropout ||
                              info.id == OpId::triu || info.id == OpId::tril || info.id == OpId::cumsum ||
-                             info.id == OpId::batch_norm;
+                             info.id == OpId::batch_norm || info.id == OpId::scatter_add || info.id == OpId::argsort;
     try {
       if (info.id == OpId::conv2d) {
         out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
@@ -274,7 +274,7 @@ bool used_as_indices(const Value* v, int depth = 0) {
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       if (n->input(i) != v) continue;
       if (info && (info->id == OpId::embedding || info->id == OpId::cross_entropy || info->id == OpId::index_select ||
-                   info->id == OpId::gather) && i == 1)
+                   info->id == OpId::gather || info->id == OpId::scatter_add) && i == 1)
         return true;
       if (view && i == 0 && n->num_outputs() == 1 && used_as_indices(n->output(), depth + 1)) return true;
     }

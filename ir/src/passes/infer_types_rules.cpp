@@ -690,8 +690,33 @@ Type indexing(const OpInfo& op, const Node* n) {
   }
 }
 
+// scatter_add{dim}(self, index, src): self's type; index int64 and src of
+// self's dtype, both of self's rank. argsort{dim}(x): int64 of x's dims.
+Type scatter_or_sort(const OpInfo& op, const Node* n) {
+  Type out = n->input(0)->type();
+  const Dims* x = dims_of(n->input(0));
+  if (x && n->has_attr("dim") && std::holds_alternative<int64_t>(n->attrs().at("dim")))
+    wrap_dim(n, attr_or(n, "dim", -1), std::max<size_t>(x->size(), 1));
+  if (op.id == OpId::argsort) {
+    out.dtype = DType::Int64;
+    return out;
+  }
+  if (const auto& d = n->input(1)->type().dtype; d && *d != DType::Int64)
+    shape_error(n, "the index must be int64, is " + std::string(dtype_token(*d)));
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(2));
+  const Dims* idx = dims_of(n->input(1));
+  const Dims* src = dims_of(n->input(2));
+  if (x && x->empty()) shape_error(n, "self must have at least 1 dim, is []");
+  if (x && ((idx && idx->size() != x->size()) || (src && src->size() != x->size())))
+    shape_error(n, "index and src must have self's rank: self " + dims_str(*x) + ", index " +
+                       (idx ? dims_str(*idx) : "?") + ", src " + (src ? dims_str(*src) : "?"));
+  return out;
+}
+
 Type other(const OpInfo& op, const Node* n) {
   switch (op.id) {
+    case OpId::scatter_add:
+    case OpId::argsort: return scatter_or_sort(op, n);
     case OpId::where: return where(n);
     case OpId::masked_fill: return masked_fill(n);
     case OpId::triu:

@@ -5,6 +5,7 @@
 // dtypes throw graph::Error naming the op and the operand shapes.
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <tuple>
 
 #include "graph/tensor.h"
@@ -77,6 +78,16 @@ GRAPH_OP("index_select") Tensor index_select(const Tensor& x, int64_t dim, const
 GRAPH_OP("gather") Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 // cumsum(x, dim): running sums along dim; bool and integers give int64.
 GRAPH_OP("cumsum") Tensor cumsum(const Tensor& x, int64_t dim);
+
+// scatter_add(self, dim, index, src): self with src[i][j][k] added at
+// [i][index[i][j][k]][k] (dim 1), as torch.scatter_add: index int64 of self's
+// rank, no larger than src anywhere nor than self outside dim; self and src of
+// one dtype. Repeated indices add up. Out of place.
+GRAPH_OP("scatter_add") Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+// argsort(x, dim, descending): int64 indices that sort x along dim, stable
+// (equal elements keep their order, as torch.sort(stable=True)); NaN sorts as
+// the largest value. Not differentiable (sort's values are, through gather).
+GRAPH_OP("argsort") Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 
 // ---- library ------------------------------------------------------------
 // Matrix product with PyTorch's matmul semantics: 1-D operands are vectors,
@@ -250,7 +261,86 @@ inline std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
 inline std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return graph::min(*this, dim, keepdim); }
 inline Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return graph::argmin(*this, dim, keepdim); }
 
+// ---- sort, topk ---------------------------------------------------------------
+// sort(x, dim, descending) -> (values, indices) and topk(x, k, dim, largest,
+// sorted) -> the k largest (smallest) along dim, as LibTorch; indices int64.
+// Both are argsort then gather, so the values' gradient is gather's: grad
+// scattered back to the input's shape at the indices. sort is stable; topk
+// always returns its k values sorted (PyTorch leaves the order of sorted=false
+// unspecified, and of ties). k outside [0, size] is an error.
+namespace detail {
+GRAPH_EAGER_CHECK void check_topk(const Tensor& x, int64_t k, int64_t dim);
+}  // namespace detail
+inline std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false) {
+  Tensor i = argsort(x, dim, descending);
+  return {gather(x, dim, i), i};
+}
+inline std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                       bool /*sorted: always*/ = true) {
+  detail::check_topk(x, k, dim);
+  Tensor i = narrow(argsort(x, dim, largest), dim, 0, k);  // in a graph, narrow rejects k > size
+  return {gather(x, dim, i), i};
+}
+
+// ---- norms --------------------------------------------------------------------
+// norm(x, p, dims, keepdim): the vector p-norm over dims (every dim when empty),
+// as torch.norm / torch.linalg.vector_norm: p = 2 (also "fro"), 1, INFINITY
+// (max |x|), -INFINITY (min |x|), 0 (the count of nonzeros) or any other p,
+// (sum |x|^p)^(1/p). Over the ops above, so static graphs fuse it. The gradient
+// at a zero norm is 0, as PyTorch's (sqrt's and pow's would give NaN there):
+// the root is taken of 1 where the sum is 0 and masked back to 0.
+namespace detail {
+// sum(|x|^p) with |x|^p of 1 where x is 0, masked back to 0: no 0 * inf in
+// the gradient for p < 1.
+inline Tensor abs_pow_sum(const Tensor& x, double p, const Shape& dims, bool keepdim) {
+  Tensor a = abs(x);
+  Tensor az = a == 0.0;
+  return sum(masked_fill(pow(masked_fill(a, az, 1.0), p), az, 0.0), dims, keepdim);
+}
+}  // namespace detail
+inline Tensor norm(const Tensor& x, double p = 2.0, const Shape& dims = {}, bool keepdim = false) {
+  if (p == INFINITY) return amax(abs(x), dims, keepdim);
+  if (p == -INFINITY) return amin(abs(x), dims, keepdim);
+  if (p == 1.0) return sum(abs(x), dims, keepdim);
+  if (p == 0.0) return sum(masked_fill(x * 0.0, x != 0.0, 1.0), dims, keepdim);
+  Tensor s = p == 2.0 ? sum(x * x, dims, keepdim) : detail::abs_pow_sum(x, p, dims, keepdim);
+  Tensor z = s == 0.0;
+  Tensor safe = masked_fill(s, z, 1.0);
+  return masked_fill(p == 2.0 ? sqrt(safe) : pow(safe, 1.0 / p), z, 0.0);
+}
+namespace detail {
+// The p of norm(x, "fro"): 2; anything else ("nuc": matrix norms) is an error.
+GRAPH_EAGER_CHECK double norm_p(std::string_view p);
+}  // namespace detail
+inline Tensor norm(const Tensor& x, std::string_view p, const Shape& dims = {}, bool keepdim = false) {
+  return norm(x, detail::norm_p(p), dims, keepdim);
+}
+inline Tensor linalg_vector_norm(const Tensor& x, double ord = 2.0, const Shape& dim = {}, bool keepdim = false) {
+  return norm(x, ord, dim, keepdim);
+}
+
+// ---- einsum -------------------------------------------------------------------
+// einsum(equation, tensors), as torch.einsum without ellipsis or broadcasting:
+// "ij,jk->ik", "bij,bjk->bik", "bhqd,bhkd->bhqk", "i,j->ij", "ij->ji",
+// "ij->i", "i,i->", and an implicit output ("ij,jk": the letters seen once, in
+// alphabetical order). Each pair of operands becomes sums over the letters
+// only it has, one permute + reshape per side and one bmm; the gradient is
+// those ops'. A letter repeated within one operand, "...", or sizes that
+// disagree are errors naming the equation. Eager only: the equation is
+// parsed at run time, so a static function calling it falls back to eager.
+Tensor einsum(std::string_view equation, const std::vector<Tensor>& tensors);
+
 // The method forms (tensor.h).
+inline std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return graph::sort(*this, dim, descending);
+}
+inline Tensor Tensor::argsort(int64_t dim, bool descending) const { return graph::argsort(*this, dim, descending); }
+inline std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return graph::topk(*this, k, dim, largest, sorted);
+}
+inline Tensor Tensor::norm(double p, const Shape& dims, bool keepdim) const {
+  return graph::norm(*this, p, dims, keepdim);
+}
 inline Tensor Tensor::select(int64_t dim, int64_t index) const { return graph::select(*this, dim, index); }
 inline Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   return graph::narrow(*this, dim, start, length);

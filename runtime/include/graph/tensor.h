@@ -200,6 +200,12 @@ class Tensor {
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
+  // scatter_add, sort, argsort, topk, norm (ops.h says what they do).
+  GRAPH_OP("scatter_add") Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
 
   // ---- autograd (autograd.h) ----
   bool requires_grad() const;

@@ -82,6 +82,10 @@ std::vector<Tensor> gather_backward(const Tensor& grad, const Tensor& x, const T
 std::vector<Tensor> cumsum_backward(const Tensor& grad, const Tensor& x, int64_t dim, GradMask mask);
 // bmm: matmul_backward of the 3-D operands.
 std::vector<Tensor> bmm_backward(const Tensor& grad, const Tensor& a, const Tensor& b, GradMask mask);
+// scatter_add (sort_ops.cpp): grad to self, gather(grad, dim, index) to src
+// (zeros where src reaches past index), none to the index.
+std::vector<Tensor> scatter_add_backward(const Tensor& grad, const Tensor& self, const Tensor& index,
+                                         const Tensor& src, int64_t dim, GradMask mask);
 
 // ---- convolution and pooling (conv.cpp, pool.cpp) -----------------------------
 std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,

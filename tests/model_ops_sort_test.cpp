@@ -1,0 +1,175 @@
+// scatter_add, sort / argsort / topk, norm and einsum (issue 19): what the
+// PyTorch fixtures (op_fixture_test) do not show — repeated indices, dtypes,
+// stability and NaN order, gradients against float64 finite differences, a
+// zero norm's gradient, einsum against the ops it stands for, and bad input
+// naming the op, the shapes (or the equation). Part of op_fixture_test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "support/gradcheck.h"
+
+namespace {
+
+using graph::Tensor;
+using gradcheck_support::expect_error;
+using gradcheck_support::gradcheck;
+using gradcheck_support::values;
+
+std::vector<double> doubles(const Tensor& t) {
+  const Tensor c = t.to(graph::kFloat64).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+Tensor ints(std::initializer_list<int64_t> v) { return graph::tensor<int64_t>(v); }
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TEST(ScatterAddOps, RepeatedIndicesAddUpInEveryDtype) {
+  const Tensor idx = ints({0, 2, 0, 1, 1, 1}).reshape({2, 3});
+  const Tensor f = graph::scatter_add(graph::zeros({2, 3}), 1, idx, graph::ones({2, 3}));
+  EXPECT_EQ(doubles(f), (std::vector<double>{2, 0, 1, 0, 3, 0}));
+  const Tensor fives = graph::full({2, 3}, int64_t{5}, graph::kInt64);
+  const Tensor i = fives.scatter_add(0, ints({1, 0}).reshape({1, 2}), ints({7, 9}).reshape({1, 2}));
+  EXPECT_EQ(i.dtype(), graph::kInt64);
+  EXPECT_EQ(doubles(i), (std::vector<double>{5, 14, 5, 12, 5, 5}));
+  const Tensor h =
+      graph::zeros({3}, graph::kFloat16).scatter_add(0, ints({2, 2}), graph::full({2}, 0.5, graph::kFloat16));
+  EXPECT_EQ(h.dtype(), graph::kFloat16);
+  EXPECT_EQ(doubles(h), (std::vector<double>{0, 0, 1}));
+  // A strided self and src read as their values, not their storage.
+  const Tensor base = values({3, 2}, -1, 1, 1);
+  const Tensor t = graph::scatter_add(base.t(), 0, ints({1, 0}).reshape({1, 2}), base.t());
+  std::vector<double> want = doubles(base.t());
+  want[3] += doubles(base.t())[0];
+  want[1] += doubles(base.t())[1];
+  EXPECT_EQ(doubles(t), want);
+}
+
+TEST(ScatterAddOps, GradientsMatchFiniteDifferencesAndGather) {
+  const Tensor idx = ints({2, 0, 2, 1, 0, 0}).reshape({2, 3});
+  gradcheck([&](const std::vector<Tensor>& x) { return graph::scatter_add(x[0], 1, idx, x[1]) * x[0]; },
+            {values({2, 4}, -1, 1, 2), values({2, 3}, -1, 1, 3)});
+  // src larger than the index: its gradient is 0 where it is not read.
+  const Tensor small = ints({1, 0}).reshape({1, 2});
+  gradcheck([&](const std::vector<Tensor>& x) { return graph::exp(x[0].scatter_add(0, small, x[1])); },
+            {values({2, 2}, -1, 1, 4), values({3, 3}, -1, 1, 5)});
+  Tensor src = values({2, 3}, -1, 1, 6).requires_grad_();
+  const Tensor g = values({2, 4}, 0.5, 1.5, 7);
+  graph::scatter_add(graph::zeros({2, 4}, graph::kFloat64), 1, idx, src).backward(g);
+  EXPECT_EQ(doubles(src.grad()), doubles(graph::gather(g, 1, idx)));
+}
+
+TEST(ScatterAddOps, BadInputNamesTheOpAndShapes) {
+  const Tensor x = graph::zeros({2, 3});
+  expect_error([&] { graph::scatter_add(x, 1, ints({0, 3}).reshape({1, 2}), graph::ones({1, 2})); },
+               {"scatter_add", "index 3 is out of range", "[2, 3]", "[1, 2]"});
+  expect_error([&] { graph::scatter_add(x, 1, ints({-1}).reshape({1, 1}), graph::ones({1, 1})); },
+               {"scatter_add", "-1"});
+  expect_error([&] { graph::scatter_add(x, 1, ints({0, 1}), graph::ones({2})); }, {"scatter_add", "number of dims"});
+  expect_error([&] { graph::scatter_add(x, 1, graph::zeros({1, 2}), graph::ones({1, 2})); }, {"scatter_add", "int64"});
+  expect_error([&] { graph::scatter_add(x, 1, ints({0, 1}).reshape({1, 2}), graph::ones({1, 2}, graph::kFloat64)); },
+               {"scatter_add", "dtype", "double"});
+  expect_error([&] { graph::scatter_add(x, 1, ints({0, 1}).reshape({1, 2}), graph::ones({1, 1})); },
+               {"scatter_add", "larger than src", "src shape [1, 1]"});
+  expect_error([&] { graph::scatter_add(x, 0, ints({0, 1, 0, 1}).reshape({1, 4}), graph::ones({1, 4})); },
+               {"scatter_add", "larger than self"});
+  expect_error([&] { graph::scatter_add(x, 2, ints({0}).reshape({1, 1}), graph::ones({1, 1})); },
+               {"scatter_add", "dim"});
+}
+
+TEST(SortOps, StableWithNaNLargest) {
+  const Tensor x = graph::tensor({3.0, kNaN, 1.0, 3.0, -2.0, 1.0});
+  auto [v, i] = graph::sort(x);
+  EXPECT_EQ(doubles(i), (std::vector<double>{4, 2, 5, 0, 3, 1}));  // ties keep their order, NaN last
+  EXPECT_TRUE(std::isnan(doubles(v)[5]));
+  auto [vd, id] = x.sort(0, true);
+  EXPECT_EQ(doubles(id), (std::vector<double>{1, 0, 3, 2, 5, 4}));  // NaN first descending, ties still stable
+  EXPECT_EQ(i.dtype(), graph::kInt64);
+  EXPECT_EQ(doubles(x.argsort(-1, true)), doubles(id));
+  // Integers and bool sort too; along a leading dim of a strided view.
+  EXPECT_EQ(doubles(graph::argsort(ints({2, 0, 2, -1}))), (std::vector<double>{3, 1, 0, 2}));
+  const Tensor m = values({3, 4}, -1, 1, 8);
+  auto [mv, mi] = graph::sort(m.t(), 1);
+  EXPECT_EQ(doubles(mv), doubles(std::get<0>(graph::sort(m.t().contiguous(), 1))));
+  EXPECT_EQ(doubles(graph::gather(m.t(), 1, mi)), doubles(mv));
+}
+
+TEST(SortOps, TopkValuesIndicesGradientAndErrors) {
+  const Tensor x = graph::tensor({{0.5, -1.0, 2.0, 0.0}, {1.5, 3.0, -2.0, 0.25}}).to(graph::kFloat64);
+  auto [v, i] = graph::topk(x, 2);
+  EXPECT_EQ(doubles(v), (std::vector<double>{2.0, 0.5, 3.0, 1.5}));
+  EXPECT_EQ(doubles(i), (std::vector<double>{2, 0, 1, 0}));
+  auto [s, j] = x.topk(1, 0, false);
+  EXPECT_EQ(doubles(s), (std::vector<double>{0.5, -1.0, -2.0, 0.0}));
+  EXPECT_EQ(s.sizes(), (graph::Shape{1, 4}));
+  gradcheck([](const std::vector<Tensor>& a) { return std::get<0>(graph::topk(a[0], 3, 1)) * 2.0; }, {x});
+  gradcheck([](const std::vector<Tensor>& a) { return std::get<0>(graph::sort(a[0], 0, true)) * a[0]; }, {x});
+  expect_error([&] { graph::topk(x, 5); }, {"topk", "k = 5", "size 4", "[2, 4]"});
+  expect_error([&] { graph::topk(x, -1, 0); }, {"topk", "k = -1"});
+  expect_error([&] { graph::topk(x, 1, 2); }, {"topk", "dim"});
+  expect_error([&] { graph::sort(x, 3); }, {"argsort", "dim"});
+}
+
+TEST(NormOps, ValuesGradientsAndAZeroNorm) {
+  const Tensor x = graph::tensor({{3.0, -4.0, 0.0}, {0.0, 0.0, 0.0}});
+  EXPECT_EQ(doubles(graph::norm(x, 2.0, {1})), (std::vector<double>{5.0, 0.0}));
+  EXPECT_EQ(doubles(graph::norm(x, 1.0, {1})), (std::vector<double>{7.0, 0.0}));
+  EXPECT_EQ(doubles(graph::norm(x, INFINITY, {1}, true)), (std::vector<double>{4.0, 0.0}));
+  EXPECT_EQ(doubles(graph::norm(x, 0.0, {1})), (std::vector<double>{2.0, 0.0}));
+  EXPECT_EQ(graph::norm(x).item<double>(), 5.0);
+  EXPECT_EQ(graph::norm(x, "fro").item<double>(), 5.0);
+  EXPECT_EQ(x.norm(1.0).item<double>(), 7.0);
+  // PyTorch's gradient at a zero norm is 0, for p = 2 and the others.
+  for (double p : {2.0, 3.0, 0.5, 1.0, static_cast<double>(INFINITY)}) {
+    Tensor z = graph::zeros({2, 3}, graph::kFloat64).requires_grad_();
+    graph::norm(z, p, {1}).sum().backward();
+    for (double g : doubles(z.grad())) EXPECT_EQ(g, 0.0) << "p = " << p;
+  }
+  for (double p : {2.0, 1.0, 3.0, 1.5}) {
+    gradcheck([p](const std::vector<Tensor>& a) { return graph::norm(a[0], p, {0}, true); },
+              {values({3, 2}, 0.2, 1.0, 9) * graph::tensor({1.0, -1.0})}, 1e-6);
+  }
+  gradcheck([](const std::vector<Tensor>& a) { return graph::linalg_vector_norm(a[0], -INFINITY, {1}); },
+            {values({2, 3}, 0.1, 2.0, 10)});
+  expect_error([&] { graph::norm(x, "nuc"); }, {"norm", "nuc"});
+}
+
+TEST(EinsumOps, CommonContractionsEqualTheOpsTheyStandFor) {
+  const Tensor a = values({3, 4}, -1, 1, 11), b = values({4, 2}, -1, 1, 12);
+  const Tensor p = values({2, 3, 4}, -1, 1, 13), q = values({2, 4, 5}, -1, 1, 14);
+  const Tensor h = values({2, 2, 3, 4}, -1, 1, 15), k = values({2, 2, 5, 4}, -1, 1, 16);
+  const Tensor u = values({3}, -1, 1, 17), w = values({3}, -1, 1, 18);
+  auto near = [](const Tensor& got, const Tensor& want) {
+    ASSERT_EQ(got.sizes(), want.sizes());
+    const std::vector<double> g = doubles(got), e = doubles(want);
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], e[i], 1e-12);
+  };
+  near(graph::einsum("ij,jk->ik", {a, b}), graph::matmul(a, b));
+  near(graph::einsum("ij,jk", {a, b}), graph::matmul(a, b));  // implicit output
+  near(graph::einsum("bij,bjk->bik", {p, q}), graph::bmm(p, q));
+  near(graph::einsum("bhqd,bhkd->bhqk", {h, k}), graph::matmul(h, k.transpose(2, 3)));
+  near(graph::einsum("i,j->ij", {u, w}), u.unsqueeze(1) * w.unsqueeze(0));
+  near(graph::einsum("ij->ji", {a}), a.t());
+  near(graph::einsum("ij->i", {a}), graph::sum(a, 1));
+  near(graph::einsum("i,i->", {u, w}), graph::sum(u * w));
+  near(graph::einsum("ij,jk,kl->il", {a, b, values({2, 3}, -1, 1, 19)}),
+       graph::matmul(graph::matmul(a, b), values({2, 3}, -1, 1, 19)));
+  gradcheck([](const std::vector<Tensor>& x) { return graph::einsum("bij,bjk->bik", {x[0], x[1]}); }, {p, q});
+  gradcheck([](const std::vector<Tensor>& x) { return graph::einsum("ij,j->i", {x[0], x[1]}); },
+            {a, values({4}, -1, 1, 20)});
+}
+
+TEST(EinsumOps, UnsupportedOrInconsistentEquationsAreErrorsNamingThem) {
+  const Tensor a = values({3, 3}, -1, 1, 21), b = values({4, 2}, -1, 1, 22);
+  expect_error([&] { graph::einsum("ii->i", {a}); }, {"einsum \"ii->i\"", "repeats"});
+  expect_error([&] { graph::einsum("...ij->ij", {a}); }, {"einsum", "ellipsis"});
+  expect_error([&] { graph::einsum("ij,jk->ik", {a, b}); }, {"einsum \"ij,jk->ik\"", "'j'", "3 and 4"});
+  expect_error([&] { graph::einsum("ij,jk->ik", {a}); }, {"einsum", "2 operands", "1 tensors"});
+  expect_error([&] { graph::einsum("ijk->i", {a}); }, {"einsum", "3 letters", "[3, 3]"});
+  expect_error([&] { graph::einsum("ij->iz", {a}); }, {"einsum", "'z'"});
+}
+
+}  // namespace
