@@ -69,11 +69,11 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
   const std::string cpp = graph::codegen::generate_cpu_source(units, "m.cpp");
   EXPECT_NE(cpp.find("if (::graph::detail::any_on_cuda({&v_x, &v_b}))"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("::graph::detail::cuda_fused(\"_Z5chainv#h/group0\", \"graph_chain_group0\", shape, "
-                     "{::graph::DType::Float32}, {&v_x, &v_b}, {::graph::detail::host_scalar(v_s)}); })"),
+                     "{::graph::DType::Float32}, {&v_x, &v_b}, {::graph::detail::host_scalar(v_s)}))"),
             std::string::npos)
       << cpp;
   // Its errors carry the group's first line, as the CPU loop's do.
-  EXPECT_NE(cpp.find("at_source(\" (at m.cpp:1:1, graph_chain_group0 in static graph 'chain')\""), std::string::npos)
+  EXPECT_NE(cpp.find("(here = \" (at m.cpp:1:1, graph_chain_group0 in static graph 'chain')\""), std::string::npos)
       << cpp;
 }
 
@@ -209,9 +209,9 @@ TEST(GeneratedCuda, CublasLtEpiloguesWhereTheyMatch) {
   EXPECT_NE(mlp.find("if (::graph::detail::any_on_cuda({&v_x, &v_w1})) {"), std::string::npos) << mlp;
   EXPECT_NE(mlp.find("// On the CUDA device: one cuBLASLt GEMM with its ReluBias epilogue (no separate kernel)."),
             std::string::npos);
-  EXPECT_NE(mlp.find("v_h = at_source(\" (at mlp.cpp:3:12, linear in static graph 'mlp')\", [&] { return "
+  EXPECT_NE(mlp.find("v_h = (here = \" (at mlp.cpp:3:12, linear in static graph 'mlp')\", "
                      "::graph::detail::cuda_gemm_epilogue(v_x, v_w1, true, v_b1, "
-                     "::graph::detail::GemmEpilogue::ReluBias); });"),
+                     "::graph::detail::GemmEpilogue::ReluBias));"),
             std::string::npos)
       << mlp;
   // matmul, add, tanh: tanh has no epilogue; the kernel path stays.

@@ -245,9 +245,9 @@ argument order, each lowered whole with a static backward):
   that reshape's error (PyTorch's overlapping windows are not implemented);
 - `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, up to 4 pairs,
   negative amounts crop (`cat` of `expand`ed fills, `slice`);
-- `one_hot(indices, num_classes)`: int64 `[..., num_classes]` (`embedding` of an
-  identity: an index out of range is its error); `one_hot(indices)` (max + 1 classes)
-  runs eagerly only;
+- `one_hot(indices, num_classes)`: int64 `[..., num_classes]` (each index compared
+  with `arange(num_classes)`; an index out of range is `index_select`'s error);
+  `one_hot(indices)` (max + 1 classes) runs eagerly only;
 - `full_like(x, v)`, `ones_like(x)`, `zeros_like(x)`: `masked_fill` of `x`, its shape and
   dtype read at run time; `rand_like(x)`, `randn_like(x)` run eagerly only.
 

@@ -30,12 +30,14 @@ inline Tensor rand_like(const Tensor& x) { return rand(x.sizes(), x.dtype()); }
 inline Tensor randn_like(const Tensor& x) { return randn(x.sizes(), x.dtype()); }
 
 // one_hot(indices, num_classes): int64 [..., num_classes], 1 at each index
-// (torch.nn.functional.one_hot). Rows of an identity picked by embedding, so
-// an index out of [0, num_classes) is embedding's error naming it.
+// (torch.nn.functional.one_hot): each index compared with every class, so
+// O(numel * num_classes), the result's size. The indices first go through
+// index_select of arange, the identity on valid ones: an index out of
+// [0, num_classes) is index_select's error naming it, eager and static.
 inline Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   Tensor classes = arange(num_classes);
-  Tensor eye = eq(classes.unsqueeze(1), classes).to(kFloat32);
-  return embedding(eye, indices).to(kInt64);
+  Tensor checked = index_select(classes, 0, indices.reshape({-1})).reshape(indices.sizes());
+  return eq(checked.unsqueeze(-1), classes).to(kInt64);
 }
 // num_classes = max(indices) + 1 (PyTorch's -1). Eager only: the class count
 // is read from the data, which a graph's shapes cannot depend on.
@@ -113,11 +115,15 @@ inline Tensor pad_dim(const Tensor& x, const Shape& pad, Scalar value) {
 }  // namespace detail
 // pad(x, {left, right, top, bottom, ...}, value): torch.nn.functional.pad in
 // constant mode, the pairs from the last dim backwards, up to 4 pairs (a plain
-// signature, not PadFuncOptions). Negative amounts crop. An odd count or
-// more than 4 pairs is an error of the list read (std::out_of_range eagerly,
-// graph::Error in a graph), a pair past x's dims slice's error; a dim of size
-// 0 cannot be padded (expand's error).
+// signature, not PadFuncOptions). Negative amounts crop. An odd count, more
+// than 4 pairs or more pairs than x has dims is pad's error eagerly (in a
+// graph: an error of the list read or of slice); a dim of size 0 cannot be
+// padded (expand's error).
+namespace detail {
+GRAPH_EAGER_CHECK void check_pad(const Tensor& x, const Shape& pad);
+}  // namespace detail
 inline Tensor pad(const Tensor& x, const Shape& pad, Scalar value = 0.0) {
+  detail::check_pad(x, pad);
   const int n = pad.size();
   Tensor y = x;
   if (n >= 1) y = detail::pad_dim<-1>(y, pad, value);

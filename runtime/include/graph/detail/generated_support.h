@@ -68,45 +68,29 @@ inline bool truth(double v) { return v != 0.0; }
 inline bool truth(const Tensor& t) { return static_cast<bool>(t); }
 
 // ---- guards -----------------------------------------------------------------
+// Each guard's passing check is inline, as each generated function runs it on
+// every call; the messages of a failing one are built out of line
+// (generated_support.cpp), not compiled again in every generated source.
 
-// The C++ type each Arg alternative stands for, as messages name it.
-inline std::string_view arg_kind_name(const Arg& a) {
-  switch (a.index()) {
-    case 0: return "a tensor";
-    case 1: return "an int";
-    case 2: return "a float";
-    case 3: return "a bool";
-    default: return "a list of tensors";
-  }
-}
-
-inline std::string input_label(size_t index, std::string_view name) {
-  return "input " + std::to_string(index) + " '" + std::string(name) + "'";
-}
-
-inline bool guard_fail(std::string* why, std::string reason) {
-  if (why) *why = std::move(reason);
-  return false;
-}
+std::string input_label(size_t index, std::string_view name);
+bool guard_fail(std::string* why, std::string reason);
+bool fail_num_inputs(size_t got, size_t want, std::string* why);
+bool fail_tensor(const Arg& a, size_t index, std::string_view name, DType dtype, std::string* why);
+bool fail_any_tensor(const Arg& a, size_t index, std::string_view name, std::string* why);
+bool fail_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why);
+bool fail_size(const Arg& a, size_t index, std::string_view name, int64_t d, int64_t size, std::string* why);
+// want: "an int", "a float" or "a bool".
+bool fail_scalar(const Arg& a, size_t index, std::string_view name, std::string_view want, std::string* why);
+bool fail_list(const Arg& a, size_t index, std::string_view name, std::string* why);
 
 inline bool guard_num_inputs(size_t got, size_t want, std::string* why) {
-  if (got == want) return true;
-  return guard_fail(why, "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
+  return got == want || fail_num_inputs(got, want, why);
 }
 
 // A tensor input of dtype `dtype`: "input 0 'X': expected a float tensor, got long".
 inline bool guard_tensor(const Arg& a, size_t index, std::string_view name, DType dtype, std::string* why) {
   const Tensor* t = std::get_if<Tensor>(&a);
-  if (!t)
-    return guard_fail(why, input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) + " tensor, got " +
-                         std::string(arg_kind_name(a)));
-  if (!t->defined())
-    return guard_fail(why, input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) +
-                         " tensor, got an undefined tensor");
-  if (t->dtype() != dtype)
-    return guard_fail(why, input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) + " tensor, got " +
-                         std::string(dtype_name(t->dtype())));
-  return true;
+  return (t && t->defined() && t->dtype() == dtype) || fail_tensor(a, index, name, dtype, why);
 }
 
 // An input that may be undefined (ir::may_be_undefined): the other guards
@@ -118,40 +102,31 @@ inline bool defined_tensor(const Arg& a) {
 
 // A tensor input the graph never reads: any dtype, shape, or undefined.
 inline bool guard_any_tensor(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  if (std::holds_alternative<Tensor>(a)) return true;
-  return guard_fail(why, input_label(index, name) + ": expected a tensor, got " + std::string(arg_kind_name(a)));
+  return std::holds_alternative<Tensor>(a) || fail_any_tensor(a, index, name, why);
 }
 
 // A tensor input of rank `rank` (checked after guard_tensor).
 inline bool guard_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why) {
-  const Tensor& t = std::get<Tensor>(a);
-  if (t.dim() == rank) return true;
-  return guard_fail(why, input_label(index, name) + ": expected rank " + std::to_string(rank) + ", got shape " +
-                       shape_str(t.sizes()));
+  return std::get<Tensor>(a).dim() == rank || fail_rank(a, index, name, rank, why);
 }
 
 // A tensor input whose dim `d` has the static size `size`.
 inline bool guard_size(const Arg& a, size_t index, std::string_view name, int64_t d, int64_t size,
                        std::string* why) {
-  const Tensor& t = std::get<Tensor>(a);
-  if (t.size(d) == size) return true;
-  return guard_fail(why, input_label(index, name) + ": expected size " + std::to_string(size) + " in dim " +
-                       std::to_string(d) + ", got shape " + shape_str(t.sizes()));
+  return std::get<Tensor>(a).size(d) == size || fail_size(a, index, name, d, size, why);
 }
 
 // A host scalar input held as T (int64_t for int, double for float, bool).
 template <class T>
 bool guard_scalar(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  if (std::holds_alternative<T>(a)) return true;
-  std::string_view want = std::is_same_v<T, bool> ? "a bool" : std::is_same_v<T, double> ? "a float" : "an int";
-  return guard_fail(why, input_label(index, name) + ": expected " + std::string(want) + ", got " +
-                       std::string(arg_kind_name(a)));
+  return std::holds_alternative<T>(a) ||
+         fail_scalar(a, index, name, std::is_same_v<T, bool> ? "a bool" : std::is_same_v<T, double> ? "a float" : "an int",
+                     why);
 }
 
 // A list input (a std::vector<Tensor>); its elements are not specialized on.
 inline bool guard_list(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  if (std::holds_alternative<std::vector<Tensor>>(a)) return true;
-  return guard_fail(why, input_label(index, name) + ": expected a list of tensors, got " + std::string(arg_kind_name(a)));
+  return std::holds_alternative<std::vector<Tensor>>(a) || fail_list(a, index, name, why);
 }
 
 // ---- host ints ----------------------------------------------------------------
