@@ -7,8 +7,9 @@
 #
 # TARGET is a target that calls cxxgraph_static_graphs(); SOURCE is one of its
 # sources, relative to the directory that defines the target (e.g.
-# transformer/encoder.cpp for example_transformer). Steps: the generator (clang 19 + the plugin), the
-# rewritten copy, the generated CPU kernels and, when built, the CUDA kernels.
+# transformer/encoder.cpp for example_transformer). Steps: the generator
+# (clang 19 + the plugin), the rewritten copy, the generated CPU kernels and,
+# when built, the CUDA kernels.
 # The plain compile is the copy's command on the original source: what the
 # user's compiler did before the source had a static function. CPU seconds
 # (user + system, all processes) are the figure to compare on a loaded
@@ -19,7 +20,7 @@ while (($#)); do
   case "$1" in
     --runs) runs=$2; shift ;;
     --json) json=$2; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | cut -c3-; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | cut -c3-; exit 0 ;;
     -*) echo "build_cost.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
