@@ -12,15 +12,13 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "support/gradcheck.h"
 
 namespace {
 
 using graph::Tensor;
 
-std::vector<double> doubles(const Tensor& t) {
-  const Tensor c = t.to(graph::kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
+using gradcheck_support::doubles;
 
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts,
                   std::source_location at = std::source_location::current()) {

@@ -19,10 +19,7 @@ using graph::Tensor;
 using gradcheck_support::expect_error;
 namespace nn = graph::nn;
 
-std::vector<double> doubles(const Tensor& t) {
-  const Tensor c = t.to(graph::kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
+using gradcheck_support::doubles;
 
 void expect_near(const Tensor& a, const Tensor& b, double tol) {
   ASSERT_EQ(a.sizes(), b.sizes());

@@ -22,10 +22,7 @@ using gradcheck_support::expect_error;
 using gradcheck_support::gradcheck;
 using gradcheck_support::values;
 
-std::vector<double> doubles(const Tensor& t) {
-  const Tensor c = t.to(graph::kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
+using gradcheck_support::doubles;
 
 // [2, 3, 4] holding 0..23.
 Tensor cube() { return graph::arange(24).to(graph::kFloat64).reshape({2, 3, 4}); }

@@ -19,10 +19,7 @@ namespace {
 using graph::Tensor;
 using gradcheck_support::expect_error;
 
-std::vector<double> doubles(const Tensor& t) {
-  const Tensor c = t.to(graph::kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
+using gradcheck_support::doubles;
 
 Tensor ints(std::initializer_list<int64_t> v) { return graph::tensor<int64_t>(v); }
 // float64 copies (tensor() of double literals is float32, PyTorch's default),

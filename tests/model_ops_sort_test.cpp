@@ -20,10 +20,7 @@ using gradcheck_support::expect_error;
 using gradcheck_support::gradcheck;
 using gradcheck_support::values;
 
-std::vector<double> doubles(const Tensor& t) {
-  const Tensor c = t.to(graph::kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
+using gradcheck_support::doubles;
 Tensor ints(std::initializer_list<int64_t> v) { return graph::tensor<int64_t>(v); }
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

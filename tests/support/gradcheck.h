@@ -17,6 +17,12 @@ using graph::Shape;
 using graph::Tensor;
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
+// A tensor's values in order, as doubles (for EXPECT_EQ against a list).
+inline std::vector<double> doubles(const Tensor& t) {
+  const Tensor c = t.to(graph::kFloat64).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
 // Deterministic float64 values in [lo, hi).
 inline Tensor values(const Shape& shape, double lo, double hi, int seed) {
   int64_t n = 1;
