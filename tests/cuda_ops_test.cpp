@@ -577,6 +577,43 @@ TEST_F(Cuda, StaticGraphsAreCapturedPerSignatureAndReplayed) {
   EXPECT_EQ(after.failures, before.failures);
 }
 
+// A replay skips the copy of an input that is the tensor last copied there,
+// unchanged since (weights): so an in-place write, another tensor, or a view
+// of the same storage at another offset must still reach the graph.
+TEST_F(Cuda, ReplaysSeeInPlaceWritesNewTensorsAndOtherViews) {
+  graph::detail::set_cuda_graphs(true);
+  graph::detail::StaticFunction chain("cg_chain8", "test-hash");
+  auto& cache = graph::cuda::graph_capture_cache();
+  const auto before = cache.stats();
+  const Tensor x = signed_values({37, 4}), b = positive({4});
+  Tensor dx = cuda(x), db = cuda(b);
+  const auto expect_call = [&](const Tensor& device_x, const Tensor& host_x, const Tensor& host_b,
+                               const std::string& what) {
+    Tensor got;
+    ASSERT_TRUE(chain.run(got, nullptr, device_x, db, 0.75)) << what;
+    expect_close(got, out_tensor(call_graph("cg_chain8", {host_x, host_b, 0.75}, 1), 0), 1e-5, what);
+  };
+  for (int call = 0; call < 4; ++call) expect_call(dx, x, b, "same tensors, call " + std::to_string(call));
+  const Tensor x2 = signed_values({37, 4});
+  dx.copy_(cuda(x2));  // in place: the version moves on
+  expect_call(dx, x2, b, "after x.copy_");
+  expect_call(dx, x2, b, "after x.copy_, again");
+  const Tensor b2 = positive({4});
+  db.copy_(cuda(b2));
+  expect_call(dx, x2, b2, "after b.copy_");
+  const Tensor x3 = signed_values({37, 4});
+  expect_call(cuda(x3), x3, b2, "another tensor");
+  // Two rows of one storage: same sizes and strides, other offsets.
+  const Tensor both = signed_values({2, 37, 4}), dboth = cuda(both);
+  expect_call(dboth.select(0, 0), both.select(0, 0).contiguous(), b2, "view at offset 0");
+  expect_call(dboth.select(0, 1), both.select(0, 1).contiguous(), b2, "view at the second offset");
+  expect_call(dboth.select(0, 0), both.select(0, 0).contiguous(), b2, "view at offset 0 again");
+  const auto after = cache.stats();
+  graph::detail::set_cuda_graphs(false);
+  EXPECT_EQ(after.failures, before.failures);
+  EXPECT_GE(after.replays - before.replays, 8u);
+}
+
 }  // namespace
 
 namespace {

@@ -2,6 +2,8 @@
 // and a Geometry, and the kernels of the CUDA backend (graph/cuda/cuda.h) run
 // on them. Shape checks, dtype promotion and autograd stay in the ops' own
 // files, shared with the CPU.
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 
@@ -463,6 +465,30 @@ namespace graph::detail {
 
 namespace {
 
+// The caller's tensor a static input was last copied from. While a call
+// passes the same storage (still alive: no reuse of its address), offset and
+// version, the static copy already holds its values and the replay skips the
+// copy: weights and other unchanged inputs cost no launch, as PyTorch's CUDA
+// graph trees skip static inputs. Sizes and strides are in the capture key.
+// In-place writes bump the version (Tensor::version); graphs never write
+// their inputs.
+struct InputSource {
+  std::weak_ptr<Storage> storage;
+  const Storage* raw = nullptr;
+  int64_t offset = -1;
+  uint64_t version = 0;
+
+  bool same(const Tensor& t) const {
+    return raw == t.storage().get() && !storage.expired() && offset == t.storage_offset() && version == t.version();
+  }
+  void set(const Tensor& t) {
+    storage = t.storage();
+    raw = t.storage().get();
+    offset = t.storage_offset();
+    version = t.version();  // read before the copy: a later write bumps past it
+  }
+};
+
 // What a captured executable reads and writes: the static inputs (copies
 // the replays copy each call's inputs into) and the outputs it writes.
 struct CapturePayload {
@@ -475,6 +501,20 @@ struct CapturePayload {
     }
   } pool;
   std::vector<Arg> in, out;
+  // Where each static input tensor (in order, list elements flattened) was
+  // last copied from.
+  std::vector<InputSource> sources;
+  // One call at a time uses the static inputs and `sources` (replays of one
+  // executable from two threads); the stream orders the device side.
+  std::mutex use;
+  // Copies `src` into the static input `dst` (source slot `slot`) unless it
+  // is the tensor last copied there, unchanged since.
+  void refresh(size_t slot, const Tensor& dst, const Tensor& src) {
+    if (slot >= sources.size()) sources.resize(slot + 1);
+    if (sources[slot].same(src)) return;
+    sources[slot].set(src);
+    copy_into(dst, src);
+  }
 };
 
 // A copy of a device tensor argument (tensors and lists of them) on the
@@ -552,7 +592,13 @@ int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* o
   void* s = cache.stream();
   if (action == cuda::GraphCaptureCache::Action::Capture) {
     auto payload = std::make_shared<CapturePayload>();
-    for (size_t i = 0; i < n_in; ++i) payload->in.push_back(copy_arg(in[i]));
+    for (size_t i = 0; i < n_in; ++i) {
+      payload->in.push_back(copy_arg(in[i]));
+      if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && t->defined()) payload->sources.emplace_back().set(*t);
+      else if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
+        for (const Tensor& e : *l) payload->sources.emplace_back().set(e);
+      else if (std::holds_alternative<Tensor>(in[i])) payload->sources.emplace_back();
+    }
     payload->out.resize(n_out);
     cuda::stream_wait(s, cuda::current_stream());  // the copies first
     bool guard_failed = false;
@@ -584,20 +630,24 @@ int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* o
       return 0;  // blocked from now on; this call runs uncaptured
     }
   }
-  // Replay: this call's inputs into the static ones, one launch, the
-  // outputs copied out (the next replay overwrites the static ones).
+  // Replay: this call's inputs that changed into the static ones, one
+  // launch, the outputs copied out (the next replay overwrites the static
+  // ones).
   const auto p = std::static_pointer_cast<CapturePayload>(cache.payload(key.str()));
   if (!p) return 0;  // evicted meanwhile
   cuda::stream_wait(s, cuda::current_stream());  // after the work that made the inputs
   {
+    const std::lock_guard lock(p->use);
     const cuda::StreamGuard on(s);
+    size_t slot = 0;
     for (size_t i = 0; i < n_in; ++i) {
-      if (const Tensor* t = std::get_if<Tensor>(&p->in[i]); t && t->defined()) {
-        copy_into(*t, std::get<Tensor>(in[i]));
+      if (const Tensor* t = std::get_if<Tensor>(&p->in[i])) {
+        if (t->defined()) p->refresh(slot, *t, std::get<Tensor>(in[i]));
+        ++slot;
       } else if (const auto* l = std::get_if<std::vector<Tensor>>(&p->in[i])) {
         const auto& src = std::get<std::vector<Tensor>>(in[i]);
-        for (size_t j = 0; j < l->size(); ++j)
-          if ((*l)[j].defined()) copy_into((*l)[j], src[j]);
+        for (size_t j = 0; j < l->size(); ++j, ++slot)
+          if ((*l)[j].defined()) p->refresh(slot, (*l)[j], src[j]);
       }
     }
     if (!cache.replay(key.str())) return 0;
