@@ -12,6 +12,7 @@
 #include <string>
 
 #include "graph/cuda/capture.h"
+#include "graph/detail/backward_kernels.h"
 #include "graph/cuda/cuda.h"
 #include "../runtime/src/device.h"
 #include "graph/cuda/fused.h"
@@ -249,6 +250,34 @@ TEST_F(Cuda, CrossEntropyWithDeviceTargets) {
   } catch (const graph::Error& e) {
     EXPECT_NE(std::string(e.what()).find("cross_entropy: target 7 is out of range for 7 classes"), std::string::npos)
         << e.what();
+  }
+  // No ignored target: the rows are picked on the device. The check is kept
+  // per version of the labels: the same labels pass again without a copy,
+  // and a bad label written in place is still caught, forward and backward.
+  const auto g = [&](const Tensor& labels) {
+    return [&, labels](const std::vector<Tensor>& in) {
+      return graph::cross_entropy(in[0], in[0].device() == graph::kCUDA ? cuda(labels) : labels);
+    };
+  };
+  expect_grads_close(g(all), {logits}, {}, 1e-6, "cross_entropy, no ignored target");
+  Tensor labels = cuda(all);
+  for (int step = 0; step < 3; ++step)
+    expect_close(graph::cross_entropy(cuda(logits), labels), graph::cross_entropy(logits, all), 1e-6,
+                 "the same labels, step " + std::to_string(step));
+  labels.copy_(cuda(graph::tensor({1, 2, 9, 4, 5})));
+  try {
+    graph::cross_entropy(cuda(logits), labels);
+    ADD_FAILURE() << "no error for target 9 written in place";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cross_entropy: target 9 is out of range for 7 classes"), std::string::npos)
+        << e.what();
+  }
+  try {
+    graph::detail::cross_entropy_backward(graph::ones({}, graph::kFloat32, graph::kCUDA), cuda(logits), labels,
+                                          graph::detail::kAllGrads, Tensor());
+    ADD_FAILURE() << "no error from the backward for target 9";
+  } catch (const graph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("target 9 is out of range for 7 classes"), std::string::npos) << e.what();
   }
 }
 
@@ -575,6 +604,30 @@ TEST_F(Cuda, StaticGraphsAreCapturedPerSignatureAndReplayed) {
   EXPECT_EQ(after.captures - before.captures, 3u);
   EXPECT_EQ(after.replays - before.replays, 3u + 2u + 2u);  // the capturing call replays too
   EXPECT_EQ(after.failures, before.failures);
+}
+
+// Small uploads go through pinned staging slots without waiting for the
+// stream: more uploads than slots (the ring wraps), each source overwritten
+// as soon as its copy returns, and a large one past the staging size; every
+// device copy keeps the values it was given.
+TEST_F(Cuda, UploadsKeepTheirValuesWhenTheSourceIsReusedAtOnce) {
+  std::vector<Tensor> on_device;
+  for (int i = 0; i < 100; ++i) {
+    Tensor h = graph::full({257}, static_cast<double>(i));
+    on_device.push_back(h.to(graph::kCUDA) * 2.0);  // the scalar is an upload too
+    h.fill_(-1.0);
+  }
+  Tensor big = graph::full({40000}, 3.0);  // 160 KB: the synchronous path
+  const Tensor big_device = big.to(graph::kCUDA);
+  big.fill_(-1.0);
+  for (int i = 0; i < 100; ++i) {
+    const Tensor back = on_device[i].to(graph::kCPU);
+    const float* p = back.data_ptr<float>();
+    for (int64_t j = 0; j < back.numel(); ++j) ASSERT_EQ(p[j], 2.0f * i) << "upload " << i << ", element " << j;
+  }
+  const Tensor back = big_device.to(graph::kCPU);
+  EXPECT_EQ(graph::amin(back).item<float>(), 3.0f);
+  EXPECT_EQ(graph::amax(back).item<float>(), 3.0f);
 }
 
 // A replay skips the copy of an input that is the tensor last copied there,

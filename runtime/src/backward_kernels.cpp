@@ -12,6 +12,7 @@
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/ops.h"
+#include "class_targets.h"
 #include "storage.h"
 
 namespace graph::detail {
@@ -147,23 +148,15 @@ std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& log
     lsm = log_softmax(rows.reshape({-1, C}), 1);
   }
   const int64_t R = lsm.size(0);
-  const Tensor t = target.to(kCPU).contiguous().reshape({-1});
-  if (t.numel() != R) throw Error("cross_entropy_backward: expected one target per row of the logits (" + shapes + ")");
+  if (target.numel() != R)
+    throw Error("cross_entropy_backward: expected one target per row of the logits (" + shapes + ")");
   constexpr int64_t kIgnore = -100;  // PyTorch's default ignore_index, as the forward
-  const int64_t* pt = t.data_ptr<int64_t>();
-  // The one-hot rows on the host in float64, exact in every float dtype.
-  Tensor onehot = zeros({R, C}, kFloat64);
-  int64_t count = 0;
-  double* o = onehot.data_ptr<double>();
-  for (int64_t r = 0; r < R; ++r) {
-    if (pt[r] == kIgnore) continue;
-    if (pt[r] < 0 || pt[r] >= C)
-      throw Error("cross_entropy_backward: target " + std::to_string(pt[r]) + " is out of range for " +
-                  std::to_string(C) + " classes (" + shapes + ")");
-    o[r * C + pt[r]] = 1.0;
-    ++count;
-  }
-  onehot = onehot.to(lsm.dtype());
+  // Checked once per version of the targets: the forward's check is reused.
+  const int64_t count = check_class_targets("cross_entropy_backward", target, C, kIgnore, shapes).count;
+  // One-hot rows (zero for ignored targets: -100 matches no class), made
+  // where the targets are, so device targets are not copied back.
+  const Tensor flat = target.reshape({R, 1});
+  Tensor onehot = eq(flat, arange(0, C, 1, flat.device())).to(lsm.dtype());
   if (lsm.device() != onehot.device()) onehot = onehot.to(lsm.device());
   const Tensor glsm = onehot * (-(grad.to(lsm.dtype())) / static_cast<double>(count));
   Tensor gl = glsm - exp(lsm) * sum(glsm, Shape{1}, true);

@@ -309,14 +309,14 @@ Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Sh
   return out;
 }
 
-Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes) {
+Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes, bool checked) {
   const int64_t num = weight.size(0), D = weight.size(1), n = idx.numel();
   Shape shape = idx.sizes();
   shape.push_back(D);
   Tensor out = empty_on(Device::CUDA, shape, weight.dtype());
   int64_t bad = 0;
   if (!cuda::gather_rows(element_size(weight.dtype()), weight.raw_data(), num, D, static_cast<const int64_t*>(idx.raw_data()),
-                         n, out.raw_data(), &bad))
+                         n, out.raw_data(), checked ? nullptr : &bad))
     throw Error("embedding: index " + std::to_string(bad) + " is out of range for a table of " + std::to_string(num) +
                 " rows (" + shapes + ")");
   return out;

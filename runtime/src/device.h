@@ -93,7 +93,8 @@ std::vector<Tensor> cuda_layer_norm_backward(const Tensor& g, const Tensor& x, c
 Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape);
 // weight [num, D] rows picked by int64 `idx`; throws naming the bad index
 // like the CPU kernel (`shapes` for the message).
-Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes);
+// `checked`: the caller has range-checked idx (no device check, no wait).
+Tensor cuda_embedding(const Tensor& weight, const Tensor& idx, const std::string& shapes, bool checked = false);
 Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shape& weight_shape, DType dtype);
 
 }  // namespace graph::detail

@@ -20,6 +20,7 @@
 #include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "class_targets.h"
 #include "device.h"
 #include "graph/trace.h"
 #include "storage.h"
@@ -224,12 +225,13 @@ Tensor embedding_grad(const Tensor& grad, const Tensor& idx, const Shape& wsizes
 
 // On the device: a gather kernel (its range check synchronizes to report a
 // bad index as the CPU does) and an atomic scatter-add for the backward.
-Tensor embedding_cuda(const Tensor& weight_in, const Tensor& indices_in) {
+Tensor embedding_cuda(const Tensor& weight_in, const Tensor& indices_in, bool checked = false) {
   const Tensor weight = weight_in.contiguous().detach();
   const Tensor idx = indices_in.to(kInt64).contiguous();
   const Tensor out = detail::cuda_embedding(weight, idx,
                                             "weight shape " + shape_str(weight.sizes()) + ", indices shape " +
-                                                shape_str(indices_in.sizes()));
+                                                shape_str(indices_in.sizes()),
+                                            checked);
   const Shape wsizes = weight.sizes();
   const DType wdtype = weight.dtype();
   return autograd::record_unary("embedding", out, weight_in,
@@ -310,6 +312,15 @@ Tensor pick_targets_device(const Tensor& lsm, const Tensor& host_target, int64_t
   }
   const Tensor picked = embedding_impl(lsm.reshape({R * C, 1}), rows.to(Device::CUDA)).reshape({R});
   return any_ignored ? picked * keep.to(lsm.dtype()).to(Device::CUDA) : picked;
+}
+
+// The same with device targets already checked (class_targets.h) and none
+// ignored: row r's entry is element r * C + t[r] of the flat [R * C], all on
+// the device, so nothing waits for it.
+Tensor pick_checked_targets_device(const Tensor& lsm, const Tensor& device_target) {
+  const int64_t R = lsm.size(0), C = lsm.size(1);
+  const Tensor idx = device_target + arange(0, R * C, C, Device::CUDA);
+  return embedding_cuda(lsm.reshape({R * C, 1}), idx, true).reshape({R});
 }
 
 // A float tensor of infinities of `dtype` (0-d), for masking.
@@ -565,17 +576,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
     throw Error("cross_entropy: expected a target of shape " + shape_str(want) + " (" + shapes + ")");
   // PyTorch's default ignore_index: such targets do not count in the mean.
   constexpr int64_t kIgnore = -100;
-  // The targets are checked (and counted) on the host: a device target is copied.
-  const Tensor t = target.to(kCPU).contiguous().reshape({-1});
-  const int64_t* pt = t.data_ptr<int64_t>();
-  int64_t count = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (pt[i] == kIgnore) continue;
-    if (pt[i] < 0 || pt[i] >= C)
-      throw Error("cross_entropy: target " + std::to_string(pt[i]) + " is out of range for " + std::to_string(C) +
-                  " classes (" + shapes + ")");
-    ++count;
-  }
+  // The targets are checked (and counted) on the host: a device target is
+  // copied, once per version (class_targets.h).
+  const detail::ClassTargets checked = detail::check_class_targets("cross_entropy", target, C, kIgnore, shapes);
+  const int64_t count = checked.count;
   // Rows [R, C]: the class dim moved last, the others flattened.
   Tensor rows = logits.dim() == 1 ? logits.unsqueeze(0) : logits;
   if (rows.dim() > 2) {
@@ -586,8 +590,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   }
   rows = rows.reshape({-1, C});
   const Tensor lsm = log_softmax(rows, 1);
-  const Tensor picked = logits.device() == Device::CUDA ? pick_targets_device(lsm, t, kIgnore)
-                                                        : pick_targets(lsm, t.detach().clone(), kIgnore);
+  Tensor picked;
+  if (logits.device() == Device::CUDA && target.device() == Device::CUDA && !checked.any_ignored)
+    picked = pick_checked_targets_device(lsm, target.reshape({-1}));
+  else if (logits.device() == Device::CUDA)
+    picked = pick_targets_device(lsm, target.to(kCPU).contiguous().reshape({-1}), kIgnore);
+  else
+    picked = pick_targets(lsm, target.to(kCPU).contiguous().reshape({-1}).detach().clone(), kIgnore);
   return -picked.sum() / static_cast<double>(count);
 }
 

@@ -41,7 +41,10 @@ struct StreamGuard {
   Stream prev;
 };
 
+// On the current stream. `src` may be reused when it returns; up to 64 KiB
+// the host does not wait for the stream (pinned staging), larger copies do.
 void copy_host_to_device(void* dst, const void* src, size_t nbytes);
+// Waits for the current stream: the data is on the host when it returns.
 void copy_device_to_host(void* dst, const void* src, size_t nbytes);
 void copy_device_to_device(void* dst, const void* src, size_t nbytes);
 void memset_zero(void* dst, size_t nbytes);
@@ -106,7 +109,8 @@ void layer_norm_backward_rows(DType t, const void* g, const void* x, const void*
 void where_select(size_t elem, void* out, const void* cond, const void* a, const void* b, const FusedGeometry& g);
 // out[i, :] = table[idx[i], :] (rows of D elements of `elem` bytes, num rows
 // in the table, n indices). False (out holds zeros at those rows) when an
-// index is outside [0, num), one of them in *bad_index; synchronizes.
+// index is outside [0, num), one of them in *bad_index; synchronizes. With
+// bad_index null the caller has checked the indices: no check, no wait.
 bool gather_rows(size_t elem, const void* table, int64_t num, int64_t D, const int64_t* idx, int64_t n, void* out,
                  int64_t* bad_index);
 // table_grad[idx[i], :] += grad[i, :] (atomic adds: the order of the sums,
