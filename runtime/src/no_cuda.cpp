@@ -65,7 +65,7 @@ std::vector<Tensor> cuda_layer_norm_backward(const Tensor&, const Tensor&, const
   no_backend("layer_norm");
 }
 Tensor cuda_where(const Tensor&, const Tensor&, const Tensor&, const Shape&) { no_backend("where"); }
-Tensor cuda_embedding(const Tensor&, const Tensor&, const std::string&) { no_backend("embedding"); }
+Tensor cuda_embedding(const Tensor&, const Tensor&, const std::string&, bool) { no_backend("embedding"); }
 Tensor cuda_embedding_backward(const Tensor&, const Tensor&, const Shape&, DType) { no_backend("embedding"); }
 
 }  // namespace graph::detail
