@@ -371,6 +371,107 @@ TEST_F(Cuda, CublasLtEpilogueMatchesTheGemmAndItsOps) {
                graph::matmul(xt.t(), w) + b, 1e-4, "transposed input");
 }
 
+// Operands cuBLAS reads in place (cuda.h gemm_operand): non-square shapes,
+// so a wrong transpose or leading dimension gives wrong values or a cuBLAS
+// error instead of passing by symmetry.
+TEST_F(Cuda, MatmulReadsTransposedOperandsInPlace) {
+  const Tensor a = signed_values({37, 23}), b = signed_values({23, 11});
+  const Tensor at = signed_values({23, 37}), bt = signed_values({11, 23});
+  expect_close(graph::matmul(cuda(at).t(), cuda(b)), graph::matmul(at.t(), b), 1e-4, "a transposed");
+  expect_close(graph::matmul(cuda(a), cuda(bt).t()), graph::matmul(a, bt.t()), 1e-4, "b transposed");
+  expect_close(graph::matmul(cuda(at).t(), cuda(bt).t()), graph::matmul(at.t(), bt.t()), 1e-4, "both transposed");
+  // The weight gradient's g.t() @ x (MLP backward), and column slices (ld > cols).
+  const Tensor g = signed_values({64, 10}), x = signed_values({64, 30});
+  expect_close(graph::matmul(cuda(g).t(), cuda(x)), graph::matmul(g.t(), x), 1e-4, "g.t() @ x");
+  expect_close(graph::matmul(cuda(a).slice(1, 3, 20), cuda(b).slice(0, 3, 20)),
+               graph::matmul(a.slice(1, 3, 20), b.slice(0, 3, 20)), 1e-4, "column slices");
+  expect_close(graph::matmul(cuda(at).slice(0, 2, 21).t(), cuda(b).slice(0, 2, 21)),
+               graph::matmul(at.slice(0, 2, 21).t(), b.slice(0, 2, 21)), 1e-4, "a transposed slice");
+  // Batched operands transposed in their last two dims; a broadcast b.
+  const Tensor ba = signed_values({3, 8, 5}), bb = signed_values({3, 4, 8});
+  expect_close(graph::matmul(cuda(ba).transpose(-1, -2), cuda(bb).transpose(-1, -2)),
+               graph::matmul(ba.transpose(-1, -2), bb.transpose(-1, -2)), 1e-4, "batched, both transposed");
+  expect_close(graph::matmul(cuda(ba).transpose(-1, -2), cuda(b.slice(0, 0, 8))),
+               graph::matmul(ba.transpose(-1, -2), b.slice(0, 0, 8)), 1e-4, "batched a transposed @ matrix");
+  expect_close(graph::matmul(cuda(ba).transpose(0, 1).transpose(-1, -2), cuda(signed_values({8, 3, 2}))),
+               graph::matmul(ba.transpose(0, 1).transpose(-1, -2), signed_values({8, 3, 2})), 1e-4,
+               "batch dims permuted (copied)");
+  // One row (gemv), as an LSTM step's [1, 64] @ [64, 256], in every layout.
+  const Tensor row = signed_values({1, 64}), w = signed_values({64, 256}), wl = signed_values({256, 64});
+  expect_close(graph::matmul(cuda(row), cuda(w)), graph::matmul(row, w), 1e-4, "m = 1");
+  expect_close(graph::matmul(cuda(row), cuda(wl).t()), graph::matmul(row, wl.t()), 1e-4, "m = 1, b transposed");
+  const Tensor cols = signed_values({64, 3});
+  expect_close(graph::matmul(cuda(cols).slice(1, 1, 2).t(), cuda(w)), graph::matmul(cols.slice(1, 1, 2).t(), w), 1e-4,
+               "m = 1, a column as the row");
+  const Tensor rd = row.to(graph::kFloat64), wd = wl.to(graph::kFloat64);
+  expect_close(graph::matmul(cuda(rd), cuda(wd).t()), graph::matmul(rd, wd.t()), 1e-12, "m = 1, float64");
+  expect_close(graph::matmul(cuda(at.to(graph::kFloat64)).t(), cuda(b.to(graph::kFloat64))),
+               graph::matmul(at.to(graph::kFloat64).t(), b.to(graph::kFloat64)), 1e-12, "float64 a transposed");
+  expect_close(graph::linear(cuda(row), cuda(wl), cuda(signed_values({256}))),
+               graph::linear(row, wl, signed_values({256})), 1e-4, "linear, one row");
+  EXPECT_THROW(graph::matmul(cuda(a), cuda(b.to(graph::kFloat64))), graph::Error);
+  EXPECT_THROW(graph::matmul(cuda(a), cuda(bt)), graph::Error);
+}
+
+// The static path's GEMM of one row and no epilogue: classic cuBLAS (gemv).
+TEST_F(Cuda, OneRowGemmWithoutEpilogueTakesClassicCublas) {
+  using graph::detail::GemmEpilogue;
+  const Tensor row = signed_values({1, 64}), w = signed_values({64, 256}), wl = signed_values({256, 64});
+  const auto run = [](const Tensor& a, const Tensor& m, bool linear) {
+    return graph::detail::cuda_gemm_epilogue(cuda(a), cuda(m), linear, Tensor(), GemmEpilogue::Bias);
+  };
+  expect_close(run(row, w, false), graph::matmul(row, w), 1e-4, "matmul");
+  expect_close(run(row, wl, true), graph::linear(row, wl), 1e-4, "linear");
+  expect_close(run(row.reshape({1, 1, 64}), wl, true), graph::linear(row.reshape({1, 1, 64}), wl), 1e-4, "[1, 1, k]");
+}
+
+// The fused device optimizer kernels against the CPU loops, 3 steps each,
+// with fixed gradients (d/dp of sum(p * c) is c on both devices).
+template <class Opt, class Options>
+void expect_optimizer_matches_cpu(const Options& o, graph::DType dt, double tol, const std::string& what) {
+  graph::manual_seed(5);
+  const Tensor init = signed_values({33, 7}).to(dt);
+  std::vector<Tensor> coefs;
+  for (int s = 0; s < 3; ++s) coefs.push_back(signed_values({33, 7}).to(dt));
+  Tensor pc = init.clone().requires_grad_(), pg = cuda(init).requires_grad_();
+  Opt cpu({pc}, o), gpu({pg}, o);
+  for (int s = 0; s < 3; ++s) {
+    for (auto [p, opt, c] : {std::tuple{&pc, &cpu, coefs[s]}, std::tuple{&pg, &gpu, cuda(coefs[s])}}) {
+      opt->zero_grad();
+      graph::sum(*p * c).backward();
+      opt->step();
+    }
+  }
+  ASSERT_EQ(pg.device(), graph::kCUDA) << what;
+  expect_close(pg.detach(), pc.detach(), tol, what);
+}
+
+TEST_F(Cuda, SgdStepsInOneKernelAsOnTheCpu) {
+  using graph::optim::SGD;
+  using graph::optim::SGDOptions;
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
+    const double tol = dt == graph::kFloat32 ? 1e-6 : 1e-14;
+    const std::string d(graph::dtype_name(dt));
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1}, dt, tol, "plain " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9}, dt, tol, "momentum " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9, 0.3}, dt, tol, "dampening " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.0, 0.0, 0.01}, dt, tol, "weight decay " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9, 0.0, 0.01, true}, dt, tol, "nesterov " + d);
+  }
+}
+
+TEST_F(Cuda, AdamStepsInOneKernelAsOnTheCpu) {
+  using graph::optim::Adam;
+  using graph::optim::AdamOptions;
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
+    const double tol = dt == graph::kFloat32 ? 1e-6 : 1e-14;
+    const std::string d(graph::dtype_name(dt));
+    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01}, dt, tol, "plain " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01, {0.8, 0.99}, 1e-6, 0.02}, dt, tol, "weight decay " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01, {0.9, 0.999}, 1e-8, 0.0, true}, dt, tol, "amsgrad " + d);
+  }
+}
+
 // ---- generated fusion-group kernels (tests/cuda.cmake: codegen cases) ----------
 
 // Calls graph `mangled` of the linked generated sources; fails the test
