@@ -126,6 +126,33 @@ TEST_F(Cuda, ReductionsOverDims) {
   expect_close(graph::argmax(cuda(x)), graph::argmax(x), 0, "argmax all");
 }
 
+// Reduced dims leading a dense input (cuda.h reduce_columns): a bias
+// gradient's sum over the batch, more columns than one block's 32, rows
+// not a multiple of the 32 row groups, ties and NaN for argmax.
+TEST_F(Cuda, ReductionsOverLeadingDimsReadColumns) {
+  const Tensor g = signed_values({1000, 70});
+  expect_close(graph::sum(cuda(g), graph::Shape{0}, false), graph::sum(g, graph::Shape{0}, false), 1e-4, "bias grad");
+  const Tensor x = signed_values({5, 3, 37, 2});
+  for (const graph::Shape& dims : {graph::Shape{0}, graph::Shape{0, 1}, graph::Shape{0, 1, 2}})
+    for (bool keep : {false, true}) {
+      const std::string what = graph::shape_str(dims) + (keep ? " keepdim" : "");
+      expect_close(graph::sum(cuda(x), dims, keep), graph::sum(x, dims, keep), 1e-4, "sum " + what);
+      expect_close(graph::mean(cuda(x), dims, keep), graph::mean(x, dims, keep), 1e-4, "mean " + what);
+      expect_close(graph::amax(cuda(x), dims, keep), graph::amax(x, dims, keep), 0, "amax " + what);
+      expect_close(graph::amin(cuda(x), dims, keep), graph::amin(x, dims, keep), 0, "amin " + what);
+    }
+  const Tensor ties = (graph::rand({50, 4}) * 3.0).to(graph::kInt64);  // 0, 1, 2: many ties
+  expect_close(graph::sum(cuda(ties), graph::Shape{0}, false), graph::sum(ties, graph::Shape{0}, false), 0, "int64");
+  expect_close(graph::argmax(cuda(ties), 0, false), graph::argmax(ties, 0, false), 0, "argmax ties");
+  Tensor nan = g.clone();
+  nan.slice(0, 700, 701).fill_(std::numeric_limits<float>::quiet_NaN());
+  expect_close(graph::argmax(cuda(nan), 0, false), graph::argmax(nan, 0, false), 0, "argmax NaN");
+  expect_close(graph::amax(cuda(nan), graph::Shape{0}, false), graph::amax(nan, graph::Shape{0}, false), 0, "amax NaN");
+  const Tensor gt = signed_values({70, 1000});  // a transposed input: the rows kernel on a copy
+  expect_close(graph::sum(cuda(gt).t(), graph::Shape{0}, false), graph::sum(gt.t(), graph::Shape{0}, false), 1e-4,
+               "transposed input");
+}
+
 TEST_F(Cuda, SoftmaxAndLogSoftmax) {
   const Tensor x = signed_values({4, 5, 129});
   for (int64_t d : {0, 1, 2}) {

@@ -126,6 +126,17 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
     if (!reduced[d]) perm.push_back(d);
   for (int64_t d : dims) perm.push_back(d), n *= x.size(d);
   const Tensor in = is_reduced_float(x.dtype()) ? x.to(kFloat32) : x;
+  // Kernels accumulate in float, double or int64 (argmax gives int64).
+  const DType acc = r == cuda::Reduction::ArgMax ? kInt64 : is_floating(in.dtype()) ? in.dtype() : kInt64;
+  // The reduced dims leading a dense input (a bias gradient's sum over the
+  // batch): a kernel over its columns, no transposed copy.
+  const bool leading = n > 0 && !dims.empty() && dims.size() < static_cast<size_t>(x.dim()) &&
+                       dims.back() == static_cast<int64_t>(dims.size()) - 1 && in.is_contiguous();
+  if (leading) {
+    Tensor out = empty_on(Device::CUDA, out_shape, acc);
+    cuda::reduce_columns(r, in.dtype(), in.raw_data(), acc, out.raw_data(), n, in.numel() / n);
+    return out.dtype() == out_dtype ? out : out.to(out_dtype);
+  }
   const Tensor rows = x.dim() ? in.permute(perm).contiguous() : in.contiguous();
   const int64_t count = n ? rows.numel() / n : 0;
   const int64_t nrows = n ? count : [&] {  // reducing nothing: one output per kept element
@@ -133,8 +144,6 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
     for (int64_t s : out_shape) k *= s;
     return k;
   }();
-  // Kernels accumulate in float, double or int64 (argmax gives int64).
-  const DType acc = r == cuda::Reduction::ArgMax ? kInt64 : is_floating(in.dtype()) ? in.dtype() : kInt64;
   Tensor out = empty_on(Device::CUDA, out_shape, acc);
   cuda::reduce_rows(r, in.dtype(), rows.raw_data(), acc, out.raw_data(), nrows, n);
   return out.dtype() == out_dtype ? out : out.to(out_dtype);

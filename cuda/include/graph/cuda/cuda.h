@@ -63,6 +63,9 @@ enum class Reduction { Sum, Mean, Max, Min, ArgMax };
 // (sum of integers: int64, argmax: int64).
 void reduce_rows(Reduction r, DType in_t, const void* in, DType out_t, void* out, int64_t rows,
                  int64_t n);
+// The same over the columns of a dense [n, cols] matrix: one result per
+// column (reduced dims leading, as a bias gradient's sum over the batch).
+void reduce_columns(Reduction r, DType in_t, const void* in, DType out_t, void* out, int64_t n, int64_t cols);
 // softmax (or log_softmax) of each row; float32 or float64.
 void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, int64_t n);
 
