@@ -452,6 +452,28 @@ TEST_F(Cuda, OneRowGemmWithoutEpilogueTakesClassicCublas) {
   expect_close(run(row.reshape({1, 1, 64}), wl, true), graph::linear(row.reshape({1, 1, 64}), wl), 1e-4, "[1, 1, k]");
 }
 
+// The eager linear on the device: the bias in cuBLASLt's epilogue where it
+// fits, matmul + add where not; gradients unchanged either way.
+TEST_F(Cuda, EagerLinearAddsItsBiasInTheGemmEpilogue) {
+  const Tensor x = signed_values({37, 24}), w = signed_values({19, 24}), b = signed_values({19});
+  expect_close(graph::linear(cuda(x), cuda(w), cuda(b)), graph::linear(x, w, b), 1e-4, "2-D");
+  const Tensor x3 = signed_values({2, 5, 24});
+  expect_close(graph::linear(cuda(x3), cuda(w), cuda(b)), graph::linear(x3, w, b), 1e-4, "3-D input");
+  const Tensor xt = signed_values({24, 37});
+  expect_close(graph::linear(cuda(xt).t(), cuda(w), cuda(b)), graph::linear(xt.t(), w, b), 1e-4, "strided input");
+  const Tensor b1 = signed_values({1});
+  expect_close(graph::linear(cuda(x), cuda(w), cuda(b1)), graph::linear(x, w, b1), 1e-4, "broadcast bias");
+  const Tensor xd = x.to(graph::kFloat64), wd = w.to(graph::kFloat64), bd = b.to(graph::kFloat64);
+  expect_close(graph::linear(cuda(xd), cuda(wd), cuda(bd)), graph::linear(xd, wd, bd), 1e-12, "float64");
+  Tensor wg = cuda(w).requires_grad_(), bg = cuda(b).requires_grad_();
+  Tensor wc = w.clone().requires_grad_(), bc = b.clone().requires_grad_();
+  graph::sum(graph::tanh(graph::linear(cuda(x), wg, bg))).backward();
+  graph::sum(graph::tanh(graph::linear(x, wc, bc))).backward();
+  expect_close(wg.grad(), wc.grad(), 1e-4, "dL/dw");
+  expect_close(bg.grad(), bc.grad(), 1e-4, "dL/db");
+  EXPECT_THROW(graph::linear(cuda(x), w, cuda(b)), graph::Error);  // a cpu weight
+}
+
 // The fused device optimizer kernels against the CPU loops, 3 steps each,
 // with fixed gradients (d/dp of sum(p * c) is c on both devices).
 template <class Opt, class Options>

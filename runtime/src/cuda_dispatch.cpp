@@ -366,23 +366,20 @@ Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shap
 
 namespace graph::detail {
 
-Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e) {
-  const bool relu = e != GemmEpilogue::Bias;
-  const auto eager = [&] {
-    Tensor y = linear ? graph::linear(a, b, bias) : graph::matmul(a, b);
-    if (!linear && bias.defined()) y = y + bias;
-    return relu ? graph::relu(y) : y;
-  };
+namespace {
+
+// a @ b (linear: a @ b.t()) (+ bias) (then relu) in one cuBLASLt call, or
+// undefined where that does not apply (the caller runs the eager ops).
+Tensor gemm_lt(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, bool relu) {
   const auto on = [](const Tensor& t) { return t.device() == Device::CUDA; };
   if (!on(a) || !on(b) || (bias.defined() && !on(bias)) || a.dtype() != kFloat32 || b.dtype() != kFloat32 ||
       a.dim() < 2 || b.dim() != 2 || !a.is_contiguous() || !b.is_contiguous())
-    return eager();
+    return Tensor();
   const int64_t k = a.size(-1), n = linear ? b.size(0) : b.size(1);
   const int64_t rows = k == 0 ? 0 : a.numel() / k;
-  if ((linear ? b.size(1) : b.size(0)) != k || rows == 0 || k == 0 || n == 0)
-    return eager();
+  if ((linear ? b.size(1) : b.size(0)) != k || rows == 0 || k == 0 || n == 0) return Tensor();
   if (bias.defined() && (bias.dtype() != kFloat32 || bias.dim() != 1 || bias.size(0) != n || !bias.is_contiguous()))
-    return eager();
+    return Tensor();
   Shape shape = a.sizes();
   shape.back() = n;
   // One row and no epilogue (an LSTM step's [1, k] @ [k, 4h]): classic
@@ -392,8 +389,22 @@ Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const T
   Tensor out = empty_on(Device::CUDA, shape, kFloat32);
   if (!cuda::gemm_lt(plan, kFloat32, a.raw_data(), b.raw_data(), bias.defined() ? bias.raw_data() : nullptr,
                      out.raw_data()))
-    return eager();
+    return Tensor();
   return out;
+}
+
+}  // namespace
+
+Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e) {
+  const bool relu = e != GemmEpilogue::Bias;
+  if (Tensor y = gemm_lt(a, b, linear, bias, relu); y.defined()) return y;
+  Tensor y = linear ? graph::linear(a, b, bias) : graph::matmul(a, b);
+  if (!linear && bias.defined()) y = y + bias;
+  return relu ? graph::relu(y) : y;
+}
+
+Tensor cuda_linear_bias(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  return gemm_lt(x, w, true, bias, false);
 }
 
 std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape& shape,
