@@ -11,6 +11,12 @@ target_link_libraries(cuda_ops_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(cuda_ops_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(cuda_ops_test PROPERTIES LABELS cuda)
 
+# The device matmul's operand layouts and cuBLAS calls (host logic, no GPU).
+add_executable(cuda_gemm_host_test ${CMAKE_CURRENT_LIST_DIR}/cuda_gemm_host_test.cpp)
+target_link_libraries(cuda_gemm_host_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(cuda_gemm_host_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(cuda_gemm_host_test PROPERTIES LABELS cuda)
+
 # Generated fusion-group kernels on the device: codegen cases turned into a
 # .graph.cpp and a .graph.cu by graph-codegen (as the plugin's generator
 # does for annotated sources), compiled by nvcc into cuda_ops_test, whose

@@ -127,6 +127,33 @@ TEST_F(Cuda, ReductionsOverDims) {
   expect_close(graph::argmax(cuda(x)), graph::argmax(x), 0, "argmax all");
 }
 
+// Reduced dims leading a dense input (cuda.h reduce_columns): a bias
+// gradient's sum over the batch, more columns than one block's 32, rows
+// not a multiple of the 32 row groups, ties and NaN for argmax.
+TEST_F(Cuda, ReductionsOverLeadingDimsReadColumns) {
+  const Tensor g = signed_values({1000, 70});
+  expect_close(graph::sum(cuda(g), graph::Shape{0}, false), graph::sum(g, graph::Shape{0}, false), 1e-4, "bias grad");
+  const Tensor x = signed_values({5, 3, 37, 2});
+  for (const graph::Shape& dims : {graph::Shape{0}, graph::Shape{0, 1}, graph::Shape{0, 1, 2}})
+    for (bool keep : {false, true}) {
+      const std::string what = graph::shape_str(dims) + (keep ? " keepdim" : "");
+      expect_close(graph::sum(cuda(x), dims, keep), graph::sum(x, dims, keep), 1e-4, "sum " + what);
+      expect_close(graph::mean(cuda(x), dims, keep), graph::mean(x, dims, keep), 1e-4, "mean " + what);
+      expect_close(graph::amax(cuda(x), dims, keep), graph::amax(x, dims, keep), 0, "amax " + what);
+      expect_close(graph::amin(cuda(x), dims, keep), graph::amin(x, dims, keep), 0, "amin " + what);
+    }
+  const Tensor ties = (graph::rand({50, 4}) * 3.0).to(graph::kInt64);  // 0, 1, 2: many ties
+  expect_close(graph::sum(cuda(ties), graph::Shape{0}, false), graph::sum(ties, graph::Shape{0}, false), 0, "int64");
+  expect_close(graph::argmax(cuda(ties), 0, false), graph::argmax(ties, 0, false), 0, "argmax ties");
+  Tensor nan = g.clone();
+  nan.slice(0, 700, 701).fill_(std::numeric_limits<float>::quiet_NaN());
+  expect_close(graph::argmax(cuda(nan), 0, false), graph::argmax(nan, 0, false), 0, "argmax NaN");
+  expect_close(graph::amax(cuda(nan), graph::Shape{0}, false), graph::amax(nan, graph::Shape{0}, false), 0, "amax NaN");
+  const Tensor gt = signed_values({70, 1000});  // a transposed input: the rows kernel on a copy
+  expect_close(graph::sum(cuda(gt).t(), graph::Shape{0}, false), graph::sum(gt.t(), graph::Shape{0}, false), 1e-4,
+               "transposed input");
+}
+
 TEST_F(Cuda, SoftmaxAndLogSoftmax) {
   const Tensor x = signed_values({4, 5, 129});
   for (int64_t d : {0, 1, 2}) {
@@ -398,6 +425,129 @@ TEST_F(Cuda, CublasLtEpilogueMatchesTheGemmAndItsOps) {
   const Tensor xt = signed_values({24, 37});
   expect_close(graph::detail::cuda_gemm_epilogue(cuda(xt).t(), cuda(w), false, cuda(b), GemmEpilogue::Bias),
                graph::matmul(xt.t(), w) + b, 1e-4, "transposed input");
+}
+
+// Operands cuBLAS reads in place (cuda.h gemm_operand): non-square shapes,
+// so a wrong transpose or leading dimension gives wrong values or a cuBLAS
+// error instead of passing by symmetry.
+TEST_F(Cuda, MatmulReadsTransposedOperandsInPlace) {
+  const Tensor a = signed_values({37, 23}), b = signed_values({23, 11});
+  const Tensor at = signed_values({23, 37}), bt = signed_values({11, 23});
+  expect_close(graph::matmul(cuda(at).t(), cuda(b)), graph::matmul(at.t(), b), 1e-4, "a transposed");
+  expect_close(graph::matmul(cuda(a), cuda(bt).t()), graph::matmul(a, bt.t()), 1e-4, "b transposed");
+  expect_close(graph::matmul(cuda(at).t(), cuda(bt).t()), graph::matmul(at.t(), bt.t()), 1e-4, "both transposed");
+  // The weight gradient's g.t() @ x (MLP backward), and column slices (ld > cols).
+  const Tensor g = signed_values({64, 10}), x = signed_values({64, 30});
+  expect_close(graph::matmul(cuda(g).t(), cuda(x)), graph::matmul(g.t(), x), 1e-4, "g.t() @ x");
+  expect_close(graph::matmul(cuda(a).slice(1, 3, 20), cuda(b).slice(0, 3, 20)),
+               graph::matmul(a.slice(1, 3, 20), b.slice(0, 3, 20)), 1e-4, "column slices");
+  expect_close(graph::matmul(cuda(at).slice(0, 2, 21).t(), cuda(b).slice(0, 2, 21)),
+               graph::matmul(at.slice(0, 2, 21).t(), b.slice(0, 2, 21)), 1e-4, "a transposed slice");
+  // Batched operands transposed in their last two dims; a broadcast b.
+  const Tensor ba = signed_values({3, 8, 5}), bb = signed_values({3, 4, 8});
+  expect_close(graph::matmul(cuda(ba).transpose(-1, -2), cuda(bb).transpose(-1, -2)),
+               graph::matmul(ba.transpose(-1, -2), bb.transpose(-1, -2)), 1e-4, "batched, both transposed");
+  expect_close(graph::matmul(cuda(ba).transpose(-1, -2), cuda(b.slice(0, 0, 8))),
+               graph::matmul(ba.transpose(-1, -2), b.slice(0, 0, 8)), 1e-4, "batched a transposed @ matrix");
+  expect_close(graph::matmul(cuda(ba).transpose(0, 1).transpose(-1, -2), cuda(signed_values({8, 3, 2}))),
+               graph::matmul(ba.transpose(0, 1).transpose(-1, -2), signed_values({8, 3, 2})), 1e-4,
+               "batch dims permuted (copied)");
+  // One row (gemv), as an LSTM step's [1, 64] @ [64, 256], in every layout.
+  const Tensor row = signed_values({1, 64}), w = signed_values({64, 256}), wl = signed_values({256, 64});
+  expect_close(graph::matmul(cuda(row), cuda(w)), graph::matmul(row, w), 1e-4, "m = 1");
+  expect_close(graph::matmul(cuda(row), cuda(wl).t()), graph::matmul(row, wl.t()), 1e-4, "m = 1, b transposed");
+  const Tensor cols = signed_values({64, 3});
+  expect_close(graph::matmul(cuda(cols).slice(1, 1, 2).t(), cuda(w)), graph::matmul(cols.slice(1, 1, 2).t(), w), 1e-4,
+               "m = 1, a column as the row");
+  const Tensor rd = row.to(graph::kFloat64), wd = wl.to(graph::kFloat64);
+  expect_close(graph::matmul(cuda(rd), cuda(wd).t()), graph::matmul(rd, wd.t()), 1e-12, "m = 1, float64");
+  expect_close(graph::matmul(cuda(at.to(graph::kFloat64)).t(), cuda(b.to(graph::kFloat64))),
+               graph::matmul(at.to(graph::kFloat64).t(), b.to(graph::kFloat64)), 1e-12, "float64 a transposed");
+  expect_close(graph::linear(cuda(row), cuda(wl), cuda(signed_values({256}))),
+               graph::linear(row, wl, signed_values({256})), 1e-4, "linear, one row");
+  EXPECT_THROW(graph::matmul(cuda(a), cuda(b.to(graph::kFloat64))), graph::Error);
+  EXPECT_THROW(graph::matmul(cuda(a), cuda(bt)), graph::Error);
+}
+
+// The static path's GEMM of one row and no epilogue: classic cuBLAS (gemv).
+TEST_F(Cuda, OneRowGemmWithoutEpilogueTakesClassicCublas) {
+  using graph::detail::GemmEpilogue;
+  const Tensor row = signed_values({1, 64}), w = signed_values({64, 256}), wl = signed_values({256, 64});
+  const auto run = [](const Tensor& a, const Tensor& m, bool linear) {
+    return graph::detail::cuda_gemm_epilogue(cuda(a), cuda(m), linear, Tensor(), GemmEpilogue::Bias);
+  };
+  expect_close(run(row, w, false), graph::matmul(row, w), 1e-4, "matmul");
+  expect_close(run(row, wl, true), graph::linear(row, wl), 1e-4, "linear");
+  expect_close(run(row.reshape({1, 1, 64}), wl, true), graph::linear(row.reshape({1, 1, 64}), wl), 1e-4, "[1, 1, k]");
+}
+
+// The eager linear on the device: the bias in cuBLASLt's epilogue where it
+// fits, matmul + add where not; gradients unchanged either way.
+TEST_F(Cuda, EagerLinearAddsItsBiasInTheGemmEpilogue) {
+  const Tensor x = signed_values({37, 24}), w = signed_values({19, 24}), b = signed_values({19});
+  expect_close(graph::linear(cuda(x), cuda(w), cuda(b)), graph::linear(x, w, b), 1e-4, "2-D");
+  const Tensor x3 = signed_values({2, 5, 24});
+  expect_close(graph::linear(cuda(x3), cuda(w), cuda(b)), graph::linear(x3, w, b), 1e-4, "3-D input");
+  const Tensor xt = signed_values({24, 37});
+  expect_close(graph::linear(cuda(xt).t(), cuda(w), cuda(b)), graph::linear(xt.t(), w, b), 1e-4, "strided input");
+  const Tensor b1 = signed_values({1});
+  expect_close(graph::linear(cuda(x), cuda(w), cuda(b1)), graph::linear(x, w, b1), 1e-4, "broadcast bias");
+  const Tensor xd = x.to(graph::kFloat64), wd = w.to(graph::kFloat64), bd = b.to(graph::kFloat64);
+  expect_close(graph::linear(cuda(xd), cuda(wd), cuda(bd)), graph::linear(xd, wd, bd), 1e-12, "float64");
+  Tensor wg = cuda(w).requires_grad_(), bg = cuda(b).requires_grad_();
+  Tensor wc = w.clone().requires_grad_(), bc = b.clone().requires_grad_();
+  graph::sum(graph::tanh(graph::linear(cuda(x), wg, bg))).backward();
+  graph::sum(graph::tanh(graph::linear(x, wc, bc))).backward();
+  expect_close(wg.grad(), wc.grad(), 1e-4, "dL/dw");
+  expect_close(bg.grad(), bc.grad(), 1e-4, "dL/db");
+  EXPECT_THROW(graph::linear(cuda(x), w, cuda(b)), graph::Error);  // a cpu weight
+}
+
+// The fused device optimizer kernels against the CPU loops, 3 steps each,
+// with fixed gradients (d/dp of sum(p * c) is c on both devices).
+template <class Opt, class Options>
+void expect_optimizer_matches_cpu(const Options& o, graph::DType dt, double tol, const std::string& what) {
+  graph::manual_seed(5);
+  const Tensor init = signed_values({33, 7}).to(dt);
+  std::vector<Tensor> coefs;
+  for (int s = 0; s < 3; ++s) coefs.push_back(signed_values({33, 7}).to(dt));
+  Tensor pc = init.clone().requires_grad_(), pg = cuda(init).requires_grad_();
+  Opt cpu({pc}, o), gpu({pg}, o);
+  for (int s = 0; s < 3; ++s) {
+    for (auto [p, opt, c] : {std::tuple{&pc, &cpu, coefs[s]}, std::tuple{&pg, &gpu, cuda(coefs[s])}}) {
+      opt->zero_grad();
+      graph::sum(*p * c).backward();
+      opt->step();
+    }
+  }
+  ASSERT_EQ(pg.device(), graph::kCUDA) << what;
+  expect_close(pg.detach(), pc.detach(), tol, what);
+}
+
+TEST_F(Cuda, SgdStepsInOneKernelAsOnTheCpu) {
+  using graph::optim::SGD;
+  using graph::optim::SGDOptions;
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
+    const double tol = dt == graph::kFloat32 ? 1e-6 : 1e-14;
+    const std::string d(graph::dtype_name(dt));
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1}, dt, tol, "plain " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9}, dt, tol, "momentum " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9, 0.3}, dt, tol, "dampening " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.0, 0.0, 0.01}, dt, tol, "weight decay " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9, 0.0, 0.01, true}, dt, tol, "nesterov " + d);
+  }
+}
+
+TEST_F(Cuda, AdamStepsInOneKernelAsOnTheCpu) {
+  using graph::optim::Adam;
+  using graph::optim::AdamOptions;
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
+    const double tol = dt == graph::kFloat32 ? 1e-6 : 1e-14;
+    const std::string d(graph::dtype_name(dt));
+    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01}, dt, tol, "plain " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01, {0.8, 0.99}, 1e-6, 0.02}, dt, tol, "weight decay " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01, {0.9, 0.999}, 1e-8, 0.0, true}, dt, tol, "amsgrad " + d);
+  }
 }
 
 // ---- generated fusion-group kernels (tests/cuda.cmake: codegen cases) ----------

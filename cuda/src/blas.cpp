@@ -33,36 +33,56 @@ void check(cublasStatus_t s) {
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("matmul: cublas: ") + cublasGetStatusString(s));
 }
 
+template <class T>
+struct Blas;
+template <>
+struct Blas<float> {
+  static constexpr auto gemv = cublasSgemv;
+  static constexpr auto gemm = cublasSgemm;
+  static constexpr auto batched = cublasSgemmStridedBatched;
+};
+template <>
+struct Blas<double> {
+  static constexpr auto gemv = cublasDgemv;
+  static constexpr auto gemm = cublasDgemm;
+  static constexpr auto batched = cublasDgemmStridedBatched;
+};
+
+cublasOperation_t op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// plan_gemm checked every size against int.
+template <class T>
+void run(const BlasCall& c, const T* a, const T* b, T* out) {
+  const T one = 1, zero = 0;
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  switch (c.kind) {
+    case BlasCall::Kind::Gemv:
+      return check(Blas<T>::gemv(handle(), op(c.transa), i(c.m), i(c.n), &one, b, i(c.lda), a, i(c.incx), &zero,
+                                 out, 1));
+    case BlasCall::Kind::Gemm:
+      return check(Blas<T>::gemm(handle(), op(c.transa), op(c.transb), i(c.m), i(c.n), i(c.k), &one, b, i(c.lda), a,
+                                 i(c.ldb), &zero, out, i(c.ldc)));
+    case BlasCall::Kind::StridedBatched:
+      return check(Blas<T>::batched(handle(), op(c.transa), op(c.transb), i(c.m), i(c.n), i(c.k), &one, b, i(c.lda),
+                                    c.stride_a, a, i(c.ldb), c.stride_b, &zero, out, i(c.ldc), c.stride_c,
+                                    i(c.batch)));
+  }
+}
+
 }  // namespace
 
-// cuBLAS is column-major: a row-major C (m x n) is a column-major C^T, and
-// C^T = B^T A^T, so the row-major product is cuBLAS's B * A with the sizes
-// swapped and no transposes. A B stored transposed (n x k row-major) is
-// column-major k x n: cuBLAS transposes it (ld k).
-void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n, int64_t k,
-          int64_t a_batch, int64_t b_batch, bool b_transposed) {
+// cuBLAS's A is our b, its B (gemv: its x) our a (cuda.h plan_gemm).
+void gemm(DType t, const void* a, const GemmOperand& oa, const void* b, const GemmOperand& ob, void* c,
+          int64_t batch, int64_t m, int64_t n, int64_t k) {
   if (batch == 0 || m == 0 || n == 0) return;
-  constexpr int64_t kMax = 2147483647;  // cuBLAS takes int sizes
-  if (m > kMax || n > kMax || k > kMax || batch > kMax)
-    throw Error("matmul: cuda: sizes beyond 2^31 - 1 are not supported");
-  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
-  check(cublasSetStream(handle(), static_cast<cudaStream_t>(current_stream())));
-  const cublasOperation_t tb = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ldb = b_transposed ? ik : in;
-  if (t == kFloat32) {
-    const float one = 1, zero = 0;
-    check(cublasSgemmStridedBatched(handle(), tb, CUBLAS_OP_N, in, im, ik, &one,
-                                    static_cast<const float*>(b), ldb, b_batch, static_cast<const float*>(a),
-                                    ik, a_batch, &zero, static_cast<float*>(c), in, m * n, static_cast<int>(batch)));
-  } else if (t == kFloat64) {
-    const double one = 1, zero = 0;
-    check(cublasDgemmStridedBatched(handle(), tb, CUBLAS_OP_N, in, im, ik, &one,
-                                    static_cast<const double*>(b), ldb, b_batch,
-                                    static_cast<const double*>(a), ik, a_batch, &zero,
-                                    static_cast<double*>(c), in, m * n, static_cast<int>(batch)));
-  } else {
+  if (t != kFloat32 && t != kFloat64)
     throw Error("matmul: cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
-  }
+  const BlasCall call = plan_gemm(oa, ob, batch, m, n, k);
+  check(cublasSetStream(handle(), static_cast<cudaStream_t>(current_stream())));
+  if (t == kFloat32)
+    run(call, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c));
+  else
+    run(call, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c));
 }
 
 namespace {

@@ -102,3 +102,81 @@ LtGemmPlan plan_lt_gemm(int64_t rows, int64_t k, int64_t n, bool weight_transpos
 }
 
 }  // namespace graph::cuda
+
+namespace graph::cuda {
+
+namespace {
+
+// Row-major leading dimension of an [r, c] matrix with strides (s0, s1), or
+// 0 when it is not row-major with unit inner stride. Size-1 dims are never
+// stepped, so their strides do not matter; cuBLAS wants ld >= max(c, 1).
+int64_t row_major_ld(int64_t r, int64_t c, int64_t s0, int64_t s1) {
+  const int64_t min_ld = std::max<int64_t>(c, 1);
+  if (c > 1 && s1 != 1) return 0;
+  if (r <= 1) return min_ld;
+  return s0 >= min_ld ? s0 : 0;
+}
+
+}  // namespace
+
+GemmOperand gemm_operand(int ndim, const int64_t* sizes, const int64_t* strides) {
+  GemmOperand o;
+  if (ndim < 2) return o;
+  const int64_t r = sizes[ndim - 2], c = sizes[ndim - 1], s0 = strides[ndim - 2], s1 = strides[ndim - 1];
+  constexpr int64_t kMaxLd = 2147483647;  // cuBLAS takes int leading dimensions
+  if (const int64_t ld = row_major_ld(r, c, s0, s1); ld > 0 && ld <= kMaxLd) {
+    o.ld = ld;
+  } else if (const int64_t ldt = row_major_ld(c, r, s1, s0); ldt > 0 && ldt <= kMaxLd) {
+    o.transposed = true;  // the transpose of a row-major [c, r] matrix
+    o.ld = ldt;
+  } else {
+    return o;
+  }
+  // The batch dims must step by one stride (size-1 dims aside): a batch of
+  // views, a broadcast (stride 0) or a dense stack.
+  bool first = true;
+  int64_t expected = 0;
+  for (int d = ndim - 3; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] < 0) return GemmOperand{};
+    if (first) {
+      o.batch_stride = strides[d];
+      first = false;
+    } else if (strides[d] != expected) {
+      return GemmOperand{};
+    }
+    expected = strides[d] * sizes[d];
+  }
+  o.in_place = true;
+  return o;
+}
+
+BlasCall plan_gemm(const GemmOperand& a, const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kMax = 2147483647;  // cuBLAS takes int sizes
+  if (m > kMax || n > kMax || k > kMax || batch > kMax)
+    throw Error("matmul: cuda: sizes beyond 2^31 - 1 are not supported");
+  if (!a.in_place || !b.in_place) throw Error("matmul: cuda: an operand layout cuBLAS cannot read (internal error)");
+  BlasCall c;
+  c.batch = batch;
+  if (batch == 1 && m == 1) {
+    // One row: c^T = B^T a^T, a matrix-vector product. B row-major [k, n]
+    // is column-major n x k as stored; B stored transposed ([n, k]) is
+    // column-major k x n, used transposed. a's elements step by 1, or by
+    // its ld when it is stored as a column.
+    c.kind = BlasCall::Kind::Gemv;
+    c.transa = b.transposed;
+    c.m = b.transposed ? k : n;
+    c.n = b.transposed ? n : k;
+    c.lda = b.ld;
+    c.incx = a.transposed ? a.ld : 1;
+    return c;
+  }
+  c.kind = batch == 1 ? BlasCall::Kind::Gemm : BlasCall::Kind::StridedBatched;
+  c.transa = b.transposed, c.transb = a.transposed;
+  c.m = n, c.n = m, c.k = k;
+  c.lda = b.ld, c.ldb = a.ld, c.ldc = n;
+  c.stride_a = b.batch_stride, c.stride_b = a.batch_stride, c.stride_c = m * n;
+  return c;
+}
+
+}  // namespace graph::cuda

@@ -19,6 +19,7 @@
 #include "graph/memory.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "graph/optim.h"
 #include "storage.h"
 
 namespace graph::detail {
@@ -127,6 +128,17 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
     if (!reduced[d]) perm.push_back(d);
   for (int64_t d : dims) perm.push_back(d), n *= x.size(d);
   const Tensor in = is_reduced_float(x.dtype()) ? x.to(kFloat32) : x;
+  // Kernels accumulate in float, double or int64 (argmax gives int64).
+  const DType acc = r == cuda::Reduction::ArgMax ? kInt64 : is_floating(in.dtype()) ? in.dtype() : kInt64;
+  // The reduced dims leading a dense input (a bias gradient's sum over the
+  // batch): a kernel over its columns, no transposed copy.
+  const bool leading = n > 0 && !dims.empty() && dims.size() < static_cast<size_t>(x.dim()) &&
+                       dims.back() == static_cast<int64_t>(dims.size()) - 1 && in.is_contiguous();
+  if (leading) {
+    Tensor out = empty_on(Device::CUDA, out_shape, acc);
+    cuda::reduce_columns(r, in.dtype(), in.raw_data(), acc, out.raw_data(), n, in.numel() / n);
+    return out.dtype() == out_dtype ? out : out.to(out_dtype);
+  }
   const Tensor rows = x.dim() ? in.permute(perm).contiguous() : in.contiguous();
   const int64_t count = n ? rows.numel() / n : 0;
   const int64_t nrows = n ? count : [&] {  // reducing nothing: one output per kept element
@@ -134,8 +146,6 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
     for (int64_t s : out_shape) k *= s;
     return k;
   }();
-  // Kernels accumulate in float, double or int64 (argmax gives int64).
-  const DType acc = r == cuda::Reduction::ArgMax ? kInt64 : is_floating(in.dtype()) ? in.dtype() : kInt64;
   Tensor out = empty_on(Device::CUDA, out_shape, acc);
   cuda::reduce_rows(r, in.dtype(), rows.raw_data(), acc, out.raw_data(), nrows, n);
   return out.dtype() == out_dtype ? out : out.to(out_dtype);
@@ -165,14 +175,36 @@ Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
   }
   if (!is_floating(a.dtype()))
     throw Error("matmul: cuda: float32 or float64 operands only, got " + std::string(dtype_name(a.dtype())));
-  // A 2-D b that is the transpose of a dense matrix (linear's weight.t()) is
-  // read as it is stored: no transposing copy per call.
-  const bool b_transposed = b.dim() == 2 && b.stride(0) == 1 && b.stride(1) == n;
-  const Tensor ca = a.contiguous(), cb = b_transposed ? b : b.contiguous();
+  // Operands cuBLAS can read as they are stored (row-major, or a t() view:
+  // the backward's g.t() @ x, linear's weight.t()) take no copy.
+  const auto operand = [](const Tensor& t, Tensor& keep) {
+    keep = t;
+    cuda::GemmOperand o = cuda::gemm_operand(static_cast<int>(t.dim()), t.sizes().data(), t.strides().data());
+    if (o.in_place) return o;
+    keep = t.contiguous();
+    return cuda::gemm_operand(static_cast<int>(keep.dim()), keep.sizes().data(), keep.strides().data());
+  };
+  Tensor ca, cb;
+  const cuda::GemmOperand oa = operand(a, ca), ob = operand(b, cb);
   const int64_t batch = out.numel() / (m * n);
-  const int64_t b_batch = b.dim() == 2 ? 0 : k * n;
-  cuda::gemm(a.dtype(), ca.raw_data(), cb.raw_data(), out.raw_data(), batch, m, n, k, m * k, b_batch, b_transposed);
+  cuda::gemm(a.dtype(), ca.raw_data(), oa, cb.raw_data(), ob, out.raw_data(), batch, m, n, k);
   return out;
+}
+
+void cuda_sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf, const optim::SGDOptions& o, bool first) {
+  cuda::SgdStep s;
+  s.lr = o.lr, s.momentum = o.momentum, s.dampening = o.dampening, s.weight_decay = o.weight_decay;
+  s.nesterov = o.nesterov, s.first = first;
+  cuda::sgd_update(p.dtype(), p.raw_data(), g.raw_data(), buf.defined() ? buf.raw_data() : nullptr, p.numel(), s);
+}
+
+void cuda_adam_update(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& vmax,
+                      const optim::AdamOptions& o, int64_t step) {
+  cuda::AdamStep s;
+  s.lr = o.lr, s.beta1 = o.betas.first, s.beta2 = o.betas.second, s.eps = o.eps, s.weight_decay = o.weight_decay;
+  s.step = step;
+  cuda::adam_update(p.dtype(), p.raw_data(), g.raw_data(), m.raw_data(), v.raw_data(),
+                    vmax.defined() ? vmax.raw_data() : nullptr, p.numel(), s);
 }
 
 void require_cuda(const std::string& what) { cuda::require_device(what); }
@@ -336,31 +368,45 @@ Tensor cuda_embedding_backward(const Tensor& grad, const Tensor& idx, const Shap
 
 namespace graph::detail {
 
-Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e) {
-  const bool relu = e != GemmEpilogue::Bias;
-  const auto eager = [&] {
-    Tensor y = linear ? graph::linear(a, b, bias) : graph::matmul(a, b);
-    if (!linear && bias.defined()) y = y + bias;
-    return relu ? graph::relu(y) : y;
-  };
+namespace {
+
+// a @ b (linear: a @ b.t()) (+ bias) (then relu) in one cuBLASLt call, or
+// undefined where that does not apply (the caller runs the eager ops).
+Tensor gemm_lt(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, bool relu) {
   const auto on = [](const Tensor& t) { return t.device() == Device::CUDA; };
   if (!on(a) || !on(b) || (bias.defined() && !on(bias)) || a.dtype() != kFloat32 || b.dtype() != kFloat32 ||
       a.dim() < 2 || b.dim() != 2 || !a.is_contiguous() || !b.is_contiguous())
-    return eager();
+    return Tensor();
   const int64_t k = a.size(-1), n = linear ? b.size(0) : b.size(1);
   const int64_t rows = k == 0 ? 0 : a.numel() / k;
-  if ((linear ? b.size(1) : b.size(0)) != k || rows == 0 || k == 0 || n == 0)
-    return eager();
+  if ((linear ? b.size(1) : b.size(0)) != k || rows == 0 || k == 0 || n == 0) return Tensor();
   if (bias.defined() && (bias.dtype() != kFloat32 || bias.dim() != 1 || bias.size(0) != n || !bias.is_contiguous()))
-    return eager();
-  const cuda::LtGemmPlan plan = cuda::plan_lt_gemm(rows, k, n, linear, bias.defined(), relu);
+    return Tensor();
   Shape shape = a.sizes();
   shape.back() = n;
+  // One row and no epilogue (an LSTM step's [1, k] @ [k, 4h]): classic
+  // cuBLAS's gemv, twice as fast as cuBLASLt's GEMM kernel there.
+  if (rows == 1 && !bias.defined() && !relu) return cuda_matmul(a.reshape({1, k}), linear ? b.t() : b).reshape(shape);
+  const cuda::LtGemmPlan plan = cuda::plan_lt_gemm(rows, k, n, linear, bias.defined(), relu);
   Tensor out = empty_on(Device::CUDA, shape, kFloat32);
   if (!cuda::gemm_lt(plan, kFloat32, a.raw_data(), b.raw_data(), bias.defined() ? bias.raw_data() : nullptr,
                      out.raw_data()))
-    return eager();
+    return Tensor();
   return out;
+}
+
+}  // namespace
+
+Tensor cuda_gemm_epilogue(const Tensor& a, const Tensor& b, bool linear, const Tensor& bias, GemmEpilogue e) {
+  const bool relu = e != GemmEpilogue::Bias;
+  if (Tensor y = gemm_lt(a, b, linear, bias, relu); y.defined()) return y;
+  Tensor y = linear ? graph::linear(a, b, bias) : graph::matmul(a, b);
+  if (!linear && bias.defined()) y = y + bias;
+  return relu ? graph::relu(y) : y;
+}
+
+Tensor cuda_linear_bias(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  return gemm_lt(x, w, true, bias, false);
 }
 
 std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape& shape,

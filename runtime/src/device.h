@@ -16,6 +16,10 @@
 namespace graph::ir {
 class Graph;
 }  // namespace graph::ir
+namespace graph::optim {
+struct SGDOptions;
+struct AdamOptions;
+}  // namespace graph::optim
 
 namespace graph::detail {
 
@@ -59,6 +63,18 @@ Tensor cuda_reduce(std::string_view op, const Tensor& x, const std::vector<int64
 Tensor cuda_softmax(bool log, const Tensor& x, int64_t dim);  // dim wrapped
 // [..., n, k] @ [..., k, m] with equal batch dims and dtypes.
 Tensor cuda_matmul(const Tensor& a, const Tensor& b);
+// The eager linear's x @ w.t() + bias (x, w, bias on the device) in one
+// cuBLASLt call with the bias epilogue, or undefined where that does not
+// apply (not float32, not dense, a broadcast bias): then matmul and add.
+Tensor cuda_linear_bias(const Tensor& x, const Tensor& w, const Tensor& bias);
+
+// One in-place kernel per dense CUDA parameter p (float32/float64; g, buf,
+// m, v, vmax dense of p's dtype and shape), with the CPU loops' math
+// (optim.cpp). buf undefined: no momentum; first: buf's first step (buf =
+// d). vmax undefined: no amsgrad. step: 1 on the first Adam update.
+void cuda_sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf, const optim::SGDOptions& o, bool first);
+void cuda_adam_update(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& vmax,
+                      const optim::AdamOptions& o, int64_t step);
 
 // Throws graph::Error "<what>: no CUDA device (...)" (or: no CUDA backend)
 // unless a CUDA device can be used.

@@ -354,14 +354,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y;
   {
     NoGradGuard no_grad;
-    if (x.dim() > 2) {  // one 2-D product over the flattened leading dims
-      Shape out = x.sizes();
-      out.back() = weight.size(0);
-      y = matmul(x.reshape({-1, x.size(-1)}), weight.t()).reshape(out);
-    } else {
-      y = matmul(x, weight.t());
+    // On the device the bias rides in the GEMM's epilogue where it can: no
+    // broadcast add over the whole output.
+    if (x.device() == Device::CUDA && bias.defined()) y = detail::cuda_linear_bias(x, weight, bias);
+    if (!y.defined()) {
+      if (x.dim() > 2) {  // one 2-D product over the flattened leading dims
+        Shape out = x.sizes();
+        out.back() = weight.size(0);
+        y = matmul(x.reshape({-1, x.size(-1)}), weight.t()).reshape(out);
+      } else {
+        y = matmul(x, weight.t());
+      }
+      if (bias.defined()) y = y + bias;
     }
-    if (bias.defined()) y = y + bias;
   }
   if (!record) return y;
   const detail::GradMask mask = (x.requires_grad() ? 1u : 0u) | (weight.requires_grad() ? 2u : 0u) |

@@ -45,6 +45,14 @@ Tensor cuda_reduce(std::string_view op, const Tensor&, const std::vector<int64_t
 }
 Tensor cuda_softmax(bool log, const Tensor&, int64_t) { no_backend(log ? "log_softmax" : "softmax"); }
 Tensor cuda_matmul(const Tensor&, const Tensor&) { no_backend("matmul"); }
+Tensor cuda_linear_bias(const Tensor&, const Tensor&, const Tensor&) { no_backend("linear"); }
+void cuda_sgd_update(const Tensor&, const Tensor&, const Tensor&, const optim::SGDOptions&, bool) {
+  no_backend("SGD");
+}
+void cuda_adam_update(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                      const optim::AdamOptions&, int64_t) {
+  no_backend("Adam");
+}
 void require_cuda(const std::string& what) { no_backend(what); }
 Tensor full_on(Device d, const Shape& sizes, Scalar value, DType dtype) {
   if (d == Device::CPU) return full(sizes, value, dtype);

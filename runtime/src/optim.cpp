@@ -1,14 +1,15 @@
 // graph::optim: SGD and Adam. Updates are elementwise loops over contiguous
 // float32/float64 data, written into the parameters' own storage, with the
 // same operation order as PyTorch's CPU kernels (scalars in double, cast to
-// the element type, as ATen does). CUDA parameters update through device
-// tensor ops.
+// the element type, as ATen does). A CUDA parameter updates in one kernel
+// with the same math (cuda/src/optim.cu).
 #include "graph/optim.h"
 
 #include <cmath>
 #include <string>
 #include <type_traits>
 
+#include "device.h"
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/ops.h"
@@ -131,32 +132,12 @@ void adam_update(const AdamOptions& o, int64_t step, T* p, const T* g, T* m, T* 
   });
 }
 
-// On a CUDA parameter the same updates run as device tensor ops (a few
-// kernels per parameter instead of one loop), in the loops' operation order.
-void sgd_update_device(const SGDOptions& o, Tensor p, const Tensor& g, Tensor& buf) {
-  Tensor d = g;
-  if (o.weight_decay != 0) d = d + p * o.weight_decay;
-  if (o.momentum != 0) {
-    buf = buf.defined() ? buf * o.momentum + d * (1.0 - o.dampening) : d.clone();
-    d = o.nesterov ? d + buf * o.momentum : buf;
-  }
-  p.copy_(p + d * -o.lr);
-}
-
-struct AdamState {
-  Tensor &m, &v, &vmax;
-};
-
-void adam_update_device(const AdamOptions& o, int64_t step, Tensor p, Tensor g, AdamState s) {
-  const double bc1 = 1.0 - std::pow(o.betas.first, static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(o.betas.second, static_cast<double>(step));
-  if (o.weight_decay != 0) g = g + p * o.weight_decay;
-  s.m = s.m * o.betas.first + g * (1.0 - o.betas.first);
-  s.v = s.v * o.betas.second + g * (1.0 - o.betas.second) * g;
-  Tensor second = s.v;
-  if (o.amsgrad) second = s.vmax = maximum(s.vmax, s.v);  // NaN propagates, as in the loop
-  const Tensor denom = sqrt(second) / std::sqrt(bc2) + o.eps;
-  p.copy_(p + s.m * -(o.lr / bc1) / denom);
+// A CUDA parameter updates in one kernel of the same math
+// (cuda_sgd_update, cuda_adam_update); its gradient must be there too.
+void check_device_grad(const char* opt, size_t i, const Tensor& g) {
+  if (g.device() != Device::CUDA)
+    throw Error(std::string(opt) + ": gradient of parameter " + std::to_string(i) +
+                " is on cpu and the parameter on cuda; move it with .to(kCUDA)");
 }
 
 }  // namespace
@@ -184,17 +165,18 @@ void SGD::step() {
     Tensor g = gradient_of("SGD", i, params_[i]);
     if (!g.defined()) continue;
     Target t(params_[i]);
-    if (t.data.device() == Device::CUDA) {
-      sgd_update_device(options_, t.data, g, momentum_buffer_[i]);
-      t.finish();
-      continue;
-    }
     bool first = false;
     if (options_.momentum != 0 && !momentum_buffer_[i].defined()) {
-      momentum_buffer_[i] = zeros(t.data.sizes(), t.data.dtype());
+      momentum_buffer_[i] = zeros(t.data.sizes(), t.data.dtype(), t.data.device());
       first = true;
     }
     Tensor& buf = momentum_buffer_[i];
+    if (t.data.device() == Device::CUDA) {
+      check_device_grad("SGD", i, g);
+      ::graph::detail::cuda_sgd_update(t.data, g, buf, options_, first);
+      t.finish();
+      continue;
+    }
     const int64_t n = t.data.numel();
     if (t.data.dtype() == kFloat32)
       sgd_update<float>(options_, t.data.data_ptr<float>(), g.data_ptr<float>(),
@@ -237,7 +219,9 @@ void Adam::step() {
     if (options_.amsgrad && !max_exp_avg_sq_[i].defined()) max_exp_avg_sq_[i] = zeros(s, dt, t.data.device());
     const int64_t step = ++steps_[i];
     if (t.data.device() == Device::CUDA) {
-      adam_update_device(options_, step, t.data, g, {exp_avg_[i], exp_avg_sq_[i], max_exp_avg_sq_[i]});
+      check_device_grad("Adam", i, g);
+      ::graph::detail::cuda_adam_update(t.data, g, exp_avg_[i], exp_avg_sq_[i],
+                                        options_.amsgrad ? max_exp_avg_sq_[i] : Tensor(), options_, step);
       t.finish();
       continue;
     }

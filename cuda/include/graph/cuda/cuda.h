@@ -66,16 +66,46 @@ enum class Reduction { Sum, Mean, Max, Min, ArgMax };
 // (sum of integers: int64, argmax: int64).
 void reduce_rows(Reduction r, DType in_t, const void* in, DType out_t, void* out, int64_t rows,
                  int64_t n);
+// The same over the columns of a dense [n, cols] matrix: one result per
+// column (reduced dims leading, as a bias gradient's sum over the batch).
+void reduce_columns(Reduction r, DType in_t, const void* in, DType out_t, void* out, int64_t n, int64_t cols);
 // softmax (or log_softmax) of each row; float32 or float64.
 void softmax_rows(bool log, DType t, const void* in, void* out, int64_t rows, int64_t n);
 
 // ---- library calls (blas.cpp, via cuBLAS) --------------------------------
-// Row-major, contiguous: C[i] = A[i] (m x k) * B[i] (k x n) for i < batch,
-// with element strides a_batch/b_batch between consecutive A and B (0
-// broadcasts one matrix). float32 or float64. With b_transposed, B is stored
-// as its transpose, n x k row-major (linear's weight), read without a copy.
-void gemm(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n,
-          int64_t k, int64_t a_batch, int64_t b_batch, bool b_transposed = false);
+// How cuBLAS reads one operand of a row-major product, a [..., r, c] view
+// with `ndim` >= 2 dims: row-major (ld: the row stride) or as the transpose
+// of a row-major matrix (a t() view; ld: the column stride), one matrix
+// every batch_stride elements (0: one matrix for every batch). in_place is
+// false for any other layout: the caller passes a contiguous copy instead.
+struct GemmOperand {
+  bool in_place = false;
+  bool transposed = false;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+GemmOperand gemm_operand(int ndim, const int64_t* sizes, const int64_t* strides);
+// The cuBLAS call for row-major C[i] = A[i] (m x k) * B[i] (k x n), i <
+// batch, C dense. cuBLAS is column-major: a row-major C is a column-major
+// C^T = B^T A^T, so cuBLAS's A is our B and its B our A, sizes swapped.
+// One product takes classic cuBLAS (gemv for one row, as PyTorch's mm
+// does), several the strided batched call. Fields in cuBLAS's names.
+struct BlasCall {
+  enum class Kind { Gemv, Gemm, StridedBatched } kind = Kind::Gemm;
+  bool transa = false, transb = false;  // CUBLAS_OP_T; gemv: transa only
+  int64_t m = 0, n = 0, k = 0;          // gemv: the matrix is m x n (as stored)
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // StridedBatched
+  int64_t incx = 1;                                  // gemv: x is our A's row
+  int64_t batch = 1;
+};
+// Throws graph::Error for sizes beyond cuBLAS's int range or an operand
+// that is not in_place.
+BlasCall plan_gemm(const GemmOperand& a, const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k);
+// Runs plan_gemm's call; float32 or float64, FP32/FP64 compute (no TF32).
+// Empty products (batch, m or n 0) do nothing; k 0 is the caller's.
+void gemm(DType t, const void* a, const GemmOperand& oa, const void* b, const GemmOperand& ob, void* c,
+          int64_t batch, int64_t m, int64_t n, int64_t k);
 
 // ---- a GEMM with its elementwise epilogue in one cuBLASLt call ---------------
 // Row-major out[rows, n] = x[rows, k] @ W (+ bias[n]) (then relu), W either
@@ -95,6 +125,23 @@ LtGemmPlan plan_lt_gemm(int64_t rows, int64_t k, int64_t n, bool weight_transpos
 // Runs the plan (float32, FP32 compute, no TF32); false when cuBLASLt finds
 // no algorithm for it, so the caller runs the GEMM and epilogue separately.
 bool gemm_lt(const LtGemmPlan& p, DType t, const void* x, const void* w, const void* bias, void* out);
+
+// ---- optimizer updates (optim.cu) --------------------------------------------
+// One in-place kernel over a parameter's n dense elements, with the math of
+// the CPU loops in runtime/src/optim.cpp (scalars in double, cast to T).
+struct SgdStep {
+  double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first = false;  // the momentum buffer's first step: buf = d
+};
+// buf: the momentum buffer, null without momentum.
+void sgd_update(DType t, void* p, const void* g, void* buf, int64_t n, const SgdStep& o);
+struct AdamStep {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  int64_t step = 1;  // 1 on the first update
+};
+// vmax: the running maximum of v (amsgrad), null without.
+void adam_update(DType t, void* p, const void* g, void* m, void* v, void* vmax, int64_t n, const AdamStep& o);
 
 // ---- nn kernels (nn.cu); conv2d and pooling are in dnn.h (cuDNN) ----------
 // layer_norm over `rows` contiguous rows of M: y, and each row's mean and
