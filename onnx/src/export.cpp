@@ -13,6 +13,7 @@
 #include <map>
 
 #include "exporter.h"
+#include "graph/cpu_loop.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/onnx_export.h"
@@ -349,6 +350,11 @@ class Walker {
         return ex_.set_known(out, p);
       }
       case OpId::tensor_sizes: return ex_.set_known(out, sizes());
+      case OpId::broadcast_sizes: {
+        std::vector<Shape> shapes;
+        for (const ir::Value* v : n.inputs()) shapes.push_back(ex_.need_sizes(n, v));
+        return ex_.set_known(out, broadcast_shapes("broadcast", shapes));
+      }
       case OpId::int_div:
       case OpId::int_mod: {
         const int64_t a = int_input(n, 0), b = int_input(n, 1);
