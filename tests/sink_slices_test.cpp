@@ -51,7 +51,7 @@ std::unique_ptr<ir::Graph> expect_unchanged_values(const std::string& text, cons
 }
 
 // An LSTM step: the gate add below four disjoint slices of width 4.
-const char* kLstm = R"(graph lstm(%xw : $T, %mm : $T, %c : $T) {
+const char* kLstm = R"(graph lstm(%xw : $T, %mm : $T, %c : f32) {
   %g : Tensor = add(%xw, %mm)
   %s0 : Tensor = slice{dim=1, end=4, start=0, step=1}(%g)
   %i : Tensor = sigmoid(%s0)
@@ -127,6 +127,20 @@ TEST(SinkSlices, ChainsSinkAllTheWay) {
   // slice(sigmoid(add)) -> sigmoid(slice(add)) -> sigmoid(add(slices)).
   for (const auto& n : g->top()->nodes()) EXPECT_FALSE(n->is(OpId::slice) && n->input(0)->producer() && n->input(0)->producer()->is(OpId::add));
   EXPECT_EQ(count(*g, OpId::slice), 2);
+}
+
+TEST(SinkSlices, ZeroDimOperandsStayWhole) {
+  manual_seed(11);
+  const char* text = R"(graph f(%x : f32, %s : f32[]) {
+  %a : Tensor = mul(%x, %s)
+  %p : Tensor = slice{dim=-1, end=3, start=1, step=1}(%a)
+  %r : Tensor = relu(%p)
+  return (%r)
+}
+)";
+  auto g = expect_unchanged_values(text, {randn({2, 5}), randn({})});
+  EXPECT_EQ(count(*g, OpId::slice), 1);  // of %x, expanded; %s is read whole
+  EXPECT_EQ(count(*g, OpId::mul), 1);
 }
 
 TEST(SinkSlices, ASlicePastASizeOneOutputStaysEmpty) {

@@ -352,8 +352,12 @@ class Walker {
       case OpId::tensor_sizes: return ex_.set_known(out, sizes());
       case OpId::broadcast_sizes: {
         std::vector<Shape> shapes;
-        for (const ir::Value* v : n.inputs()) shapes.push_back(ex_.need_sizes(n, v));
-        return ex_.set_known(out, broadcast_shapes("broadcast", shapes));
+        for (const ir::Value* v : n.inputs()) {
+          const std::vector<int64_t> s = ex_.need_sizes(n, v);
+          shapes.emplace_back(s.begin(), s.end());
+        }
+        const Shape b = cpu::broadcast_shapes("broadcast", shapes);
+        return ex_.set_known(out, std::vector<int64_t>(b.begin(), b.end()));
       }
       case OpId::int_div:
       case OpId::int_mod: {

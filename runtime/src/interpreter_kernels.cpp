@@ -39,7 +39,7 @@ Tensor broadcast_sizes(const std::vector<Tensor>& ts) {
   std::vector<Shape> shapes;
   shapes.reserve(ts.size());
   for (const Tensor& t : ts) shapes.push_back(t.sizes());
-  return int_list_tensor(broadcast_shapes("broadcast", shapes));
+  return int_list_tensor(cpu::broadcast_shapes("broadcast", shapes));
 }
 
 std::vector<int64_t> int_list(const Tensor& t) {

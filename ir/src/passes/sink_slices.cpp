@@ -127,6 +127,7 @@ std::vector<Node*> sink_targets(Node* e) {
   if (!sinkable(e)) return {};
   const Value* v = e->output();
   if (v->users().empty() || returned_anywhere(e->owner(), v)) return {};
+  if (const auto* d = dims_of(v); d && d->empty()) return {};  // slicing it is an error; keep that
   std::vector<Node*> slices;
   for (Node* u : v->users()) {
     if (u->owner() != e->owner() || !constant_slice(u) || !pays(u)) return {};
@@ -154,9 +155,13 @@ OperandCut cut_for(const Value* v, const Value* out, int64_t dim, size_t tensor_
   if (tensor_operands == 1) return {Cut::Slice, dim};
   const auto* vd = dims_of(v);
   const auto* od = dims_of(out);
+  // A 0-d operand broadcasts; another operand has the sliced dim (a slice of
+  // a 0-d output is never sunk).
+  if (vd && vd->empty()) return {};
   if (!vd || !od) return {Cut::ExpandThenSlice, dim};
   const int64_t R = static_cast<int64_t>(od->size()), r = static_cast<int64_t>(vd->size());
   const int64_t d = dim < 0 ? dim + R : dim;
+  if (d < 0 || d >= R) return {Cut::ExpandThenSlice, dim};  // the slice's own error, at run time
   const int64_t aligned = d - (R - r);
   if (aligned < 0) return {};
   const Dim& here = (*vd)[aligned];
