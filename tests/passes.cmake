@@ -14,3 +14,9 @@ foreach(case ${CXXGRAPH_PASS_CASES})
   get_filename_component(stem ${case} NAME_WE)
   add_test(NAME pass.${stem} COMMAND filecheck_test --gtest_filter=PassCase.* ${case})
 endforeach()
+
+# sink_slices on the interpreter: each graph before and after the pass, same bits.
+add_executable(sink_slices_test ${CMAKE_CURRENT_LIST_DIR}/sink_slices_test.cpp)
+target_link_libraries(sink_slices_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(sink_slices_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(sink_slices_test PROPERTIES LABELS "passes")

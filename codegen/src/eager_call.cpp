@@ -299,6 +299,11 @@ bool Emitter::primitive(const ir::Node* n) {
   else if (op == OpId::float_to_int)
     line("const int64_t " + out + " = " + at_source(n, nm, "::graph::detail::float_to_int(" + in(0) + ")") + ";");
   else if (op == OpId::tensor_sizes) line("const ::graph::Tensor " + out + " = ::graph::detail::sizes_tensor(" + in(0) + ");");
+  else if (op == OpId::broadcast_sizes) {
+    std::string args;
+    for (size_t i = 0; i < n->inputs().size(); ++i) args += (i ? ", " : "") + in(i);
+    line("const ::graph::Tensor " + out + " = " + at_source(n, "broadcast", "::graph::detail::broadcast_sizes({" + args + "})") + ";");
+  }
   else if (op == OpId::inverse_permutation)
     line("const ::graph::Tensor " + out + " = " + at_source(n, "permute", "::graph::detail::inverse_permutation(" + in(0) + ")") + ";");
   else if (op == OpId::full_dyn) {

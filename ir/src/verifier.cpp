@@ -213,6 +213,15 @@ class Verifier {
       if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
       return;
     }
+    if (n->is(OpId::broadcast_sizes)) {
+      // (Tensor, Tensor...) -> Tensor
+      if (!n->blocks().empty() || n->inputs().empty() || n->num_outputs() != 1)
+        return error(n, "op", "expects tensors, 1 output and no blocks");
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
+      if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
+      return;
+    }
     if (n->is(OpId::make_shape)) {
       // (int...) -> Tensor
       if (!n->blocks().empty() || n->num_outputs() != 1)

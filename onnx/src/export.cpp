@@ -13,6 +13,7 @@
 #include <map>
 
 #include "exporter.h"
+#include "graph/cpu_loop.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/onnx_export.h"
@@ -349,6 +350,15 @@ class Walker {
         return ex_.set_known(out, p);
       }
       case OpId::tensor_sizes: return ex_.set_known(out, sizes());
+      case OpId::broadcast_sizes: {
+        std::vector<Shape> shapes;
+        for (const ir::Value* v : n.inputs()) {
+          const std::vector<int64_t> s = ex_.need_sizes(n, v);
+          shapes.emplace_back(s.begin(), s.end());
+        }
+        const Shape b = cpu::broadcast_shapes("broadcast", shapes);
+        return ex_.set_known(out, std::vector<int64_t>(b.begin(), b.end()));
+      }
       case OpId::int_div:
       case OpId::int_mod: {
         const int64_t a = int_input(n, 0), b = int_input(n, 1);

@@ -463,6 +463,11 @@ class Run {
     else if (op == OpId::float_to_int) out = detail::float_to_int(as_double(n, at(n->input(0))));
     else if (op == OpId::slice_dyn) out = tensor(0).slice(n->i("dim"), integer(1), integer(2), integer(3));
     else if (op == OpId::tensor_sizes) out = detail::sizes_tensor(tensor(0));
+    else if (op == OpId::broadcast_sizes) {
+      std::vector<Tensor> ts;
+      for (size_t i = 0; i < n->inputs().size(); ++i) ts.push_back(tensor(i));
+      out = detail::broadcast_sizes(ts);
+    }
     else if (op == OpId::inverse_permutation) out = detail::inverse_permutation(tensor(0));
     else if (op == OpId::full_dyn) {
       DType dt{};

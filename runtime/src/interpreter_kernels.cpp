@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "graph/cpu_loop.h"
+#include "graph/detail/generated_support.h"
 #include "graph/error.h"
 #include "graph/interpreter.h"
 #include "graph/ir/value_primitives.h"
@@ -31,6 +33,13 @@ const Tensor& tensor_arg(const ir::Node& n, std::span<const IValue> in, size_t i
   if (i >= in.size()) throw Error(n.op() + ": missing input " + std::to_string(i));
   if (auto* t = std::get_if<Tensor>(&in[i])) return *t;
   throw Error(n.op() + ": input " + std::to_string(i) + " must be a tensor, got " + describe(in[i]));
+}
+
+Tensor broadcast_sizes(const std::vector<Tensor>& ts) {
+  std::vector<Shape> shapes;
+  shapes.reserve(ts.size());
+  for (const Tensor& t : ts) shapes.push_back(t.sizes());
+  return int_list_tensor(cpu::broadcast_shapes("broadcast", shapes));
 }
 
 std::vector<int64_t> int_list(const Tensor& t) {

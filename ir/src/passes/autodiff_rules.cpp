@@ -443,7 +443,7 @@ Flow gradient_flow(const Node& n) {
     return Flow::Through;
   // Reads of metadata: the size of a tensor or a list carries no gradient.
   if (op == OpId::defined || op == OpId::tensor_dim || op == OpId::tensor_size || op == OpId::tensor_numel ||
-      op == OpId::tensor_sizes || op == OpId::list_len)
+      op == OpId::tensor_sizes || op == OpId::broadcast_sizes || op == OpId::list_len)
     return Flow::None;
   const OpInfo* info = n.table_op();
   if (!info || info->has(op_trait::Backward)) return Flow::Unknown;  // gradient ops included

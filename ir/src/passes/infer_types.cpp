@@ -47,6 +47,7 @@ class TypeInference {
         return n->output()->set_type(Type::tensor(floating ? DType::Float32 : DType::Int64, {Dim::unknown()}));
       }
       case OpId::tensor_sizes:
+      case OpId::broadcast_sizes:
       case OpId::make_shape:
       case OpId::shape_set:
       case OpId::inverse_permutation: return n->output()->set_type(shape_value(n));
@@ -164,6 +165,14 @@ class TypeInference {
       len = Dim::of(static_cast<int64_t>(n->inputs().size()));
     } else if (n->is(OpId::tensor_sizes)) {
       if (const auto& d = n->input(0)->type().dims) len = Dim::of(static_cast<int64_t>(d->size()));
+    } else if (n->is(OpId::broadcast_sizes)) {
+      // The largest rank, when every rank is known.
+      int64_t rank = 0;
+      for (const Value* v : n->inputs()) {
+        if (!v->type().dims) return Type::tensor(DType::Int64, {Dim::unknown()});
+        rank = std::max(rank, static_cast<int64_t>(v->type().dims->size()));
+      }
+      len = Dim::of(rank);
     } else if (const auto& d = n->input(0)->type().dims; d && d->size() == 1) {
       len = (*d)[0];
     }

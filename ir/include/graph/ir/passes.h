@@ -66,6 +66,21 @@ void infer_types(Graph& g, DType tensor_default = DType::Float32);
 // and scalar-only arithmetic stay outside. Postcondition: `g` verifies.
 void fuse_elementwise(Graph& g);
 
+// Slice sinking, before fuse_elementwise.
+//
+// Precondition: `g` verifies and has run infer_types. slice(e(a, b, ...)),
+// e a pure elementwise op, becomes e(slice(a), slice(b), ...) so that e fuses
+// with the slice's users (an LSTM's gate add joins the gate math). Only when
+// nothing is computed twice and the move pays: every use of e's value is a
+// slice with constant attributes in e's block, the slices read each element
+// at most once, the value is returned by no block, and each slice is used
+// only by elementwise nodes of its block. Operands broadcast along the sliced
+// dim stay whole, host scalars stay; where the types cannot tell, an operand
+// is expanded (a view) to broadcast_sizes of e's tensor operands first.
+// Repeats until nothing moves. Postcondition: `g` verifies; values keep
+// their dtypes and shapes.
+void sink_slices(Graph& g);
+
 // One line per FusionGroup of `g` (pre-order), listing its member ops in
 // order, e.g. "add,mul,relu". For tests and graph-inspect.
 std::vector<std::string> fusion_summary(const Graph& g);

@@ -17,6 +17,8 @@
 // Int lists known at run time (`x.sizes()`, a local `Shape`) are 1-D int64
 // tensors on the CPU, the form a run-time list attribute reads ("@i"):
 //   tensor_sizes(%t)            Tensor i64[rank]: %t.sizes()
+//   broadcast_sizes(%a, %b, ...)  Tensor i64[rank]: the shape the tensors
+//                               broadcast to (an error where they do not)
 //   make_shape(%a, %b, ...)     Tensor i64[n]: the ints {%a, %b, ...}
 //   shape_get(%s, %i)           int: %s[%i] (negative from the end, checked)
 //   shape_set(%s, %i, %v)       Tensor: a copy of %s with %s[%i] = %v

@@ -156,6 +156,8 @@ std::vector<int64_t> int_list(const Tensor& t);
 // Int lists the graph computes (`x.sizes()`, a local `Shape`), held like a
 // `Shape` member in a 1-D int64 CPU tensor (ir/value_primitives.h).
 inline Tensor sizes_tensor(const Tensor& t) { return int_list_tensor(t.sizes()); }
+// broadcast_sizes: the shape `ts` broadcast to (interpreter_kernels.cpp).
+Tensor broadcast_sizes(const std::vector<Tensor>& ts);
 inline Tensor make_shape(std::initializer_list<int64_t> v) {
   Shape s;
   for (int64_t i : v) s.push_back(i);
