@@ -449,9 +449,10 @@ TEST_F(Cuda, MatmulReadsTransposedOperandsInPlace) {
                graph::matmul(ba.transpose(-1, -2), bb.transpose(-1, -2)), 1e-4, "batched, both transposed");
   expect_close(graph::matmul(cuda(ba).transpose(-1, -2), cuda(b.slice(0, 0, 8))),
                graph::matmul(ba.transpose(-1, -2), b.slice(0, 0, 8)), 1e-4, "batched a transposed @ matrix");
-  expect_close(graph::matmul(cuda(ba).transpose(0, 1).transpose(-1, -2), cuda(signed_values({8, 3, 2}))),
-               graph::matmul(ba.transpose(0, 1).transpose(-1, -2), signed_values({8, 3, 2})), 1e-4,
-               "batch dims permuted (copied)");
+  // Interleaved batch matrices (batch stride 5, ld 40): read in place.
+  const Tensor bc = signed_values({8, 3, 2});
+  expect_close(graph::matmul(cuda(ba).transpose(0, 1).transpose(-1, -2), cuda(bc)),
+               graph::matmul(ba.transpose(0, 1).transpose(-1, -2), bc), 1e-4, "batch dims permuted");
   // One row (gemv), as an LSTM step's [1, 64] @ [64, 256], in every layout.
   const Tensor row = signed_values({1, 64}), w = signed_values({64, 256}), wl = signed_values({256, 64});
   expect_close(graph::matmul(cuda(row), cuda(w)), graph::matmul(row, w), 1e-4, "m = 1");
@@ -463,8 +464,8 @@ TEST_F(Cuda, MatmulReadsTransposedOperandsInPlace) {
   expect_close(graph::matmul(cuda(rd), cuda(wd).t()), graph::matmul(rd, wd.t()), 1e-12, "m = 1, float64");
   expect_close(graph::matmul(cuda(at.to(graph::kFloat64)).t(), cuda(b.to(graph::kFloat64))),
                graph::matmul(at.to(graph::kFloat64).t(), b.to(graph::kFloat64)), 1e-12, "float64 a transposed");
-  expect_close(graph::linear(cuda(row), cuda(wl), cuda(signed_values({256}))),
-               graph::linear(row, wl, signed_values({256})), 1e-4, "linear, one row");
+  const Tensor bias = signed_values({256});
+  expect_close(graph::linear(cuda(row), cuda(wl), cuda(bias)), graph::linear(row, wl, bias), 1e-4, "linear, one row");
   EXPECT_THROW(graph::matmul(cuda(a), cuda(b.to(graph::kFloat64))), graph::Error);
   EXPECT_THROW(graph::matmul(cuda(a), cuda(bt)), graph::Error);
 }
