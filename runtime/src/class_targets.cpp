@@ -14,18 +14,9 @@ namespace graph::detail {
 namespace {
 
 struct Entry {
-  std::weak_ptr<Storage> storage;
-  const Storage* raw = nullptr;
-  int64_t offset = 0;
-  Shape sizes, strides;
-  uint64_t version = 0;
+  ValueStamp stamp;
   int64_t C = 0, ignore = 0;
   ClassTargets result;
-
-  bool matches(const Tensor& t, int64_t c, int64_t ig) const {
-    return raw == t.storage().get() && !storage.expired() && offset == t.storage_offset() && version == t.version() &&
-           C == c && ignore == ig && sizes == t.sizes() && strides == t.strides();
-  }
 };
 
 // A few entries: the labels of a step are checked by the forward and the
@@ -67,15 +58,13 @@ ClassTargets check_class_targets(const char* op, const Tensor& targets, int64_t 
   {
     std::lock_guard lock(c.mu);
     for (const Entry& e : c.entries)
-      if (e.matches(targets, C, ignore)) return e.result;
+      if (e.C == C && e.ignore == ignore && e.stamp.matches(targets)) return e.result;
   }
-  const uint64_t version = targets.version();  // read before the copy: a later write bumps past it
+  const ValueStamp stamp(targets);  // before the copy: a later write bumps past it
   const ClassTargets r = check_on_host(op, targets.to(kCPU), C, ignore, shapes);
   std::lock_guard lock(c.mu);
-  Entry& e = c.entries[c.next];
+  c.entries[c.next] = Entry{stamp, C, ignore, r};
   c.next = (c.next + 1) % c.entries.size();
-  e = Entry{targets.storage(), targets.storage().get(), targets.storage_offset(), targets.sizes(), targets.strides(),
-            version, C, ignore, r};
   return r;
 }
 

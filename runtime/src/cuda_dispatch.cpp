@@ -511,29 +511,11 @@ namespace graph::detail {
 
 namespace {
 
-// The caller's tensor a static input was last copied from. While a call
-// passes the same storage (still alive: no reuse of its address), offset and
-// version, the static copy already holds its values and the replay skips the
-// copy: weights and other unchanged inputs cost no launch, as PyTorch's CUDA
-// graph trees skip static inputs. Sizes and strides are in the capture key.
-// In-place writes bump the version (Tensor::version); graphs never write
-// their inputs.
-struct InputSource {
-  std::weak_ptr<Storage> storage;
-  const Storage* raw = nullptr;
-  int64_t offset = -1;
-  uint64_t version = 0;
-
-  bool same(const Tensor& t) const {
-    return raw == t.storage().get() && !storage.expired() && offset == t.storage_offset() && version == t.version();
-  }
-  void set(const Tensor& t) {
-    storage = t.storage();
-    raw = t.storage().get();
-    offset = t.storage_offset();
-    version = t.version();  // read before the copy: a later write bumps past it
-  }
-};
+// A replay skips the copy of an input that is the tensor last copied into
+// that slot, unchanged since (ValueStamp, storage.h): weights and other
+// unchanged inputs cost no launch, as PyTorch's CUDA graph trees skip static
+// inputs. In-place writes bump the version (Tensor::version); graphs never
+// write their inputs.
 
 // What a captured executable reads and writes: the static inputs (copies
 // the replays copy each call's inputs into) and the outputs it writes.
@@ -549,7 +531,7 @@ struct CapturePayload {
   std::vector<Arg> in, out;
   // Where each static input tensor (in order, list elements flattened) was
   // last copied from.
-  std::vector<InputSource> sources;
+  std::vector<ValueStamp> sources;
   // One call at a time uses the static inputs and `sources` (replays of one
   // executable from two threads); the stream orders the device side.
   std::mutex use;
@@ -557,8 +539,8 @@ struct CapturePayload {
   // is the tensor last copied there, unchanged since.
   void refresh(size_t slot, const Tensor& dst, const Tensor& src) {
     if (slot >= sources.size()) sources.resize(slot + 1);
-    if (sources[slot].same(src)) return;
-    sources[slot].set(src);
+    if (sources[slot].matches(src)) return;
+    sources[slot] = ValueStamp(src);  // before the copy: a later write bumps past it
     copy_into(dst, src);
   }
 };
@@ -640,10 +622,9 @@ int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* o
     auto payload = std::make_shared<CapturePayload>();
     for (size_t i = 0; i < n_in; ++i) {
       payload->in.push_back(copy_arg(in[i]));
-      if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && t->defined()) payload->sources.emplace_back().set(*t);
+      if (const Tensor* t = std::get_if<Tensor>(&in[i])) payload->sources.emplace_back(*t);
       else if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
-        for (const Tensor& e : *l) payload->sources.emplace_back().set(e);
-      else if (std::holds_alternative<Tensor>(in[i])) payload->sources.emplace_back();
+        for (const Tensor& e : *l) payload->sources.emplace_back(e);
     }
     payload->out.resize(n_out);
     cuda::stream_wait(s, cuda::current_stream());  // the copies first

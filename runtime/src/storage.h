@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <type_traits>
 
@@ -32,6 +33,27 @@ struct Storage {
 };
 
 namespace detail {
+
+// What identifies a tensor's values for a cache of something derived from
+// them: the same Storage object (alive, so not a new one at a freed one's
+// address), offset, sizes, strides and version. Taken before the values are
+// read: a later write bumps past it.
+struct ValueStamp {
+  std::weak_ptr<Storage> storage;
+  const Storage* raw = nullptr;
+  int64_t offset = 0;
+  Shape sizes, strides;
+  uint64_t version = 0;
+
+  ValueStamp() = default;
+  explicit ValueStamp(const Tensor& t)
+      : storage(t.storage()), raw(t.storage().get()), offset(t.storage_offset()), sizes(t.sizes()),
+        strides(t.strides()), version(t.version()) {}
+  bool matches(const Tensor& t) const {
+    return raw && raw == t.storage().get() && !storage.expired() && offset == t.storage_offset() &&
+           version == t.version() && sizes == t.sizes() && strides == t.strides();
+  }
+};
 
 inline constexpr size_t kStorageAlignment = 64;
 
