@@ -44,11 +44,14 @@ set_tests_properties(e2e_graph_break_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAI
 # e2e_test's and reliability_test's; these run in the normal build.
 if(NOT CXXGRAPH_SANITIZE)
   # conversion_*.cpp: dtype casts, contiguous(), host conversions, arange (issue 20).
+  # host_read_*.cpp: item<T>() feeding host control flow, host math, x.pow/x.clamp.
   add_executable(e2e_subset_test ${CMAKE_CURRENT_LIST_DIR}/e2e/subset_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/subset_functions.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_functions.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_functions.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/e2e/host_read_test.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/host_read_functions.cpp)
   target_link_libraries(e2e_subset_test PRIVATE cxxgraph::runtime GTest::gtest_main)
   cxxgraph_static_graphs(e2e_subset_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/subset_functions.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_functions.cpp GENERATOR_FLAGS -Werror=graph-fallback)
+    ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_functions.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/host_read_functions.cpp
+    GENERATOR_FLAGS -Werror=graph-fallback)
   gtest_discover_tests(e2e_subset_test PROPERTIES LABELS e2e)
   add_test(NAME e2e_subset_interpret COMMAND e2e_subset_test)
   set_tests_properties(e2e_subset_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"

@@ -478,6 +478,25 @@ TEST_F(Lowering, CastsContiguousAndArange) {
             "add(add(sum(x), sum(arange_dyn(0, n, 2))), sum(arange_dyn(0.5, n, step)))");
 }
 
+// Issues 19 and 20: item<T>() read on the host, <cmath> on host values, the
+// method forms x.pow and x.clamp.
+TEST_F(Lowering, HostReadsAndHostMath) {
+  EXPECT_EQ(result("host_reads", "item_scales"), "add(div(x, item(amax(x))), item(argmax(x)))");
+  EXPECT_EQ(result("host_reads", "host_sqrt_exp"), "sub(add(mul(x, sqrt(d)), exp(int_to_float(n))), log(add(d, 1)))");
+  EXPECT_EQ(result("host_reads", "host_pow_abs"),
+            "add(add(add(mul(x, pow(d, 2)), abs(n)), abs(d)), pow(int_to_float(n), int_to_float(2)))");
+  EXPECT_EQ(result("host_reads", "host_math_of_item"), "div(x, add(sqrt(item(sum(mul(x, x)))), 1e-06))");
+  EXPECT_EQ(result("host_reads", "pow_clamp_methods"), "add(add(pow(x, 2), pow(x, e)), clamp_max(clamp_min(x, -1), 1))");
+  // The while's condition reads the tensor on every trip: item inside the Loop.
+  auto g = graph("host_reads", "item_while");
+  const graph::ir::Node* loop = g->outputs().at(0)->producer()->input(0)->producer();
+  ASSERT_EQ(loop->op(), "Loop");
+  int items_in_body = 0;
+  graph::ir::walk(loop->block(0), [&](const graph::ir::Node* n) { items_in_body += n->op() == "item"; });
+  EXPECT_EQ(items_in_body, 1);
+  EXPECT_EQ(graph("host_reads", "item_bool")->outputs().at(0)->producer()->op(), "If");
+}
+
 // ---- generated: very long and very deep ---------------------------------
 
 fs::path write_generated(const std::string& name, const std::string& text) {

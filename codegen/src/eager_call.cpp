@@ -295,6 +295,10 @@ bool Emitter::primitive(const ir::Node* n) {
     line("const int64_t " + out + " = " + at_source(n, "size", in(0) + ".size(" + in(1) + ")") + ";");
   else if (op == OpId::int_div || op == OpId::int_mod)
     line("const int64_t " + out + " = " + at_source(n, nm, "::graph::detail::" + nm + "(" + in(0) + ", " + in(1) + ")") + ";");
+  else if (op == OpId::item) {
+    const std::string t = cpp_type(n->output()->type());
+    line("const " + t + " " + out + " = " + at_source(n, "item", in(0) + ".item<" + t + ">()") + ";");
+  }
   else if (op == OpId::int_to_float) line("const double " + out + " = static_cast<double>(" + in(0) + ");");
   else if (op == OpId::float_to_int)
     line("const int64_t " + out + " = " + at_source(n, nm, "::graph::detail::float_to_int(" + in(0) + ")") + ";");

@@ -204,6 +204,14 @@ class Verifier {
       if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
       return;
     }
+    if (n->is(OpId::item)) {
+      // (Tensor) -> int, float or bool: x.item<T>()
+      if (!n->blocks().empty() || n->inputs().size() != 1 || n->num_outputs() != 1)
+        return error(n, "op", "expects a tensor, 1 output and no blocks");
+      if (!n->input(0)->type().is_tensor()) error(n, "types", "input 0 must be a tensor");
+      if (!n->output()->type().is_scalar()) error(n, "types", "the output must be a host int, float or bool");
+      return;
+    }
     if (n->is(OpId::arange_dyn)) {
       // (start, end, step: host scalars) -> Tensor
       if (!n->blocks().empty() || n->inputs().size() != 3 || n->num_outputs() != 1)

@@ -258,10 +258,12 @@ class Walker {
         {OpId::add, "Add"},     {OpId::sub, "Sub"},        {OpId::mul, "Mul"},  {OpId::div, "Div"},
         {OpId::neg, "Neg"},     {OpId::maximum, "Max"},    {OpId::minimum, "Min"}, {OpId::lt, "Less"},
         {OpId::le, "LessOrEqual"}, {OpId::gt, "Greater"}, {OpId::ge, "GreaterOrEqual"}, {OpId::eq, "Equal"},
-        {OpId::ne, "Equal"},    {OpId::logical_not, "Not"}};
+        {OpId::ne, "Equal"},    {OpId::logical_not, "Not"},   {OpId::abs, "Abs"},  {OpId::sqrt, "Sqrt"},
+        {OpId::exp, "Exp"},     {OpId::log, "Log"},        {OpId::sin, "Sin"},  {OpId::cos, "Cos"},
+        {OpId::tanh, "Tanh"},   {OpId::erf, "Erf"},        {OpId::pow, "Pow"}};
     auto op = kOps.find(info.id);
     if (op == kOps.end()) ex_.fail(n, "this host-scalar op on a value known only at run time has no ONNX mapping");
-    DType d = info.id == OpId::div ? DType::Float64 : DType::Int64;
+    DType d = info.id == OpId::div || info.rule == DTypeRule::ToFloat ? DType::Float64 : DType::Int64;
     for (const ir::Value* v : n.inputs())
       if (v->type().kind == ir::Type::Kind::Float) d = DType::Float64;
     if (info.id == OpId::logical_not) d = DType::Bool;
@@ -350,6 +352,10 @@ class Walker {
         return ex_.set_known(out, p);
       }
       case OpId::tensor_sizes: return ex_.set_known(out, sizes());
+      case OpId::item: {  // the one element as a 0-d tensor (Reshape checks there is one)
+        const std::string r = ex_.emit("Reshape", {ex_.tensor(n, n.input(0)), ex_.const_ints({})}, out->name());
+        return ex_.bind(out, ex_.cast(r, ex_.dtype(n, n.input(0)), onnx_dtype_of(n, out)));
+      }
       case OpId::broadcast_sizes: {
         std::vector<Shape> shapes;
         for (const ir::Value* v : n.inputs()) {

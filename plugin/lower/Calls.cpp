@@ -33,6 +33,8 @@ auto FunctionLowering::call(const CallExpr* c) -> ir::Value* {
     return node(callee->getName() == "min" ? "minimum" : "maximum", {a, b}, a->type(), l)->output();
   }
   if (ir::Value* v = tensor_metadata(c)) return v;
+  if (ir::Value* v = item(c)) return v;
+  if (ir::Value* v = host_math(c, callee)) return v;
   if (ir::Value* v = factory(c, callee)) return v;
   if (ir::Value* v = arange(c, callee)) return v;
   if (const auto* m = dyn_cast<CXXMemberCallExpr>(c)) {
@@ -154,6 +156,50 @@ auto FunctionLowering::tensor_metadata(const CallExpr* c) -> ir::Value* {
   return node(op, in, std::string(op) == "defined" ? ir::Type::bool_() : ir::Type::int_(), l)->output();
 }
 
+auto FunctionLowering::item(const CallExpr* c) -> ir::Value* {
+  const auto* m = dyn_cast<CXXMemberCallExpr>(c);
+  if (!m || !tensor_method(m, "item", 0)) return nullptr;
+  SourceLocation l = c->getExprLoc();
+  const QualType t = c->getType();
+  if (!t->isIntegerType() && !t->isFloatingType()) unsupported(l, "'item' is lowered for int, float and bool results");
+  const ir::Type type = t->isBooleanType() ? ir::Type::bool_() : t->isIntegerType() ? ir::Type::int_() : ir::Type::float_();
+  ir::Value* x = expr(m->getImplicitObjectArgument());
+  return node("item", {x}, type, l)->output();
+}
+
+auto FunctionLowering::host_math(const CallExpr* c, const FunctionDecl* callee) -> ir::Value* {
+  // std:: names, or the C library's (libstdc++'s std::sqrt(double) is ::sqrt).
+  static const std::pair<llvm::StringRef, const char*> kMath[] = {
+      {"sqrt", "sqrt"}, {"exp", "exp"},     {"log", "log"},     {"sin", "sin"},   {"cos", "cos"},
+      {"tanh", "tanh"}, {"erf", "erf"},     {"log1p", "log1p"}, {"expm1", "expm1"}, {"abs", "abs"},
+      {"fabs", "abs"},  {"pow", "pow"},     {"fmin", "minimum"}, {"fmax", "maximum"}};
+  if (!callee || !callee->getIdentifier() || isa<CXXMethodDecl>(callee)) return nullptr;
+  const DeclContext* dc = callee->getDeclContext()->getRedeclContext();
+  if (!callee->isInStdNamespace() && !(dc->isTranslationUnit() && callee->isExternC())) return nullptr;
+  const char* op = nullptr;
+  for (const auto& [name, o] : kMath)
+    if (callee->getName() == name) op = o;
+  const QualType rt = callee->getReturnType().getCanonicalType();
+  const bool to_double = rt->isSpecificBuiltinType(BuiltinType::Double);
+  if (!op || c->getNumArgs() == 0) return nullptr;
+  SourceLocation l = c->getExprLoc();
+  if (rt->isFloatingType() && !to_double)
+    unsupported(l, quote(callee->getQualifiedNameAsString()) + " of a 'float' computes in single precision, which a graph's "
+                   "host values (double) do not; convert its argument to 'double'");
+  if (!to_double && !(rt->isIntegerType() && !rt->isBooleanType())) return nullptr;
+  std::vector<ir::Value*> in;
+  for (const Expr* a : c->arguments()) {
+    ir::Value* v = expr(a);
+    if (!is_host_number(v->type())) return nullptr;
+    if (v->type().kind == ir::Type::Kind::Bool) v = bool_to_int(v, l);
+    if (to_double && v->type().kind == ir::Type::Kind::Int) v = node("int_to_float", {v}, ir::Type::float_(), l)->output();
+    in.push_back(v);
+  }
+  const graph::OpInfo* info = graph::find_op(op);
+  if (!info || info->kind != graph::OpKind::Elementwise || info->num_inputs != static_cast<int>(in.size())) return nullptr;
+  return node(op, in, to_double ? ir::Type::float_() : ir::Type::int_(), l)->output();
+}
+
 auto FunctionLowering::tensor_method(const CXXMemberCallExpr* m, llvm::StringRef name, unsigned args) -> bool {
   const CXXMethodDecl* md = m->getMethodDecl();
   return md && md->getIdentifier() && md->getName() == name && m->getNumArgs() == args &&
@@ -211,12 +257,8 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
     const Expr* a = c->getArg(first + i);
     if (is_tensor_record(p->getType())) {
       const auto* ce = dyn_cast<CXXConstructExpr>(strip(a));
-      // The operands ir::may_be_undefined accepts undefined.
-      const size_t k = in.size();
-      const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d) && k == 2) ||
-                            (op.id == graph::OpId::layer_norm && (k == 1 || k == 2)) ||
-                            (op.id == graph::OpId::scaled_dot_product_attention && k == 3) ||
-                            (op.id == graph::OpId::batch_norm && k >= 1);
+      // The operands the op table marks optional may be undefined.
+      const bool optional = graph::optional_input(op.id, in.size());
       if (ce && ce->getNumArgs() == 0) in.push_back(node("undefined", {}, ir::Type::tensor(), l)->output());
       else in.push_back(optional ? optional_operand(a) : expr(a));
       if (!in.back()->type().is_tensor()) unsupported(a->getExprLoc(), "this operand of " + quote(op.name) + " must be a tensor");

@@ -308,6 +308,16 @@ class FunctionLowering {
   // sizes are read at run time: the graph stays shape-generic.
   ir::Value* tensor_metadata(const CallExpr* c);
 
+  // `x.item<T>()`: item(x), a host int, float or bool read from the tensor at
+  // run time; nullptr for other calls.
+  ir::Value* item(const CallExpr* c);
+
+  // `std::sqrt(d)`, `std::exp(d)`, `std::pow(a, b)`, ... of host numbers
+  // returning double (or int, for abs): the op table's elementwise op of that
+  // name on host scalars; nullptr for other calls (float overloads compute in
+  // another precision and are not lowered).
+  ir::Value* host_math(const CallExpr* c, const FunctionDecl* callee);
+
   static bool tensor_method(const CXXMemberCallExpr* m, llvm::StringRef name, unsigned args);
 
   // `std::vector<Tensor> v;`, `{a, b}`: list_new and one list_append each.

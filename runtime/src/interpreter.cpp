@@ -457,6 +457,12 @@ class Run {
     else if (op == OpId::tensor_dim) out = tensor(0).dim();
     else if (op == OpId::tensor_size) out = tensor(0).size(integer(1));
     else if (op == OpId::tensor_numel) out = tensor(0).numel();
+    else if (op == OpId::item) {
+      const ir::Type::Kind k = n->output()->type().kind;
+      if (k == ir::Type::Kind::Int) out = tensor(0).item<int64_t>();
+      else if (k == ir::Type::Kind::Bool) out = tensor(0).item<bool>();
+      else out = tensor(0).item<double>();
+    }
     else if (op == OpId::int_div) out = detail::int_div(integer(0), integer(1));
     else if (op == OpId::int_mod) out = detail::int_mod(integer(0), integer(1));
     else if (op == OpId::int_to_float) out = static_cast<double>(integer(0));

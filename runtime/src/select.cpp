@@ -148,6 +148,7 @@ Tensor Tensor::tril(int64_t diagonal) const { return ::graph::tril(*this, diagon
 
 Tensor Tensor::clamp_min(Scalar lo) const { return ::graph::clamp_min(*this, lo); }
 Tensor Tensor::clamp_max(Scalar hi) const { return ::graph::clamp_max(*this, hi); }
-Tensor Tensor::clamp(Scalar lo, Scalar hi) const { return ::graph::clamp(*this, lo, hi); }
+Tensor Tensor::pow(const Tensor& exponent) const { return ::graph::pow(*this, exponent); }
+Tensor Tensor::pow(Scalar exponent) const { return ::graph::pow(*this, exponent); }
 
 }  // namespace graph

@@ -126,6 +126,17 @@ inline constexpr const OpInfo& op_info(OpId id) {
   return i < kNumOps ? kOpTable[i] : kPrimitiveTable[i - kNumOps];
 }
 
+// Whether input `i` of op `id` may be an undefined tensor (ops.def's
+// GRAPH_OPTIONAL_INPUTS: a bias, a mask).
+inline constexpr bool optional_input(OpId id, size_t i) {
+  switch (id) {
+#define GRAPH_OPTIONAL_INPUTS(name, mask) \
+  case OpId::name: return i < 32 && ((uint32_t(mask) >> i) & 1u) != 0;
+#include "graph/ops.def"
+    default: return false;
+  }
+}
+
 // The op (not primitive) named `name`, or nullptr.
 inline constexpr const OpInfo* find_op(std::string_view name) {
   for (const OpInfo& op : kOpTable)

@@ -441,9 +441,10 @@ Flow gradient_flow(const Node& n) {
   if (op == OpId::list_append || op == OpId::list_get || op == OpId::list_unbind || op == OpId::reshape_dyn || op == OpId::slice_dyn ||
       op == OpId::If || op == OpId::Loop || op == OpId::call || op == OpId::FusionGroup)
     return Flow::Through;
-  // Reads of metadata: the size of a tensor or a list carries no gradient.
+  // Reads of metadata, and host values read from a tensor (item), carry no
+  // gradient, as in eager autograd.
   if (op == OpId::defined || op == OpId::tensor_dim || op == OpId::tensor_size || op == OpId::tensor_numel ||
-      op == OpId::tensor_sizes || op == OpId::broadcast_sizes || op == OpId::list_len)
+      op == OpId::tensor_sizes || op == OpId::broadcast_sizes || op == OpId::list_len || op == OpId::item)
     return Flow::None;
   const OpInfo* info = n.table_op();
   if (!info || info->has(op_trait::Backward)) return Flow::Unknown;  // gradient ops included

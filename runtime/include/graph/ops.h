@@ -32,6 +32,7 @@ Tensor elu(const Tensor& a, Scalar b = 1.0);
 // (hi wins where lo > hi); the two ops fuse in static graphs. Inline, so
 // the plugin lowers it. hardtanh is clamp with PyTorch's default bounds.
 inline Tensor clamp(const Tensor& x, Scalar lo, Scalar hi) { return clamp_max(clamp_min(x, lo), hi); }
+inline Tensor Tensor::clamp(Scalar lo, Scalar hi) const { return graph::clamp(*this, lo, hi); }
 inline Tensor hardtanh(const Tensor& x, Scalar min_val = -1.0, Scalar max_val = 1.0) {
   return clamp_max(clamp_min(x, min_val), max_val);
 }
@@ -260,6 +261,14 @@ inline std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim
 inline std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return graph::max(*this, dim, keepdim); }
 inline std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return graph::min(*this, dim, keepdim); }
 inline Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return graph::argmin(*this, dim, keepdim); }
+// Over all elements, a 0-d tensor (PyTorch's x.max(), x.min(), x.argmax()).
+inline Tensor max(const Tensor& x) { return amax(x); }
+inline Tensor min(const Tensor& x) { return amin(x); }
+inline Tensor Tensor::max() const { return graph::amax(*this); }
+inline Tensor Tensor::min() const { return graph::amin(*this); }
+inline Tensor Tensor::amax() const { return graph::amax(*this); }
+inline Tensor Tensor::amin() const { return graph::amin(*this); }
+inline Tensor Tensor::argmax() const { return graph::argmax(*this); }
 
 // ---- sort, topk ---------------------------------------------------------------
 // sort(x, dim, descending) -> (values, indices) and topk(x, k, dim, largest,

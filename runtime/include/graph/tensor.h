@@ -173,13 +173,14 @@ class Tensor {
   GRAPH_OP("argmax") Tensor argmax(int64_t dim, bool keepdim = false) const;
 
   // Elementwise methods: x.exp() is exp(x) (ops.h). Static graphs lower the
-  // annotated ones; x.clamp(lo, hi) runs eagerly only (write
-  // clamp(x, lo, hi) or x.clamp_min(lo).clamp_max(hi) in static functions).
+  // annotated ones and the inline ones of ops.h (x.clamp(lo, hi)).
 #define GRAPH_UNARY_OP(name, rule, cost, body, grad_x) GRAPH_OP(#name) Tensor name() const;
 #include "graph/ops.def"
   GRAPH_OP("clamp_min") Tensor clamp_min(Scalar lo) const;
   GRAPH_OP("clamp_max") Tensor clamp_max(Scalar hi) const;
-  Tensor clamp(Scalar lo, Scalar hi) const;
+  Tensor clamp(Scalar lo, Scalar hi) const;  // inline, ops.h
+  GRAPH_OP("pow") Tensor pow(const Tensor& exponent) const;
+  GRAPH_OP("pow") Tensor pow(Scalar exponent) const;
   GRAPH_OP("masked_fill") Tensor masked_fill(const Tensor& mask, Scalar value) const;
   GRAPH_OP("triu") Tensor triu(int64_t diagonal = 0) const;
   GRAPH_OP("tril") Tensor tril(int64_t diagonal = 0) const;
@@ -199,6 +200,12 @@ class Tensor {
   // (values, indices) along dim, and argmin (ops.h: graph::max).
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  // Over all elements (0-d): amax, amin, argmax of the flattened tensor.
+  Tensor max() const;
+  Tensor min() const;
+  Tensor amax() const;
+  Tensor amin() const;
+  Tensor argmax() const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
   // scatter_add, sort, argsort, topk, norm (ops.h says what they do).
   GRAPH_OP("scatter_add") Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;

@@ -13,6 +13,8 @@
 // While node's body). A node on a host condition (bool, int, float) needs no
 // conditional node: every host value of a static graph follows from the
 // call's signature (scalars, shapes), so the capture bakes the decision.
+// The one exception, `item` (a value read from a tensor), is ReadsHost, so
+// its graph is never captured (cuda_graph_blocker).
 #include <functional>
 #include <string>
 

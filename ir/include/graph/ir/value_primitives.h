@@ -12,6 +12,11 @@
 //   int_to_float(%a)            float: static_cast<double>(a)
 //   float_to_int(%f)            int: static_cast<int64_t>(f), truncating; NaN or
 //                               a value outside int64 is an error (UB in C++)
+//   item(%t)                    int, float or bool (the output's type): the one
+//                               element of %t, as x.item<int64_t/double/bool>();
+//                               more than one element is an error. A value the
+//                               host reads from the device: the graph is not
+//                               captured into a CUDA Graph (ReadsHost)
 //   reshape_dyn(%t, %s0, ...)   Tensor: %t.reshape({%s0, ...}) (ints; -1 infers)
 //   slice_dyn{dim}(%t, %start, %end, %step)   Tensor: %t.slice(dim, ...)
 // Int lists known at run time (`x.sizes()`, a local `Shape`) are 1-D int64
