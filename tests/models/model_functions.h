@@ -111,4 +111,19 @@ struct VAEImpl : graph::nn::Module {
 };
 GRAPH_MODULE(VAE);
 
+// Seq2seq with greedy decoding: a GRU-cell encoder over the source tokens
+// (int64 [S]); then a GRU-cell decoder fed its own argmax, from `bos` until
+// it emits `eos` or has made `max_len` tokens: a data-dependent `while` on
+// `item()`, one graph. Returns the last hidden state [1, H], the number of
+// tokens made (float32 [1]) and the negative log-likelihood of the tokens.
+struct Seq2SeqImpl : graph::nn::Module {
+  Seq2SeqImpl(int64_t vocab, int64_t embed, int64_t hidden);
+  std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& src, int64_t bos, int64_t eos, int64_t max_len);
+  int64_t hidden;
+  graph::nn::Embedding src_emb, tgt_emb;
+  graph::nn::GRUCell enc, dec;
+  graph::nn::Linear out;
+};
+GRAPH_MODULE(Seq2Seq);
+
 }  // namespace models

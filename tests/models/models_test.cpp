@@ -202,4 +202,29 @@ TEST(ModelSuite, VAESampledFormEqualsTheStaticForwardUnderTheSameSeed) {
   rnn_fixture::expect_near(loss, loss_s, 1e-5, "loss");
 }
 
+// Greedy seq2seq: the decode loop stops when the argmax, read with item(), is
+// the end token; one graph with its static backward. The fixture's end token
+// is one the decoder reaches before max_len; with another end token the loop
+// runs to max_len, also in the graph.
+TEST(ModelSuite, Seq2SeqGreedyDecoderMatchesPyTorch) {
+  const Case& c = fixture("seq2seq");
+  models::Seq2Seq net(c.attr("V"), c.attr("E"), c.attr("H"));
+  rnn_fixture::load_params(*net, c);
+  const Tensor src = c.tensor("input:src", graph::kInt64);
+  const int64_t bos = c.attr("bos"), eos = c.attr("eos"), max_len = c.attr("max_len");
+  auto run = [&](int64_t end) {
+    auto [h, steps, loss] = net(src, bos, end, max_len);
+    return std::vector<Tensor>{h, steps, loss};
+  };
+  check_model(c, *net, "Seq2SeqImpl7forward", [&] { return run(eos); }, {"h", "steps", "loss"}, 2e-5);
+  const double steps = c.tensor("output:steps").item<double>();
+  EXPECT_GT(steps, 1);
+  EXPECT_LT(steps, static_cast<double>(max_len)) << "the fixture's decode stops on its end token";
+  // An end token it never emits (the vocabulary's size): max_len steps.
+  graph::NoGradGuard g;
+  const uint64_t before = e2e::calls("Seq2SeqImpl7forward");
+  EXPECT_EQ(run(c.attr("V"))[1].item<float>(), static_cast<float>(max_len));
+  EXPECT_EQ(e2e::calls("Seq2SeqImpl7forward") - before, suite_mode() == Mode::Eager ? 0u : 1u);
+}
+
 }  // namespace
