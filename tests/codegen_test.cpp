@@ -606,10 +606,19 @@ TEST(Generated, SourceIsReadable) {
   EXPECT_NE(src.find("// fused loop: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"), std::string::npos);
   EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
   EXPECT_NE(src.find("if (loop.unit_stride())"), std::string::npos);
-  // The registration carries the graph's IR text too (GRAPH_MODE=interpret),
-  // and the build-time answer to whether it may be captured ("": yes).
-  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, " + ir::quote(ir::print(*g)) +
-                     ", \"\", {}}"),
+  // The guards read the graph's signature table, written beside it.
+  EXPECT_NE(src.find("constexpr ::graph::detail::InputGuard signature_graph_chain[] = {\n"
+                     "    {\"x\", ::graph::ir::InputKind::Tensor, ::graph::DType::Float32, false, 2, "
+                     "signature_graph_chain_sizes0},\n"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("if (!::graph::detail::check_inputs(signature_graph_chain, 3, in, n_in, why)) return false;"),
+            std::string::npos);
+  // The registration points to that table and carries the graph's IR text
+  // (both for GRAPH_MODE=interpret), and the build-time answer to whether it
+  // may be captured ("": yes).
+  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, signature_graph_chain, " +
+                     ir::quote(ir::print(*g)) + ", \"\", {}}"),
             std::string::npos);
   graph::codegen::GraphUnit blocked{g.get(), "_Z5chainv", "h", "m.cpp:1", nullptr, "dropout: random numbers"};
   EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp").find(", \"dropout: random numbers\", {}}"),
