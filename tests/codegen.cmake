@@ -101,3 +101,11 @@ add_test(NAME generated_warning_check_catches_a_warning
           "-DINCLUDES=${_cxxgraph_warning_includes}" -P ${CMAKE_CURRENT_LIST_DIR}/codegen_warnings.cmake)
 set_tests_properties(generated_warning_check_catches_a_warning PROPERTIES LABELS "codegen;warnings"
   PASS_REGULAR_EXPRESSION "warns on .*unused.cpp.*-Wunused-parameter")
+
+# The call contract without Clang: ir::signature, the input checker that
+# generated code and interpret mode share, the prologue's and the signature
+# table's text (codegen/call_contract.h).
+add_executable(call_contract_test ${CMAKE_CURRENT_LIST_DIR}/call_contract_test.cpp)
+target_link_libraries(call_contract_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTest::gtest_main)
+target_compile_options(call_contract_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(call_contract_test)

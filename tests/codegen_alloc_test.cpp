@@ -83,7 +83,7 @@ void operator delete[](void* p, size_t, std::align_val_t) noexcept { free(p); }
 namespace {
 
 using graph::Tensor;
-using graph::detail::Arg;
+using graph::IValue;
 
 Tensor values(const graph::Shape& shape, int seed) {
   int64_t n = 1;
@@ -111,15 +111,15 @@ Counts now() { return {heap_calls.load(), graph::memory::stats().allocations}; }
 
 // Calls graph `name` twice with `in` (outputs dropped in between) and
 // returns what the second call allocated; checks both calls agree.
-Counts second_call(const char* name, const std::vector<Arg>& in, size_t n_out) {
+Counts second_call(const char* name, const std::vector<IValue>& in, size_t n_out) {
   auto* g = graph::detail::find_graph(name, "test-hash");
   EXPECT_NE(g, nullptr);
   if (!g) return {-1, 0};
-  Arg out[4];
+  IValue out[4];
   std::string why;
   EXPECT_TRUE(g->fn(in.data(), in.size(), out, &why)) << why;
   const Tensor first = std::get<Tensor>(out[0]).clone();
-  for (size_t k = 0; k < n_out; ++k) out[k] = Arg();
+  for (size_t k = 0; k < n_out; ++k) out[k] = IValue();
   const Counts before = now();
   const bool ok = g->fn(in.data(), in.size(), out, &why);
   const Counts after = now();
@@ -169,7 +169,7 @@ TEST(SteadyState, FusedReductionsAllocateNothing) {
 // argument map on the heap (7 blocks per GEMM with oneDNN 2.6, 1, 2 or 4
 // threads), which no caller can avoid; dnnl_sgemm, the eager GEMM, makes 1.
 TEST(SteadyState, PackedLinearLayersAllocateOnlyInsideOneDnn) {
-  const std::vector<Arg> in = {values({64, 96}, 20), values({128, 96}, 21), values({128}, 22), values({128, 128}, 23),
+  const std::vector<IValue> in = {values({64, 96}, 20), values({128, 96}, 21), values({128}, 22), values({128, 128}, 23),
                                values({128}, 24),    values({10, 128}, 25), values({10}, 26)};
   const graph::detail::PackedGemmStats s0 = graph::detail::packed_gemm_stats();
   second_call("cg_packed_mlp", in, 1);  // first use, then packing
@@ -182,7 +182,7 @@ TEST(SteadyState, PackedLinearLayersAllocateOnlyInsideOneDnn) {
 }
 
 TEST(SteadyState, LstmLoopAllocatesNothing) {
-  std::vector<Arg> in = {values({1, 8}, 10), values({1, 8}, 11), values({1, 8}, 12)};
+  std::vector<IValue> in = {values({1, 8}, 10), values({1, 8}, 11), values({1, 8}, 12)};
   for (int k = 0; k < 4; ++k) in.push_back(values({8, 8}, 13 + k));
   in.push_back(values({8}, 17));
   in.push_back(int64_t{20});
@@ -205,8 +205,8 @@ TEST(SteadyState, LstmGateSlicesAllocateNothing) {
 TEST(SteadyState, OutputsTheCallerKeepsAreNotOverwritten) {
   auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
   ASSERT_NE(g, nullptr);
-  std::vector<Arg> in = {values({8, 4}, 18), values({4}, 19), 0.5};
-  Arg a[1], b[1];
+  std::vector<IValue> in = {values({8, 4}, 18), values({4}, 19), 0.5};
+  IValue a[1], b[1];
   std::string why;
   ASSERT_TRUE(g->fn(in.data(), in.size(), a, &why));
   const Tensor kept = std::get<Tensor>(a[0]);

@@ -30,8 +30,8 @@ TEST(Generated, GemmShapeErrorNamesTheLine) {
   // (through the eager op's checks) reports the mismatch with its line.
   auto* g = graph::detail::find_graph("cg_seed", "test-hash");
   ASSERT_NE(g, nullptr);
-  std::vector<Arg> in = {values({3, 5}, 1), values({4, 2}, 2), values({2}, 3), false};
-  Arg out[1];
+  std::vector<IValue> in = {values({3, 5}, 1), values({4, 2}, 2), values({2}, 3), false};
+  IValue out[1];
   std::string why;
   try {
     g->fn(in.data(), in.size(), out, &why);
@@ -47,7 +47,7 @@ TEST(Generated, GemmShapeErrorNamesTheLine) {
 
 struct MlpParams {
   Tensor w1, b1, w2, b2, w3, b3;
-  std::vector<Arg> args(const Tensor& x) const { return {x, w1, b1, w2, b2, w3, b3}; }
+  std::vector<IValue> args(const Tensor& x) const { return {x, w1, b1, w2, b2, w3, b3}; }
 };
 
 MlpParams mlp_params(int seed) {
@@ -212,7 +212,7 @@ TEST(PackedGemm, GraphBufferReusedAsWeightIsPackedAgain) {
   producer.b3 = values({128}, 92);
   MlpParams consumer = mlp_params(93);
   const Tensor x = values({64, 96}, 94);
-  std::vector<Arg> out = call("cg_packed_mlp", producer.args(values({10, 96}, 95)), 1);
+  std::vector<IValue> out = call("cg_packed_mlp", producer.args(values({10, 96}, 95)), 1);
   consumer.w3 = tensor_out(out, 0);
   {
     const void* kept = consumer.w3.storage().get();
@@ -231,8 +231,8 @@ TEST(PackedGemm, BadShapesThrowWithTheSourceLine) {
   p.w2 = values({128, 100}, 101);  // in_features 100, but h1 has 128
   auto* g = graph::detail::find_graph("cg_packed_mlp", "test-hash");
   ASSERT_NE(g, nullptr);
-  const std::vector<Arg> in = p.args(values({64, 96}, 102));
-  Arg out[1];
+  const std::vector<IValue> in = p.args(values({64, 96}, 102));
+  IValue out[1];
   std::string why;
   try {
     g->fn(in.data(), in.size(), out, &why);
@@ -601,8 +601,8 @@ TEST(Generated, BadSliceBoundsThrowWithTheSourceLine) {
   auto* g = graph::detail::find_graph("cg_views", "test-hash");
   ASSERT_NE(g, nullptr);
   // Calls cg_views on `in`; it must throw a graph::Error holding each of `parts`.
-  const auto expect_error = [&](std::vector<Arg> in, std::vector<std::string> parts) {
-    Arg out[4];
+  const auto expect_error = [&](std::vector<IValue> in, std::vector<std::string> parts) {
+    IValue out[4];
     std::string why;
     try {
       g->fn(in.data(), in.size(), out, &why);
@@ -677,7 +677,7 @@ TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const auto s0 = graph::detail::dnnl_conv_stats();
-    const std::vector<Arg> out = call("cg_conv_relu", {x, w1, b1, w2}, 2);
+    const std::vector<IValue> out = call("cg_conv_relu", {x, w1, b1, w2}, 2);
     const auto s1 = graph::detail::dnnl_conv_stats();
     EXPECT_EQ(s1.forward - s0.forward, 2u);  // both conv2d ran oneDNN's primitive
     const auto [h, y] = eager(w1);
@@ -730,7 +730,7 @@ TEST(Autocast, StaticGraphsFollowTheScope) {
 
   const Tensor cx = values({2, 4, 9, 8}, 1), w1 = graph::mul(values({6, 4, 3, 3}, 2), 0.3), b1 = values({6}, 3);
   const Tensor w2 = graph::mul(values({4, 3, 3, 3}, 4), 0.2);
-  const std::vector<Arg> f32_out = call("cg_conv_relu", {cx, w1, b1, w2}, 2);
+  const std::vector<IValue> f32_out = call("cg_conv_relu", {cx, w1, b1, w2}, 2);
   const Tensor f32_h = tensor_out(f32_out, 0).clone();
   graph::AutocastGuard autocast(graph::kBFloat16);
   const auto s0 = graph::detail::autocast_stats();

@@ -393,7 +393,7 @@ TEST(Generated, OneLoopVariantsGiveEagerBits) {
     for (int64_t n : {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 1031}) {
       const std::string at = isa + ", n=" + std::to_string(n);
       const auto check = [&](const Tensor& x, const Tensor& y, const std::string& what) {
-        const std::vector<Arg> out = call("one_loop", {x, y}, 2);
+        const std::vector<IValue> out = call("one_loop", {x, y}, 2);
         // The eager ops, here with the baseline variant and with this one.
         const auto eager = [&] {
           const Tensor a = graph::add(x, y);
@@ -426,7 +426,7 @@ TEST(Generated, StripMinedGroupGivesEagerBits) {
   // block boundaries and tails; a broadcast row (dense runs of the kernel),
   // one dense run, and transposed / sliced operands (the strided loop).
   const auto check = [](const Tensor& x, const Tensor& b, double s, const std::string& what) {
-    const std::vector<Arg> out = call("cg_strip_mined", {x, b, s}, 3);
+    const std::vector<IValue> out = call("cg_strip_mined", {x, b, s}, 3);
     const std::vector<Tensor> want = at_baseline([&] { return strip_mined_eager(x, b, s); });
     for (size_t k = 0; k < 3; ++k) expect_bitwise(tensor_out(out, k), want[k], what + ", output " + std::to_string(k));
   };
@@ -489,8 +489,8 @@ TEST(Generated, GuardsRefuseWithAReason) {
   auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
   ASSERT_NE(g, nullptr);
   std::string why;
-  Arg out[1];
-  std::vector<Arg> in = {graph::zeros({2, 4}, graph::kInt64), values({4}, 1), 0.5};
+  IValue out[1];
+  std::vector<IValue> in = {graph::zeros({2, 4}, graph::kInt64), values({4}, 1), 0.5};
   EXPECT_FALSE(g->fn(in.data(), in.size(), out, &why));
   EXPECT_EQ(why, "input 0 'x': expected a float tensor, got long");
   in = {values({2, 4}, 1), values({4}, 1), int64_t{2}};
@@ -500,6 +500,25 @@ TEST(Generated, GuardsRefuseWithAReason) {
   EXPECT_FALSE(g->fn(in.data(), in.size(), out, &why));
   EXPECT_NE(why.find("input 0 'x': expected size 4 in dim 1"), std::string::npos) << why;
   EXPECT_EQ(graph::detail::find_graph("cg_chain8", "other-hash"), nullptr);
+}
+
+// The registration points to the table the generated guards read: interpret
+// mode checks a call with it and says what the generated function says.
+TEST(Generated, RegistrationCarriesTheGuardsSignature) {
+  auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
+  ASSERT_NE(g, nullptr);
+  ASSERT_NE(g->signature, nullptr);
+  EXPECT_STREQ(g->signature[0].name, "x");
+  EXPECT_EQ(g->signature[2].kind, graph::ir::InputKind::Float);
+  IValue out[1];
+  for (std::vector<IValue> in : {std::vector<IValue>{graph::zeros({2, 4}, graph::kInt64), values({4}, 1), 0.5},
+                                 std::vector<IValue>{values({2, 4}, 1), values({4}, 1), int64_t{2}},
+                                 std::vector<IValue>{values({2, 3}, 1), values({4}, 1), 0.5}}) {
+    std::string by_fn, by_table;
+    EXPECT_FALSE(g->fn(in.data(), in.size(), out, &by_fn));
+    EXPECT_FALSE(graph::detail::check_inputs(g->signature, g->num_inputs, in.data(), in.size(), &by_table));
+    EXPECT_EQ(by_fn, by_table);
+  }
 }
 
 TEST(Generated, IfOnOneElementTensor) {
@@ -583,14 +602,23 @@ TEST(Generated, SourceIsReadable) {
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
   const std::string src = graph::codegen::generate_cpu_source({{g.get(), "_Z5chainv", "h", "m.cpp:1"}}, "m.cpp");
-  EXPECT_NE(src.find("bool graph_chain(const ::graph::detail::Arg* in"), std::string::npos);
+  EXPECT_NE(src.find("bool graph_chain(const ::graph::IValue* in"), std::string::npos);
   EXPECT_NE(src.find("// fused loop: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"), std::string::npos);
   EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
   EXPECT_NE(src.find("if (loop.unit_stride())"), std::string::npos);
-  // The registration carries the graph's IR text too (GRAPH_MODE=interpret),
-  // and the build-time answer to whether it may be captured ("": yes).
-  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, " + ir::quote(ir::print(*g)) +
-                     ", \"\", {}}"),
+  // The guards read the graph's signature table, written beside it.
+  EXPECT_NE(src.find("constexpr ::graph::detail::InputGuard signature_graph_chain[] = {\n"
+                     "    {\"x\", ::graph::ir::InputKind::Tensor, ::graph::DType::Float32, false, 2, "
+                     "signature_graph_chain_sizes0},\n"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("if (!::graph::detail::check_inputs(signature_graph_chain, 3, in, n_in, why)) return false;"),
+            std::string::npos);
+  // The registration points to that table and carries the graph's IR text
+  // (both for GRAPH_MODE=interpret), and the build-time answer to whether it
+  // may be captured ("": yes).
+  EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, signature_graph_chain, " +
+                     ir::quote(ir::print(*g)) + ", \"\", {}}"),
             std::string::npos);
   graph::codegen::GraphUnit blocked{g.get(), "_Z5chainv", "h", "m.cpp:1", nullptr, "dropout: random numbers"};
   EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp").find(", \"dropout: random numbers\", {}}"),

@@ -29,7 +29,7 @@
 namespace codegen_test {
 
 using graph::Tensor;
-using graph::detail::Arg;
+using graph::IValue;
 namespace ir = graph::ir;
 
 inline std::string join(const std::vector<std::string>& v) {
@@ -93,19 +93,19 @@ inline void expect_close(const Tensor& got, const Tensor& want) {
 }
 
 // Calls the registered graph; fails the test when the guards refuse.
-inline std::vector<Arg> call(const char* mangled, std::vector<Arg> in, size_t n_out) {
+inline std::vector<IValue> call(const char* mangled, std::vector<IValue> in, size_t n_out) {
   auto* g = graph::detail::find_graph(mangled, "test-hash");
   EXPECT_NE(g, nullptr) << mangled << " is not registered";
   if (!g) return {};
   EXPECT_EQ(g->num_inputs, in.size());
   EXPECT_EQ(g->num_outputs, n_out);
-  std::vector<Arg> out(n_out);
+  std::vector<IValue> out(n_out);
   std::string why;
   EXPECT_TRUE(g->fn(in.data(), in.size(), out.data(), &why)) << why;
   return out;
 }
 
-inline Tensor tensor_out(const std::vector<Arg>& out, size_t k) { return std::get<Tensor>(out.at(k)); }
+inline Tensor tensor_out(const std::vector<IValue>& out, size_t k) { return std::get<Tensor>(out.at(k)); }
 
 // Same shape, dtype and bits (NaNs included).
 inline void expect_bitwise(const Tensor& got, const Tensor& want, const std::string& what) {

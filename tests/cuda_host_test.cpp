@@ -1255,11 +1255,11 @@ TEST(DeviceControl, NestedNodesCaptureOnTheStreamOfTheirDepth) {
   EXPECT_EQ(values(h), (std::vector<float>{0.f, -2.f}));  // the else body ran last
 }
 
-std::vector<graph::detail::Arg> run_generated(const char* mangled, std::vector<graph::detail::Arg> in, size_t n_out) {
+std::vector<graph::IValue> run_generated(const char* mangled, std::vector<graph::IValue> in, size_t n_out) {
   auto* g = graph::detail::find_graph(mangled, "test-hash");
   EXPECT_NE(g, nullptr) << mangled;
   if (!g) return {};
-  std::vector<graph::detail::Arg> out(n_out);
+  std::vector<graph::IValue> out(n_out);
   std::string why;
   EXPECT_TRUE(g->fn(in.data(), in.size(), out.data(), &why)) << why;
   return out;

@@ -353,17 +353,17 @@ TEST_F(Cuda, WhereCatStackEmbeddingAndFactories) {
 
 // Calls graph `mangled` of the linked generated sources; fails the test
 // when it is missing or its guards refuse.
-std::vector<graph::detail::Arg> call_graph(const char* mangled, std::vector<graph::detail::Arg> in, size_t n_out) {
+std::vector<graph::IValue> call_graph(const char* mangled, std::vector<graph::IValue> in, size_t n_out) {
   auto* g = graph::detail::find_graph(mangled, "test-hash");
   EXPECT_NE(g, nullptr) << mangled;
   if (!g) return {};
-  std::vector<graph::detail::Arg> out(n_out);
+  std::vector<graph::IValue> out(n_out);
   std::string why;
   EXPECT_TRUE(g->fn(in.data(), in.size(), out.data(), &why)) << why;
   return out;
 }
 
-Tensor out_tensor(const std::vector<graph::detail::Arg>& out, size_t k) { return std::get<Tensor>(out.at(k)); }
+Tensor out_tensor(const std::vector<graph::IValue>& out, size_t k) { return std::get<Tensor>(out.at(k)); }
 
 // Runs without a device: the registrars of the generated .graph.cu ran.
 TEST(GeneratedKernels, EveryGroupOfTheLinkedSourcesIsRegistered) {
@@ -505,7 +505,7 @@ TEST_F(Cuda, GeneratedKernelRefusesMixedDevices) {
   const Tensor x = signed_values({5, 4}), b = positive({4});
   auto* g = graph::detail::find_graph("cg_chain8", "test-hash");
   ASSERT_NE(g, nullptr);
-  std::vector<graph::detail::Arg> in{cuda(x), b, 1.0}, out(1);
+  std::vector<graph::IValue> in{cuda(x), b, 1.0}, out(1);
   try {
     g->fn(in.data(), in.size(), out.data(), nullptr);
     FAIL() << "no error";

@@ -37,6 +37,13 @@ add_test(NAME e2e_graph_break_explain COMMAND e2e_test --gtest_filter=GraphBreak
 set_tests_properties(e2e_graph_break_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAIN=1 LABELS e2e
   PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got double"
   FAIL_REGULAR_EXPRESSION "FAILED")
+# Interpret mode refuses the same call with the same words: it checks the
+# inputs against the generated source's signature table with the same checker.
+add_test(NAME e2e_graph_break_explain_interpret COMMAND e2e_test --gtest_filter=GraphBreak.GuardFailureRunsTheRegionEagerly)
+set_tests_properties(e2e_graph_break_explain_interpret PROPERTIES ENVIRONMENT "GRAPH_EXPLAIN=1;GRAPH_MODE=interpret"
+  LABELS "e2e;interpreter"
+  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got double"
+  FAIL_REGULAR_EXPRESSION "FAILED")
 
 # The C++ subset: tuples, optional tensors, shapes as host ints, switch,
 # do-while, integer / and % (subset_functions.cpp), compiled and interpreted.

@@ -144,8 +144,8 @@ TEST(GeneratedBackward, TestsTheNeededFlags) {
   ASSERT_EQ(grad.unsupported, "");
   ASSERT_EQ(grad.grad_inputs, (std::vector<size_t>{0, 1, 2}));
   const std::string cpp = codegen::detail::gradient_functions(grad, "f", "m.cpp:1", "_Z1fv", "h");
-  const size_t fn = cpp.find("bool f_backward(const ::graph::detail::Arg* in, size_t n_in, [[maybe_unused]] const "
-                             "bool* needed, ::graph::detail::Arg* out, std::string* why)");
+  const size_t fn = cpp.find("bool f_backward(const ::graph::IValue* in, size_t n_in, [[maybe_unused]] const "
+                             "bool* needed, ::graph::IValue* out, std::string* why)");
   ASSERT_NE(fn, std::string::npos) << cpp;
   const std::string body = cpp.substr(fn);
   for (const char* want : {"const bool needs = needed[0];", "const bool needs_1 = needed[1];",
@@ -155,7 +155,7 @@ TEST(GeneratedBackward, TestsTheNeededFlags) {
                            "if (needs) {"})
     EXPECT_NE(body.find(want), std::string::npos) << want << "\n" << body;
   // The forward half takes no flags.
-  EXPECT_NE(cpp.find("bool f_forward(const ::graph::detail::Arg* in, size_t n_in, ::graph::detail::Arg* out"),
+  EXPECT_NE(cpp.find("bool f_forward(const ::graph::IValue* in, size_t n_in, ::graph::IValue* out"),
             std::string::npos);
 }
 

@@ -18,6 +18,7 @@
 #include "emitter.h"
 #include "graph/ir/device_control.h"
 #include "graph/ir/value_primitives.h"
+#include "graph/codegen/call_contract.h"
 #include "graph/codegen/grad.h"
 #include "graph/error.h"
 
@@ -182,13 +183,16 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   for (const char* reserved : {"in", "n_in", "needed", "out", "why", "buffers", "here"}) used_.insert(reserved);
   slots_ = 0;
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
+  // What each input must be (ir/signature.h); the registration points to the
+  // same table, for interpret mode.
+  if (check_inputs) raw(signature_table(ir::signature(g), signature_name(fn_name), g.name()));
   // A graph without inputs (a region of constants) never reads `in`: said so,
   // so the generated source compiles warning-free at -Wall -Wextra.
-  const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::detail::Arg* in"
-                                                  : "const ::graph::detail::Arg* in";
+  const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::IValue* in"
+                                                  : "const ::graph::IValue* in";
   const std::string needed_param = needs ? " [[maybe_unused]] const bool* needed," : "";
-  open("bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::detail::Arg* out, std::string* why)");
-  guards(g, check_inputs);
+  open("bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::IValue* out, std::string* why)");
+  guards(g, fn_name, check_inputs);
   line("::graph::detail::GraphBuffers::Lease buffers(" + buffers_name(fn_name) + ");");
   line("const char* here = nullptr;  // the running node's source line, for errors");
   open("try");
@@ -213,43 +217,23 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   close();
 }
 
-// Each input's kind, dtype, rank and static sizes, in order; the first
-// mismatch explains itself in *why and the eager body runs instead.
 std::string Emitter::buffers_name(const std::string& fn_name) { return "buffers_" + fn_name; }
+std::string Emitter::signature_name(const std::string& fn_name) { return "signature_" + fn_name; }
 
 std::string Emitter::take_buffer(const std::string& shape, DType dtype) {
   return "buffers.take(" + std::to_string(slots_++) + ", " + shape + ", " + dtype_expr(dtype) + ")";
 }
 
-void Emitter::guards(const ir::Graph& g, bool check_inputs) {
+// Each input checked against the signature table (its kind, dtype, rank and
+// static sizes, in order; the first mismatch explains itself in *why and the
+// eager body runs instead), or only counted; then bound to a local.
+void Emitter::guards(const ir::Graph& g, const std::string& fn_name, bool check_inputs) {
   const size_t n = g.inputs().size();
-  line("if (!::graph::detail::guard_num_inputs(n_in, " + std::to_string(n) + ", why)) return false;");
-  for (size_t k = 0; k < n && check_inputs; ++k) {
-    const ir::Value* v = g.inputs()[k].get();
-    const ir::Type& t = v->type();
-    const std::string at = "in[" + std::to_string(k) + "], " + std::to_string(k) + ", " + ir::quote(v->name());
-    if (t.is_tensor() && ir::unread_input(g, v)) {
-      line("if (!::graph::detail::guard_any_tensor(" + at + ", why)) return false;");
-    } else if (t.is_tensor()) {
-      if (!t.dtype)
-        throw Error("codegen: graph '" + g.name() + "' input '" + v->name() + "' has no dtype (run infer_types)");
-      const bool optional = ir::may_be_undefined(v);
-      if (optional) line("if (::graph::detail::defined_tensor(in[" + std::to_string(k) + "])) {");
-      line("if (!::graph::detail::guard_tensor(" + at + ", " + dtype_expr(*t.dtype) + ", why)) return false;");
-      if (t.dims) {
-        line("if (!::graph::detail::guard_rank(" + at + ", " + std::to_string(t.dims->size()) + ", why)) return false;");
-        for (size_t d = 0; d < t.dims->size(); ++d)
-          if ((*t.dims)[d].is_static())
-            line("if (!::graph::detail::guard_size(" + at + ", " + std::to_string(d) + ", " +
-                 std::to_string((*t.dims)[d].size) + ", why)) return false;");
-      }
-      if (optional) line("}");
-    } else if (t.is_list()) {
-      line("if (!::graph::detail::guard_list(" + at + ", why)) return false;");
-    } else {
-      line("if (!::graph::detail::guard_scalar<" + cpp_type(t) + ">(" + at + ", why)) return false;");
-    }
-  }
+  if (check_inputs)
+    line("if (!::graph::detail::check_inputs(" + signature_name(fn_name) + ", " + std::to_string(n) +
+         ", in, n_in, why)) return false;");
+  else
+    line("if (!::graph::detail::guard_num_inputs(n_in, " + std::to_string(n) + ", why)) return false;");
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs()[k].get();
     const std::string type = cpp_type(v->type());
@@ -573,7 +557,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     e.line("::graph::detail::CompiledGraph compiled_" + fn + "{" + ir::quote(u.mangled_name) + ", " +
            ir::quote(u.body_hash) + ", " + ir::quote(u.source) + ", &" + fn + ", " +
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
-           ir::quote(ir::print(*u.graph)) + ", " + ir::quote(u.cuda_graph_blocker) + ", {}};");
+           detail::Emitter::signature_name(fn) + ", " + ir::quote(ir::print(*u.graph)) + ", " + ir::quote(u.cuda_graph_blocker) + ", {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
     if (u.gradient) e.raw(detail::gradient_registration(*u.gradient, fn, u.mangled_name, u.body_hash));
   }

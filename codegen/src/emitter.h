@@ -135,6 +135,9 @@ class Emitter {
   // The GraphBuffers object of graph function `fn_name`, and how many slots
   // the last graph_function took from it.
   static std::string buffers_name(const std::string& fn_name);
+  // Its signature table (call_contract.h), written before it unless the
+  // inputs go unchecked.
+  static std::string signature_name(const std::string& fn_name);
   size_t slots() const { return slots_; }
   // An expression for a dense tensor of `shape` (a C++ Shape expression) and
   // `dtype` from the next slot of the function's buffers.
@@ -176,7 +179,7 @@ class Emitter {
   std::string at_source(const ir::Node* n, const std::string& what, const std::string& expr) const;
 
  private:
-  void guards(const ir::Graph& g, bool check_inputs);
+  void guards(const ir::Graph& g, const std::string& fn_name, bool check_inputs);
   void constant(const ir::Node* n);
   void if_(const ir::Node* n);
   std::string condition(const ir::Node* n, const ir::Value* c, const std::string& what);

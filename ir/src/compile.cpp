@@ -70,6 +70,7 @@ CompiledGraphs compile(const Graph& lowered) {
   run_pipeline(*c.optimized, default_pipeline());
   verify_or_throw(*c.optimized);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
+  c.signature = signature(*c.optimized);
   c.gradient = gradient_graphs(lowered);
   return c;
 }

@@ -32,6 +32,7 @@
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendPluginRegistry.h"
 #include "clang/Rewrite/Core/Rewriter.h"
+#include "graph/codegen/call_contract.h"
 #include "graph/codegen/cpp.h"
 #include "graph/codegen/grad.h"
 #include "graph/ir/passes.h"
@@ -135,6 +136,7 @@ class Consumer : public ASTConsumer {
   // What one lowered function contributes to the outputs.
   struct Compiled {
     std::unique_ptr<graph::ir::Graph> optimized;
+    graph::ir::Signature signature;  // of `optimized`: what the prologue passes
     std::unique_ptr<graph::codegen::GradientUnit> gradient;  // for calls that require grad
     graph::codegen::GraphUnit unit;
     SourceLocation lbrace;
@@ -275,6 +277,7 @@ class Consumer : public ASTConsumer {
       throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message, {}, false};
     }
     c.optimized = std::move(compiled.optimized);
+    c.signature = std::move(compiled.signature);
 
     PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
     std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
@@ -312,11 +315,8 @@ class Consumer : public ASTConsumer {
     c.stem = stem(identifier(fd->getNameAsString()), file_names);
 
     c.lbrace = body->getLBracLoc();
-    c.prologue = " static ::graph::detail::StaticFunction _graph_sf(\"" + mangled + "\", \"" + hash +
-                 "\"); if (" + lowered.result_type + " _graph_r{}; _graph_sf.run(_graph_r, " +
-                 eager_call(fd, lowered.result_type);
-    for (const std::string& a : lowered.call_args) c.prologue += ", " + a;
-    c.prologue += ")) return _graph_r;";
+    c.prologue = graph::codegen::prologue({mangled, hash, lowered.result_type, lowered.call_args}, c.signature,
+                                          eager_call(fd, lowered.result_type));
     return c;
   }
 

@@ -24,6 +24,7 @@
 
 #include "Planner.h"
 #include "Rewrite.h"
+#include "graph/codegen/call_contract.h"
 #include "clang/AST/Mangle.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 
@@ -220,20 +221,12 @@ class PrologueWriter {
                                         : fd->getReturnType().getCanonicalType().getAsString(ctx.getPrintingPolicy());
   }
 
+  // The prologue's text around the statements is codegen's (call_contract.h).
   std::string write(const std::string& mangled, const std::string& hash, SourceLocation lbrace) {
-    // The variables crossing a break are parameters of the lambdas, of the
-    // same names as the function's parameters they may hide: no -Wshadow.
-    std::string p = " _Pragma(\"GCC diagnostic push\") _Pragma(\"GCC diagnostic ignored \\\"-Wshadow\\\"\")"
-                    " _Pragma(\"GCC diagnostic ignored \\\"-Wunused-local-typedefs\\\"\")"
-                    " _Pragma(\"GCC diagnostic ignored \\\"-Wunused-variable\\\"\")"
-                    " static ::graph::detail::StaticFunction _graph_sf(\"" +
-                    mangled + "\", \"" + hash + "\"); if (" + result_type_ +
-                    " _graph_r{}; _graph_sf.run_split(_graph_r, " + eager_call(fd_, result_type_) + ", [&]() -> " +
-                    result_type_ + " {";
+    std::vector<size_t> graphs;
     for (size_t j = 0; j < l_.regions.size(); ++j)
-      if (plan_.has_graph[j])
-        p += " static ::graph::detail::StaticFunction _graph_sf" + std::to_string(j) + "(\"" + mangled + ".region" +
-             std::to_string(j) + "\", \"" + hash + "\");";
+      if (plan_.has_graph[j]) graphs.push_back(j);
+    std::string p = graph::codegen::split_open(mangled, hash, result_type_, eager_call(fd_, result_type_), graphs);
     for (size_t j = l_.regions.size() - 1; j >= 1; --j) {
       std::string ps;
       for (planner::VarId v : l_.params[j]) {
@@ -242,11 +235,11 @@ class PrologueWriter {
               d->getNameAsString();
       }
       p += " auto _graph_k" + std::to_string(j) + " = [&](" + ps + ") -> " + result_type_ + " {" + constants(j) +
-           text(l_.stretches[j - 1].first, l_.stretches[j - 1].second) + region(j) + " };";
+           text(l_.stretches[j - 1].first, l_.stretches[j - 1].second) + region(j, mangled) + " };";
     }
-    return p + region(0) + " })) return _graph_r; _Pragma(\"GCC diagnostic pop\")\n#line " +
-           std::to_string(sm_.getExpansionLineNumber(lbrace)) + " \"" + origin_ + "\"\n" +
-           std::string(sm_.getExpansionColumnNumber(lbrace), ' ');
+    return p + region(0, mangled) +
+           graph::codegen::split_close(sm_.getExpansionLineNumber(lbrace), sm_.getExpansionColumnNumber(lbrace),
+                                       origin_);
   }
 
  private:
@@ -266,18 +259,17 @@ class PrologueWriter {
   }
 
   // Region j's code: its graph, else its statements, then the next island.
-  std::string region(size_t j) const {
+  std::string region(size_t j, const std::string& mangled) const {
     const planner::RegionPlan& r = l_.regions[j];
     const std::string next = "_graph_k" + std::to_string(j + 1);
     std::string s;
     if (plan_.has_graph[j]) {
       const Lowered& low = lowered_.at(j);
-      const std::string sf = "_graph_sf" + std::to_string(j);
-      std::string args;
-      for (const std::string& a : low.call_args) args += ", " + a;
+      // The lowered graph's inputs are the optimized one's: the same signature.
+      const graph::ir::Signature sig = graph::ir::signature(*low.graph);
+      const std::string name = mangled + ".region" + std::to_string(j);
       if (r.last) {
-        s += " { " + result_type_ + " _graph_o{}; if (" + sf + ".run(_graph_o, nullptr" + args +
-             ")) return _graph_o; }";
+        s += graph::codegen::region_call(j, {name, "", result_type_, low.call_args}, sig, "");
       } else {
         std::string call;
         for (planner::VarId v : l_.params[j + 1]) {
@@ -285,8 +277,7 @@ class PrologueWriter {
           call += (call.empty() ? "" : ", ") +
                   (it == r.outputs.end() ? ex_.decls[v]->getNameAsString() : low.outputs.at(it - r.outputs.begin()));
         }
-        s += " { " + low.result_type + " _graph_o; if (" + sf + ".run(_graph_o, nullptr" + args + ")) return " +
-             next + "(" + call + "); }";
+        s += graph::codegen::region_call(j, {name, "", low.result_type, low.call_args}, sig, next + "(" + call + ")");
       }
     }
     s += text(r.from, r.to);

@@ -528,7 +528,7 @@ struct CapturePayload {
       if (id) cuda::device_allocator().free_pool(id);
     }
   } pool;
-  std::vector<Arg> in, out;
+  std::vector<IValue> in, out;
   // Where each static input tensor (in order, list elements flattened) was
   // last copied from.
   std::vector<ValueStamp> sources;
@@ -547,7 +547,7 @@ struct CapturePayload {
 
 // A copy of a device tensor argument (tensors and lists of them) on the
 // current stream; scalars as they are.
-Arg copy_arg(const Arg& a) {
+IValue copy_arg(const IValue& a) {
   if (const Tensor* t = std::get_if<Tensor>(&a)) return t->defined() ? t->clone() : *t;
   if (const auto* l = std::get_if<std::vector<Tensor>>(&a)) {
     std::vector<Tensor> c;
@@ -593,7 +593,7 @@ const ConditionalBackend& cuda_conditional_backend() {
 
 }  // namespace
 
-int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+int cuda_run_captured(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
   cuda::SignatureKey key(std::string(g.mangled_name) + "#" + g.body_hash);
   bool host_tensor = false;
   const auto add_tensor = [&](const Tensor& t) {

@@ -44,7 +44,7 @@ void set_cuda_graphs(bool on);
 // tensor inputs are on the device: 1 when it ran (captured or replayed, out
 // written), -1 when a guard failed (why set), 0 when it was not captured
 // (the caller runs g.fn as usual).
-int cuda_run_captured(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why);
+int cuda_run_captured(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why);
 
 // ---- the CUDA backend ----------------------------------------------------
 // A copy of `t` on `d` (one of them the CPU); throws graph::Error

@@ -1,12 +1,13 @@
-// The out-of-line halves of graph/detail/generated_support.h: what a failing
-// guard says. Generated sources call these only when a guard fails.
+// The out-of-line halves of graph/detail/generated_support.h: the input
+// check every generated graph function and interpret mode run (one checker
+// for both, reading the same signature table), and what a failing guard says.
 #include "graph/detail/generated_support.h"
 
 namespace graph::detail {
 namespace {
 
-// The C++ type each Arg alternative stands for, as messages name it.
-std::string_view arg_kind_name(const Arg& a) {
+// The C++ type each IValue alternative stands for, as messages name it.
+std::string_view arg_kind_name(const IValue& a) {
   switch (a.index()) {
     case 0: return "a tensor";
     case 1: return "an int";
@@ -15,8 +16,6 @@ std::string_view arg_kind_name(const Arg& a) {
     default: return "a list of tensors";
   }
 }
-
-}  // namespace
 
 std::string input_label(size_t index, std::string_view name) {
   return "input " + std::to_string(index) + " '" + std::string(name) + "'";
@@ -27,40 +26,59 @@ bool guard_fail(std::string* why, std::string reason) {
   return false;
 }
 
-bool fail_num_inputs(size_t got, size_t want, std::string* why) {
-  return guard_fail(why, "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
+bool fail_kind(const IValue& a, size_t index, const InputGuard& g, std::string* why) {
+  return guard_fail(why, input_label(index, g.name) + ": expected " + ir::input_kind_name(g.kind) + ", got " +
+                             std::string(arg_kind_name(a)));
 }
 
-bool fail_tensor(const Arg& a, size_t index, std::string_view name, DType dtype, std::string* why) {
-  const std::string want = input_label(index, name) + ": expected a " + std::string(dtype_name(dtype)) + " tensor, got ";
+bool fail_tensor(const IValue& a, size_t index, const InputGuard& g, std::string* why) {
+  const std::string want =
+      input_label(index, g.name) + ": expected a " + std::string(dtype_name(g.dtype)) + " tensor, got ";
   const Tensor* t = std::get_if<Tensor>(&a);
   if (!t) return guard_fail(why, want + std::string(arg_kind_name(a)));
   if (!t->defined()) return guard_fail(why, want + "an undefined tensor");
   return guard_fail(why, want + std::string(dtype_name(t->dtype())));
 }
 
-bool fail_any_tensor(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  return guard_fail(why, input_label(index, name) + ": expected a tensor, got " + std::string(arg_kind_name(a)));
+// A tensor input of the table's dtype, rank and static sizes.
+bool check_tensor(const IValue& a, size_t index, const InputGuard& g, std::string* why) {
+  const Tensor* t = std::get_if<Tensor>(&a);
+  if (g.may_be_undefined && t && !t->defined()) return true;
+  if (!t || !t->defined() || t->dtype() != g.dtype) return fail_tensor(a, index, g, why);
+  if (g.rank < 0) return true;
+  if (t->dim() != g.rank)
+    return guard_fail(why, input_label(index, g.name) + ": expected rank " + std::to_string(g.rank) + ", got shape " +
+                               shape_str(t->sizes()));
+  for (int64_t d = 0; g.sizes && d < g.rank; ++d)
+    if (g.sizes[d] >= 0 && t->size(d) != g.sizes[d])
+      return guard_fail(why, input_label(index, g.name) + ": expected size " + std::to_string(g.sizes[d]) +
+                                 " in dim " + std::to_string(d) + ", got shape " + shape_str(t->sizes()));
+  return true;
 }
 
-bool fail_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why) {
-  return guard_fail(why, input_label(index, name) + ": expected rank " + std::to_string(rank) + ", got shape " +
-                             shape_str(std::get<Tensor>(a).sizes()));
+bool check_input(const IValue& a, size_t index, const InputGuard& g, std::string* why) {
+  switch (g.kind) {
+    case ir::InputKind::Tensor: return check_tensor(a, index, g, why);
+    case ir::InputKind::AnyTensor: return std::holds_alternative<Tensor>(a) || fail_kind(a, index, g, why);
+    case ir::InputKind::TensorList: return std::holds_alternative<TensorList>(a) || fail_kind(a, index, g, why);
+    case ir::InputKind::Int: return std::holds_alternative<int64_t>(a) || fail_kind(a, index, g, why);
+    case ir::InputKind::Float: return std::holds_alternative<double>(a) || fail_kind(a, index, g, why);
+    case ir::InputKind::Bool: return std::holds_alternative<bool>(a) || fail_kind(a, index, g, why);
+  }
+  return fail_kind(a, index, g, why);
 }
 
-bool fail_size(const Arg& a, size_t index, std::string_view name, int64_t d, int64_t size, std::string* why) {
-  return guard_fail(why, input_label(index, name) + ": expected size " + std::to_string(size) + " in dim " +
-                             std::to_string(d) + ", got shape " + shape_str(std::get<Tensor>(a).sizes()));
+}  // namespace
+
+bool fail_num_inputs(size_t got, size_t want, std::string* why) {
+  return guard_fail(why, "expected " + std::to_string(want) + " inputs, got " + std::to_string(got));
 }
 
-bool fail_scalar(const Arg& a, size_t index, std::string_view name, std::string_view want, std::string* why) {
-  return guard_fail(why, input_label(index, name) + ": expected " + std::string(want) + ", got " +
-                             std::string(arg_kind_name(a)));
-}
-
-bool fail_list(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  return guard_fail(why,
-                    input_label(index, name) + ": expected a list of tensors, got " + std::string(arg_kind_name(a)));
+bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in, std::string* why) {
+  if (!guard_num_inputs(n_in, n, why)) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (!check_input(in[k], k, sig[k], why)) return false;
+  return true;
 }
 
 }  // namespace graph::detail

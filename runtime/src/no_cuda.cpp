@@ -80,7 +80,7 @@ Tensor cuda_embedding_backward(const Tensor&, const Tensor&, const Shape&, DType
 
 namespace graph::detail {
 
-int cuda_run_captured(const CompiledGraph&, const Arg*, size_t, Arg*, size_t, std::string*) { return 0; }
+int cuda_run_captured(const CompiledGraph&, const IValue*, size_t, IValue*, size_t, std::string*) { return 0; }
 
 Tensor cuda_gemm_epilogue(const Tensor&, const Tensor&, bool, const Tensor&, GemmEpilogue) {
   no_backend("matmul epilogue");

@@ -2,6 +2,7 @@
 // the generator inserts into [[graph::static]] functions (static.h).
 #include "graph/static.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -21,7 +22,6 @@
 #include "graph/interpreter.h"
 #include "graph/detail/static_autograd.h"
 #include "graph/ir/ir.h"
-#include "graph/ir/value_primitives.h"
 #include "graph/trace.h"
 #include "device.h"
 
@@ -134,34 +134,7 @@ const ir::Graph& parsed(const CompiledGraph& g) {
   return *slot;
 }
 
-// The generated code's guards, read from the graph's input types: false (and
-// why) when an input's kind, dtype, rank or a static size differs.
-bool guards_hold(const ir::Graph& g, const Arg* in, size_t n_in, std::string* why) {
-  for (size_t i = 0; i < n_in && i < g.inputs().size(); ++i) {
-    const ir::Type& t = g.inputs()[i]->type();
-    const std::string label = input_label(i, g.inputs()[i]->name());
-    if (!t.is_tensor()) continue;  // scalars: the caller's C++ types fixed them
-    const Tensor* x = std::get_if<Tensor>(&in[i]);
-    if (!x) return guard_fail(why, label + " is not a tensor");
-    if (ir::unread_input(g, g.inputs()[i].get())) continue;  // any tensor will do
-    if (!x->defined() && ir::may_be_undefined(g.inputs()[i].get())) continue;
-    if (t.dtype && x->dtype() != *t.dtype)
-      return guard_fail(why, label + " is " + std::string(dtype_token(x->dtype())) + ", the graph was compiled for " +
-                                 std::string(dtype_token(*t.dtype)));
-    if (!t.dims) continue;
-    if (x->dim() != static_cast<int64_t>(t.dims->size()))
-      return guard_fail(why, label + " has rank " + std::to_string(x->dim()) + ", the graph was compiled for rank " +
-                                 std::to_string(t.dims->size()));
-    for (size_t d = 0; d < t.dims->size(); ++d)
-      if ((*t.dims)[d].is_static() && x->size(static_cast<int64_t>(d)) != (*t.dims)[d].size)
-        return guard_fail(why, label + " has size " + std::to_string(x->size(static_cast<int64_t>(d))) + " in dim " +
-                                   std::to_string(d) + ", the graph was compiled for " +
-                                   std::to_string((*t.dims)[d].size));
-  }
-  return true;
-}
-
-bool any_cuda_input(const Arg* in, size_t n_in) {
+bool any_cuda_input(const IValue* in, size_t n_in) {
   for (size_t i = 0; i < n_in; ++i) {
     if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && t->defined() && t->device() == Device::CUDA) return true;
     if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
@@ -171,19 +144,18 @@ bool any_cuda_input(const Arg* in, size_t n_in) {
   return false;
 }
 
-bool interpret(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, std::string* why) {
-  const ir::Graph& graph = parsed(g);
-  if (!guards_hold(graph, in, n_in, why)) return false;
-  std::vector<IValue> inputs;
-  for (size_t i = 0; i < n_in; ++i) std::visit([&](const auto& v) { inputs.emplace_back(v); }, in[i]);
-  std::vector<IValue> results = graph::run(graph, std::move(inputs));
-  for (size_t i = 0; i < results.size(); ++i) std::visit([&](auto& v) { out[i] = std::move(v); }, results[i]);
+bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
+  // The generated function's own check, on the same signature table: both
+  // modes accept the same calls and explain a refused one alike.
+  if (!check_inputs(g.signature, g.num_inputs, in, n_in, why)) return false;
+  std::vector<IValue> results = graph::run(parsed(g), std::vector<IValue>(in, in + n_in));
+  std::move(results.begin(), results.end(), out);
   return true;
 }
 
 // Runs the graph the way the mode and the inputs ask for; false (and why)
 // when the eager body must run instead.
-bool run_graph(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+bool run_graph(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
   if (mode() == Mode::Interpret) {
     // The interpreter runs eager ops: eager autograd records through it.
     if (interpret(g, in, n_in, out, why)) return true;
@@ -231,13 +203,13 @@ Difference tensor_difference(const Tensor& a, const Tensor& b) {
   return {amax(maximum(d, -d)).item<double>(), ""};
 }
 
-double as_double(const Arg& v) {
+double as_double(const IValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
   if (const auto* f = std::get_if<double>(&v)) return *f;
   return std::get<bool>(v) ? 1.0 : 0.0;
 }
 
-Difference difference(const Arg& graph, const Arg& eager) {
+Difference difference(const IValue& graph, const IValue& eager) {
   if (graph.index() != eager.index()) return {0, "kinds differ"};
   if (const Tensor* a = std::get_if<Tensor>(&graph)) return tensor_difference(*a, std::get<Tensor>(eager));
   if (const auto* a = std::get_if<std::vector<Tensor>>(&graph)) {
@@ -277,7 +249,7 @@ static const char* split_source(const char* name) {
   return "?";
 }
 
-void StaticFunction::report_check(const Arg* graph, const Arg* eager, size_t n) {
+void StaticFunction::report_check(const IValue* graph, const IValue* eager, size_t n) {
   const CompiledGraph* g = load(graph_);
   std::string line = "graph check: " + demangled(name_) + " (" + (g ? g->source : split_source(name_)) + "):";
   for (size_t i = 0; i < n; ++i) {
@@ -293,7 +265,7 @@ void StaticFunction::report_check(const Arg* graph, const Arg* eager, size_t n) 
 namespace {
 
 // The node run_with_grad recorded for a graph's outputs, or null.
-autograd::Node* static_node(const Arg* graph, size_t n) {
+autograd::Node* static_node(const IValue* graph, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (const Tensor* t = std::get_if<Tensor>(&graph[i]); t && t->defined() && t->autograd_meta())
       if (autograd::Node* node = t->autograd_meta()->grad_fn.get(); node && node->name.starts_with("static graph ("))
@@ -311,9 +283,9 @@ bool beyond_tolerance(double diff, const Tensor& want) {
 
 }  // namespace
 
-bool StaticFunction::static_node_of(const Arg* graph, size_t n) { return static_node(graph, n) != nullptr; }
+bool StaticFunction::static_node_of(const IValue* graph, size_t n) { return static_node(graph, n) != nullptr; }
 
-void StaticFunction::check_gradients(const Arg* graph, const Arg* eager, size_t n) {
+void StaticFunction::check_gradients(const IValue* graph, const IValue* eager, size_t n) {
   autograd::Node* node = static_node(graph, n);
   const CompiledGraph* g = load(graph_);
   const CompiledGradient* d = g ? find_gradient(g->mangled_name, g->body_hash) : nullptr;
@@ -391,7 +363,7 @@ bool StaticFunction::split_ready() {
   return true;
 }
 
-bool StaticFunction::invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out) {
+bool StaticFunction::invoke(const IValue* in, size_t n_in, IValue* out, size_t n_out) {
   CompiledGraph* g = load(graph_);
   if (n_in != g->num_inputs || n_out != g->num_outputs) {
     explain(g->source, "the compiled graph's signature does not match the call");

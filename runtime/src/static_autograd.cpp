@@ -65,7 +65,7 @@ const CompiledGradient* find_gradient(std::string_view mangled_name, std::string
   return nullptr;
 }
 
-bool grad_requested(const Arg* in, size_t n_in) {
+bool grad_requested(const IValue* in, size_t n_in) {
   if (!autograd::grad_mode_enabled()) return false;
   for (size_t i = 0; i < n_in; ++i) {
     if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && tracks_grad(*t)) return true;
@@ -76,7 +76,7 @@ bool grad_requested(const Arg* in, size_t n_in) {
   return false;
 }
 
-bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why) {
+bool run_with_grad(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
   const CompiledGradient* d = find_gradient(g.mangled_name, g.body_hash);
   if (!d) return fail(why, "its inputs require grad and no gradient was generated for this graph");
   if (d->unsupported)
@@ -90,7 +90,7 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
                                "inputs only");
 
   // The forward records nothing itself: its one node is recorded below.
-  std::vector<Arg> results(n_out + d->num_saved);
+  std::vector<IValue> results(n_out + d->num_saved);
   {
     NoGradGuard no_grad;
     struct Flag {
@@ -100,7 +100,7 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
     } flag;
     if (!d->forward(in, n_in, results.data(), why)) return fail(why, "a guard failed: " + (why ? *why : ""));
   }
-  auto saved = std::make_shared<const std::vector<Arg>>(std::make_move_iterator(results.begin() + n_out),
+  auto saved = std::make_shared<const std::vector<IValue>>(std::make_move_iterator(results.begin() + n_out),
                                                         std::make_move_iterator(results.end()));
   std::vector<OutputInfo> info(n_out);
   for (size_t i = 0; i < n_out; ++i) {
@@ -119,18 +119,18 @@ bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out,
 
   const std::string name = std::string("static graph (") + g.source + ")";
   auto backward = [d, saved, info, name, needed](const std::vector<Tensor>& grads) {
-    std::vector<Arg> args(saved->begin(), saved->end());  // a copy: retain_graph may run it again
+    std::vector<IValue> args(saved->begin(), saved->end());  // a copy: retain_graph may run it again
     for (size_t i = 0; i < info.size(); ++i) {
       const bool given = i < grads.size() && grads[i].defined();
       args.emplace_back(given ? (grads[i].dtype() == info[i].dtype ? grads[i] : grads[i].to(info[i].dtype))
                               : zero_grad_for(info[i]));
     }
-    std::vector<Arg> results(d->num_grad_inputs);
+    std::vector<IValue> results(d->num_grad_inputs);
     std::string why;
     if (!d->backward(args.data(), args.size(), needed.get(), results.data(), &why))
       throw Error("backward of the " + name + ": " + why);
     std::vector<Tensor> grads_in;
-    for (Arg& r : results) grads_in.push_back(std::get<Tensor>(std::move(r)));
+    for (IValue& r : results) grads_in.push_back(std::get<Tensor>(std::move(r)));
     return grads_in;
   };
   Tensor none;

@@ -172,7 +172,7 @@ graph::detail::CompiledGradient* gradient_of(const char* mangled) {
 // dropped (undefined).
 graph::detail::BackwardFn real_backward = nullptr;
 bool drop_instead = false;
-bool faulty_backward(const graph::detail::Arg* in, size_t n, const bool* needed, graph::detail::Arg* out,
+bool faulty_backward(const graph::IValue* in, size_t n, const bool* needed, graph::IValue* out,
                      std::string* why) {
   if (!real_backward(in, n, needed, out, why)) return false;
   Tensor& g = std::get<Tensor>(out[0]);

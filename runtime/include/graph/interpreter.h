@@ -19,14 +19,10 @@
 #include <vector>
 
 #include "graph/ir/ir.h"
+#include "graph/ivalue.h"
 #include "graph/tensor.h"
 
 namespace graph {
-
-// A run-time value of the IR: a tensor, a host int/float/bool, or a list of
-// tensors (Type::Kind::List). An undefined Tensor stands for `undefined()`.
-using TensorList = std::vector<Tensor>;
-using IValue = std::variant<Tensor, int64_t, double, bool, TensorList>;
 
 struct RunOptions {
   // Threads that execute ready nodes, the caller included. 0: the

@@ -23,6 +23,8 @@
 #include <variant>
 #include <vector>
 
+#include "graph/ir/signature.h"
+#include "graph/ivalue.h"
 #include "graph/tensor.h"
 
 namespace graph {
@@ -42,13 +44,23 @@ Mode mode();
 
 namespace detail {
 
-// What crosses between user code and a compiled graph: tensors, scalars and
-// lists of tensors (the IR's `list`, a std::vector<Tensor> in C++).
-using Arg = std::variant<Tensor, int64_t, double, bool, std::vector<Tensor>>;
+// One input of a graph's call contract (ir/signature.h's InputSpec) as the
+// generated source writes it: a literal, so the signature is a constexpr
+// table there that the graph function's guards and the registry's
+// CompiledGraph (interpret mode) both read (check_inputs in
+// generated_support.h).
+struct InputGuard {
+  const char* name;
+  ir::InputKind kind;
+  DType dtype;            // Tensor only
+  bool may_be_undefined;  // Tensor only
+  int64_t rank;           // Tensor only; -1: any rank
+  const int64_t* sizes;   // Tensor of known rank: `rank` sizes, -1 for any; or nullptr
+};
 
 // The signature every generated graph function has. Returns false (and sets
 // *why) when a guard fails; throws graph::Error on errors inside the graph.
-using GraphFn = bool (*)(const Arg* inputs, size_t num_inputs, Arg* outputs, std::string* why);
+using GraphFn = bool (*)(const IValue* inputs, size_t num_inputs, IValue* outputs, std::string* why);
 
 struct CompiledGraph {
   const char* mangled_name;  // the annotated function's mangled name
@@ -57,6 +69,7 @@ struct CompiledGraph {
   GraphFn fn;
   size_t num_inputs;
   size_t num_outputs;
+  const InputGuard* signature;     // num_inputs rows: what each input must be
   const char* ir_text;             // the graph as IR text (GRAPH_MODE=interpret)
   // Why it must not be captured into a CUDA Graph, "" when it may be
   // (ir/device_control.h's cuda_graph_blocker, run at build time).
@@ -88,7 +101,7 @@ inline Tensor int_list_tensor(const Shape& v) {
 }
 
 template <class T>
-Arg to_arg(const T& v) {
+IValue to_arg(const T& v) {
   if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return v;
   else if constexpr (std::is_same_v<T, Shape>) return int_list_tensor(v);
   else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<int>> ||
@@ -102,7 +115,7 @@ Arg to_arg(const T& v) {
 
 // A graph output as the C++ type T the function returns (or one element of it).
 template <class T>
-T from_arg(Arg&& a) {
+T from_arg(IValue&& a) {
   if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return std::get<T>(std::move(a));
   else if constexpr (std::is_same_v<T, bool>) return std::get<bool>(a);
   else if constexpr (std::is_integral_v<T>) return static_cast<T>(std::get<int64_t>(a));
@@ -115,29 +128,29 @@ T from_arg(Arg&& a) {
 template <class R>
 struct Results {
   static constexpr size_t size = 1;
-  static void assign(R& r, Arg* out) { r = from_arg<R>(std::move(out[0])); }
-  static void to_args(const R& r, Arg* out) { out[0] = to_arg(r); }
+  static void assign(R& r, IValue* out) { r = from_arg<R>(std::move(out[0])); }
+  static void to_args(const R& r, IValue* out) { out[0] = to_arg(r); }
 };
 template <class... T>
 struct Results<std::tuple<T...>> {
   static constexpr size_t size = sizeof...(T);
-  static void assign(std::tuple<T...>& r, Arg* out) {
+  static void assign(std::tuple<T...>& r, IValue* out) {
     [&]<size_t... I>(std::index_sequence<I...>) {
       ((std::get<I>(r) = from_arg<T>(std::move(out[I]))), ...);
     }(std::index_sequence_for<T...>{});
   }
-  static void to_args(const std::tuple<T...>& r, Arg* out) {
+  static void to_args(const std::tuple<T...>& r, IValue* out) {
     [&]<size_t... I>(std::index_sequence<I...>) { ((out[I] = to_arg(std::get<I>(r))), ...); }(std::index_sequence_for<T...>{});
   }
 };
 template <class A, class B>
 struct Results<std::pair<A, B>> {
   static constexpr size_t size = 2;
-  static void assign(std::pair<A, B>& r, Arg* out) {
+  static void assign(std::pair<A, B>& r, IValue* out) {
     r.first = from_arg<A>(std::move(out[0]));
     r.second = from_arg<B>(std::move(out[1]));
   }
-  static void to_args(const std::pair<A, B>& r, Arg* out) {
+  static void to_args(const std::pair<A, B>& r, IValue* out) {
     out[0] = to_arg(r.first);
     out[1] = to_arg(r.second);
   }
@@ -164,8 +177,8 @@ class StaticFunction {
   bool run(R& result, E&& eager, const A&... args) {
     if (take_eager_turn()) return false;
     if (!ready()) return false;
-    Arg in[sizeof...(A) + 1] = {to_arg(args)...};
-    Arg out[Results<R>::size];
+    IValue in[sizeof...(A) + 1] = {to_arg(args)...};
+    IValue out[Results<R>::size];
     if (!invoke(in, sizeof...(A), out, Results<R>::size)) return false;
     Results<R>::assign(result, out);
     if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<E>>)
@@ -194,7 +207,7 @@ class StaticFunction {
   // GRAPH_CHECK: the eager result of the same call, compared output by output.
   template <class R, class E>
   void check(const R& graph_result, E& eager) {
-    Arg g[Results<R>::size], e[Results<R>::size];
+    IValue g[Results<R>::size], e[Results<R>::size];
     Results<R>::to_args(graph_result, g);
     const bool on_tape = static_node_of(g, Results<R>::size);
     R eager_result = [&] {
@@ -206,12 +219,12 @@ class StaticFunction {
     if (on_tape) check_gradients(g, e, Results<R>::size);
   }
   // Prints "graph check: <function> (<source>): output k: max |graph - eager| = d".
-  void report_check(const Arg* graph, const Arg* eager, size_t n);
+  void report_check(const IValue* graph, const IValue* eager, size_t n);
   // Whether the graph's outputs are one node on the tape (run_with_grad).
-  static bool static_node_of(const Arg* graph, size_t n);
+  static bool static_node_of(const IValue* graph, size_t n);
   // Makes that node's backward also run the eager outputs' backward and
   // report the differences per input gradient.
-  void check_gradients(const Arg* graph, const Arg* eager, size_t n);
+  void check_gradients(const IValue* graph, const IValue* eager, size_t n);
   // While alive, this thread's next call of this function runs its eager
   // body, with grad mode off unless `grad`.
   class EagerTurn {
@@ -227,7 +240,7 @@ class StaticFunction {
   bool take_eager_turn() const;  // true once after an EagerTurn began
 
   bool ready();  // registered and mode is Static; explains otherwise
-  bool invoke(const Arg* in, size_t n_in, Arg* out, size_t n_out);
+  bool invoke(const IValue* in, size_t n_in, IValue* out, size_t n_out);
 
   const char* name_;
   const char* hash_;

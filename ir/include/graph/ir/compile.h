@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/ir/ir.h"
+#include "graph/ir/signature.h"
 
 namespace graph::ir {
 
@@ -36,6 +37,9 @@ struct CompiledGraphs {
   // Why the optimized graph must not be captured into a CUDA Graph, "" when
   // it may be (device_control.h's cuda_graph_blocker).
   std::string cuda_graph_blocker;
+  // The call contract of `optimized` (signature.h): the prologue's argument
+  // order; codegen writes the same table for the guards and interpret mode.
+  Signature signature;
 };
 
 // `lowered` as a front end made it (verified, not optimized) is not changed.

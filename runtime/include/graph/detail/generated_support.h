@@ -6,9 +6,10 @@
 // API (<graph/graph.h> and the headers beside it), and may change with any
 // release.
 //
-// A generated graph function first checks every input with the guards below
-// (kind, dtype, rank): a failed guard writes a reason into *why and the
-// function returns false, so the eager body runs instead. Inside the graph,
+// A generated graph function first checks every input against its graph's
+// signature (check_inputs below: kind, dtype, rank): a failed guard writes a
+// reason into *why and the function returns false, so the eager body runs
+// instead. Inside the graph,
 // If and Loop conditions go through truth() (while a CUDA Graph is captured,
 // those on device tensors go to device_if / device_loop instead:
 // device_control.h); every tensor the function
@@ -68,65 +69,24 @@ inline bool truth(double v) { return v != 0.0; }
 inline bool truth(const Tensor& t) { return static_cast<bool>(t); }
 
 // ---- guards -----------------------------------------------------------------
-// Each guard's passing check is inline, as each generated function runs it on
-// every call; the messages of a failing one are built out of line
-// (generated_support.cpp), not compiled again in every generated source.
+// What a graph's inputs must be is its signature (ir/signature.h), which the
+// generated source holds as a constexpr table of InputGuard rows (static.h).
+// The graph function checks its inputs against that table, and interpret
+// mode checks a call against the same table (the registry's CompiledGraph
+// points to it), so both accept the same calls and explain a refused one
+// the same way.
 
-std::string input_label(size_t index, std::string_view name);
-bool guard_fail(std::string* why, std::string reason);
+// The count, then each input in order: its kind; for a tensor its dtype
+// ("input 0 'x': expected a float tensor, got long"), rank and static sizes,
+// none of them when it may be undefined and is, nor for an input the graph
+// never reads. False at the first mismatch, which explains itself in *why;
+// the eager body runs instead.
+bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in, std::string* why);
+
+// The count alone: a backward graph's inputs come from its forward.
 bool fail_num_inputs(size_t got, size_t want, std::string* why);
-bool fail_tensor(const Arg& a, size_t index, std::string_view name, DType dtype, std::string* why);
-bool fail_any_tensor(const Arg& a, size_t index, std::string_view name, std::string* why);
-bool fail_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why);
-bool fail_size(const Arg& a, size_t index, std::string_view name, int64_t d, int64_t size, std::string* why);
-// want: "an int", "a float" or "a bool".
-bool fail_scalar(const Arg& a, size_t index, std::string_view name, std::string_view want, std::string* why);
-bool fail_list(const Arg& a, size_t index, std::string_view name, std::string* why);
-
 inline bool guard_num_inputs(size_t got, size_t want, std::string* why) {
   return got == want || fail_num_inputs(got, want, why);
-}
-
-// A tensor input of dtype `dtype`: "input 0 'X': expected a float tensor, got long".
-inline bool guard_tensor(const Arg& a, size_t index, std::string_view name, DType dtype, std::string* why) {
-  const Tensor* t = std::get_if<Tensor>(&a);
-  return (t && t->defined() && t->dtype() == dtype) || fail_tensor(a, index, name, dtype, why);
-}
-
-// An input that may be undefined (ir::may_be_undefined): the other guards
-// apply only when it is defined.
-inline bool defined_tensor(const Arg& a) {
-  const Tensor* t = std::get_if<Tensor>(&a);
-  return !t || t->defined();  // not a tensor: guard_tensor explains
-}
-
-// A tensor input the graph never reads: any dtype, shape, or undefined.
-inline bool guard_any_tensor(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  return std::holds_alternative<Tensor>(a) || fail_any_tensor(a, index, name, why);
-}
-
-// A tensor input of rank `rank` (checked after guard_tensor).
-inline bool guard_rank(const Arg& a, size_t index, std::string_view name, int64_t rank, std::string* why) {
-  return std::get<Tensor>(a).dim() == rank || fail_rank(a, index, name, rank, why);
-}
-
-// A tensor input whose dim `d` has the static size `size`.
-inline bool guard_size(const Arg& a, size_t index, std::string_view name, int64_t d, int64_t size,
-                       std::string* why) {
-  return std::get<Tensor>(a).size(d) == size || fail_size(a, index, name, d, size, why);
-}
-
-// A host scalar input held as T (int64_t for int, double for float, bool).
-template <class T>
-bool guard_scalar(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  return std::holds_alternative<T>(a) ||
-         fail_scalar(a, index, name, std::is_same_v<T, bool> ? "a bool" : std::is_same_v<T, double> ? "a float" : "an int",
-                     why);
-}
-
-// A list input (a std::vector<Tensor>); its elements are not specialized on.
-inline bool guard_list(const Arg& a, size_t index, std::string_view name, std::string* why) {
-  return std::holds_alternative<std::vector<Tensor>>(a) || fail_list(a, index, name, why);
 }
 
 // ---- host ints ----------------------------------------------------------------

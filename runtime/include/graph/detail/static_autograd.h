@@ -28,7 +28,7 @@ namespace graph::detail {
 // grad_inputs...). needed[k] says whether the gradient of grad_inputs[k] is
 // wanted (its input requires grad); an unwanted one comes back undefined, and
 // work that only it needs does not run (ir/output_reach.h).
-using BackwardFn = bool (*)(const Arg* inputs, size_t num_inputs, const bool* needed, Arg* outputs,
+using BackwardFn = bool (*)(const IValue* inputs, size_t num_inputs, const bool* needed, IValue* outputs,
                             std::string* why);
 
 struct CompiledGradient {
@@ -52,12 +52,12 @@ struct GradientRegistrar {
 
 // True when grad mode is on and some tensor input requires grad (a list
 // holding one counts too).
-bool grad_requested(const Arg* in, size_t n_in);
+bool grad_requested(const IValue* in, size_t n_in);
 
 // Runs `g` as one node on the tape: its forward, then records the backward.
 // False (and why) when the eager body must run instead: no gradient was
 // generated, autodiff refused the graph, a list input requires grad, or a
 // guard failed.
-bool run_with_grad(const CompiledGraph& g, const Arg* in, size_t n_in, Arg* out, size_t n_out, std::string* why);
+bool run_with_grad(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why);
 
 }  // namespace graph::detail
