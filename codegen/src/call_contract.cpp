@@ -2,6 +2,7 @@
 // the generated source, and the prologue of the rewritten user source.
 #include "graph/codegen/call_contract.h"
 
+#include "emitter.h"
 #include "graph/error.h"
 #include "graph/ir/ir.h"
 
@@ -19,16 +20,6 @@ const char* kind_expr(ir::InputKind k) {
     case ir::InputKind::Bool: return "::graph::ir::InputKind::Bool";
   }
   return "?";
-}
-
-std::string dtype_enum(DType d) {
-  switch (d) {
-#define GRAPH_X(name, type, token, torch) \
-  case DType::name: return "::graph::DType::" #name;
-    GRAPH_DTYPES(GRAPH_X)
-#undef GRAPH_X
-  }
-  return "::graph::DType::Float32";
 }
 
 void check_args(const Call& c, const ir::Signature& sig) {
@@ -62,7 +53,7 @@ std::string signature_table(const ir::Signature& sig, const std::string& var, co
       for (size_t d = 0; d < in.sizes.size(); ++d) sizes += (d ? ", " : "") + std::to_string(in.sizes[d]);
       sizes += "};\n";
     }
-    rows += "    {" + ir::quote(in.name) + ", " + kind_expr(in.kind) + ", " + dtype_enum(in.dtype.value_or(DType::Float32)) +
+    rows += "    {" + ir::quote(in.name) + ", " + kind_expr(in.kind) + ", " + detail::dtype_expr(in.dtype.value_or(DType::Float32)) +
             ", " + (in.may_be_undefined ? "true" : "false") + ", " + std::to_string(in.rank) + ", " + sizes_var +
             "},\n";
   }
