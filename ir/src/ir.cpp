@@ -177,7 +177,7 @@ bool optional_operand(const Node* n, const Value* v) {
   if (!info) return false;
   for (size_t i = 0; i < n->inputs().size(); ++i) {
     if (n->input(i) != v) continue;
-    const bool optional = (info->id == OpId::linear && i == 2) || (info->id == OpId::conv2d && i == 2) ||
+    const bool optional = (info->id == OpId::linear && i == 2) || ((info->id == OpId::conv2d || info->id == OpId::conv_transpose2d) && i == 2) ||
                           (info->id == OpId::layer_norm && (i == 1 || i == 2)) ||
                           (info->id == OpId::scaled_dot_product_attention && i == 3) ||
                           (info->id == OpId::batch_norm && i >= 1 && i <= 4);

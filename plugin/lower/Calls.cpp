@@ -213,7 +213,8 @@ auto FunctionLowering::op_call(const graph::OpInfo& op, const CallExpr* c, const
       const auto* ce = dyn_cast<CXXConstructExpr>(strip(a));
       // The operands ir::may_be_undefined accepts undefined.
       const size_t k = in.size();
-      const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d) && k == 2) ||
+      const bool optional = ((op.id == graph::OpId::linear || op.id == graph::OpId::conv2d ||
+                              op.id == graph::OpId::conv_transpose2d) && k == 2) ||
                             (op.id == graph::OpId::layer_norm && (k == 1 || k == 2)) ||
                             (op.id == graph::OpId::scaled_dot_product_attention && k == 3) ||
                             (op.id == graph::OpId::batch_norm && k >= 1);
