@@ -111,4 +111,22 @@ struct VAEImpl : graph::nn::Module {
 };
 GRAPH_MODULE(VAE);
 
+// DCGAN's generator on 32x32 images: z [N, nz, 1, 1] -> ConvTranspose2d
+// (nz, 4g, 4, 1, 0) -> 4x4, then (4g, 2g), (2g, g), (g, 3) with 4, 2, 1 ->
+// 8x8, 16x16, 32x32; BatchNorm2d + ReLU between (batch_norm_2d, as ResNet),
+// tanh at the end. Returns the image [N, 3, 32, 32] and mean(img^2), a loss
+// that reaches every parameter.
+struct DCGANGeneratorImpl : graph::nn::Module {
+  DCGANGeneratorImpl(int64_t nz, int64_t g);
+  std::tuple<Tensor, Tensor> forward(const Tensor& z, bool training);
+  graph::nn::ConvTranspose2d ct1;
+  graph::nn::BatchNorm2d bn1;
+  graph::nn::ConvTranspose2d ct2;
+  graph::nn::BatchNorm2d bn2;
+  graph::nn::ConvTranspose2d ct3;
+  graph::nn::BatchNorm2d bn3;
+  graph::nn::ConvTranspose2d ct4;
+};
+GRAPH_MODULE(DCGANGenerator);
+
 }  // namespace models
