@@ -33,9 +33,12 @@ GRAPH_MODULE(GPTBlock);
 
 // BatchNorm2d's arithmetic on x with bn's parameters: the batch's statistics
 // (training) or the running ones. The running stats are not updated (see
-// ResNetImpl).
-Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                     const Tensor& running_var, bool training);
+// ResNetImpl). Inline: each model's .cpp lowers it into its static forward.
+inline Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                            const Tensor& running_var, bool training) {
+  if (training) return graph::batch_norm(x, Tensor(), Tensor(), weight, bias, true, 0.1, 1e-5);
+  return graph::batch_norm(x, running_mean, running_var, weight, bias, false, 0.1, 1e-5);
+}
 
 // ResNet-18's BasicBlock: conv3x3-BN-ReLU-conv3x3-BN plus the identity
 // shortcut, then ReLU; DownBlock: the same with stride 2 and a projection
