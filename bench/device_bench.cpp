@@ -223,7 +223,7 @@ void mlp_sgd(int batch) {
     graph::optim::SGD opt;
     Tensor x, labels;
     Model(const MlpParams& p, Tensor x_, Tensor l_)
-        : params(make(p)), opt(params, graph::optim::SGDOptions{0.01}), x(std::move(x_)), labels(std::move(l_)) {}
+        : params(make(p)), opt(params, graph::optim::SGDOptions(0.01)), x(std::move(x_)), labels(std::move(l_)) {}
     static std::vector<Tensor> make(const MlpParams& p) {
       std::vector<Tensor> ps{p.w1.clone(), p.b1.clone(), p.w2.clone(), p.b2.clone(), p.w3.clone(), p.b3.clone()};
       for (Tensor& t : ps) t.requires_grad_();

@@ -105,7 +105,7 @@ void training() {
     std::vector<Tensor> params;
     graph::optim::SGD opt;
     Tensor loss;
-    explicit Model(const Mlp& m) : params(trainable(m)), opt(params, graph::optim::SGDOptions{0.01}) {}
+    explicit Model(const Mlp& m) : params(trainable(m)), opt(params, graph::optim::SGDOptions(0.01)) {}
     static std::vector<Tensor> trainable(const Mlp& m) {
       std::vector<Tensor> ps{m.w1.clone(), m.b1.clone(), m.w2.clone(), m.b2.clone(), m.w3.clone(), m.b3.clone()};
       for (Tensor& p : ps) p.requires_grad_();
@@ -159,11 +159,11 @@ int print_train_digest() {
     std::printf(" params %016llx\n", static_cast<unsigned long long>(h));
   };
   for (graph::Mode mode : {graph::Mode::Eager, graph::Mode::Static}) {
-    run(mode, "sgd     ", [](std::vector<Tensor>& p) { return new graph::optim::SGD(p, {.lr = 0.01}); });
+    run(mode, "sgd     ", [](std::vector<Tensor>& p) { return new graph::optim::SGD(p, graph::optim::SGDOptions(0.01)); });
     run(mode, "momentum", [](std::vector<Tensor>& p) {
-      return new graph::optim::SGD(p, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4});
+      return new graph::optim::SGD(p, graph::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
     });
-    run(mode, "adam    ", [](std::vector<Tensor>& p) { return new graph::optim::Adam(p, {.lr = 1e-3}); });
+    run(mode, "adam    ", [](std::vector<Tensor>& p) { return new graph::optim::Adam(p, graph::optim::AdamOptions(1e-3)); });
   }
   return 0;
 }

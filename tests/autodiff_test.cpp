@@ -58,6 +58,12 @@ std::vector<OpCase> op_cases() {
       {img, w, bias});
   add("conv2d", "  %c : Tensor = undefined()\n  %y : Tensor = conv2d{groups=2}(%a, %b, %c)\n",
       {img, values({4, 1, 2, 2}, -1, 1, 18)});
+  add("conv_transpose2d",
+      "  %y : Tensor = conv_transpose2d{stride=[2, 1], padding=[1, 0], output_padding=[1, 0], groups=1, "
+      "dilation=[1, 2]}(%a, %b, %c)\n",
+      {img, values({2, 3, 3, 3}, -0.5, 0.5, 19), bias});
+  add("conv_transpose2d", "  %c : Tensor = undefined()\n  %y : Tensor = conv_transpose2d{groups=2}(%a, %b, %c)\n",
+      {img, values({2, 2, 2, 2}, -1, 1, 20)});
   add("t", "  %y : Tensor = t(%a)\n", {a});
   add("transpose", "  %y : Tensor = transpose{dim0=0, dim1=-1}(%a)\n", {a});
   add("permute", "  %y : Tensor = permute{dims=[2, 0, 1]}(%a)\n", {values({2, 3, 4}, -1, 1, 19)});

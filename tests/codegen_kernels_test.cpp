@@ -183,7 +183,7 @@ TEST(PackedGemm, InPlaceWeightUpdatesArePackedAgain) {
 
   // An optimizer step on w1 (gradient from the eager MLP).
   p.w1.requires_grad_();
-  graph::optim::SGD opt({p.w1}, {.lr = 0.05});
+  graph::optim::SGD opt({p.w1}, graph::optim::SGDOptions(0.05));
   graph::sum(mlp_eager(x, p)).backward();
   opt.step();
   p.w1 = p.w1.detach();

@@ -158,11 +158,11 @@ TEST_F(Cuda, SgdStepsInOneKernelAsOnTheCpu) {
   for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
     const double tol = dt == graph::kFloat32 ? 1e-6 : 1e-14;
     const std::string d(graph::dtype_name(dt));
-    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1}, dt, tol, "plain " + d);
-    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9}, dt, tol, "momentum " + d);
-    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9, 0.3}, dt, tol, "dampening " + d);
-    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.0, 0.0, 0.01}, dt, tol, "weight decay " + d);
-    expect_optimizer_matches_cpu<SGD>(SGDOptions{0.1, 0.9, 0.0, 0.01, true}, dt, tol, "nesterov " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions(0.1), dt, tol, "plain " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions(0.1).momentum(0.9), dt, tol, "momentum " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions(0.1).momentum(0.9).dampening(0.3), dt, tol, "dampening " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions(0.1).weight_decay(0.01), dt, tol, "weight decay " + d);
+    expect_optimizer_matches_cpu<SGD>(SGDOptions(0.1).momentum(0.9).weight_decay(0.01).nesterov(true), dt, tol, "nesterov " + d);
   }
 }
 
@@ -172,9 +172,9 @@ TEST_F(Cuda, AdamStepsInOneKernelAsOnTheCpu) {
   for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
     const double tol = dt == graph::kFloat32 ? 1e-6 : 1e-14;
     const std::string d(graph::dtype_name(dt));
-    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01}, dt, tol, "plain " + d);
-    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01, {0.8, 0.99}, 1e-6, 0.02}, dt, tol, "weight decay " + d);
-    expect_optimizer_matches_cpu<Adam>(AdamOptions{0.01, {0.9, 0.999}, 1e-8, 0.0, true}, dt, tol, "amsgrad " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions(0.01), dt, tol, "plain " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions(0.01).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.02), dt, tol, "weight decay " + d);
+    expect_optimizer_matches_cpu<Adam>(AdamOptions(0.01).amsgrad(true), dt, tol, "amsgrad " + d);
   }
 }
 

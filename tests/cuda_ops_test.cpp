@@ -150,8 +150,8 @@ TEST_F(Cuda, ModulesMoveToTheDeviceAndOptimizersStepThere) {
     ASSERT_EQ(gpu->weight.device(), graph::kCUDA);
     ASSERT_TRUE(gpu->weight.requires_grad());
     auto make = [&](graph::nn::Linear& m) -> std::unique_ptr<graph::optim::Optimizer> {
-      if (which == 0) return std::make_unique<graph::optim::SGD>(m->parameters(), graph::optim::SGDOptions{0.1, 0.9});
-      return std::make_unique<graph::optim::Adam>(m->parameters(), graph::optim::AdamOptions{0.01});
+      if (which == 0) return std::make_unique<graph::optim::SGD>(m->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+      return std::make_unique<graph::optim::Adam>(m->parameters(), graph::optim::AdamOptions(0.01));
     };
     auto opt_cpu = make(cpu), opt_gpu = make(gpu);
     const Tensor x = signed_values({5, 8});

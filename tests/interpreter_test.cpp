@@ -86,6 +86,11 @@ std::vector<OpCase> op_cases() {
   add("matmul", "  %y : Tensor = matmul(%a, %b)\n", {a, b.t()}, [=] { return matmul(a, b.t()); });
   add("conv2d", "  %y : Tensor = conv2d{stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=1}(%a, %b, %c)\n",
       {img, w, bias}, [=] { return conv2d(img, w, bias, {2, 1}, {1, 1}, {1, 2}, 1); });
+  const Tensor wt = w.transpose(0, 1).contiguous();  // [C_in, C_out, kH, kW]
+  add("conv_transpose2d",
+      "  %y : Tensor = conv_transpose2d{stride=[2, 1], padding=[1, 0], output_padding=[1, 0], groups=1, "
+      "dilation=[1, 2]}(%a, %b, %c)\n",
+      {img, wt, bias}, [=] { return conv_transpose2d(img, wt, bias, {2, 1}, {1, 0}, {1, 0}, 1, {1, 2}); });
   add("t", "  %y : Tensor = t(%a)\n", {a}, [=] { return a.t(); });
   add("transpose", "  %y : Tensor = transpose{dim0=0, dim1=1}(%a)\n", {a}, [=] { return a.transpose(0, 1); });
   add("permute", "  %y : Tensor = permute{dims=[2, 0, 1]}(%a)\n", {img.squeeze(0)}, [=] { return img.squeeze(0).permute({2, 0, 1}); });

@@ -1,10 +1,10 @@
-# The model suite (issue 19): small GPT, ResNet, temporal CNN, VAE and seq2seq models
+# The model suite (issue 19): small GPT, ResNet, temporal CNN, VAE, DCGAN and seq2seq models
 # whose forwards are [[graph::static]] (tests/models/*.cpp, lowered with
 # -Werror=graph-fallback), against PyTorch (tests/fixtures/
 # make_model_fixtures.py): compiled, interpreted and eager.
 set(CXXGRAPH_MODEL_SOURCES ${CMAKE_CURRENT_LIST_DIR}/models/gpt.cpp ${CMAKE_CURRENT_LIST_DIR}/models/resnet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/models/tcn.cpp ${CMAKE_CURRENT_LIST_DIR}/models/vae.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/models/seq2seq.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/models/dcgan.cpp ${CMAKE_CURRENT_LIST_DIR}/models/seq2seq.cpp)
 add_executable(models_test ${CMAKE_CURRENT_LIST_DIR}/models/models_test.cpp ${CXXGRAPH_MODEL_SOURCES})
 target_link_libraries(models_test PRIVATE cxxgraph::runtime GTest::gtest_main)
 cxxgraph_static_graphs(models_test SOURCES ${CXXGRAPH_MODEL_SOURCES} GENERATOR_FLAGS -Werror=graph-fallback)

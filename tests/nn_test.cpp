@@ -567,7 +567,7 @@ void compare_steps(Problem& pr, Opt& opt, int steps, Ref reference, double tol =
 
 TEST(SGD, PlainStepByHand) {
   Problem pr;
-  optim::SGD opt({pr.p}, {.lr = 0.1});
+  optim::SGD opt({pr.p}, optim::SGDOptions(0.1));
   pr.backward();  // g = c*p + d = {0.75, -3.5, 0.25}
   opt.step();
   expect_near(pr.p, {1 - 0.075, -2 + 0.35, 0.5 - 0.025});
@@ -575,7 +575,7 @@ TEST(SGD, PlainStepByHand) {
 
 TEST(SGD, WeightDecayMomentumDampening) {
   Problem pr;
-  optim::SGD opt({pr.p}, {.lr = 0.1, .momentum = 0.9, .dampening = 0.2, .weight_decay = 0.01});
+  optim::SGD opt({pr.p}, optim::SGDOptions(0.1).momentum(0.9).dampening(0.2).weight_decay(0.01));
   std::vector<double> buf;
   compare_steps(pr, opt, 4, [&](std::vector<double>& x, std::vector<double> g) {
     for (size_t i = 0; i < x.size(); ++i) g[i] += 0.01 * x[i];
@@ -590,7 +590,7 @@ TEST(SGD, WeightDecayMomentumDampening) {
 
 TEST(SGD, Nesterov) {
   Problem pr;
-  optim::SGD opt({pr.p}, {.lr = 0.05, .momentum = 0.9, .nesterov = true});
+  optim::SGD opt({pr.p}, optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
   std::vector<double> buf;
   compare_steps(pr, opt, 4, [&](std::vector<double>& x, std::vector<double> g) {
     if (buf.empty()) {
@@ -604,13 +604,13 @@ TEST(SGD, Nesterov) {
 
 TEST(SGD, ErrorsAndSkipsParametersWithoutGradient) {
   Tensor p = graph::ones({2}).requires_grad_();
-  EXPECT_NE(error_of([&] { optim::SGD({p}, {.lr = 0.1, .nesterov = true}); }).find("nesterov"), std::string::npos);
-  EXPECT_NE(error_of([&] { optim::SGD({p}, {.lr = -1}); }).find("invalid learning rate"), std::string::npos);
+  EXPECT_NE(error_of([&] { optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)); }).find("nesterov"), std::string::npos);
+  EXPECT_NE(error_of([&] { optim::SGD({p}, optim::SGDOptions(-1)); }).find("invalid learning rate"), std::string::npos);
   Tensor q = p * 2;
-  EXPECT_NE(error_of([&] { optim::SGD({q}, {.lr = 0.1}); }).find("not a leaf"), std::string::npos);
-  EXPECT_NE(error_of([&] { optim::SGD({graph::ones({2}, graph::kInt64)}, {.lr = 0.1}); }).find("float32 or float64"),
+  EXPECT_NE(error_of([&] { optim::SGD({q}, optim::SGDOptions(0.1)); }).find("not a leaf"), std::string::npos);
+  EXPECT_NE(error_of([&] { optim::SGD({graph::ones({2}, graph::kInt64)}, optim::SGDOptions(0.1)); }).find("float32 or float64"),
             std::string::npos);
-  optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt({p}, optim::SGDOptions(0.1).momentum(0.9));
   const uint64_t version = p.version();
   opt.step();  // no gradient yet: nothing happens
   expect_near(p, {1, 1}, 0);
@@ -619,7 +619,7 @@ TEST(SGD, ErrorsAndSkipsParametersWithoutGradient) {
 
 TEST(Adam, FirstStepIsLrTimesSign) {
   Problem pr;
-  optim::Adam opt({pr.p}, {.lr = 0.1});
+  optim::Adam opt({pr.p}, optim::AdamOptions(0.1));
   pr.backward();
   opt.step();
   // m_hat = g, v_hat = g^2: the step is lr * g / (|g| + eps).
@@ -651,24 +651,24 @@ auto adam_reference(double lr, double b1, double b2, double eps, double wd, bool
 
 TEST(Adam, BiasCorrectionAndWeightDecayOverSteps) {
   Problem pr;
-  optim::Adam opt({pr.p}, {.lr = 0.05, .betas = {0.8, 0.99}, .eps = 1e-3, .weight_decay = 0.1});
+  optim::Adam opt({pr.p}, optim::AdamOptions(0.05).betas({0.8, 0.99}).eps(1e-3).weight_decay(0.1));
   compare_steps(pr, opt, 6, adam_reference(0.05, 0.8, 0.99, 1e-3, 0.1, false), 2e-6);
 }
 
 TEST(Adam, Amsgrad) {
   Problem pr;
-  optim::Adam opt({pr.p}, {.lr = 0.2, .amsgrad = true});
+  optim::Adam opt({pr.p}, optim::AdamOptions(0.2).amsgrad(true));
   compare_steps(pr, opt, 8, adam_reference(0.2, 0.9, 0.999, 1e-8, 0, true), 2e-6);
 }
 
 TEST(Adam, Float64AndErrors) {
   Tensor p = graph::full({2}, 3.0, graph::kFloat64).requires_grad_();
-  optim::Adam opt({p}, {.lr = 0.5, .eps = 0});
+  optim::Adam opt({p}, optim::AdamOptions(0.5).eps(0));
   (p * p).sum().backward();
   opt.step();
   EXPECT_EQ(p.dtype(), graph::kFloat64);
   expect_near(p, {2.5, 2.5}, 1e-14);
-  EXPECT_NE(error_of([&] { optim::Adam({p}, {.betas = {1.0, 0.9}}); }).find("beta parameter at index 0"),
+  EXPECT_NE(error_of([&] { optim::Adam({p}, optim::AdamOptions().betas({1.0, 0.9})); }).find("beta parameter at index 0"),
             std::string::npos);
 }
 
@@ -676,7 +676,7 @@ TEST(Optim, ModuleSeesUpdatesAndZeroGrad) {
   nn::Linear fc(2, 1);
   set(fc->weight, {1, 1});
   set(fc->bias, {0});
-  optim::SGD opt(fc->parameters(), {.lr = 0.5});
+  optim::SGD opt(fc->parameters(), optim::SGDOptions(0.5));
   fc(graph::tensor<float>({{1, 2}})).sum().backward();
   opt.step();
   expect_near(fc->weight, {0.5, 0}, 0);
@@ -693,7 +693,7 @@ TEST(Serialize, RoundTripIntoExistingTensors) {
   a->named_buffers()[0].second.data_ptr<int64_t>()[0] = 42;
   nn::save(*a, path);
   Tensor w = b->fc1->weight;
-  optim::SGD opt(b->parameters(), {.lr = 0.1});
+  optim::SGD opt(b->parameters(), optim::SGDOptions(0.1));
   const uint64_t version = w.version();
   nn::load(*b, path);
   EXPECT_GT(w.version(), version);  // loading writes the parameters in place

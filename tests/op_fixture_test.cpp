@@ -191,6 +191,9 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "conv2d")
     return graph::conv2d(in[0], in[1], in[2], pair("stride"), pair("padding"), pair("dilation"),
                          std::stoll(c.attrs.at("groups")));
+  if (c.op == "conv_transpose2d")
+    return graph::conv_transpose2d(in[0], in[1], in[2], pair("stride"), pair("padding"), pair("output_padding"),
+                                   std::stoll(c.attrs.at("groups")), pair("dilation"));
   if (c.op == "max_pool2d") return graph::max_pool2d(in[0], pair("kernel"), pair("stride"), pair("padding"));
   if (c.op == "avg_pool2d") return graph::avg_pool2d(in[0], pair("kernel"), pair("stride"), pair("padding"));
   if (c.op == "embedding") return graph::embedding(in[0], in[1]);

@@ -68,6 +68,16 @@ gtest_discover_tests(backward_kernels_test)
 
 # conv2d's float32 path through oneDNN's convolution primitives: forward and
 # backward against float64, the weight-reorder cache, the fused relu.
+add_executable(conv_transpose_test ${CMAKE_CURRENT_LIST_DIR}/conv_transpose_test.cpp)
+target_link_libraries(conv_transpose_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(conv_transpose_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(conv_transpose_test)
+
+add_executable(options_test ${CMAKE_CURRENT_LIST_DIR}/options_test.cpp)
+target_link_libraries(options_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(options_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(options_test)
+
 add_executable(conv_dnnl_test ${CMAKE_CURRENT_LIST_DIR}/conv_dnnl_test.cpp)
 target_link_libraries(conv_dnnl_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(conv_dnnl_test PRIVATE -Wall -Wextra)

@@ -125,6 +125,10 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::conv2d:
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(nm, n, "stride", "{1, 1}") + ", " +
              attr(nm, n, "padding", "{0, 0}") + ", " + attr(nm, n, "dilation", "{1, 1}") + ", " + attr(nm, n, "groups", "1") + ")";
+    case OpId::conv_transpose2d:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + attr(nm, n, "stride", "{1, 1}") + ", " +
+             attr(nm, n, "padding", "{0, 0}") + ", " + attr(nm, n, "output_padding", "{0, 0}") + ", " +
+             attr(nm, n, "groups", "1") + ", " + attr(nm, n, "dilation", "{1, 1}") + ")";
     case OpId::max_pool2d:
     case OpId::avg_pool2d:
       return f + "(" + in(0) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
@@ -210,6 +214,10 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "stride", "{1, 1}") +
              ", " + attr(nm, n, "padding", "{0, 0}") + ", " + attr(nm, n, "dilation", "{1, 1}") + ", " +
              attr(nm, n, "groups", "1") + ", " + mask + ")";
+    case OpId::conv_transpose2d_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "stride", "{1, 1}") +
+             ", " + attr(nm, n, "padding", "{0, 0}") + ", " + attr(nm, n, "output_padding", "{0, 0}") + ", " +
+             attr(nm, n, "groups", "1") + ", " + attr(nm, n, "dilation", "{1, 1}") + ", " + mask + ")";
     case OpId::max_pool2d_backward:
     case OpId::avg_pool2d_backward:
       return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +

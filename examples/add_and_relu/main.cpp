@@ -30,7 +30,7 @@ GRAPH_MODULE(Net);
 std::vector<double> train(Mode mode, const Tensor& x, const Tensor& y, int steps, double* ms) {
   manual_seed(1);  // the same initial weights for both runs
   Net net;
-  optim::SGD opt(net->parameters(), {.lr = 0.05});
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.05));
   set_mode(mode);
   std::vector<double> losses;
   const auto t0 = std::chrono::steady_clock::now();

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   manual_seed(1 + rank);  // DDP broadcasts rank 0's weights: the others' do not matter
   Mlp model(bench_steps ? 512 : 64);
   dist::DistributedDataParallel ddp(model.ptr(), pg, {.bucket_cap_bytes = bench_steps ? (1u << 20) : (25u << 20)});
-  optim::SGD opt(model->parameters(), {.lr = 0.2, .momentum = 0.9});
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.2).momentum(0.9));
   dist::DistributedSampler sampler(kExamples, pg, {.shuffle = true, .seed = 42});
   const size_t local_batch = static_cast<size_t>(kGlobalBatch / world);
 

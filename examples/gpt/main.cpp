@@ -31,7 +31,7 @@ int main() {
     graph::NoGradGuard no_grad;
     ok = examples::compare_eager_static([&] { return std::get<0>(gpt(ids, targets)); }, 1e-4, 20);
   }
-  graph::optim::Adam opt(gpt->parameters(), graph::optim::AdamOptions{.lr = 3e-3});
+  graph::optim::Adam opt(gpt->parameters(), graph::optim::AdamOptions(3e-3));
   float first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
     opt.zero_grad();

@@ -57,7 +57,7 @@ struct Run {
 Run train(Mode mode, const Tensor& x, const Tensor& labels) {
   manual_seed(1);
   Mlp net;
-  optim::Adam opt(net->parameters(), {.lr = 0.02});
+  optim::Adam opt(net->parameters(), optim::AdamOptions(0.02));
   set_mode(mode);
   Run run;
   std::vector<double> step_ms;

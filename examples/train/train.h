@@ -105,23 +105,23 @@ inline std::map<std::string, std::vector<double>> run_all(const std::string& dir
       [](std::vector<Tensor> p, int step) -> std::unique_ptr<optim::Optimizer> {
         if (step != 0) return nullptr;
         return std::make_unique<optim::SGD>(
-            std::move(p), optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true});
+            std::move(p), optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-3).nesterov(true));
       },
       print, "mlp");
   curves["cnn"] = run(
       make_cnn(), dir + "/cnn_init.bin", find(data, "cnn.x"), find(data, "cnn.y"), ce,
       [](std::vector<Tensor> p, int step) -> std::unique_ptr<optim::Optimizer> {
         if (step != 0) return nullptr;
-        return std::make_unique<optim::Adam>(std::move(p), optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-4});
+        return std::make_unique<optim::Adam>(std::move(p), optim::AdamOptions(0.01).weight_decay(1e-4));
       },
       print, "cnn");
   curves["seq"] = run(
       Seq(), dir + "/seq_init.bin", find(data, "seq.x"), find(data, "seq.y"), mse,
       [](std::vector<Tensor> p, int step) -> std::unique_ptr<optim::Optimizer> {
-        if (step == 0) return std::make_unique<optim::Adam>(std::move(p), optim::AdamOptions{.lr = 0.01, .amsgrad = true});
+        if (step == 0) return std::make_unique<optim::Adam>(std::move(p), optim::AdamOptions(0.01).amsgrad(true));
         if (step == kSteps / 2)
           return std::make_unique<optim::SGD>(std::move(p),
-                                              optim::SGDOptions{.lr = 0.05, .momentum = 0.5, .dampening = 0.1});
+                                              optim::SGDOptions(0.05).momentum(0.5).dampening(0.1));
         return nullptr;
       },
       print, "seq");

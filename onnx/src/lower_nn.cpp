@@ -1,5 +1,5 @@
 // ONNX export, the op rules for library calls and the ops with their own
-// kernels (matmul, linear, conv2d, pooling, layer_norm, softmax, losses,
+// kernels (matmul, linear, conv2d, conv_transpose2d, pooling, layer_norm, softmax, losses,
 // attention, masked_fill, triu/tril, index_select, gather, cumsum, bmm, ...), by OpId. Decompositions follow
 // the eager kernels (runtime/src/nn_ops.cpp, pool.cpp, select.cpp) so that
 // ONNX computes the same values.
@@ -47,6 +47,25 @@ void conv2d(Rule& r) {
   Exporter::attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
   Exporter::attr(node, "strides", r.ints("stride"));
   Exporter::attr(node, "pads", {pad.at(0), pad.at(1), pad.at(0), pad.at(1)});
+  Exporter::attr(node, "dilations", r.ints("dilation"));
+  Exporter::attr(node, "group", r.i("groups"));
+  r.done(out);
+}
+
+// ONNX's ConvTranspose has PyTorch's semantics: weight [C_in, C_out / group,
+// kH, kW], symmetric pads, output_padding added at the end.
+void conv_transpose2d(Rule& r) {
+  const DType d = r.out_dtype();
+  std::vector<std::string> inputs{r.x_as(0, d), r.x_as(1, d)};
+  if (r.defined(2)) inputs.push_back(r.x_as(2, d));
+  const auto pad = r.ints("padding");
+  const auto w = r.ex.need_sizes(r.n, r.in(1));
+  std::string out;
+  auto& node = r.last_node("ConvTranspose", inputs, out);
+  Exporter::attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
+  Exporter::attr(node, "strides", r.ints("stride"));
+  Exporter::attr(node, "pads", {pad.at(0), pad.at(pad.size() - 1), pad.at(0), pad.at(pad.size() - 1)});
+  Exporter::attr(node, "output_padding", r.ints("output_padding"));
   Exporter::attr(node, "dilations", r.ints("dilation"));
   Exporter::attr(node, "group", r.i("groups"));
   r.done(out);
@@ -263,6 +282,7 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::matmul: return r.done(r.emit("MatMul", {r.x_as(0, r.out_dtype()), r.x_as(1, r.out_dtype())}));
     case OpId::linear: return linear(r);
     case OpId::conv2d: return conv2d(r);
+    case OpId::conv_transpose2d: return conv_transpose2d(r);
     case OpId::max_pool2d: return pool(r, true);
     case OpId::avg_pool2d: return pool(r, false);
     case OpId::layer_norm: return layer_norm(r);

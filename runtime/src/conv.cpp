@@ -1,6 +1,6 @@
-// conv2d on the CPU, with PyTorch's semantics (stride, padding, dilation,
-// groups; [N, C, H, W] or unbatched [C, H, W]). The backward is one recorded
-// node (conv2d_backward).
+// conv2d and conv_transpose2d on the CPU, with PyTorch's semantics (stride,
+// padding, dilation, groups; [N, C, H, W] or unbatched [C, H, W]). Each
+// backward is one recorded node (conv2d_backward, conv_transpose2d_backward).
 //
 // float32 (and the 16-bit floats, computed in float32) runs oneDNN's
 // convolution primitives: forward with the bias (and, from static graphs, a
@@ -196,7 +196,7 @@ Tensor conv_forward(const ConvGeom& g, const Tensor& x, const Tensor& w, const T
 // output gradient `go` [N, C_out, Ho, Wo] (contiguous).
 template <class T>
 void conv_backward(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor& go, Tensor* gx, Tensor* gw) {
-  const T* px = x.data_ptr<T>();
+  const T* px = gw ? x.data_ptr<T>() : nullptr;  // the input only for the weight's gradient
   const T* pw = w.data_ptr<T>();
   const T* pg = go.data_ptr<T>();
   T* pgx = gx ? gx->data_ptr<T>() : nullptr;
@@ -373,6 +373,142 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
   return out;
 }
 
+// ---- conv_transpose2d ---------------------------------------------------------
+// conv_transpose2d(x, w) is the adjoint of the convolution whose input is the
+// transposed op's output: with that convolution's geometry `g` (input
+// [N, C_out, Ho, Wo], weight w [C_in, C_out / groups, kH, kW] read as
+// [O, I / groups, kH, kW], output [N, C_in, H, W]), the forward is g's
+// backward data, the input gradient g's forward, the weight gradient g's
+// backward weights with the roles of input and output gradient swapped.
+// Each runs oneDNN (float32), cuDNN (CUDA) or the GEMM path (float64).
+
+detail::Conv2dParams cuda_params(const ConvGeom& g) { return {g.sH, g.sW, g.pH, g.pW, g.dH, g.dW, g.groups}; }
+
+// The data gradient of g from `go` [N, g.Cout, g.Ho, g.Wo] (dense): the
+// transposed convolution's forward.
+Tensor conv_data_grad(const ConvGeom& g, const Tensor& w, const Tensor& go) {
+  const Shape xs{g.N, g.C, g.H, g.W};
+  if (go.device() == Device::CUDA) return detail::cuda_conv2d_grad_input(w, go, xs, cuda_params(g));
+  if (go.dtype() == kFloat32) {
+    Tensor gx = empty(xs, kFloat32);  // oneDNN writes every element
+    if (cpu::dnnl_conv_backward_data(dnnl_shape(g), w, go, gx)) return gx;
+  }
+  Tensor gx = zeros(xs, go.dtype());
+  if (go.dtype() == kFloat64)
+    conv_backward<double>(g, Tensor(), w, go, &gx, nullptr);
+  else
+    conv_backward<float>(g, Tensor(), w, go, &gx, nullptr);
+  return gx;
+}
+
+// Gradients of conv_transpose2d(x, w, b) = conv_data_grad(g, w, x) + b from
+// its output gradient `grad` [N, g.C, g.H, g.W].
+std::vector<Tensor> conv_transpose_grads(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor& grad,
+                                         bool need_x, bool need_w, bool need_b) {
+  const Tensor go = grad.to(x.dtype()).contiguous();
+  Tensor gx, gw;
+  if (x.device() == Device::CUDA) {
+    if (need_x) gx = detail::cuda_conv2d(go, w, cuda_params(g));
+    if (need_w) gw = detail::cuda_conv2d_grad_weight(go, x, w.sizes(), cuda_params(g));
+    return {gx, gw, need_b ? sum(go, Shape{0, 2, 3}) : Tensor()};
+  }
+  if (need_x)
+    gx = x.dtype() == kFloat64 ? conv_forward<double>(g, go, w, Tensor()) : conv_forward<float>(g, go, w, Tensor());
+  if (need_w) {
+    gw = empty(w.sizes(), w.dtype());
+    if (x.dtype() != kFloat32 || !cpu::dnnl_conv_backward_weights(dnnl_shape(g), go, x, gw, Tensor())) {
+      gw = zeros(w.sizes(), w.dtype());
+      if (x.dtype() == kFloat64)
+        conv_backward<double>(g, go, w, x, nullptr, &gw);
+      else
+        conv_backward<float>(g, go, w, x, nullptr, &gw);
+    }
+  }
+  return {gx, gw, need_b ? sum(go, Shape{0, 2, 3}) : Tensor()};
+}
+
+// The convolution geometry of conv_transpose2d(x [N, C_in, H, W], w), in the
+// terms above; messages name the op and the shapes the caller passed.
+ConvGeom check_conv_transpose(const Tensor& x, const Tensor& w, const Tensor& bias, const Shape& stride,
+                              const Shape& padding, const Shape& output_padding, int64_t groups, const Shape& dilation,
+                              const Shape& shown) {
+  const std::string op = "conv_transpose2d: ";
+  const std::string shapes = "input shape " + shape_str(shown) + ", weight shape " + shape_str(w.sizes());
+  if (w.dim() != 4) throw Error(op + "expected a 4-D weight [C_in, C_out / groups, kH, kW], got " + shapes);
+  if (!is_floating(x.dtype()))
+    throw Error(op + "expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" + shapes + ")");
+  if (w.dtype() != x.dtype())
+    throw Error(op + "input (" + std::string(dtype_name(x.dtype())) + ") and weight (" +
+                std::string(dtype_name(w.dtype())) + ") must have one dtype (" + shapes + ")");
+  if (groups <= 0) throw Error(op + "groups must be positive, got " + std::to_string(groups) + " (" + shapes + ")");
+  if (w.size(0) != x.size(1))
+    throw Error(op + "input shape " + shape_str(shown) + " has " + std::to_string(x.size(1)) +
+                " channels, but weight shape " + shape_str(w.sizes()) + " expects " + std::to_string(w.size(0)));
+  if (x.size(1) % groups != 0)
+    throw Error(op + "input channels " + std::to_string(x.size(1)) + " are not divisible by groups=" +
+                std::to_string(groups) + " (" + shapes + ")");
+  ConvGeom g{};
+  g.N = x.size(0), g.Cout = x.size(1), g.H = 0, g.W = 0;
+  g.Cg = w.size(1), g.kH = w.size(2), g.kW = w.size(3), g.groups = groups;
+  g.C = g.Cg * groups, g.Coutg = g.Cout / groups;
+  if (bias.defined()) {
+    if (bias.dim() != 1 || bias.size(0) != g.C)
+      throw Error(op + "expected a bias of shape [" + std::to_string(g.C) + "], got " + shape_str(bias.sizes()) +
+                  " (" + shapes + ")");
+    if (bias.dtype() != x.dtype())
+      throw Error(op + "bias (" + std::string(dtype_name(bias.dtype())) + ") and input (" +
+                  std::string(dtype_name(x.dtype())) + ") must have one dtype (" + shapes + ")");
+  }
+  const auto pair = [&](const char* name, const Shape& v) {
+    if (v.size() == 1) return std::pair<int64_t, int64_t>{v[0], v[0]};
+    if (v.size() == 2) return std::pair<int64_t, int64_t>{v[0], v[1]};
+    throw Error(op + name + " must have 1 or 2 elements, got " + shape_str(v) + " (" + shapes + ")");
+  };
+  std::tie(g.sH, g.sW) = pair("stride", stride);
+  std::tie(g.pH, g.pW) = pair("padding", padding);
+  std::tie(g.dH, g.dW) = pair("dilation", dilation);
+  const auto [oH, oW] = pair("output_padding", output_padding);
+  if (g.sH <= 0 || g.sW <= 0) throw Error(op + "stride must be positive, got " + shape_str(stride) + " (" + shapes + ")");
+  if (g.dH <= 0 || g.dW <= 0)
+    throw Error(op + "dilation must be positive, got " + shape_str(dilation) + " (" + shapes + ")");
+  if (g.pH < 0 || g.pW < 0)
+    throw Error(op + "padding must be non-negative, got " + shape_str(padding) + " (" + shapes + ")");
+  // PyTorch's rule: output_padding below the stride or the dilation.
+  if (oH < 0 || oW < 0 || (oH >= g.sH && oH >= g.dH) || (oW >= g.sW && oW >= g.dW))
+    throw Error(op + "output_padding " + shape_str(output_padding) + " must be non-negative and smaller than the stride " +
+                shape_str(stride) + " or the dilation " + shape_str(dilation) + " (" + shapes + ")");
+  g.Ho = x.size(2), g.Wo = x.size(3);
+  g.H = (g.Ho - 1) * g.sH - 2 * g.pH + g.dH * (g.kH - 1) + oH + 1;
+  g.W = (g.Wo - 1) * g.sW - 2 * g.pW + g.dW * (g.kW - 1) + oW + 1;
+  if (g.kH <= 0 || g.kW <= 0 || g.H <= 0 || g.W <= 0)
+    throw Error(op + "the output would be " + std::to_string(g.H) + "x" + std::to_string(g.W) + " (" + shapes +
+                ", stride " + shape_str(stride) + ", padding " + shape_str(padding) + ")");
+  for (int64_t v : {g.C, g.Coutg * g.K(), g.HWo(), g.K() * g.HWo(), g.H * g.W})
+    if (v > INT_MAX) throw Error(op + "sizes exceed the BLAS int range (" + shapes + ")");
+  return g;
+}
+
+Tensor conv_transpose2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const ConvGeom& g) {
+  // Output padding past the stride leaves the convolution's own output size
+  // (floor division) bigger than the input: cuDNN takes no such geometry.
+  if (x_in.device() == Device::CUDA && ((g.H + 2 * g.pH - g.dH * (g.kH - 1) - 1) / g.sH + 1 != g.Ho ||
+                                        (g.W + 2 * g.pW - g.dW * (g.kW - 1) - 1) / g.sW + 1 != g.Wo))
+    throw Error("conv_transpose2d: output_padding not smaller than the stride is not on CUDA yet (input shape " +
+                shape_str(x_in.sizes()) + ", weight shape " + shape_str(w_in.sizes()) + ")");
+  const Tensor x = x_in.contiguous().detach(), w = w_in.contiguous().detach();
+  Tensor out = conv_data_grad(g, w, x);
+  if (b_in.defined()) {
+    out = out + b_in.detach().reshape({1, g.C, 1, 1});
+  }
+  if (!autograd::needs_grad({&x_in, &w_in, &b_in})) return out;
+  const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad(), need_b = b_in.defined() && b_in.requires_grad();
+  auto conv_transpose2d_backward = [g, x, w, need_x, need_w, need_b](const Tensor& grad) {
+    return conv_transpose_grads(g, x, w, grad, need_x, need_w, need_b);
+  };
+  autograd::record("conv_transpose2d", out, {x_in, w_in, b_in}, conv_transpose2d_backward);
+  return out;
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape stride, Shape padding, Shape dilation,
@@ -403,6 +539,37 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape s
     out = conv2d_impl(x4.to(kFloat32), weight.to(kFloat32), b32, g).to(x.dtype());
   } else {
     out = conv2d_impl(x4, weight, bias, g);
+  }
+  return unbatched ? out.squeeze(0) : out;
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape stride, Shape padding,
+                        Shape output_padding, int64_t groups, Shape dilation) {
+  if (detail::tracing())
+    return detail::trace_op("conv_transpose2d", {x, weight, bias},
+                            {{"stride", detail::ints(stride)}, {"padding", detail::ints(padding)},
+                             {"output_padding", detail::ints(output_padding)}, {"groups", groups},
+                             {"dilation", detail::ints(dilation)}},
+                            [&] { return conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation); });
+  detail::check_defined("conv_transpose2d", x);
+  detail::check_defined("conv_transpose2d", weight);
+  if (x.dim() != 3 && x.dim() != 4)
+    throw Error("conv_transpose2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got input shape " +
+                shape_str(x.sizes()) + ", weight shape " + shape_str(weight.sizes()));
+  const Device dev = detail::common_device("conv_transpose2d", x, weight);
+  if (bias.defined() && bias.device() != dev)
+    throw Error("conv_transpose2d: expected input, weight and bias on one device, got the bias on " +
+                std::string(device_name(bias.device())) + " (input shape " + shape_str(x.sizes()) + ")");
+  const bool unbatched = x.dim() == 3;
+  const Tensor x4 = unbatched ? x.unsqueeze(0) : x;
+  const ConvGeom g =
+      check_conv_transpose(x4, weight, bias, stride, padding, output_padding, groups, dilation, x.sizes());
+  Tensor out;
+  if (is_reduced_float(x.dtype())) {  // 16-bit floats compute in float32
+    const Tensor b32 = bias.defined() ? bias.to(kFloat32) : Tensor();
+    out = conv_transpose2d_impl(x4.to(kFloat32), weight.to(kFloat32), b32, g).to(x.dtype());
+  } else {
+    out = conv_transpose2d_impl(x4, weight, bias, g);
   }
   return unbatched ? out.squeeze(0) : out;
 }
@@ -451,6 +618,37 @@ std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const T
   return r;
 }
 
+
+std::vector<Tensor> conv_transpose2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight,
+                                              const Tensor& bias, const Shape& stride, const Shape& padding,
+                                              const Shape& output_padding, int64_t groups, const Shape& dilation,
+                                              GradMask mask) {
+  detail::observe_grad_mask("conv_transpose2d_backward", mask);
+  detail::check_defined("conv_transpose2d_backward", x);
+  detail::check_defined("conv_transpose2d_backward", weight);
+  if (x.dim() != 3 && x.dim() != 4)
+    throw Error("conv_transpose2d_backward: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got input shape " +
+                shape_str(x.sizes()) + ", weight shape " + shape_str(weight.sizes()));
+  const bool unbatched = x.dim() == 3;
+  const Tensor x4 = unbatched ? x.unsqueeze(0) : x;
+  const ConvGeom g =
+      check_conv_transpose(x4, weight, bias, stride, padding, output_padding, groups, dilation, x.sizes());
+  const Shape out{g.N, g.C, g.H, g.W};
+  const Tensor g4 = unbatched && grad.dim() == 3 ? grad.unsqueeze(0) : grad;
+  if (g4.sizes() != out)
+    throw Error("conv_transpose2d_backward: gradient of shape " + shape_str(grad.sizes()) +
+                " does not match the result " + shape_str(unbatched ? Shape{g.C, g.H, g.W} : out) + " (input shape " +
+                shape_str(x.sizes()) + ")");
+  const bool need_b = wants(mask, 2) && bias.defined();
+  const DType ct = is_reduced_float(x.dtype()) ? kFloat32 : x.dtype();  // 16-bit floats compute in float32
+  std::vector<Tensor> r = conv_transpose_grads(g, x4.to(ct).contiguous(), weight.to(ct).contiguous(), g4.to(ct),
+                                               wants(mask, 0), wants(mask, 1), need_b);
+  if (r[0].defined() && unbatched) r[0] = r[0].squeeze(0);
+  for (size_t i = 0; i < 3; ++i)
+    if (r[i].defined() && r[i].dtype() != x.dtype()) r[i] = r[i].to(x.dtype());
+  if (r[2].defined()) r[2] = r[2].reshape(bias.sizes());
+  return r;
+}
 }  // namespace detail
 
 }  // namespace graph

@@ -193,15 +193,15 @@ Tensor cuda_matmul(const Tensor& a, const Tensor& b) {
 
 void cuda_sgd_update(const Tensor& p, const Tensor& g, const Tensor& buf, const optim::SGDOptions& o, bool first) {
   cuda::SgdStep s;
-  s.lr = o.lr, s.momentum = o.momentum, s.dampening = o.dampening, s.weight_decay = o.weight_decay;
-  s.nesterov = o.nesterov, s.first = first;
+  s.lr = o.lr(), s.momentum = o.momentum(), s.dampening = o.dampening(), s.weight_decay = o.weight_decay();
+  s.nesterov = o.nesterov(), s.first = first;
   cuda::sgd_update(p.dtype(), p.raw_data(), g.raw_data(), buf.defined() ? buf.raw_data() : nullptr, p.numel(), s);
 }
 
 void cuda_adam_update(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& vmax,
                       const optim::AdamOptions& o, int64_t step) {
   cuda::AdamStep s;
-  s.lr = o.lr, s.beta1 = o.betas.first, s.beta2 = o.betas.second, s.eps = o.eps, s.weight_decay = o.weight_decay;
+  s.lr = o.lr(), s.beta1 = o.betas().first, s.beta2 = o.betas().second, s.eps = o.eps(), s.weight_decay = o.weight_decay();
   s.step = step;
   cuda::adam_update(p.dtype(), p.raw_data(), g.raw_data(), m.raw_data(), v.raw_data(),
                     vmax.defined() ? vmax.raw_data() : nullptr, p.numel(), s);

@@ -17,8 +17,8 @@ namespace graph::ir {
 class Graph;
 }  // namespace graph::ir
 namespace graph::optim {
-struct SGDOptions;
-struct AdamOptions;
+class SGDOptions;
+class AdamOptions;
 }  // namespace graph::optim
 
 namespace graph::detail {

@@ -143,6 +143,12 @@ Out scatter_add_backward_kernel(const ir::Node& n, In in) {
   return to_out(scatter_add_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), int_attr(n, "dim", 0),
                                      mask_bits(n, 3)));
 }
+Out conv_transpose2d_backward_kernel(const ir::Node& n, In in) {
+  return to_out(conv_transpose2d_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3),
+                                          shape_attr(n, "stride", {1, 1}), shape_attr(n, "padding", {0, 0}),
+                                          shape_attr(n, "output_padding", {0, 0}), int_attr(n, "groups", 1),
+                                          shape_attr(n, "dilation", {1, 1}), mask_bits(n, 3)));
+}
 Out conv2d_backward_kernel(const ir::Node& n, In in) {
   return to_out(conv2d_backward(T(n, in, 0), T(n, in, 1), T(n, in, 2), T(n, in, 3), shape_attr(n, "stride", {1, 1}),
                                 shape_attr(n, "padding", {0, 0}), shape_attr(n, "dilation", {1, 1}),
@@ -184,6 +190,7 @@ const std::unordered_map<std::string_view, Kernel>& kernels() {
         {"layer_norm_backward", layer_norm_backward_kernel},
         {"embedding_backward", embedding_backward_kernel},
         {"conv2d_backward", conv2d_backward_kernel},
+        {"conv_transpose2d_backward", conv_transpose2d_backward_kernel},
         {"max_pool2d_backward", pool_backward_kernel<max_pool2d_backward>},
         {"avg_pool2d_backward", pool_backward_kernel<avg_pool2d_backward>},
         {"scaled_dot_product_attention_backward", sdpa_backward_kernel},

@@ -284,6 +284,12 @@ Out conv2d_kernel(const ir::Node& n, In in) {
                         attr_int(n, "groups", 1))};
 }
 
+Out conv_transpose2d_kernel(const ir::Node& n, In in) {
+  return {graph::conv_transpose2d(T(n, in, 0), T(n, in, 1), T(n, in, 2), attr_shape(n, "stride", {1, 1}),
+                                  attr_shape(n, "padding", {0, 0}), attr_shape(n, "output_padding", {0, 0}),
+                                  attr_int(n, "groups", 1), attr_shape(n, "dilation", {1, 1}))};
+}
+
 Out t_kernel(const ir::Node& n, In in) { return {T(n, in, 0).t()}; }
 Out transpose_kernel(const ir::Node& n, In in) {
   return {T(n, in, 0).transpose(attr_int(n, "dim0"), attr_int(n, "dim1"))};

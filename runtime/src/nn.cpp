@@ -358,6 +358,37 @@ AvgPool2dImpl::AvgPool2dImpl(Size2 kernel, Size2 stride_, Size2 padding_)
       stride(stride_.values.empty() ? kernel_size : detail::checked_size2("AvgPool2d", "stride", stride_, false)),
       padding(detail::checked_size2("AvgPool2d", "padding", padding_, true)) {}
 
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o)
+    : Module("ConvTranspose2d"),
+      in_channels(o.in_channels()),
+      out_channels(o.out_channels()),
+      kernel_size(detail::checked_size2("ConvTranspose2d", "kernel_size", o.kernel_size(), false)),
+      stride(detail::checked_size2("ConvTranspose2d", "stride", o.stride(), false)),
+      padding(detail::checked_size2("ConvTranspose2d", "padding", o.padding(), true)),
+      output_padding(detail::checked_size2("ConvTranspose2d", "output_padding", o.output_padding(), true)),
+      dilation(detail::checked_size2("ConvTranspose2d", "dilation", o.dilation(), false)),
+      groups(o.groups()) {
+  check_positive("ConvTranspose2d", "in_channels", in_channels);
+  check_positive("ConvTranspose2d", "out_channels", out_channels);
+  check_positive("ConvTranspose2d", "groups", groups);
+  if (in_channels % groups != 0 || out_channels % groups != 0)
+    throw Error("ConvTranspose2d: in_channels (" + std::to_string(in_channels) + ") and out_channels (" +
+                std::to_string(out_channels) + ") must be divisible by groups (" + std::to_string(groups) + ")");
+  for (size_t i = 0; i < 2; ++i)
+    if (output_padding[i] >= stride[i] && output_padding[i] >= dilation[i])
+      throw Error("ConvTranspose2d: output_padding " + shape_str(output_padding) +
+                  " must be smaller than the stride " + shape_str(stride) + " or the dilation " +
+                  shape_str(dilation));
+  const int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  weight = detail::uniform({in_channels, out_channels / groups, kernel_size[0], kernel_size[1]}, bound);
+  register_parameter("weight", &weight);
+  if (o.bias()) {
+    bias = detail::uniform({out_channels}, bound);
+    register_parameter("bias", &bias);
+  }
+}
+
 AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(Size2 output_size_)
     : Module("AdaptiveAvgPool2d"),
       output_size(detail::checked_size2("AdaptiveAvgPool2d", "output_size", output_size_, false)) {}

@@ -72,12 +72,12 @@ void with_flag(bool flag, F&& f) {
 // element's update is independent, so the bits do not depend on the split.
 template <class T>
 void sgd_update(const SGDOptions& o, T* p, const T* g, T* buf, bool first, int64_t n) {
-  const T wd = static_cast<T>(o.weight_decay), mom = static_cast<T>(o.momentum);
-  const T damp1 = static_cast<T>(1.0 - o.dampening), neg_lr = static_cast<T>(-o.lr);
-  with_flag(o.weight_decay != 0, [&](auto decay) {
-    with_flag(o.momentum != 0, [&](auto momentum) {
+  const T wd = static_cast<T>(o.weight_decay()), mom = static_cast<T>(o.momentum());
+  const T damp1 = static_cast<T>(1.0 - o.dampening()), neg_lr = static_cast<T>(-o.lr());
+  with_flag(o.weight_decay() != 0, [&](auto decay) {
+    with_flag(o.momentum() != 0, [&](auto momentum) {
       with_flag(first, [&](auto first_step) {
-        with_flag(o.nesterov, [&](auto nesterov) {
+        with_flag(o.nesterov(), [&](auto nesterov) {
           cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
             for (int64_t j = begin; j < end; ++j) {
               T d = g[j];
@@ -103,15 +103,15 @@ void sgd_update(const SGDOptions& o, T* p, const T* g, T* buf, bool first, int64
 
 template <class T>
 void adam_update(const AdamOptions& o, int64_t step, T* p, const T* g, T* m, T* v, T* vmax, int64_t n) {
-  const double beta1 = o.betas.first, beta2 = o.betas.second;
+  const double beta1 = o.betas().first, beta2 = o.betas().second;
   const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
   const T b1 = static_cast<T>(beta1), c1 = static_cast<T>(1.0 - beta1);
   const T b2 = static_cast<T>(beta2), c2 = static_cast<T>(1.0 - beta2);
-  const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
+  const T wd = static_cast<T>(o.weight_decay()), eps = static_cast<T>(o.eps());
   const T bc2_sqrt = static_cast<T>(std::sqrt(bc2));
-  const T neg_step_size = static_cast<T>(-(o.lr / bc1));
-  with_flag(o.weight_decay != 0, [&](auto decay) {
+  const T neg_step_size = static_cast<T>(-(o.lr() / bc1));
+  with_flag(o.weight_decay() != 0, [&](auto decay) {
     with_flag(vmax != nullptr, [&](auto amsgrad) {
       cpu::parallel_for(n, cpu::kElementwiseGrain / 4, [&](int64_t begin, int64_t end) {  // sqrt, div: more work
         for (int64_t j = begin; j < end; ++j) {
@@ -151,10 +151,10 @@ void Optimizer::zero_grad() {
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
     : Optimizer(std::move(params)), options_(options), momentum_buffer_(params_.size()) {
-  check_nonneg("SGD", "learning rate", options_.lr);
-  check_nonneg("SGD", "momentum", options_.momentum);
-  check_nonneg("SGD", "weight_decay", options_.weight_decay);
-  if (options_.nesterov && (options_.momentum <= 0 || options_.dampening != 0))
+  check_nonneg("SGD", "learning rate", options_.lr());
+  check_nonneg("SGD", "momentum", options_.momentum());
+  check_nonneg("SGD", "weight_decay", options_.weight_decay());
+  if (options_.nesterov() && (options_.momentum() <= 0 || options_.dampening() != 0))
     throw Error("SGD: nesterov momentum requires a momentum and zero dampening");
   for (size_t i = 0; i < params_.size(); ++i) check_param("SGD", i, params_[i]);
 }
@@ -166,7 +166,7 @@ void SGD::step() {
     if (!g.defined()) continue;
     Target t(params_[i]);
     bool first = false;
-    if (options_.momentum != 0 && !momentum_buffer_[i].defined()) {
+    if (options_.momentum() != 0 && !momentum_buffer_[i].defined()) {
       momentum_buffer_[i] = zeros(t.data.sizes(), t.data.dtype(), t.data.device());
       first = true;
     }
@@ -195,10 +195,10 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()),
       max_exp_avg_sq_(params_.size()) {
-  check_nonneg("Adam", "learning rate", options_.lr);
-  check_nonneg("Adam", "epsilon", options_.eps);
-  check_nonneg("Adam", "weight_decay", options_.weight_decay);
-  auto [b1, b2] = options_.betas;
+  check_nonneg("Adam", "learning rate", options_.lr());
+  check_nonneg("Adam", "epsilon", options_.eps());
+  check_nonneg("Adam", "weight_decay", options_.weight_decay());
+  auto [b1, b2] = options_.betas();
   if (!(b1 >= 0 && b1 < 1)) throw Error("Adam: invalid beta parameter at index 0: " + std::to_string(b1));
   if (!(b2 >= 0 && b2 < 1)) throw Error("Adam: invalid beta parameter at index 1: " + std::to_string(b2));
   for (size_t i = 0; i < params_.size(); ++i) check_param("Adam", i, params_[i]);
@@ -216,17 +216,17 @@ void Adam::step() {
       exp_avg_[i] = zeros(s, dt, t.data.device());
       exp_avg_sq_[i] = zeros(s, dt, t.data.device());
     }
-    if (options_.amsgrad && !max_exp_avg_sq_[i].defined()) max_exp_avg_sq_[i] = zeros(s, dt, t.data.device());
+    if (options_.amsgrad() && !max_exp_avg_sq_[i].defined()) max_exp_avg_sq_[i] = zeros(s, dt, t.data.device());
     const int64_t step = ++steps_[i];
     if (t.data.device() == Device::CUDA) {
       check_device_grad("Adam", i, g);
       ::graph::detail::cuda_adam_update(t.data, g, exp_avg_[i], exp_avg_sq_[i],
-                                        options_.amsgrad ? max_exp_avg_sq_[i] : Tensor(), options_, step);
+                                        options_.amsgrad() ? max_exp_avg_sq_[i] : Tensor(), options_, step);
       t.finish();
       continue;
     }
     const int64_t n = t.data.numel();
-    const bool ams = options_.amsgrad;
+    const bool ams = options_.amsgrad();
     if (dt == kFloat32)
       adam_update<float>(options_, step, t.data.data_ptr<float>(), g.data_ptr<float>(), exp_avg_[i].data_ptr<float>(),
                          exp_avg_sq_[i].data_ptr<float>(), ams ? max_exp_avg_sq_[i].data_ptr<float>() : nullptr, n);

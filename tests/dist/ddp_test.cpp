@@ -69,7 +69,7 @@ Result train_against_single_process(Make make, DType dt, dist::DdpOptions opt, i
   for (size_t k = 0; k < mp.size(); ++k) EXPECT_EQ(max_rel_diff(mp[k], rp[k]), 0.0) << "broadcast, parameter " << k;
   if (buckets) *buckets = static_cast<int>(ddp.bucket_layout().size());
 
-  optim::SGD opt_d(mp, {.lr = 0.1, .momentum = 0.9}), opt_r(rp, {.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt_d(mp, optim::SGDOptions(0.1).momentum(0.9)), opt_r(rp, optim::SGDOptions(0.1).momentum(0.9));
   Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
   Result res;
   for (int s = 0; s < kSteps; ++s) {
@@ -155,7 +155,7 @@ TEST(Ddp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
   auto ref = make_mlp();
   ref->to(kFloat64);
   const std::vector<Tensor> mp = model->parameters(), rp = ref->parameters();
-  optim::SGD opt_d(mp, {.lr = 0.1, .momentum = 0.9}), opt_r(rp, {.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt_d(mp, optim::SGDOptions(0.1).momentum(0.9)), opt_r(rp, optim::SGDOptions(0.1).momentum(0.9));
   constexpr int64_t kMicro = kPerRank / 2;
   auto rows = [&](const Tensor& t, int rank, int part) {
     const int64_t b = rank * kPerRank + part * kMicro;

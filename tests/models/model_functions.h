@@ -33,9 +33,12 @@ GRAPH_MODULE(GPTBlock);
 
 // BatchNorm2d's arithmetic on x with bn's parameters: the batch's statistics
 // (training) or the running ones. The running stats are not updated (see
-// ResNetImpl).
-Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                     const Tensor& running_var, bool training);
+// ResNetImpl). Inline: each model's .cpp lowers it into its static forward.
+inline Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                            const Tensor& running_var, bool training) {
+  if (training) return graph::batch_norm(x, Tensor(), Tensor(), weight, bias, true, 0.1, 1e-5);
+  return graph::batch_norm(x, running_mean, running_var, weight, bias, false, 0.1, 1e-5);
+}
 
 // ResNet-18's BasicBlock: conv3x3-BN-ReLU-conv3x3-BN plus the identity
 // shortcut, then ReLU; DownBlock: the same with stride 2 and a projection
@@ -110,6 +113,24 @@ struct VAEImpl : graph::nn::Module {
   graph::nn::Linear enc, mu, logvar, dec1, dec2;
 };
 GRAPH_MODULE(VAE);
+
+// DCGAN's generator on 32x32 images: z [N, nz, 1, 1] -> ConvTranspose2d
+// (nz, 4g, 4, 1, 0) -> 4x4, then (4g, 2g), (2g, g), (g, 3) with 4, 2, 1 ->
+// 8x8, 16x16, 32x32; BatchNorm2d + ReLU between (batch_norm_2d, as ResNet),
+// tanh at the end. Returns the image [N, 3, 32, 32] and mean(img^2), a loss
+// that reaches every parameter.
+struct DCGANGeneratorImpl : graph::nn::Module {
+  DCGANGeneratorImpl(int64_t nz, int64_t g);
+  std::tuple<Tensor, Tensor> forward(const Tensor& z, bool training);
+  graph::nn::ConvTranspose2d ct1;
+  graph::nn::BatchNorm2d bn1;
+  graph::nn::ConvTranspose2d ct2;
+  graph::nn::BatchNorm2d bn2;
+  graph::nn::ConvTranspose2d ct3;
+  graph::nn::BatchNorm2d bn3;
+  graph::nn::ConvTranspose2d ct4;
+};
+GRAPH_MODULE(DCGANGenerator);
 
 // Seq2seq with greedy decoding: a GRU-cell encoder over the source tokens
 // (int64 [S]); then a GRU-cell decoder fed its own argmax, from `bos` until

@@ -184,6 +184,19 @@ TEST(ModelSuite, VAEMatchesPyTorch) {
   check_model(c, *net, "VAEImpl7forward", [&] { return pair_of(net(x, eps)); }, {"recon", "loss"}, 2e-5);
 }
 
+// The DCGAN generator: four ConvTranspose2d layers (1x1 -> 32x32), BatchNorm
+// in training mode between them, tanh.
+TEST(ModelSuite, DCGANGeneratorMatchesPyTorch) {
+  const Case& c = fixture("dcgan");
+  models::DCGANGenerator net(c.attr("NZ"), c.attr("G"));
+  rnn_fixture::load_params(*net, c);
+  const Tensor z = c.tensor("input:z", graph::kFloat32);
+  ASSERT_EQ(net->ct1->weight.sizes(), (graph::Shape{c.attr("NZ"), 4 * c.attr("G"), 4, 4}));
+  check_model(c, *net, "DCGANGeneratorImpl7forward", [&] { return pair_of(net(z, true)); }, {"img", "loss"}, 1e-4);
+  const Tensor img = std::get<0>(net(z, true));
+  EXPECT_EQ(img.sizes(), (graph::Shape{c.attr("N"), 3, 32, 32}));
+}
+
 // The randn_like form (eager) equals the static forward given the same draw.
 TEST(ModelSuite, VAESampledFormEqualsTheStaticForwardUnderTheSameSeed) {
   const Case& c = fixture("vae");

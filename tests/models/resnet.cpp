@@ -10,12 +10,6 @@ nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride) {
 }
 }  // namespace
 
-Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                     const Tensor& running_var, bool training) {
-  if (training) return batch_norm(x, Tensor(), Tensor(), weight, bias, true, 0.1, 1e-5);
-  return batch_norm(x, running_mean, running_var, weight, bias, false, 0.1, 1e-5);
-}
-
 BasicBlockImpl::BasicBlockImpl(int64_t channels)
     : conv1(register_module("conv1", conv(channels, channels, 3, 1))),
       bn1(register_module("bn1", nn::BatchNorm2d(channels))),

@@ -280,6 +280,12 @@ std::vector<Case> cases() {
                                               one_hot(i, 5), full_like(x, 3.0) + ones_like(x) + zeros_like(x)};
                  },
                  {randn({2, 4, 6}), tensor<int64_t>({4, 0, 2}), randn({4}), randn({3, 4, 3})}});
+  // ConvTranspose: stride, asymmetric padding and output_padding, groups, with and without bias.
+  out.push_back({"conv_transpose2d", [](const std::vector<Tensor>& v) {
+                   return std::vector<Tensor>{conv_transpose2d(v[0], v[1], v[2], {2, 2}, {1, 0}, {1, 0}, 2),
+                                              conv_transpose2d(v[0], v[1], Tensor(), {1, 2}, {0, 1}, {0, 1}, 2, {2, 1})};
+                 },
+                 {randn({2, 4, 3, 3}), randn({4, 3, 3, 3}), randn({6})}});
   return out;
 }
 

@@ -328,6 +328,28 @@ TEST(OnnxExport, IndexSelectGatherCumsumBmm) {
   EXPECT_EQ(ax.dims_size(), 0);
 }
 
+// conv_transpose2d is ONNX's ConvTranspose, PyTorch's semantics: the same
+// weight layout, symmetric pads, output_padding.
+TEST(OnnxExport, ConvTranspose) {
+  const std::string text = R"(graph f(%x : f32[1, 4, 3, 3], %w : f32[4, 3, 3, 3], %b : f32[6]) {
+  %y : f32[1, 6, 6, 7] = conv_transpose2d{stride=[2, 2], padding=[1, 0], output_padding=[1, 0], groups=2, dilation=[1, 1]}(%x, %w, %b)
+  return (%y)
+})";
+  const auto m = export_text(text);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"ConvTranspose", "Identity"}));  // Identity: the output
+  const auto& n = find_node(m, "ConvTranspose");
+  EXPECT_EQ(n.input_size(), 3);
+  EXPECT_EQ(ints_attr(n, "kernel_shape"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(ints_attr(n, "strides"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(ints_attr(n, "pads"), (std::vector<int64_t>{1, 0, 1, 0}));
+  EXPECT_EQ(ints_attr(n, "output_padding"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(ints_attr(n, "dilations"), (std::vector<int64_t>{1, 1}));
+  bool group = false;
+  for (const auto& a : n.attribute())
+    if (a.name() == "group") group = a.i() == 2;
+  EXPECT_TRUE(group);
+}
+
 TEST(OnnxExport, ScatterAddAndArgsort) {
   const std::string text = R"(graph f(%x : f32[3, 4], %i : i64[2, 4], %s : f32[2, 5]) {
   %y : f32[3, 4] = scatter_add{dim=0}(%x, %i, %s)

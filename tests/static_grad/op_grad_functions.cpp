@@ -60,6 +60,12 @@ using namespace graph;
   return conv2d(a, b, c, {1, 2}, {1, 1});
 }
 [[graph::static]] Tensor op_conv2d_no_bias(const Tensor& a, const Tensor& b, const Tensor&) { return conv2d(a, b); }
+[[graph::static]] Tensor op_conv_transpose2d(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return conv_transpose2d(a, b, c, {2, 1}, {1, 0}, {1, 0});
+}
+[[graph::static]] Tensor op_conv_transpose2d_no_bias(const Tensor& a, const Tensor& b, const Tensor&) {
+  return conv_transpose2d(a, b, Tensor(), {1, 2}, {0, 1}, {0, 0}, 1, {2, 1});
+}
 
 // ---- views of a [2, 3, 4] (t: [2, 3]; expand: [1, 3]; squeeze: [2, 1, 3])
 [[graph::static]] Tensor op_t(const Tensor& a, const Tensor&, const Tensor&) { return a.t() * 1.0; }

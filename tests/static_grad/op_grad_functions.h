@@ -13,6 +13,7 @@ using graph::Tensor;
   X(clamp_max) X(clamp_max_tensor) X(leaky_relu) X(leaky_relu_default) X(elu) X(elu_default)          \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                                            \
   X(sum) X(mean) X(amax) X(amin) X(matmul) X(matmul_batched) X(conv2d) X(conv2d_no_bias)              \
+  X(conv_transpose2d) X(conv_transpose2d_no_bias)                                                     \
   X(t) X(transpose) X(permute) X(reshape) X(expand) X(slice) X(squeeze) X(unsqueeze) X(flatten)       \
   X(where) X(softmax) X(log_softmax) X(linear) X(linear_no_bias) X(layer_norm) X(layer_norm_no_affine) \
   X(max_pool2d) X(avg_pool2d) X(embedding) X(cat) X(cat_vector) X(stack) X(stack_vector) X(dropout)   \

@@ -77,6 +77,7 @@ constexpr Entry kEntries[] = {
     {"argmax", Coverage::NoGradient, "index result"},
     {"matmul", Coverage::Cases, "matmul matmul_batched"},
     {"conv2d", Coverage::Cases, "conv2d conv2d_no_bias"},
+    {"conv_transpose2d", Coverage::Cases, "conv_transpose2d conv_transpose2d_no_bias"},
     {"t", Coverage::Cases, "t"},
     {"transpose", Coverage::Cases, "transpose"},
     {"permute", Coverage::Cases, "permute"},
@@ -123,6 +124,7 @@ constexpr Entry kEntries[] = {
     {"amin_backward", Coverage::GradientOp, ""},
     {"matmul_backward", Coverage::GradientOp, ""},
     {"conv2d_backward", Coverage::GradientOp, ""},
+    {"conv_transpose2d_backward", Coverage::GradientOp, ""},
     {"slice_backward", Coverage::GradientOp, ""},
     {"linear_backward", Coverage::GradientOp, ""},
     {"layer_norm_backward", Coverage::GradientOp, ""},
@@ -219,6 +221,10 @@ Case case_named(std::string_view n) {
   if (n == "matmul_batched") return make(op_matmul_batched, {in(cube), in({4, 2}, 0.3f, -0.4f)});
   if (n == "conv2d") return make(op_conv2d, {in({1, 2, 5, 4}, 0.2f, -0.1f), in({3, 2, 3, 3}, 0.3f, 0.2f), in({3})});
   if (n == "conv2d_no_bias") return make(op_conv2d_no_bias, {in({1, 2, 5, 4}, 0.2f, -0.1f), in({3, 2, 3, 3}, 0.3f, 0.2f)});
+  if (n == "conv_transpose2d")
+    return make(op_conv_transpose2d, {in({1, 2, 3, 4}, 0.2f, -0.1f), in({2, 3, 3, 3}, 0.3f, 0.2f), in({3})});
+  if (n == "conv_transpose2d_no_bias")
+    return make(op_conv_transpose2d_no_bias, {in({1, 2, 3, 4}, 0.2f, -0.1f), in({2, 3, 2, 2}, 0.3f, 0.2f)});
   if (n == "transpose") return make(op_transpose, {in(cube)});
   if (n == "permute") return make(op_permute, {in(cube)});
   if (n == "reshape") return make(op_reshape, {in(cube)});

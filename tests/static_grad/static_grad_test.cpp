@@ -324,7 +324,7 @@ TEST(StaticTraining, MLPWithSGDMatchesEagerStepByStep) {
   for (Mode m : {Mode::Static, Mode::Eager}) {
     graph::manual_seed(5);  // the same initial weights
     sg::MLP net(6, 16, 1);
-    graph::optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+    graph::optim::SGD opt(net->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
     const uint64_t before = graph::detail::graph_calls("_ZN2sg7MLPImpl7forwardEN5graph6TensorE");
     losses[m == Mode::Eager] = train(m, net, opt, 30, [&](sg::MLP& n, int) { return graph::mse_loss(n(x), target); });
     EXPECT_EQ(graph::detail::graph_calls("_ZN2sg7MLPImpl7forwardEN5graph6TensorE") - before, m == Mode::Static ? 30u : 0u);
@@ -346,7 +346,7 @@ TEST(StaticTraining, MLPCrossEntropyWithSGDMatchesEagerStepByStep) {
     std::vector<Tensor> p{graph::randn({20, 12}) * 0.3, graph::randn({20}) * 0.1, graph::randn({20, 20}) * 0.3,
                           graph::randn({20}) * 0.1, graph::randn({5, 20}) * 0.3, graph::randn({5}) * 0.1};
     for (Tensor& t : p) t.requires_grad_();
-    graph::optim::SGD opt(p, {.lr = 0.1});
+    graph::optim::SGD opt(p, graph::optim::SGDOptions(0.1));
     const char* fn = "_ZN2sg11mlp_ce_lossEN5graph6TensorES1_S1_S1_S1_S1_S1_S1_";
     const uint64_t before = graph::detail::graph_calls(fn);
     int net = 0;
@@ -416,7 +416,7 @@ TEST(StaticTraining, LSTMWithAdamMatchesEagerStepByStep) {
   for (Mode m : {Mode::Static, Mode::Eager}) {
     graph::manual_seed(6);
     sg::LSTM net(I, H, 1);
-    graph::optim::Adam opt(net->parameters(), {.lr = 0.02});
+    graph::optim::Adam opt(net->parameters(), graph::optim::AdamOptions(0.02));
     const uint64_t before = graph::detail::graph_calls(mangled);
     losses[m == Mode::Eager] =
         train(m, net, opt, 25, [&](sg::LSTM& n, int) { return graph::mse_loss(n(xs, h0, c0), target); });

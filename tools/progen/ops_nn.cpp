@@ -71,6 +71,24 @@ Val emit_conv2d(Gen& g, OpId id, Val x) {
   return g.bounded(g.op(id, code, out, x.bound * 2 * xs[1] * kh * kw + 2, {&x, &*w}));
 }
 
+// Output (size - 1) * stride - 2 * pad + k + opad; opad < stride.
+Val emit_conv_transpose2d(Gen& g, OpId id, Val x) {
+  x = g.to_rank(x, 4);
+  const Dims xs = x.shape;
+  const int64_t stride = g.uni(1, 2), k = g.uni(1, 3), pad = g.uni(0, (k - 1) / 2), opad = g.uni(0, stride - 1),
+                cout = g.uni(1, 3);
+  auto w = g.new_input({xs[1], cout, k, k});
+  if (!w) return fallback(g, x);
+  std::string bias = "Tensor()";
+  if (g.coin(0.6))
+    if (auto bv = g.new_input({cout})) bias = bv->code;
+  const auto size = [&](int64_t n) { return (n - 1) * stride - 2 * pad + k + opad; };
+  Dims out = {xs[0], cout, size(xs[2]), size(xs[3])};
+  const std::string code = "conv_transpose2d(" + x.code + ", " + w->code + ", " + bias + ", {" + s(stride) + ", " +
+                           s(stride) + "}, {" + s(pad) + ", " + s(pad) + "}, {" + s(opad) + ", " + s(opad) + "})";
+  return g.bounded(g.op(id, code, out, x.bound * 2 * xs[1] * k * k + 2, {&x, &*w}));
+}
+
 Val emit_pool2d(Gen& g, OpId id, Val x) {
   const std::string name(graph::op_info(id).name);
   x = g.to_rank(x, 4);
@@ -328,6 +346,7 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
     case OpId::matmul: return emit_matmul(*this, id, x);
     case OpId::linear: return emit_linear(*this, id, x);
     case OpId::conv2d: return emit_conv2d(*this, id, x);
+    case OpId::conv_transpose2d: return emit_conv_transpose2d(*this, id, x);
     case OpId::max_pool2d: case OpId::avg_pool2d: return emit_pool2d(*this, id, x);
     case OpId::embedding: return emit_embedding(*this, id, x);
     case OpId::cross_entropy: return emit_cross_entropy(*this, id, x);

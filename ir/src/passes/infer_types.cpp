@@ -79,6 +79,7 @@ class TypeInference {
       case OpKind::Library:
         return info->id == OpId::matmul   ? matmul(n)
                : info->id == OpId::conv2d ? conv2d(n)
+               : info->id == OpId::conv_transpose2d ? conv_transpose2d(n)
                                           : same_dtype(*info, n);
       case OpKind::View: return view(*info, n);
       case OpKind::Other: return other(*info, n);
@@ -127,12 +128,15 @@ class TypeInference {
                              info.id == OpId::triu || info.id == OpId::tril || info.id == OpId::cumsum ||
                              info.id == OpId::batch_norm || info.id == OpId::scatter_add || info.id == OpId::argsort;
     try {
-      if (info.id == OpId::conv2d) {
+      if (info.id == OpId::conv2d || info.id == OpId::conv_transpose2d) {
         out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
         const Dims* x = dims_of(n->input(0));
         const Dims* w = dims_of(n->input(1));
         if (x && x->size() != 4) shape_error(n, "the input must be 4-D [N, C, H, W], is " + dims_str(*x));
-        if (x && w && w->size() == 4) out.dims = Dims{(*x)[0], (*w)[0], Dim::unknown(), Dim::unknown()};
+        if (x && w && w->size() == 4 && info.id == OpId::conv2d)
+          out.dims = Dims{(*x)[0], (*w)[0], Dim::unknown(), Dim::unknown()};
+        else if (x && w && w->size() == 4)  // C_out is weight dim 1 times groups, known only with groups
+          out.dims = Dims{(*x)[0], Dim::unknown(), Dim::unknown(), Dim::unknown()};
       } else if (info.id == OpId::max_pool2d || info.id == OpId::avg_pool2d) {
         out = same_dtype(info, n);
         if (const Dims* x = dims_of(n->input(0)); x && x->size() >= 2) {

@@ -324,6 +324,37 @@ Type conv2d(const Node* n) {
   return out;
 }
 
+// (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1;
+// the weight is [C_in, C_out / groups, kH, kW].
+Type conv_transpose2d(const Node* n) {
+  Type out = Type::tensor();
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(1));
+  const Dims* x = dims_of(n->input(0));
+  const Dims* w = dims_of(n->input(1));
+  if (x && x->size() != 4) shape_error(n, "the input must be 4-D [N, C, H, W], is " + dims_str(*x));
+  if (w && w->size() != 4) shape_error(n, "the weight must be 4-D [C_in, C_out/groups, kH, kW], is " + dims_str(*w));
+  if (!x || !w) return out;
+  const auto stride = ints_or(n, "stride", {1, 1}), pad = ints_or(n, "padding", {0, 0}),
+             opad = ints_or(n, "output_padding", {0, 0}), dil = ints_or(n, "dilation", {1, 1});
+  const int64_t groups = attr_or(n, "groups", 1);
+  require_equal(n, (*x)[1], (*w)[0], "input channels and weight dim 0 differ");
+  Dims d{(*x)[0], (*w)[1].is_static() ? Dim::of((*w)[1].size * groups) : Dim::unknown()};
+  for (size_t i = 0; i < 2; ++i) {
+    const Dim& k = (*w)[2 + i];
+    const Dim& in = (*x)[2 + i];
+    if (!k.is_static() || !in.is_static()) {
+      d.push_back(Dim::unknown());
+      continue;
+    }
+    const int64_t o = (in.size - 1) * stride.at(i % stride.size()) - 2 * pad.at(i % pad.size()) +
+                      dil.at(i % dil.size()) * (k.size - 1) + opad.at(i % opad.size()) + 1;
+    if (o <= 0) shape_error(n, "the output size " + std::to_string(o) + " is not positive");
+    d.push_back(Dim::of(o));
+  }
+  out.dims = std::move(d);
+  return out;
+}
+
 Type pool2d(const OpInfo& op, const Node* n) {
   Type out = same_dtype(op, n);
   const Dims* x = dims_of(n->input(0));

@@ -26,6 +26,7 @@ Type reduce(const OpInfo& op, const Node* n);
 Type same_dtype(const OpInfo& op, const Node* n);
 Type matmul(const Node* n);
 Type conv2d(const Node* n);
+Type conv_transpose2d(const Node* n);
 Type masked_fill(const Node* n);
 Type view(const OpInfo& op, const Node* n);
 Type other(const OpInfo& op, const Node* n);

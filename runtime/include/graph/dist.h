@@ -5,7 +5,7 @@
 //   auto pg = graph::dist::ProcessGroup::from_environment();   // MPI_Init
 //   Mlp model;                                                 // any nn::Module
 //   graph::dist::DistributedDataParallel ddp(model.ptr(), pg);  // rank 0's weights everywhere
-//   graph::optim::SGD opt(model->parameters(), {.lr = 0.1});
+//   graph::optim::SGD opt(model->parameters(), graph::optim::SGDOptions(0.1));
 //   graph::dist::DistributedSampler sampler(n_examples, pg, {.shuffle = true, .seed = 1});
 //   for (int epoch = 0; epoch < E; ++epoch) {
 //     sampler.set_epoch(epoch);

@@ -37,6 +37,7 @@
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/nn_ops.h"
+#include "graph/nn_options.h"
 #include "graph/ops.h"
 #include "graph/tensor.h"
 
@@ -182,17 +183,6 @@ class ModuleHolder {
     using ::graph::nn::ModuleHolder<Name##Impl>::ModuleHolder; \
   }
 
-// A pair of sizes (kernel, stride, ...) given as one int or as {h, w}.
-struct Size2 {
-  Size2() = default;  // empty: "the default" where a module allows it
-  Size2(int64_t v) : values{v, v} {}
-  Size2(int v) : values{v, v} {}
-  Size2(std::initializer_list<int64_t> v) : values(v) {}
-  Size2(Shape v) : values(std::move(v)) {}
-  Shape values;
-  operator const Shape&() const { return values; }
-};
-
 namespace detail {
 // uniform(-bound, bound) in `sizes`, without recording autograd.
 Tensor uniform(const Shape& sizes, double bound);
@@ -230,6 +220,7 @@ inline std::pair<Tensor, Tensor> lstm_step(const Tensor& gi, const Tensor& h, co
 class LinearImpl : public Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
+  explicit LinearImpl(const LinearOptions& o) : LinearImpl(o.in_features(), o.out_features(), o.bias()) {}
   Tensor forward(const Tensor& x) { return linear(x, weight, bias); }
 
   int64_t in_features, out_features;
@@ -244,6 +235,9 @@ class Conv2dImpl : public Module {
  public:
   Conv2dImpl(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Size2 stride = 1,
              Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1, bool bias = true);
+  explicit Conv2dImpl(const Conv2dOptions& o)
+      : Conv2dImpl(o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                   o.groups(), o.bias()) {}
   Tensor forward(const Tensor& x) { return conv2d(x, weight, bias, stride, padding, dilation, groups); }
 
   int64_t in_channels, out_channels;
@@ -252,6 +246,26 @@ class Conv2dImpl : public Module {
   Tensor weight, bias;
 };
 GRAPH_MODULE(Conv2d);
+
+// ---- ConvTranspose2d --------------------------------------------------------
+// torch.nn.ConvTranspose2d: weight [in, out / groups, kH, kW], bias [out];
+// uniform(+-1/sqrt(fan_in)) with PyTorch's fan_in of that weight,
+// out / groups * kH * kW.
+class ConvTranspose2dImpl : public Module {
+ public:
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, Size2 kernel_size)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, std::move(kernel_size))) {}
+  Tensor forward(const Tensor& x) {
+    return conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
+  }
+
+  int64_t in_channels, out_channels;
+  Shape kernel_size, stride, padding, output_padding, dilation;
+  int64_t groups;
+  Tensor weight, bias;  // bias undefined when built without one
+};
+GRAPH_MODULE(ConvTranspose2d);
 
 // ---- Conv1d -----------------------------------------------------------------
 // torch.nn.Conv1d on x [N, C_in, L]: weight [out, in / groups, k], bias [out],

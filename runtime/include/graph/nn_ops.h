@@ -23,6 +23,13 @@ GRAPH_OP("layer_norm") Tensor layer_norm(const Tensor& x, const Shape& normalize
 // x [N, C_in, H, W], weight [C_out, C_in / groups, kH, kW], bias [C_out] or undefined.
 GRAPH_OP("conv2d") Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Shape stride = {1, 1},
               Shape padding = {0, 0}, Shape dilation = {1, 1}, int64_t groups = 1);
+// The adjoint of conv2d (PyTorch's semantics): x [N, C_in, H, W] (or [C_in, H, W]),
+// weight [C_in, C_out / groups, kH, kW], bias [C_out] or undefined; output
+// size (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1.
+GRAPH_OP("conv_transpose2d") Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                                                     Shape stride = {1, 1}, Shape padding = {0, 0},
+                                                     Shape output_padding = {0, 0}, int64_t groups = 1,
+                                                     Shape dilation = {1, 1});
 GRAPH_OP("max_pool2d") Tensor max_pool2d(const Tensor& x, Shape kernel, Shape stride = {}, Shape padding = {0, 0});
 GRAPH_OP("avg_pool2d") Tensor avg_pool2d(const Tensor& x, Shape kernel, Shape stride = {}, Shape padding = {0, 0});
 // weight [num, dim]; indices int64 of any shape -> [..., dim]

@@ -2,7 +2,7 @@
 // graph::optim: SGD and Adam with PyTorch's update rules (torch.optim, the
 // single-tensor path), e.g.
 //
-//   optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+//   optim::SGD opt(net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
 //   for (...) {
 //     opt.zero_grad();
 //     Tensor loss = cross_entropy(net(x), y);
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/arg.h"
 #include "graph/tensor.h"
 
 namespace graph::optim {
@@ -37,12 +38,16 @@ class Optimizer {
   std::vector<Tensor> params_;
 };
 
-struct SGDOptions {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double dampening = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;
+// LibTorch's builder: SGDOptions(0.1).momentum(0.9).weight_decay(1e-4); read
+// back as options.lr(), changed in place as opt.options().lr(0.01).
+class SGDOptions {
+ public:
+  SGDOptions(double lr = 0.01) : lr_(lr) {}  // implicit: SGD(params, 0.1)
+  GRAPH_ARG(double, lr);
+  GRAPH_ARG(double, momentum) = 0.0;
+  GRAPH_ARG(double, dampening) = 0.0;
+  GRAPH_ARG(double, weight_decay) = 0.0;
+  GRAPH_ARG(bool, nesterov) = false;
 };
 
 // d = g + weight_decay * p
@@ -60,12 +65,16 @@ class SGD : public Optimizer {
   std::vector<Tensor> momentum_buffer_;  // undefined until the first step
 };
 
-struct AdamOptions {
-  double lr = 1e-3;
-  std::pair<double, double> betas = {0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 0.0;  // L2, added to the gradient (Adam, not AdamW)
-  bool amsgrad = false;
+// AdamOptions(2e-4).betas({0.5, 0.999}).weight_decay(1e-5).
+class AdamOptions {
+ public:
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}
+  GRAPH_ARG(double, lr);
+  using Betas = std::pair<double, double>;
+  GRAPH_ARG(Betas, betas) = {0.9, 0.999};
+  GRAPH_ARG(double, eps) = 1e-8;
+  GRAPH_ARG(double, weight_decay) = 0.0;  // L2, added to the gradient (Adam, not AdamW)
+  GRAPH_ARG(bool, amsgrad) = false;
 };
 
 // t += 1; g = g + weight_decay * p

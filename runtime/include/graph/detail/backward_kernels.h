@@ -91,6 +91,10 @@ std::vector<Tensor> scatter_add_backward(const Tensor& grad, const Tensor& self,
 std::vector<Tensor> conv2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
                                     const Shape& stride, const Shape& padding, const Shape& dilation, int64_t groups,
                                     GradMask mask);
+std::vector<Tensor> conv_transpose2d_backward(const Tensor& grad, const Tensor& x, const Tensor& weight,
+                                              const Tensor& bias, const Shape& stride, const Shape& padding,
+                                              const Shape& output_padding, int64_t groups, const Shape& dilation,
+                                              GradMask mask);
 Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
                            const Shape& padding);
 Tensor avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
