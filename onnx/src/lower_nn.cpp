@@ -36,40 +36,28 @@ void linear(Rule& r) {
   r.done(out);
 }
 
-void conv2d(Rule& r) {
+// Conv and ConvTranspose take the same inputs and attributes; ONNX's
+// ConvTranspose has PyTorch's semantics (weight [C_in, C_out / group, kH, kW],
+// symmetric pads) plus output_padding, added at the end.
+void conv(Rule& r, bool transposed) {
   const DType d = r.out_dtype();
   std::vector<std::string> inputs{r.x_as(0, d), r.x_as(1, d)};
   if (r.defined(2)) inputs.push_back(r.x_as(2, d));
   const auto pad = r.ints("padding");
   const auto w = r.ex.need_sizes(r.n, r.in(1));
   std::string out;
-  auto& node = r.last_node("Conv", inputs, out);
+  auto& node = r.last_node(transposed ? "ConvTranspose" : "Conv", inputs, out);
   Exporter::attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
   Exporter::attr(node, "strides", r.ints("stride"));
   Exporter::attr(node, "pads", {pad.at(0), pad.at(1), pad.at(0), pad.at(1)});
+  if (transposed) Exporter::attr(node, "output_padding", r.ints("output_padding"));
   Exporter::attr(node, "dilations", r.ints("dilation"));
   Exporter::attr(node, "group", r.i("groups"));
   r.done(out);
 }
 
-// ONNX's ConvTranspose has PyTorch's semantics: weight [C_in, C_out / group,
-// kH, kW], symmetric pads, output_padding added at the end.
-void conv_transpose2d(Rule& r) {
-  const DType d = r.out_dtype();
-  std::vector<std::string> inputs{r.x_as(0, d), r.x_as(1, d)};
-  if (r.defined(2)) inputs.push_back(r.x_as(2, d));
-  const auto pad = r.ints("padding");
-  const auto w = r.ex.need_sizes(r.n, r.in(1));
-  std::string out;
-  auto& node = r.last_node("ConvTranspose", inputs, out);
-  Exporter::attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
-  Exporter::attr(node, "strides", r.ints("stride"));
-  Exporter::attr(node, "pads", {pad.at(0), pad.at(pad.size() - 1), pad.at(0), pad.at(pad.size() - 1)});
-  Exporter::attr(node, "output_padding", r.ints("output_padding"));
-  Exporter::attr(node, "dilations", r.ints("dilation"));
-  Exporter::attr(node, "group", r.i("groups"));
-  r.done(out);
-}
+void conv2d(Rule& r) { conv(r, false); }
+void conv_transpose2d(Rule& r) { conv(r, true); }
 
 void pool(Rule& r, bool max) {
   const auto kernel = r.ints("kernel");
