@@ -141,6 +141,7 @@ std::vector<OpCase> op_cases() {
   add("to", "  %y : Tensor = to{dtype=\"i64\"}(%a)\n", {a * 3}, [=] { return (a * 3).to(kInt64); });
   add("to", "  %y : Tensor = to{dtype=\"f32\"}(%a)\n", {gt(a, b)}, [=] { return gt(a, b).to(kFloat32); });
   add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a}, [=] { return a.t().contiguous(); });
+  add("type_as", "  %y : Tensor = type_as(%a, %b)\n", {a, tgt}, [=] { return a.type_as(tgt); });
   return cases;
 }
 

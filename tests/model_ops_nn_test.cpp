@@ -77,6 +77,19 @@ TEST(NnDecompositions, AdaptiveAvgPoolAveragesBlocks) {
   EXPECT_EQ(pool(x).sizes(), (Shape{1, 1, 1, 1}));
 }
 
+TEST(NnDecompositions, AdaptivePoolsOverlapWindowsAsPyTorch) {
+  // 5 rows into 2 windows: rows [0, 3) and [2, 5), PyTorch's floor/ceil bounds.
+  const Tensor x = graph::arange(0, 20, 1).to(graph::kFloat32).reshape({1, 1, 5, 4});
+  expect_near(graph::adaptive_avg_pool2d(x, {2, 2}), graph::tensor({4.5f, 6.5f, 12.5f, 14.5f}).reshape({1, 1, 2, 2}), 1e-6);
+  EXPECT_EQ(doubles(graph::adaptive_max_pool2d(x, {2, 2})), (std::vector<double>{9.0, 11.0, 17.0, 19.0}));
+  EXPECT_EQ(doubles(nn::AdaptiveMaxPool2d(nn::Size2{1, 2})(x)), (std::vector<double>{17.0, 19.0}));
+  // Nearest from 4 to 3 columns: sources floor(j * 4 / 3) = 0, 1, 2.
+  EXPECT_EQ(doubles(graph::interpolate(x.slice(2, 0, 1).flatten(2), {3})), (std::vector<double>{0.0, 1.0, 2.0}));
+  // Linear from 2 to 4 (half-pixel centres): 0, 0.25, 0.75, 1 of the way.
+  expect_near(graph::interpolate(graph::tensor({0.0f, 4.0f}).reshape({1, 1, 2}), {4}, graph::kLinear),
+              graph::tensor({0.0f, 1.0f, 3.0f, 4.0f}).reshape({1, 1, 4}), 1e-6);
+}
+
 TEST(NnDecompositions, PadOneHotAndTheLikeFactories) {
   const Tensor x = graph::tensor({{1.0f, 2.0f}, {3.0f, 4.0f}});
   EXPECT_EQ(doubles(graph::pad(x, {1, 0, 0, 1}, -1.0)),
@@ -130,8 +143,16 @@ TEST(NnDecompositions, BadInputNamesTheOpAndShapes) {
   expect_error([] { graph::group_norm(graph::zeros({2, 6, 4}), 4); }, {"reshape", "[2, 4, 4]", "size 48"});
   // A module whose channel count differs from the input's: its weight's multiply.
   expect_error([] { nn::GroupNorm(2, 4)(graph::zeros({2, 6, 3})); }, {"mul", "[4, 1]"});
-  // Output sizes that do not divide the input: the block reshape, both shapes.
-  expect_error([] { graph::adaptive_avg_pool2d(graph::zeros({1, 2, 5, 4}), {2, 2}); }, {"reshape", "[1, 2, 2, 2, 2, 2]", "size 40"});
+  // interpolate: a rank, mode or size it cannot take, align_corners with nearest.
+  expect_error([] { graph::interpolate(graph::zeros({2, 3}), {4}); }, {"interpolate", "3-D", "[2, 3]"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), {4}, graph::kBilinear); }, {"interpolate", "bilinear", "4-D"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3, 3}), {4, 4}, graph::kLinear); }, {"interpolate", "linear", "3-D"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3, 3}), {4}); }, {"interpolate", "2 positive output sizes", "[4]"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3, 3}), {4, 0}); }, {"interpolate", "positive", "[4, 0]"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), {4}, graph::kNearest, true); }, {"interpolate", "align_corners"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), 0.2); }, {"interpolate", "empty output"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), -2.0); }, {"interpolate", "positive scale_factor"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}, graph::kInt64), {4}, graph::kLinear); }, {"interpolate", "floating", "int64"});
   // conv1d of a 2-d input or a mismatched weight: conv2d's check, on the height-1 view.
   expect_error([] { graph::conv1d(graph::zeros({4, 9}), graph::zeros({6, 4, 3})); }, {"conv2d"});
   expect_error([] { graph::conv1d(graph::zeros({1, 4, 9}), graph::zeros({6, 3, 3})); }, {"conv2d"});

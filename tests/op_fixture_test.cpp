@@ -175,6 +175,7 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "gather") return in[0].gather(std::stoll(c.attrs.at("dim")), in[1]);
   if (c.op == "cumsum") return in[0].cumsum(std::stoll(c.attrs.at("dim")));
   if (c.op == "bmm") return graph::bmm(in[0], in[1]);
+  if (c.op == "type_as") return in[0].type_as(in[1]);
   if (c.op == "to") {
     graph::DType d{};
     if (!graph::dtype_from_token(c.attrs.at("dtype"), d)) throw std::runtime_error("bad dtype in case " + c.name);
@@ -249,7 +250,14 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
   if (c.op == "max_pool1d") return graph::max_pool1d(in[0], num("kernel"), num("stride"), num("padding"));
   if (c.op == "avg_pool1d") return graph::avg_pool1d(in[0], num("kernel"), num("stride"), num("padding"));
   if (c.op == "adaptive_avg_pool2d") return graph::adaptive_avg_pool2d(in[0], pair("output"));
-  if (c.op == "pad") {
+  if (c.op == "adaptive_max_pool2d") return graph::adaptive_max_pool2d(in[0], pair("output"));
+  if (c.op == "interpolate") {
+    const std::string& m = c.attrs.at("mode");
+    const graph::InterpolateMode mode = m == "nearest" ? graph::kNearest : m == "linear" ? graph::kLinear : graph::kBilinear;
+    const bool ac = num("align") != 0;
+    return c.attrs.count("scale") ? graph::interpolate(in[0], std::stod(c.attrs.at("scale")), mode, ac)
+                                  : graph::interpolate(in[0], pair("size"), mode, ac);
+  }  if (c.op == "pad") {
     const std::string& v = c.attrs.at("value");
     const bool integral = v.find_first_of(".e") == std::string::npos;
     return graph::pad(in[0], pair("pad"), integral ? graph::Scalar(std::stoll(v)) : graph::Scalar(std::stod(v)));

@@ -118,6 +118,7 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
       return in(0) + ".to(static_cast<::graph::DType>(" + std::to_string(static_cast<int>(dt)) + "))";
     }
     case OpId::contiguous: return in(0) + ".contiguous()";
+    case OpId::type_as: return in(0) + ".type_as(" + in(1) + ")";
     case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::layer_norm:
       return f + "(" + in(0) + ", " + attr(nm, n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +

@@ -294,7 +294,8 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::scatter_add:
     case OpId::argsort: return scatter_or_sort(r, op.id);
     case OpId::bmm: return r.done(r.emit("MatMul", {r.x_as(0, r.out_dtype()), r.x_as(1, r.out_dtype())}));
-    case OpId::to: {  // Cast; x itself (an Identity) when it has the dtype already
+    case OpId::to:
+    case OpId::type_as: {  // Cast (type_as: to the inferred dtype); x itself (an Identity) when it has it already
       const std::string c = r.x_as(0, r.out_dtype());
       return r.done(c == r.x(0) ? r.emit("Identity", {c}) : c);
     }

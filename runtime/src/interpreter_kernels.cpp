@@ -345,6 +345,7 @@ Out to_kernel(const ir::Node& n, In in) {
   return {T(n, in, 0).to(dt)};
 }
 Out contiguous_kernel(const ir::Node& n, In in) { return {T(n, in, 0).contiguous()}; }
+Out type_as_kernel(const ir::Node& n, In in) { return {T(n, in, 0).type_as(T(n, in, 1))}; }
 Out softmax_kernel(const ir::Node& n, In in) { return {graph::softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out log_softmax_kernel(const ir::Node& n, In in) { return {graph::log_softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out linear_kernel(const ir::Node& n, In in) { return {graph::linear(T(n, in, 0), T(n, in, 1), T(n, in, 2))}; }

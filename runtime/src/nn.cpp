@@ -392,6 +392,9 @@ ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o)
 AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(Size2 output_size_)
     : Module("AdaptiveAvgPool2d"),
       output_size(detail::checked_size2("AdaptiveAvgPool2d", "output_size", output_size_, false)) {}
+AdaptiveMaxPool2dImpl::AdaptiveMaxPool2dImpl(Size2 output_size_)
+    : Module("AdaptiveMaxPool2d"),
+      output_size(detail::checked_size2("AdaptiveMaxPool2d", "output_size", output_size_, false)) {}
 
 Conv1dImpl::Conv1dImpl(const Conv1dOptions& o)
     : Module("Conv1d"),
@@ -448,6 +451,41 @@ void check_pad(const Tensor& x, const Shape& pad) {
   if (n > 8) throw Error("pad: at most 4 dims can be padded (constant mode), got " + std::to_string(n / 2) + " pairs");
   if (x.defined() && static_cast<int64_t>(n / 2) > x.dim())
     throw Error("pad: " + std::to_string(n / 2) + " pairs of amounts for a tensor of shape " + shape_str(x.sizes()));
+}
+
+void check_interpolate(const Tensor& x, const Shape& size, double scale_factor, InterpolateMode mode,
+                       bool align_corners) {
+  const char* op = "interpolate";
+  check_defined(op, x);
+  const bool nearest = mode == InterpolateMode::Nearest;
+  if (x.dim() != 3 && x.dim() != 4)
+    throw Error(std::string(op) + ": expected a 3-D [N, C, L] or 4-D [N, C, H, W] input, got shape " +
+                shape_str(x.sizes()));
+  if (mode == InterpolateMode::Linear && x.dim() != 3)
+    throw Error(std::string(op) + ": linear mode needs a 3-D input, got shape " + shape_str(x.sizes()) +
+                " (bilinear is for 4-D)");
+  if (mode == InterpolateMode::Bilinear && x.dim() != 4)
+    throw Error(std::string(op) + ": bilinear mode needs a 4-D input, got shape " + shape_str(x.sizes()) +
+                " (linear is for 3-D)");
+  if (nearest && align_corners)
+    throw Error(std::string(op) + ": align_corners can only be set with the interpolating modes (linear, bilinear)");
+  if (!nearest && !is_floating(x.dtype()))
+    throw Error(std::string(op) + ": linear modes need a floating input, got " + dtype_name(x.dtype()));
+  const int64_t spatial = x.dim() - 2;
+  if (scale_factor > 0) {
+    for (int64_t d = 2; d < x.dim(); ++d)
+      if (static_cast<int64_t>(std::floor(static_cast<double>(x.size(d)) * scale_factor)) < 1)
+        throw Error(std::string(op) + ": scale_factor " + std::to_string(scale_factor) + " gives an empty output for input shape " +
+                    shape_str(x.sizes()));
+    return;
+  }
+  if (scale_factor < 0 || (size.empty() && scale_factor == 0))
+    throw Error(std::string(op) + ": expected a positive scale_factor, got " + std::to_string(scale_factor));
+  bool ok = static_cast<int64_t>(size.size()) == spatial;
+  for (int64_t s : size) ok = ok && s > 0;
+  if (!ok)
+    throw Error(std::string(op) + ": expected " + std::to_string(spatial) + " positive output sizes for input shape " +
+                shape_str(x.sizes()) + ", got " + shape_str(size));
 }
 }  // namespace detail
 

@@ -265,6 +265,13 @@ Tensor Tensor::to(DType t) const {
   return autograd::record_unary("to", out, *this, [](const Tensor& g) { return g; });
 }
 
+Tensor Tensor::type_as(const Tensor& other) const {
+  detail::check_defined("type_as", *this);
+  detail::check_defined("type_as", other);
+  if (detail::tracing()) return detail::trace_op("type_as", {*this, other}, {}, [&] { return to(other.dtype()); });
+  return to(other.dtype());
+}
+
 Tensor Tensor::to(Device d) const {
   detail::check_defined("to", *this);
   const Device from = device();

@@ -151,6 +151,12 @@ using namespace graph;
 [[graph::static]] Tensor op_to(const Tensor& a, const Tensor& b, const Tensor&) {
   return a.to(kFloat64) * b.to(kFloat64) + (a > 0.0).to(kFloat64) * b;
 }
+// type_as: up to float64 through b's dtype made float64 (the gradient comes
+// back as float32), and to a's own dtype (no conversion).
+[[graph::static]] Tensor op_type_as(const Tensor& a, const Tensor& b, const Tensor&) {
+  const Tensor b64 = b.to(kFloat64);
+  return a.type_as(b64) * b64 + b.type_as(a);
+}
 [[graph::static]] Tensor op_contiguous(const Tensor& a, const Tensor&, const Tensor&) { return a.t().contiguous() * 2.0; }
 
 // ---- index_select (repeated indices: the gradient adds up), gather (along
@@ -293,5 +299,19 @@ using namespace graph;
   return norm(a, 2.0, {1}) * linalg_vector_norm(a, 3.0, {1}) + a.norm(INFINITY, {1}) + norm(a, 1.0, {0}, true).sum();
 }
 [[graph::static]] Tensor op_norm_all(const Tensor& a, const Tensor&, const Tensor&) { return norm(a) * a; }
+
+// ---- adaptive pooling with overlapping windows, interpolate (nn_functional.h).
+[[graph::static]] Tensor op_adaptive_pools(const Tensor& a, const Tensor&, const Tensor&) {
+  return adaptive_avg_pool2d(a, {3, 2}) * adaptive_max_pool2d(a, {3, 2}) + adaptive_max_pool2d(a, {2, 1}).sum();
+}
+[[graph::static]] Tensor op_interpolate_nearest(const Tensor& a, const Tensor&, const Tensor&) {
+  return interpolate(a, {5, 3}) + interpolate(a, 1.5).sum();
+}
+[[graph::static]] Tensor op_interpolate_bilinear(const Tensor& a, const Tensor&, const Tensor&) {
+  return interpolate(a, {5, 2}, kBilinear) * interpolate(a, {5, 2}, kBilinear, true);
+}
+[[graph::static]] Tensor op_interpolate_linear(const Tensor& a, const Tensor&, const Tensor&) {
+  return interpolate(a.flatten(2), 0.7, kLinear) + interpolate(a.flatten(2), {9}, kLinear, true).sum();
+}
 
 }  // namespace og

@@ -21,13 +21,14 @@ using graph::Tensor;
   X(scaled_dot_product_attention_causal) X(masked_fill) X(masked_fill_ninf) X(masked_fill_runtime) X(masked_fill_causal) \
   X(where_scalar) \
   X(triu) X(tril) X(index_select) X(index_select_rows) X(gather) X(gather_dim0) X(cumsum) X(cumsum_neg_dim) X(bmm) \
-  X(bmm_method) X(batch_norm_train) X(batch_norm_eval) X(batch_norm_plain) X(to) X(contiguous)          \
+  X(bmm_method) X(batch_norm_train) X(batch_norm_eval) X(batch_norm_plain) X(to) X(type_as) X(contiguous)        \
   X(logsumexp) X(logsumexp_keepdim) X(var) X(var_biased_keepdim) X(var_all) X(std) X(std_all) X(nll_loss) \
   X(nll_loss_weight_sum) X(nll_loss_weight_none) X(nll_loss_weight_mean) X(bce) X(bce_weight_none)    \
   X(bce_logits) X(bce_logits_pos_weight) X(group_norm) X(group_norm_plain) X(conv1d) X(conv1d_groups)        \
   X(max_pool1d) X(avg_pool1d) X(adaptive_avg_pool2d) X(pad) X(like) X(one_hot) \
   X(select) X(narrow) X(unbind) X(split) X(chunk) X(max_dim) \
-  X(scatter_add) X(scatter_add_method) X(sort) X(topk) X(norm) X(norm_all)
+  X(scatter_add) X(scatter_add_method) X(sort) X(topk) X(norm) X(norm_all)                         \
+  X(adaptive_pools) X(interpolate_nearest) X(interpolate_bilinear) X(interpolate_linear)
 
 #define OG_DECLARE(name) Tensor op_##name(const Tensor& a, const Tensor& b, const Tensor& c);
 OG_CASES(OG_DECLARE)

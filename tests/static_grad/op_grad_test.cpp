@@ -112,6 +112,7 @@ constexpr Entry kEntries[] = {
     {"batch_norm", Coverage::Cases, "batch_norm_train batch_norm_eval batch_norm_plain"},
     {"to", Coverage::Cases, "to"},
     {"contiguous", Coverage::Cases, "contiguous"},
+    {"type_as", Coverage::Cases, "type_as"},
     {"scatter_add", Coverage::Cases, "scatter_add scatter_add_method"},
     {"argsort", Coverage::NoGradient, "index result (sort and topk, kComposites, differentiate through gather)"},
     {"sum_to", Coverage::GradientOp, ""},
@@ -275,6 +276,7 @@ Case case_named(std::string_view n) {
   if (n == "bmm_method") return make(op_bmm_method, {in(cube), in({2, 5, 4}, 0.5f, 0.2f)});
   if (n == "to") return make(op_to, {in(m), in(m, 0.4f, 0.1f)});
   if (n == "contiguous") return make(op_contiguous, {in(m)});
+  if (n == "type_as") return make(op_type_as, {in(m), in(m, 0.4f, 0.1f)});
   // The decompositions (kComposites below); targets hit the ignored index and class 2.
   if (n == "logsumexp" || n == "var" || n == "var_all" || n == "std")
     return make(n == "logsumexp" ? op_logsumexp : n == "var" ? op_var : n == "var_all" ? op_var_all : op_std,
@@ -302,6 +304,11 @@ Case case_named(std::string_view n) {
   if (n == "max_pool1d") return make(op_max_pool1d, {in({2, 2, 6}, 0.13f, -1.0f)});
   if (n == "avg_pool1d") return make(op_avg_pool1d, {in({2, 2, 7}, 0.1f, -1.0f)});
   if (n == "adaptive_avg_pool2d") return make(op_adaptive_avg_pool2d, {in({2, 3, 4, 2})});
+  if (n == "adaptive_pools") return make(op_adaptive_pools, {in({1, 2, 5, 4})});
+  if (n == "interpolate_nearest" || n == "interpolate_bilinear" || n == "interpolate_linear")
+    return make(n == "interpolate_nearest" ? op_interpolate_nearest
+                : n == "interpolate_bilinear" ? op_interpolate_bilinear : op_interpolate_linear,
+                {in({1, 2, 3, 4})});
   if (n == "pad") return make(op_pad, {in(cube)});
   if (n == "like") return make(op_like, {in(m)});
   if (n == "one_hot") return make(op_one_hot, {in({3, 4}), unused(), ints({1, 3, 0})});
@@ -383,6 +390,7 @@ constexpr std::string_view kComposites[] = {
     "select", "narrow", "unbind", "split", "chunk", "max_dim",
     "group_norm", "group_norm_plain", "conv1d", "conv1d_groups", "max_pool1d", "avg_pool1d",
     "adaptive_avg_pool2d", "pad", "like", "one_hot", "sort", "topk", "norm", "norm_all",
+    "adaptive_pools", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear",
 };
 
 class Composite : public testing::TestWithParam<std::string_view> {};

@@ -176,6 +176,9 @@ const char* rule_text(DTypeRule r) {
     case DTypeRule::ToBool: return "bool";
     case DTypeRule::Accumulate: return "floating, or int64";
     case DTypeRule::ToIndex: return "int64";
+    case DTypeRule::FirstInput: return "the first input's";
+    case DTypeRule::SecondInput: return "the second input's";
+    case DTypeRule::Attribute: return "the dtype attribute";
   }
   return "?";
 }

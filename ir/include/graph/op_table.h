@@ -24,7 +24,10 @@ enum class OpKind : uint8_t {
 };
 
 // Result dtype of an op from its promoted input dtype (see ops.def).
-enum class DTypeRule : uint8_t { Same, ToFloat, ToBool, Accumulate, ToIndex };
+// Same: the promoted inputs; FirstInput: input 0's (index_select: the
+// indices do not promote); SecondInput: input 1's (type_as); Attribute: the
+// `dtype` attribute's (to).
+enum class DTypeRule : uint8_t { Same, ToFloat, ToBool, Accumulate, ToIndex, FirstInput, SecondInput, Attribute };
 
 // Traits of an op (ops.def explains each). A bit set; spelled bare in ops.def.
 namespace op_trait {
@@ -179,6 +182,9 @@ inline constexpr DType result_dtype(const OpInfo& op, DType in) {
     case DTypeRule::ToBool: return DType::Bool;
     case DTypeRule::Accumulate: return is_floating(in) ? in : DType::Int64;
     case DTypeRule::ToIndex: return DType::Int64;
+    case DTypeRule::FirstInput:
+    case DTypeRule::SecondInput:
+    case DTypeRule::Attribute: return in;  // not elementwise: infer_types has their rules
   }
   return in;
 }

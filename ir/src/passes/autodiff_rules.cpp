@@ -397,10 +397,11 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
   if (op == OpId::masked_fill) return masked_fill_grad(s, n, g);
   if (op == OpId::triu || op == OpId::tril) return {triangle_grad(s, n, g)};
   if (op == OpId::contiguous) return {g};
-  if (op == OpId::to) {  // back to x's dtype, as the eager engine does; none for an integral x
+  if (op == OpId::to || op == OpId::type_as) {  // back to x's dtype, as the eager engine does; none for an integral x
+    std::vector<Value*> out(n.inputs().size(), nullptr);  // type_as: only other's dtype is read
     const Type& x = n.input(0)->type();
-    if (x.dtype && !is_floating(*x.dtype)) return {nullptr};
-    return {s.emit1("sum_to", {g, s.fwd(n.input(0))})};
+    if (!x.dtype || is_floating(*x.dtype)) out[0] = s.emit1("sum_to", {g, s.fwd(n.input(0))});
+    return out;
   }
   if (op == OpId::stack) return stack_grad(s, n, g);
   if (op == OpId::cat) return cat_grad(s, n, g, wanted);
@@ -453,6 +454,10 @@ Flow gradient_flow(const Node& n) {
     DType d{};
     const auto* token = std::get_if<std::string>(&n.attrs().at("dtype"));
     return !token || !dtype_from_token(*token, d) || is_floating(d) ? Flow::Through : Flow::None;
+  }
+  if (op == OpId::type_as) {
+    const Type& other = n.input(1)->type();
+    return !other.dtype || is_floating(*other.dtype) ? Flow::Through : Flow::None;
   }
   // Comparisons and index results (argmax) carry no gradient.
   return info->rule != DTypeRule::ToBool && info->rule != DTypeRule::ToIndex ? Flow::Through : Flow::None;

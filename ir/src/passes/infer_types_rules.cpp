@@ -765,6 +765,11 @@ Type other(const OpInfo& op, const Node* n) {
       return out;
     }
     case OpId::contiguous: return n->input(0)->type();
+    case OpId::type_as: {  // x's shape, other's dtype
+      Type out = n->input(0)->type();
+      out.dtype = n->input(1)->type().dtype;
+      return out;
+    }
     case OpId::sum_to: {  // in like's dtype (backward_kernels.h): a gradient through `to` changes it
       Type out = same_dtype(op, n);
       if (n->inputs().size() == 2 && n->input(1)->type().dtype) out.dtype = n->input(1)->type().dtype;

@@ -509,8 +509,8 @@ class AvgPool2dImpl : public Module {
 };
 GRAPH_MODULE(AvgPool2d);
 
-// output_size {oh, ow} dividing the input's height and width (1: a global
-// mean); see adaptive_avg_pool2d.
+// output_size {oh, ow} (1: a global mean; windows overlap where oh does
+// not divide the height); see adaptive_avg_pool2d and adaptive_max_pool2d.
 class AdaptiveAvgPool2dImpl : public Module {
  public:
   explicit AdaptiveAvgPool2dImpl(Size2 output_size);
@@ -518,6 +518,13 @@ class AdaptiveAvgPool2dImpl : public Module {
   Shape output_size;
 };
 GRAPH_MODULE(AdaptiveAvgPool2d);
+class AdaptiveMaxPool2dImpl : public Module {
+ public:
+  explicit AdaptiveMaxPool2dImpl(Size2 output_size);
+  Tensor forward(const Tensor& x) { return adaptive_max_pool2d(x, output_size); }
+  Shape output_size;
+};
+GRAPH_MODULE(AdaptiveMaxPool2d);
 
 class FlattenImpl : public Module {
  public:

@@ -8,6 +8,7 @@
 // -1, so a wrong size can never be absorbed into another dim.
 // Included by graph/nn_ops.h.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "graph/ops.h"
@@ -78,15 +79,101 @@ inline Tensor avg_pool1d(const Tensor& x, int64_t kernel_size, int64_t stride = 
   return avg_pool2d(x.unsqueeze(2), {1, kernel_size}, {1, s}, {0, padding}).squeeze(2);
 }
 
-// adaptive_avg_pool2d(x [N, C, H, W], {oh, ow}) where oh divides H and ow
-// divides W (1x1 included: a global mean), PyTorch's windows then being the
-// blocks of the reshape [N, C, oh, H / oh, ow, W / ow]. Other sizes are that
-// reshape's error, naming both shapes (PyTorch's overlapping windows are not
-// implemented).
+// ---- adaptive pooling ------------------------------------------------------------
+namespace detail {
+// Which of `in` positions each of `out` adaptive windows covers, bool [out, in]:
+// window i is PyTorch's [floor(i * in / out), ceil((i + 1) * in / out)), tested
+// in integers: h >= start <=> (h + 1) * out > i * in, h < end <=> h * out < (i + 1) * in.
+inline Tensor adaptive_windows(int64_t in, int64_t out) {
+  Tensor i = arange(out).unsqueeze(1), h = arange(in).unsqueeze(0);
+  return eq(gt((h + 1) * out, i * in).to(kInt64) + lt(h * out, (i + 1) * in).to(kInt64), 2);
+}
+}  // namespace detail
+
+// adaptive_avg_pool2d(x [N, C, H, W], {oh, ow}): PyTorch's windows, which
+// overlap when oh does not divide H. Equal windows (oh divides H, ow divides
+// W; 1x1 is a global mean) are the blocks of a reshape, averaged; otherwise
+// each dim is a product with its [out, in] averaging matrix (a window is a
+// rectangle, so the two dims separate), whose gradient is matmul's.
 inline Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size) {
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   const int64_t oh = output_size[0], ow = output_size[1];
-  return x.reshape({N, C, oh, H / std::max<int64_t>(oh, 1), ow, W / std::max<int64_t>(ow, 1)}).mean({3, 5});
+  if (oh > 0 && ow > 0 && H % oh == 0 && W % ow == 0)
+    return x.reshape({N, C, oh, H / oh, ow, W / ow}).mean({3, 5});
+  Tensor wh = detail::adaptive_windows(H, oh).type_as(x), ww = detail::adaptive_windows(W, ow).type_as(x);
+  wh = wh / wh.sum(1, true);
+  ww = ww / ww.sum(1, true);
+  return matmul(wh, matmul(x, ww.t()));
+}
+// adaptive_max_pool2d(x [N, C, H, W], {oh, ow}): the maxima of the same
+// windows (the values only, as torch.nn.functional's; no indices). Overlapping
+// windows take the maximum over each window's columns, then over its rows, so
+// the gradient goes to the maximal element as PyTorch's does (ties: shared).
+inline Tensor adaptive_max_pool2d(const Tensor& x, const Shape& output_size) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t oh = output_size[0], ow = output_size[1];
+  if (oh > 0 && ow > 0 && H % oh == 0 && W % ow == 0)
+    return x.reshape({N, C, oh, H / oh, ow, W / ow}).amax({3, 5});
+  // [N, C, H, 1, W] against [ow, W]: [N, C, H, ow]; then [N, C, 1, H, ow] against [oh, H, 1].
+  Tensor cols = where(detail::adaptive_windows(W, ow), x.unsqueeze(3), -INFINITY).amax(-1);
+  return where(detail::adaptive_windows(H, oh).unsqueeze(-1), cols.unsqueeze(2), -INFINITY).amax(3);
+}
+
+// ---- resizing -------------------------------------------------------------------
+// interpolate(x, size or scale_factor, mode, align_corners):
+// torch.nn.functional.interpolate for x [N, C, L] (kNearest, kLinear) and
+// [N, C, H, W] (kNearest, kBilinear). One dim at a time, each an index_select
+// of source rows, so the gradient is index_select's (rows add up):
+//  - nearest: source min(floor(dst * s), in - 1), computed in float32 for every
+//    dtype as PyTorch does, s = in / out (1 / scale_factor when one is given);
+//  - linear: source s * (dst + 0.5) - 0.5 clamped at 0 (half-pixel centres),
+//    or dst * (in - 1) / (out - 1) with align_corners, then its two neighbours
+//    weighted by the distance. The positions are computed in float64.
+// A scale_factor gives the output size floor(in * scale_factor) (PyTorch with
+// recompute_scale_factor unset). Bad input is interpolate's error eagerly; in
+// a graph the checks are not run (an empty size gives an empty result).
+enum class InterpolateMode { Nearest, Linear, Bilinear };
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
+namespace detail {
+GRAPH_EAGER_CHECK void check_interpolate(const Tensor& x, const Shape& size, double scale_factor, InterpolateMode mode,
+                                         bool align_corners);
+// x resized along dim D (-1 or -2) to `out`; scale_factor > 0 when the user gave one.
+template <int64_t D>
+inline Tensor resize_dim(const Tensor& x, int64_t out, double scale_factor, InterpolateMode mode, bool align_corners) {
+  const int64_t in = x.size(D);
+  const double step = scale_factor > 0 ? 1.0 / scale_factor : static_cast<double>(in) / static_cast<double>(out);
+  if (mode == InterpolateMode::Nearest)
+    return index_select(x, D, (arange(out).to(kFloat32) * step).to(kInt64).clamp_max(in - 1));
+  Tensor dst = arange(out).to(kFloat64);
+  Tensor src = clamp_min((dst + 0.5) * step - 0.5, 0.0);
+  if (align_corners) src = dst * (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0);
+  Tensor i0 = src.to(kInt64);  // floor: src >= 0
+  Tensor i1 = clamp_max(i0 + 1, in - 1);
+  Tensor w1 = clamp(src - i0.to(kFloat64), 0.0, 1.0).type_as(x);
+  if (D == -2) w1 = w1.unsqueeze(1);  // [out, 1] against [..., out, W]
+  return index_select(x, D, i0) * (1.0 - w1) + index_select(x, D, i1) * w1;
+}
+}  // namespace detail
+inline Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode = kNearest,
+                          bool align_corners = false) {
+  detail::check_interpolate(x, size, 0.0, mode, align_corners);
+  const int64_t k = size.size();
+  Tensor y = detail::resize_dim<-1>(x, size[k - 1], 0.0, mode, align_corners);
+  if (k == 2) y = detail::resize_dim<-2>(y, size[0], 0.0, mode, align_corners);
+  return y;
+}
+inline Tensor interpolate(const Tensor& x, double scale_factor, InterpolateMode mode = kNearest,
+                          bool align_corners = false) {
+  detail::check_interpolate(x, Shape{}, scale_factor, mode, align_corners);
+  const int64_t w = static_cast<int64_t>(std::floor(static_cast<double>(x.size(-1)) * scale_factor));
+  Tensor y = detail::resize_dim<-1>(x, w, scale_factor, mode, align_corners);
+  if (x.dim() == 4) {
+    const int64_t h = static_cast<int64_t>(std::floor(static_cast<double>(x.size(-2)) * scale_factor));
+    y = detail::resize_dim<-2>(y, h, scale_factor, mode, align_corners);
+  }
+  return y;
 }
 
 // ---- padding ------------------------------------------------------------------

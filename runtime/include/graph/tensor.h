@@ -144,6 +144,7 @@ class Tensor {
   GRAPH_OP("contiguous") Tensor contiguous() const;  // this if already contiguous, else a copy
   Tensor clone() const;       // always a contiguous copy
   GRAPH_OP("to") Tensor to(DType dtype) const;   // converted copy (this if same dtype)
+  GRAPH_OP("type_as") Tensor type_as(const Tensor& other) const;  // to(other.dtype()); follows other in graphs
   Device device() const;
   Tensor to(Device d) const;  // this if already there, else a contiguous copy
 
