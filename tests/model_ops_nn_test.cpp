@@ -150,9 +150,9 @@ TEST(NnDecompositions, BadInputNamesTheOpAndShapes) {
   expect_error([] { graph::interpolate(graph::zeros({1, 2, 3, 3}), {4}); }, {"interpolate", "2 positive output sizes", "[4]"});
   expect_error([] { graph::interpolate(graph::zeros({1, 2, 3, 3}), {4, 0}); }, {"interpolate", "positive", "[4, 0]"});
   expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), {4}, graph::kNearest, true); }, {"interpolate", "align_corners"});
-  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), 0.2); }, {"interpolate", "empty output"});
-  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}), -2.0); }, {"interpolate", "positive scale_factor"});
-  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}, graph::kInt64), {4}, graph::kLinear); }, {"interpolate", "floating", "int64"});
+  expect_error([] { graph::interpolate_scale(graph::zeros({1, 2, 3}), 0.2); }, {"interpolate", "empty output"});
+  expect_error([] { graph::interpolate_scale(graph::zeros({1, 2, 3}), -2.0); }, {"interpolate", "positive scale_factor"});
+  expect_error([] { graph::interpolate(graph::zeros({1, 2, 3}, graph::kInt64), {4}, graph::kLinear); }, {"interpolate", "floating", "long"});
   // conv1d of a 2-d input or a mismatched weight: conv2d's check, on the height-1 view.
   expect_error([] { graph::conv1d(graph::zeros({4, 9}), graph::zeros({6, 4, 3})); }, {"conv2d"});
   expect_error([] { graph::conv1d(graph::zeros({1, 4, 9}), graph::zeros({6, 3, 3})); }, {"conv2d"});

@@ -255,7 +255,7 @@ Tensor run(const Case& c, const std::vector<Tensor>& in) {
     const std::string& m = c.attrs.at("mode");
     const graph::InterpolateMode mode = m == "nearest" ? graph::kNearest : m == "linear" ? graph::kLinear : graph::kBilinear;
     const bool ac = num("align") != 0;
-    return c.attrs.count("scale") ? graph::interpolate(in[0], std::stod(c.attrs.at("scale")), mode, ac)
+    return c.attrs.count("scale") ? graph::interpolate_scale(in[0], std::stod(c.attrs.at("scale")), mode, ac)
                                   : graph::interpolate(in[0], pair("size"), mode, ac);
   }  if (c.op == "pad") {
     const std::string& v = c.attrs.at("value");

@@ -470,7 +470,7 @@ void check_interpolate(const Tensor& x, const Shape& size, double scale_factor, 
   if (nearest && align_corners)
     throw Error(std::string(op) + ": align_corners can only be set with the interpolating modes (linear, bilinear)");
   if (!nearest && !is_floating(x.dtype()))
-    throw Error(std::string(op) + ": linear modes need a floating input, got " + dtype_name(x.dtype()));
+    throw Error(std::string(op) + ": linear modes need a floating input, got " + std::string(dtype_name(x.dtype())));
   const int64_t spatial = x.dim() - 2;
   if (scale_factor > 0) {
     for (int64_t d = 2; d < x.dim(); ++d)

@@ -305,13 +305,13 @@ using namespace graph;
   return adaptive_avg_pool2d(a, {3, 2}) * adaptive_max_pool2d(a, {3, 2}) + adaptive_max_pool2d(a, {2, 1}).sum();
 }
 [[graph::static]] Tensor op_interpolate_nearest(const Tensor& a, const Tensor&, const Tensor&) {
-  return interpolate(a, {5, 3}) + interpolate(a, 1.5).sum();
+  return interpolate(a, {5, 3}) + interpolate_scale(a, 1.5).sum();
 }
 [[graph::static]] Tensor op_interpolate_bilinear(const Tensor& a, const Tensor&, const Tensor&) {
   return interpolate(a, {5, 2}, kBilinear) * interpolate(a, {5, 2}, kBilinear, true);
 }
 [[graph::static]] Tensor op_interpolate_linear(const Tensor& a, const Tensor&, const Tensor&) {
-  return interpolate(a.flatten(2), 0.7, kLinear) + interpolate(a.flatten(2), {9}, kLinear, true).sum();
+  return interpolate_scale(a.flatten(2), 0.7, kLinear) + interpolate(a.flatten(2), {9}, kLinear, true).sum();
 }
 
 }  // namespace og

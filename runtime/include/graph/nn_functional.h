@@ -115,12 +115,12 @@ inline Tensor adaptive_max_pool2d(const Tensor& x, const Shape& output_size) {
   if (oh > 0 && ow > 0 && H % oh == 0 && W % ow == 0)
     return x.reshape({N, C, oh, H / oh, ow, W / ow}).amax({3, 5});
   // [N, C, H, 1, W] against [ow, W]: [N, C, H, ow]; then [N, C, 1, H, ow] against [oh, H, 1].
-  Tensor cols = where(detail::adaptive_windows(W, ow), x.unsqueeze(3), -INFINITY).amax(-1);
-  return where(detail::adaptive_windows(H, oh).unsqueeze(-1), cols.unsqueeze(2), -INFINITY).amax(3);
+  Tensor cols = where(detail::adaptive_windows(W, ow), x.unsqueeze(3), -INFINITY).amax({-1});
+  return where(detail::adaptive_windows(H, oh).unsqueeze(-1), cols.unsqueeze(2), -INFINITY).amax({3});
 }
 
 // ---- resizing -------------------------------------------------------------------
-// interpolate(x, size or scale_factor, mode, align_corners):
+// interpolate(x, size, mode, align_corners), interpolate_scale(x, scale_factor, ...):
 // torch.nn.functional.interpolate for x [N, C, L] (kNearest, kLinear) and
 // [N, C, H, W] (kNearest, kBilinear). One dim at a time, each an index_select
 // of source rows, so the gradient is index_select's (rows add up):
@@ -164,8 +164,10 @@ inline Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mo
   if (k == 2) y = detail::resize_dim<-2>(y, size[0], 0.0, mode, align_corners);
   return y;
 }
-inline Tensor interpolate(const Tensor& x, double scale_factor, InterpolateMode mode = kNearest,
-                          bool align_corners = false) {
+// By a scale factor: its own name, because `interpolate(x, {3})` must mean
+// a size (an overload on double would take the braced 3 as a scale).
+inline Tensor interpolate_scale(const Tensor& x, double scale_factor, InterpolateMode mode = kNearest,
+                                bool align_corners = false) {
   detail::check_interpolate(x, Shape{}, scale_factor, mode, align_corners);
   const int64_t w = static_cast<int64_t>(std::floor(static_cast<double>(x.size(-1)) * scale_factor));
   Tensor y = detail::resize_dim<-1>(x, w, scale_factor, mode, align_corners);
