@@ -111,6 +111,9 @@ std::vector<OpCase> op_cases() {
       "  %y : Tensor = scaled_dot_product_attention(%a, %b, %c, %d)\n", {q, k, v, values({3, 5}, -1, 1, 31)});
   add("to", "  %y : Tensor = to{dtype=\"f64\"}(%a)\n", {a});  // f32 in CastsConvertTheGradientBack
   add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a});
+  // No gradient through a draw: x's only path is the multiply.
+  add("rand_like", "  %r : Tensor = rand_like(%a)\n  %z : Tensor = lt(%r, %b)\n  %y : Tensor = mul(%a, %z)\n", {a, ones({2, 3}) * 2.0f});
+  add("randn_like", "  %r : Tensor = randn_like(%a)\n  %z : Tensor = eq(%r, %r)\n  %y : Tensor = mul(%a, %z)\n", {a});
   add("type_as", "  %y : Tensor = type_as(%a, %b)\n", {a, b.to(kFloat64)});  // f32 to f64: the gradient comes back
   return cases;
 }

@@ -141,6 +141,9 @@ std::vector<OpCase> op_cases() {
   add("to", "  %y : Tensor = to{dtype=\"i64\"}(%a)\n", {a * 3}, [=] { return (a * 3).to(kInt64); });
   add("to", "  %y : Tensor = to{dtype=\"f32\"}(%a)\n", {gt(a, b)}, [=] { return gt(a, b).to(kFloat32); });
   add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a}, [=] { return a.t().contiguous(); });
+  // Random draws: compared through a function of them that the draw cannot change.
+  add("rand_like", "  %r : Tensor = rand_like(%a)\n  %y : Tensor = lt(%r, %b)\n", {a, ones({2, 3})}, [=] { return lt(a, 5.0f); });
+  add("randn_like", "  %r : Tensor = randn_like(%a)\n  %y : Tensor = eq(%r, %r)\n", {a}, [=] { return eq(a, a); });
   add("type_as", "  %y : Tensor = type_as(%a, %b)\n", {a, tgt}, [=] { return a.type_as(tgt); });
   return cases;
 }

@@ -113,6 +113,20 @@ TEST(NnDecompositions, PadOneHotAndTheLikeFactories) {
   for (double v : doubles(r)) EXPECT_TRUE(v >= 0 && v < 1);
 }
 
+TEST(NnDecompositions, RandomLikeDrawsWhatRandDrawsUnderOneSeed) {
+  const Tensor x = graph::zeros({3, 5}), x64 = graph::zeros({4}, graph::kFloat64);
+  graph::manual_seed(11);
+  const Tensor a = graph::rand_like(x), b = graph::randn_like(x64);
+  graph::manual_seed(11);
+  const Tensor c = graph::rand({3, 5}), d = graph::randn({4}, graph::kFloat64);
+  EXPECT_EQ(doubles(a), doubles(c));
+  EXPECT_EQ(doubles(b), doubles(d));
+  EXPECT_EQ(b.dtype(), graph::kFloat64);
+  EXPECT_NE(doubles(graph::rand_like(x)), doubles(c));  // the generator moved on
+  expect_error([] { graph::rand_like(graph::zeros({2}, graph::kInt64)); }, {"rand_like", "float or double", "long", "[2]"});
+  expect_error([] { graph::randn_like(graph::zeros({2}, graph::kFloat16)); }, {"randn_like", "half"});
+}
+
 TEST(NnModules, GroupNormConv1dAndAdaptivePoolParameters) {
   nn::GroupNorm gn(2, 6);
   EXPECT_EQ(gn->named_parameters().size(), 2u);

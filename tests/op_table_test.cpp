@@ -55,6 +55,8 @@ constexpr std::pair<std::string_view, std::string_view> kNoFixture[] = {
     {"flatten", "a view"},
     {"dropout", "random: nn_ops_test checks its statistics and mask"},
     {"contiguous", "a copy of a view: the same values; the interpreter and autodiff tests check it"},
+    {"rand_like", "random: NnDecompositions.RandomLikeDrawsWhatRandDrawsUnderOneSeed, and static in the VAE model"},
+    {"randn_like", "random: NnDecompositions.RandomLikeDrawsWhatRandDrawsUnderOneSeed, and static in the VAE model"},
 };
 
 // Fixture cases name a few ops by a shorter name.

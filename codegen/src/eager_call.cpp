@@ -119,6 +119,8 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     }
     case OpId::contiguous: return in(0) + ".contiguous()";
     case OpId::type_as: return in(0) + ".type_as(" + in(1) + ")";
+    case OpId::rand_like:
+    case OpId::randn_like: return f + "(" + in(0) + ")";
     case OpId::linear: return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
     case OpId::layer_norm:
       return f + "(" + in(0) + ", " + attr(nm, n, "normalized_shape") + ", " + in(1) + ", " + in(2) + ", " +

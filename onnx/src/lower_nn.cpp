@@ -310,6 +310,9 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::dropout:
       if (r.b("training", false) && (!r.has("p") || r.f("p") != 0)) r.ex.fail(r.n, "dropout in training mode is random; export in eval mode");
       return r.done(r.emit("Identity", {r.x(0)}));
+    case OpId::rand_like:  // x's shape and dtype; ONNX draws its own numbers
+      return r.done(r.emit("RandomUniformLike", {r.x(0)}));
+    case OpId::randn_like: return r.done(r.emit("RandomNormalLike", {r.x(0)}));
     case OpId::mse_loss: {
       const DType d = r.out_dtype();
       const std::string diff = r.emit("Sub", {r.x_as(0, d), r.x_as(1, d)});

@@ -345,6 +345,8 @@ Out to_kernel(const ir::Node& n, In in) {
   return {T(n, in, 0).to(dt)};
 }
 Out contiguous_kernel(const ir::Node& n, In in) { return {T(n, in, 0).contiguous()}; }
+Out rand_like_kernel(const ir::Node& n, In in) { return {graph::rand_like(T(n, in, 0))}; }
+Out randn_like_kernel(const ir::Node& n, In in) { return {graph::randn_like(T(n, in, 0))}; }
 Out type_as_kernel(const ir::Node& n, In in) { return {T(n, in, 0).type_as(T(n, in, 1))}; }
 Out softmax_kernel(const ir::Node& n, In in) { return {graph::softmax(T(n, in, 0), attr_int(n, "dim"))}; }
 Out log_softmax_kernel(const ir::Node& n, In in) { return {graph::log_softmax(T(n, in, 0), attr_int(n, "dim"))}; }

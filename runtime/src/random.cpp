@@ -122,4 +122,20 @@ Tensor randn(const Shape& sizes, DType dtype) {
   return out;
 }
 
+namespace {
+// Drawn on the CPU (the generator is host state), then copied to x's device.
+Tensor draw_like(const char* op, const Tensor& x, Tensor (*draw)(const Shape&, DType)) {
+  detail::check_defined(op, x);
+  if (detail::tracing()) return detail::trace_op(op, {x}, {}, [&] { return draw_like(op, x, draw); });
+  if (!is_floating(x.dtype()) || is_reduced_float(x.dtype()))
+    throw Error(std::string(op) + ": expected a float or double tensor, got " + std::string(dtype_name(x.dtype())) +
+                " (shape " + shape_str(x.sizes()) + ")");
+  Tensor r = draw(x.sizes(), x.dtype());
+  return x.device() == Device::CPU ? r : r.to(x.device());
+}
+}  // namespace
+
+Tensor rand_like(const Tensor& x) { return draw_like("rand_like", x, rand); }
+Tensor randn_like(const Tensor& x) { return draw_like("randn_like", x, randn); }
+
 }  // namespace graph

@@ -102,10 +102,9 @@ GRAPH_MODULE(TemporalCNN);
 // MLP with a sigmoid; loss = binary_cross_entropy(sum) + KL. x [N, D] in
 // [0, 1], eps [N, Z] (standard normal, passed in so the run is repeatable).
 // Returns the reconstruction and the loss. forward_sampled is the usual
-// form, eps = randn_like(std) drawn inside; it is not static: random
-// factories do not lower yet (a -Wgraph-fallback warning would make the
-// whole forward eager), so it runs eagerly and, under the same seed, equals
-// forward with eps drawn by randn.
+// form, eps = randn_like(std) drawn inside, static too: the graph draws from
+// graph's generator what the eager code draws, so under the same seed it
+// equals forward with eps drawn by randn.
 struct VAEImpl : graph::nn::Module {
   VAEImpl(int64_t in, int64_t hidden, int64_t latent);
   std::tuple<Tensor, Tensor> forward(const Tensor& x, const Tensor& eps);

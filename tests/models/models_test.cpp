@@ -197,7 +197,8 @@ TEST(ModelSuite, DCGANGeneratorMatchesPyTorch) {
   EXPECT_EQ(img.sizes(), (graph::Shape{c.attr("N"), 3, 32, 32}));
 }
 
-// The randn_like form (eager) equals the static forward given the same draw.
+// The randn_like form (static as well: the graph draws as eager code does)
+// equals the static forward given the same draw.
 TEST(ModelSuite, VAESampledFormEqualsTheStaticForwardUnderTheSameSeed) {
   const Case& c = fixture("vae");
   models::VAE net(c.attr("D"), c.attr("Hd"), c.attr("Z"));
@@ -205,7 +206,9 @@ TEST(ModelSuite, VAESampledFormEqualsTheStaticForwardUnderTheSameSeed) {
   const Tensor x = c.tensor("input:x", graph::kFloat32);
   graph::NoGradGuard g;
   graph::manual_seed(7);
+  const uint64_t sampled = e2e::calls("VAEImpl15forward_sampled");
   auto [recon_s, loss_s] = net->forward_sampled(x);
+  EXPECT_EQ(e2e::calls("VAEImpl15forward_sampled") - sampled, suite_mode() == Mode::Eager ? 0u : 1u);
   graph::manual_seed(7);
   const Tensor eps = graph::randn({x.size(0), c.attr("Z")});
   const uint64_t before = e2e::calls("VAEImpl7forward");

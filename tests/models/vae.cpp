@@ -21,7 +21,7 @@ VAEImpl::VAEImpl(int64_t in, int64_t hidden, int64_t latent)
   return {recon, bce + kl};
 }
 
-std::tuple<Tensor, Tensor> VAEImpl::forward_sampled(const Tensor& x) {
+[[graph::static]] std::tuple<Tensor, Tensor> VAEImpl::forward_sampled(const Tensor& x) {
   Tensor h = relu(enc(x));
   Tensor m = mu(h), lv = logvar(h);
   Tensor std = exp(0.5 * lv);

@@ -243,9 +243,19 @@ argument order, each lowered whole with a static backward):
   dilation = 1, groups = 1)`, `max_pool1d(x, kernel, stride = kernel, padding = 0)`,
   `avg_pool1d(...)` (padding counted): the 2-d ops on a height-1 image (bad shapes are
   `conv2d`'s errors, on that view);
-- `adaptive_avg_pool2d(x [N, C, H, W], {oh, ow})` where `oh` divides `H` and `ow`
-  divides `W` (1: a global mean): `mean` over the blocks of a reshape; other sizes are
-  that reshape's error (PyTorch's overlapping windows are not implemented);
+- `adaptive_avg_pool2d(x [N, C, H, W], {oh, ow})` and `adaptive_max_pool2d` (values
+  only, as `torch.nn.functional`'s): PyTorch's windows `[floor(i H / oh), ceil((i + 1) H /
+  oh))`. Sizes that divide the input (1: a global pool) reduce the blocks of a reshape;
+  other sizes, whose windows overlap, go one dim at a time (average: a product with the
+  `[out, in]` averaging matrix; max: `amax` over a `where` of each window's mask);
+- `interpolate(x, size, mode = kNearest, align_corners = false)` and
+  `interpolate_scale(x, scale_factor, ...)` (output `floor(in * scale_factor)`; its own
+  name, so that `interpolate(x, {3})` is a size): `x [N, C, L]` with `kNearest` or
+  `kLinear`, `x [N, C, H, W]` with `kNearest` or `kBilinear`. Nearest picks source
+  `min(floor(dst * in / out), in - 1)` computed in float32, as PyTorch; linear modes use
+  half-pixel centres (or `align_corners`) and weigh the two neighbours. One dim at a
+  time, as `index_select`s of source rows, so the gradient is theirs. Bad input is
+  `interpolate`'s error eagerly; a graph does not run that check;
 - `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, up to 4 pairs,
   negative amounts crop (`cat` of `expand`ed fills, `slice`);
 - `one_hot(indices, num_classes)`: int64 `[..., num_classes]` (each index compared

@@ -371,6 +371,12 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
       if (coin()) return op(id, x.code + ".to(kFloat64).to(kFloat32)", x.shape, x.bound, {&x});
       return op(id, "(" + x.code + " > 0.0).to(kFloat32)", x.shape, 1, {&x});
     case OpId::contiguous: return emit_contiguous(*this, id, x);
+    case OpId::type_as:  // a float64 round trip through another tensor's dtype (exact)
+      return op(id, x.code + ".to(kFloat64).type_as(" + x.code + ")", x.shape, x.bound, {&x});
+    case OpId::rand_like:
+    case OpId::randn_like:  // drawn, then times zero: the three runs draw differently
+      return op(id, "(" + x.code + " + " + std::string(graph::op_info(id).name) + "(" + x.code + ") * 0.0)", x.shape,
+                x.bound, {&x});
     default:
       throw std::runtime_error("progen: no emitter for op " + std::string(graph::op_info(id).name) +
                                " (tools/progen/ops_nn.cpp)");

@@ -24,11 +24,6 @@ namespace graph {
 inline Tensor full_like(const Tensor& x, Scalar value) { return masked_fill(x, ones({}, kBool), value); }
 inline Tensor zeros_like(const Tensor& x) { return full_like(x, 0); }
 inline Tensor ones_like(const Tensor& x) { return full_like(x, 1); }
-// rand_like / randn_like: graph's generator in x's shape and dtype (floating
-// dtypes). Eager only: random factories do not lower, so a static function
-// calling them runs eagerly (-Wgraph-fallback names the call).
-inline Tensor rand_like(const Tensor& x) { return rand(x.sizes(), x.dtype()); }
-inline Tensor randn_like(const Tensor& x) { return randn(x.sizes(), x.dtype()); }
 
 // one_hot(indices, num_classes): int64 [..., num_classes], 1 at each index
 // (torch.nn.functional.one_hot): each index compared with every class, so

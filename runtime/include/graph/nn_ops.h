@@ -13,6 +13,10 @@ namespace graph {
 void manual_seed(uint64_t seed);
 Tensor rand(const Shape& sizes, DType dtype = kFloat32);   // uniform [0, 1)
 Tensor randn(const Shape& sizes, DType dtype = kFloat32);  // standard normal
+// x's shape, dtype and device (ops.def: table ops, so they lower in graphs and
+// draw there what the eager code draws under the same seed).
+GRAPH_OP("rand_like") Tensor rand_like(const Tensor& x);
+GRAPH_OP("randn_like") Tensor randn_like(const Tensor& x);
 
 // ---- layers as functions -------------------------------------------------------
 // x [..., in] @ weight[out, in]^T + bias[out]
