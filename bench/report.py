@@ -128,19 +128,19 @@ def markdown(rows, memory, build, note):
         out.append(f"| {name} | {e / 2**20:.2f} MiB | " +
                    (f"{s / 2**20:.2f} MiB | {s / e:.2f} |" if s is not None else f"n/a ({m['reason']}) | n/a |"))
     out.append("")
-    out.append(f"Build cost of bench/models.cpp ({build['functions']} [[graph::static]] functions), median of "
-               f"{build['runs']} run(s), ccache off:")
+    out.append(f"Build cost of bench/models.cpp ({build['functions']} [[graph::static]] functions), "
+               f"tools/build_cost.sh, median of {build['runs']} run(s), ccache off, CPU seconds:")
     out.append("")
-    out.append("| step | time | vs plain compile |")
+    out.append("| step | CPU time | vs plain compile |")
     out.append("|---|---|---|")
-    plain = build["plain_compile_s"]
-    for key, title in (("plain_compile_s", "plain compile (g++, no plugin)"),
-                       ("generator_s", "generator step (clang++-19 -fsyntax-only + plugin)"),
-                       ("copy_compile_s", "compile of the rewritten copy (g++)"),
-                       ("kernels_compile_s", "compile of the generated kernels (g++)")):
-        out.append(f"| {title} | {build[key]:.2f} s | {build[key] / plain:.2f}x |")
-    total = build["generator_s"] + build["copy_compile_s"] + build["kernels_compile_s"]
-    out.append(f"| static build in all | {total:.2f} s | {total / plain:.2f}x |")
+    steps = build["steps"]
+    plain = steps["plain"][0]
+    titles = {"plain": "plain compile (no plugin)", "generator": "generator step (clang++-19 -fsyntax-only + plugin)",
+              "copy": "compile of the rewritten copy", "kernels": "compile of the generated CPU kernels",
+              "cuda": "compile of the generated CUDA kernels (nvcc)", "static": "static build in all"}
+    for key, title in titles.items():
+        if key in steps:
+            out.append(f"| {title} | {steps[key][0]:.2f} s | {steps[key][0] / plain:.2f}x |")
     if note:
         out.append("")
         out.append(note)

@@ -38,36 +38,16 @@ echo "== bench: building bench_suite ($build) against $torch_dir"
 generator=()
 [ -f "$build/build.ninja" ] || generator=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 cmake -S . -B "$build" "${generator[@]}" -DCXXGRAPH_TORCH_DIR="$torch_dir" >/dev/null
-cmake --build "$build" --target bench_suite bench_models_plain bench_libtorch
+cmake --build "$build" --target bench_suite bench_libtorch
 
-# Build cost: each step's own command, as ninja runs it, without ccache.
+# Build cost: each step's own command, as ninja runs it, without ccache
+# (tools/build_cost.sh, CPU seconds).
 echo "== bench: build cost of bench/models.cpp ($build_runs run(s) per step)"
-step_command() {  # the command ninja runs for the output matching $1
-  local target
-  target=$(ninja -C "$build" -t targets all | cut -d: -f1 | grep -E "$1" | head -1)
-  ninja -C "$build" -t commands -s "$target"
-}
-time_step() {  # median seconds of $build_runs runs of the step for output $1
-  local cmd times=()
-  cmd=$(step_command "$1")
-  for ((i = 0; i < build_runs; ++i)); do
-    local t0 t1
-    t0=$(date +%s%N)
-    (cd "$build" && CCACHE_DISABLE=1 bash -c "$cmd" >/dev/null 2>&1)
-    t1=$(date +%s%N)
-    times+=("$(((t1 - t0) / 1000000))")
-  done
-  printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((build_runs + 1) / 2))p" | awk '{printf "%.3f", $1 / 1000}'
-}
-generator=$(time_step '^bench/cxxgraph/bench_suite/models\.cpp$')
-plain=$(time_step 'bench_models_plain\.dir/.*models\.cpp\.o$')
-copy=$(time_step 'bench_suite\.dir/cxxgraph/bench_suite/models\.cpp\.o$')
-kernels=$(time_step 'bench_suite_cxxgraph_kernels\.dir/.*models\.graph\.cpp\.o$')
+tools/build_cost.sh --runs "$build_runs" --json "$out/build_cost.json" "$build" bench_suite models.cpp
 functions=$(grep -c '^\[\[graph::static\]\]' bench/models.cpp)
-cat >"$out/build.json" <<JSON
-{"generator_s": $generator, "plain_compile_s": $plain, "copy_compile_s": $copy,
- "kernels_compile_s": $kernels, "runs": $build_runs, "functions": $functions}
-JSON
+/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["models.cpp"]
+json.dump({"runs": int(sys.argv[2]), "functions": int(sys.argv[3]), "steps": c}, open(sys.argv[4], "w"))' \
+  "$out/build_cost.json" "$build_runs" "$functions" "$out/build.json"
 cmake --build "$build" --target bench_suite >/dev/null  # relink after the re-runs
 
 export CXXGRAPH_BENCH_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
