@@ -262,7 +262,9 @@ argument order, each lowered whole with a static backward):
   with `arange(num_classes)`; an index out of range is `index_select`'s error);
   `one_hot(indices)` (max + 1 classes) runs eagerly only;
 - `full_like(x, v)`, `ones_like(x)`, `zeros_like(x)`: `masked_fill` of `x`, its shape and
-  dtype read at run time; `rand_like(x)`, `randn_like(x)` run eagerly only.
+  dtype read at run time. `rand_like(x)` and `randn_like(x)` are table ops (above): a
+  graph draws from graph's generator, in program order, what the eager code draws
+  under the same `manual_seed`.
 
 Sorting, norms and einsum (`graph/ops.h`):
 - `sort(x, dim = -1, descending = false)` and `topk(x, k, dim = -1, largest = true,
