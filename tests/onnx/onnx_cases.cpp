@@ -286,6 +286,17 @@ std::vector<Case> cases() {
                                               conv_transpose2d(v[0], v[1], Tensor(), {1, 2}, {0, 1}, {0, 1}, 2, {2, 1})};
                  },
                  {randn({2, 4, 3, 3}), randn({4, 3, 3, 3}), randn({6})}});
+  // interpolate (nearest, bilinear with and without align_corners, linear by a
+  // scale), adaptive pools with overlapping windows, type_as (Cast).
+  out.push_back({"resize", [](const std::vector<Tensor>& v) {
+                   const Tensor& x = v[0];  // f32 [1, 2, 5, 4]
+                   return std::vector<Tensor>{interpolate(x, {7, 3}), interpolate(x, {3, 6}, kBilinear),
+                                              interpolate(x, {8, 8}, kBilinear, true),
+                                              interpolate_scale(x.flatten(2), 0.6, kLinear),
+                                              adaptive_avg_pool2d(x, {3, 3}), adaptive_max_pool2d(x, {2, 3}),
+                                              x.type_as(v[1])};
+                 },
+                 {randn({1, 2, 5, 4}), randn({2}, kFloat64)}});
   return out;
 }
 

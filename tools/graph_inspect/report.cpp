@@ -254,8 +254,9 @@ argument order, each lowered whole with a static backward):
   `kLinear`, `x [N, C, H, W]` with `kNearest` or `kBilinear`. Nearest picks source
   `min(floor(dst * in / out), in - 1)` computed in float32, as PyTorch; linear modes use
   half-pixel centres (or `align_corners`) and weigh the two neighbours. One dim at a
-  time, as `index_select`s of source rows, so the gradient is theirs. Bad input is
-  `interpolate`'s error eagerly; a graph does not run that check;
+  time, as `index_select`s of source rows, so the gradient is theirs (and, like
+  `index_select`, CPU only for now). Bad input is `interpolate`'s error eagerly; a graph
+  does not run that check;
 - `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, up to 4 pairs,
   negative amounts crop (`cat` of `expand`ed fills, `slice`);
 - `one_hot(indices, num_classes)`: int64 `[..., num_classes]` (each index compared
