@@ -112,7 +112,7 @@ std::vector<OpCase> op_cases() {
   add("to", "  %y : Tensor = to{dtype=\"f64\"}(%a)\n", {a});  // f32 in CastsConvertTheGradientBack
   add("contiguous", "  %t : Tensor = t(%a)\n  %y : Tensor = contiguous(%t)\n", {a});
   // No gradient through a draw: x's only path is the multiply.
-  add("rand_like", "  %r : Tensor = rand_like(%a)\n  %z : Tensor = lt(%r, %b)\n  %y : Tensor = mul(%a, %z)\n", {a, ones({2, 3}) * 2.0f});
+  add("rand_like", "  %r : Tensor = rand_like(%a)\n  %z : Tensor = lt(%r, %b)\n  %y : Tensor = mul(%a, %z)\n", {a, values({2, 3}, 1.5, 2.5, 41)});
   add("randn_like", "  %r : Tensor = randn_like(%a)\n  %z : Tensor = eq(%r, %r)\n  %y : Tensor = mul(%a, %z)\n", {a});
   add("type_as", "  %y : Tensor = type_as(%a, %b)\n", {a, b.to(kFloat64)});  // f32 to f64: the gradient comes back
   return cases;

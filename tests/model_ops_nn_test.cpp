@@ -55,6 +55,10 @@ TEST(NnDecompositions, GradientsMatchFiniteDifferences) {
   gradcheck([](const V& v) { return graph::pad(v[0], {1, -1, 2, 0}, 3.0); }, {r({2, 3, 4}, 7)});
   gradcheck([](const V& v) { return graph::adaptive_avg_pool2d(v[0], {1, 2}); }, {r({1, 2, 4, 6}, 8)});
   gradcheck([](const V& v) { return graph::avg_pool1d(v[0], 3, 2, 1); }, {r({1, 2, 7}, 9)});
+  gradcheck([](const V& v) { return graph::adaptive_avg_pool2d(v[0], {3, 2}); }, {r({1, 2, 5, 4}, 10)});
+  gradcheck([](const V& v) { return graph::adaptive_max_pool2d(v[0], {3, 2}); }, {r({1, 2, 5, 4}, 11)});
+  gradcheck([](const V& v) { return graph::interpolate(v[0], {5, 3}, graph::kBilinear); }, {r({1, 2, 3, 4}, 12)});
+  gradcheck([](const V& v) { return graph::interpolate_scale(v[0], 1.5); }, {r({1, 2, 3, 4}, 13)});
 }
 
 TEST(NnDecompositions, Conv1dIsConv2dOnAHeightOneImage) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/nn_ops.h"
+#include "graph/trace.h"
 #include "storage.h"
 
 namespace graph {

@@ -147,7 +147,8 @@ std::string trait_names(const OpInfo& op) {
       {op_trait::Pure, "pure"},           {op_trait::Random, "random"},
       {op_trait::RandomIfDropoutP, "random-if-dropout_p"}, {op_trait::ReadsHost, "reads-host"},
       {op_trait::Effectful, "effectful"}, {op_trait::Expensive, "expensive"},
-      {op_trait::CpuOnly, "cpu-only"},    {op_trait::CudaPartly, "cuda-partly"}};
+      {op_trait::CpuOnly, "cpu-only"},    {op_trait::CudaPartly, "cuda-partly"},
+      {op_trait::ValuesUnread, "values-unread"}};
   std::string s;
   for (const auto& [bit, name] : kNames)
     if (op.has(bit)) s += (s.empty() ? "" : ",") + std::string(name);

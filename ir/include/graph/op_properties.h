@@ -20,7 +20,8 @@ inline constexpr bool kOpHasGrad[] = {
 #define GRAPH_REDUCE_OP(name, rule) DTypeRule::rule != DTypeRule::ToIndex,
 #define GRAPH_LIBRARY_OP(name, inputs) true,
 #define GRAPH_VIEW_OP(name, inputs) true,
-#define GRAPH_OTHER_OP(name, inputs, rule, traits) DTypeRule::rule != DTypeRule::ToIndex,  // argsort: none
+#define GRAPH_OTHER_OP(name, inputs, rule, traits) \
+  DTypeRule::rule != DTypeRule::ToIndex && !op_info(OpId::name).has(op_trait::ValuesUnread),  // argsort, rand_like: none
 #define GRAPH_BACKWARD_OP(name, inputs, outputs, traits) false,
 #include "graph/ops.def"
 };

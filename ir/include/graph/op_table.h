@@ -43,6 +43,7 @@ enum : uint16_t {
   Backward = 1 << 6,   // a gradient op (GRAPH_BACKWARD_OP)
   CpuOnly = 1 << 7,    // no CUDA kernel yet: a device operand is an error naming the op
   CudaPartly = 1 << 8,  // some attribute values run on the CPU only (docs/ops.md says which)
+  ValuesUnread = 1 << 9,  // reads its input's shape, dtype and device only: no gradient
 };
 }  // namespace op_trait
 

@@ -455,7 +455,7 @@ Flow gradient_flow(const Node& n) {
     const auto* token = std::get_if<std::string>(&n.attrs().at("dtype"));
     return !token || !dtype_from_token(*token, d) || is_floating(d) ? Flow::Through : Flow::None;
   }
-  if (op == OpId::rand_like || op == OpId::randn_like) return Flow::None;  // x's values are not read
+  if (info->has(op_trait::ValuesUnread)) return Flow::None;  // rand_like: x's values are not read
   if (op == OpId::type_as) {
     const Type& other = n.input(1)->type();
     return !other.dtype || is_floating(*other.dtype) ? Flow::Through : Flow::None;

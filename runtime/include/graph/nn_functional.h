@@ -164,10 +164,11 @@ inline Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mo
 inline Tensor interpolate_scale(const Tensor& x, double scale_factor, InterpolateMode mode = kNearest,
                                 bool align_corners = false) {
   detail::check_interpolate(x, Shape{}, scale_factor, mode, align_corners);
-  const int64_t w = static_cast<int64_t>(std::floor(static_cast<double>(x.size(-1)) * scale_factor));
+  // floor(in * scale) of a positive product: the truncating conversion.
+  const int64_t w = static_cast<int64_t>(static_cast<double>(x.size(-1)) * scale_factor);
   Tensor y = detail::resize_dim<-1>(x, w, scale_factor, mode, align_corners);
   if (x.dim() == 4) {
-    const int64_t h = static_cast<int64_t>(std::floor(static_cast<double>(x.size(-2)) * scale_factor));
+    const int64_t h = static_cast<int64_t>(static_cast<double>(x.size(-2)) * scale_factor);
     y = detail::resize_dim<-2>(y, h, scale_factor, mode, align_corners);
   }
   return y;
