@@ -35,7 +35,9 @@ size_t input_index(const Graph& g, const Value* v) {
 void check_loss(const Node* b) {
   const Type& t = b->input(0)->type();
   if (!floating_tensor(b->input(0))) refuse(b, "the loss must be a floating-point tensor, not " + t.str());
-  if (!t.dims) refuse(b, "the loss's rank is unknown here; reduce it to a scalar (.sum(), .mean())");
+  if (!t.dims)
+    refuse(b, "grad can be implicitly created only for scalar outputs, and the loss's rank is unknown here; "
+              "reduce it to a scalar (.sum(), .mean())");
   int64_t numel = 1;
   for (const Dim& d : *t.dims) numel = d.is_static() ? numel * d.size : -1;
   if (numel != 1)
