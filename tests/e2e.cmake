@@ -90,5 +90,10 @@ add_test(NAME train_step_graph_check COMMAND train_step_test --gtest_filter=Trai
 set_tests_properties(train_step_graph_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
   PASS_REGULAR_EXPRESSION "not compared: a static train step writes .grad"
   FAIL_REGULAR_EXPRESSION "FAILED")
+# The same for the function split around zero_grad() and step() (a region is the train step).
+add_test(NAME train_step_split_graph_check COMMAND train_step_test --gtest_filter=TrainStep.WholeStep*)
+set_tests_properties(train_step_split_graph_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "graph check: ts::MLPImpl::train_step\\(graph::Tensor, graph::Tensor\\) \\(train_step_functions.cpp:[0-9]+\\): not compared"
+  FAIL_REGULAR_EXPRESSION "FAILED")
 cxxgraph_add_warning_tests(e2e_train_step_functions
   ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/train_step_test/e2e_train_step_functions.graph.cpp)

@@ -264,13 +264,19 @@ static const char* split_source(const char* name) {
 }
 
 bool StaticFunction::writes_grads() {
-  const CompiledGraph* g = load(graph_);
-  if (!g || !g->train_step) return false;
-  static std::once_flag said;
-  std::call_once(said, [&] {
+  // The function's graph, or for a function split by graph breaks, a region's.
+  const CompiledGraph* train = nullptr;
+  if (const CompiledGraph* g = load(graph_)) {
+    if (g->train_step) train = g;
+  } else {
+    const std::string prefix = std::string(name_) + ".region";
+    for (const CompiledGraph* r : registered_graphs())
+      if (r->train_step && std::string_view(r->mangled_name).starts_with(prefix)) train = r;
+  }
+  if (!train) return false;
+  if (!said_not_compared_.exchange(true))
     std::fprintf(stderr, "graph check: %s (%s): not compared: a static train step writes .grad, and running its "
-                 "eager body as well would apply the step twice\n", demangled(name_).c_str(), g->source);
-  });
+                 "eager body as well would apply the step twice\n", demangled(name_).c_str(), train->source);
   return true;
 }
 

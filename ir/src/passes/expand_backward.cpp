@@ -83,9 +83,8 @@ void expand(Graph& g, Node* b) {
   for (size_t i = 1; i < b->inputs().size(); ++i) {
     Value* p = b->input(i);
     const size_t k = input_index(g, p);
-    if (k == g.inputs().size() || !floating_tensor(p))
-      refuse(b, "parameter " + std::to_string(i - 1) + " is not a floating tensor input of the graph");
-    if (is_param[k]) continue;
+    if (k == g.inputs().size()) refuse(b, "parameter " + std::to_string(i - 1) + " is not an input of the graph");
+    if (!floating_tensor(p) || is_param[k]) continue;  // an integer member (a Shape, indices) is data
     is_param[k] = true;
     params.push_back(p);
   }

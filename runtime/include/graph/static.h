@@ -251,6 +251,7 @@ class StaticFunction {
   const char* name_;
   const char* hash_;
   CompiledGraph* graph_ = nullptr;
+  std::atomic<bool> said_not_compared_{false};  // writes_grads() said so once
 };
 
 }  // namespace detail
