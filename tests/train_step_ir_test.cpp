@@ -105,6 +105,21 @@ TEST(TrainStepIr, ParameterTheLossDoesNotReachGetsAnUndefinedGradient) {
   EXPECT_NE(c.cuda_graph_blocker.find("set_grads"), std::string::npos) << c.cuda_graph_blocker;
 }
 
+TEST(TrainStepIr, IntegerMemberIsDataNotAParameter) {
+  auto g = parse(R"(graph step(%x : f32[2, 3], %w : f32[3], %idx : i64[2]) {
+  %p : f32 = mul(%x, %w) @"t.cpp":2:5
+  %q : f32 = index_select{dim=0}(%p, %idx) @"t.cpp":3:5
+  %loss : f32 = sum(%q) @"t.cpp":4:5
+  backward_loss(%loss, %w, %idx) @"t.cpp":5:8
+  return (%loss)
+})");
+  CompiledGraphs c = compile(*g);
+  const Node* s = find(*c.optimized, OpId::set_grads);
+  ASSERT_NE(s, nullptr) << print(*c.optimized);
+  EXPECT_EQ(s->i("params"), 1);
+  EXPECT_EQ(s->input(0), c.optimized->inputs()[1].get());
+}
+
 TEST(TrainStepIr, NonScalarLossIsAnErrorAtBackward) {
   const std::string e = compile_error(R"(graph step(%x : f32[2, 3], %w : f32[3]) {
   %p : f32 = mul(%x, %w) @"t.cpp":2:5
