@@ -208,7 +208,8 @@ void conv_and_bf16() {
 // One SGD step (lr 0.01), as torch::optim::SGD does it: zero_grad (PyTorch
 // 2.x sets the gradients to none), forward, backward, p -= lr * grad.
 void training() {
-  add("mlp_train_step_b64", [] {
+  // The same step for both rows: LibTorch has one way to run it.
+  for (const char* name : {"mlp_train_step_b64", "mlp_train_whole_step_b64"}) add(name, [] {
     static const at::Tensor x = mlp_input(), labels = (at::rand({64}) * 10).to(at::kLong);
     static MlpParams p = [] {
       MlpParams q = mlp_params();

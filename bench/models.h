@@ -35,6 +35,13 @@ Tensor sgemm(Tensor a, Tensor b);
 // MLP 784-512-512-10: log-probabilities, and the cross-entropy loss to train on.
 Tensor mlp(Tensor x, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor w3, Tensor b3);
 Tensor mlp_loss(Tensor x, Tensor labels, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor w3, Tensor b3);
+// The same loss with the parameters as members, and its loss.backward():
+// the whole static train step (forward and backward in one graph, writing
+// the members' .grad).
+struct MlpStep {
+  Tensor w1, b1, w2, b2, w3, b3;
+  Tensor loss_backward(Tensor x, Tensor labels);
+};
 
 // Pre-norm Transformer encoder block, as tests/ir_graphs/transformer_block.graph:
 // x [B, S, 256], 4 heads of 64, feed-forward 1024.

@@ -32,6 +32,7 @@ WORKLOADS = [
     ("sgemm_1024", "sgemm 1024^3"),
     ("mlp_infer_b64", "MLP 784-512-512-10, batch 64, inference"),
     ("mlp_train_step_b64", "MLP 784-512-512-10, batch 64, SGD step"),
+    ("mlp_train_whole_step_b64", "the same, whole step static (loss.backward() in the graph)"),
     ("transformer_b8_s64_d256", "Transformer block b8 s64 d256 h4 ffn1024"),
     ("lenet_b64", "LeNet-5 CNN, batch 64, 28x28"),
 ]

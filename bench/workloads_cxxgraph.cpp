@@ -127,6 +127,22 @@ void training() {
                : "the compiled graph's loss has no gradient history (a static graph as one node on the eager "
                  "tape, mixed execution, is not built yet)";
   });
+  // The same step with forward, loss and backward in one static graph (a
+  // static train step: MlpStep::loss_backward); zero_grad and the SGD update
+  // stay eager. Its eager column runs the same function's body eagerly.
+  struct WholeStep {
+    MlpStep net;
+    graph::optim::SGD opt;
+    explicit WholeStep(const std::vector<Tensor>& p)
+        : net{p[0], p[1], p[2], p[3], p[4], p[5]}, opt(p, graph::optim::SGDOptions(0.01)) {}
+    void step() {
+      opt.zero_grad();
+      net.loss_backward(mlp_inputs().x, mlp_inputs().labels);
+      opt.step();
+    }
+  };
+  static WholeStep whole(Model::trainable(mlp_inputs()));
+  add_cxxgraph("mlp_train_whole_step_b64", [] { whole.step(); });
 }
 
 }  // namespace

@@ -115,7 +115,8 @@ void register_references() {
   for (int n : {256, 1024}) add("sgemm_" + std::to_string(n), "reference", [n] { sgemm_direct(n); });
   const char* none = "no hand-written version: the reference is LibTorch";
   for (const char* w : {"op64_add", "op64_relu", "op64_tanh", "op64_sum", "op64_softmax", "op_matmul_8x8",
-                        "lstm_h64_100steps", "mlp_infer_b64", "mlp_train_step_b64", "transformer_b8_s64_d256",
+                        "lstm_h64_100steps", "mlp_infer_b64", "mlp_train_step_b64", "mlp_train_whole_step_b64",
+                        "transformer_b8_s64_d256",
                         "lenet_b64"})
     add_na(w, "reference", none);
 }

@@ -616,12 +616,12 @@ TEST(Generated, SourceIsReadable) {
             std::string::npos);
   // The registration points to that table and carries the graph's IR text
   // (both for GRAPH_MODE=interpret), and the build-time answer to whether it
-  // may be captured ("": yes).
+  // may be captured ("": yes), and whether it is a static train step (no).
   EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, signature_graph_chain, " +
-                     ir::quote(ir::print(*g)) + ", \"\", {}}"),
+                     ir::quote(ir::print(*g)) + ", \"\", false, {}}"),
             std::string::npos);
   graph::codegen::GraphUnit blocked{g.get(), "_Z5chainv", "h", "m.cpp:1", nullptr, "dropout: random numbers"};
-  EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp").find(", \"dropout: random numbers\", {}}"),
+  EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp").find(", \"dropout: random numbers\", false, {}}"),
             std::string::npos);
 }
 

@@ -73,3 +73,27 @@ if(CXXGRAPH_BUILD_EXAMPLES)
   cxxgraph_add_warning_tests(example_transformer
     ${PROJECT_BINARY_DIR}/examples/cxxgraph/example_transformer/transformer_encoder.graph.cpp)
 endif()
+
+# Static train steps (train_step_functions.cpp): loss.backward() lowered into
+# the graph, N steps against eager mode; the same under the interpreter.
+add_executable(train_step_test ${CMAKE_CURRENT_LIST_DIR}/e2e/train_step_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/e2e/train_step_functions.cpp)
+target_link_libraries(train_step_test PRIVATE cxxgraph::runtime GTest::gtest_main)
+cxxgraph_static_graphs(train_step_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/train_step_functions.cpp)
+gtest_discover_tests(train_step_test PROPERTIES LABELS e2e)
+add_test(NAME train_step_interpret COMMAND train_step_test)
+set_tests_properties(train_step_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
+  FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+# GRAPH_CHECK=1 does not run a train step's eager body too (it would step
+# twice): it says so, and the results still equal eager mode's.
+add_test(NAME train_step_graph_check COMMAND train_step_test --gtest_filter=TrainStep.SgdMomentum*)
+set_tests_properties(train_step_graph_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "not compared: a static train step writes .grad"
+  FAIL_REGULAR_EXPRESSION "FAILED")
+# The same for the function split around zero_grad() and step() (a region is the train step).
+add_test(NAME train_step_split_graph_check COMMAND train_step_test --gtest_filter=TrainStep.WholeStep*)
+set_tests_properties(train_step_split_graph_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
+  PASS_REGULAR_EXPRESSION "graph check: ts::MLPImpl::train_step\\(graph::Tensor, graph::Tensor\\) \\(train_step_functions.cpp:[0-9]+\\): not compared"
+  FAIL_REGULAR_EXPRESSION "FAILED")
+cxxgraph_add_warning_tests(e2e_train_step_functions
+  ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/train_step_test/e2e_train_step_functions.graph.cpp)

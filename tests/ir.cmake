@@ -8,3 +8,9 @@ add_executable(ir_test ${CMAKE_CURRENT_LIST_DIR}/ir_test.cpp ${CMAKE_CURRENT_LIS
 target_link_libraries(ir_test PRIVATE cxxgraph_ir GTest::gtest_main)
 target_compile_options(ir_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(ir_test)
+
+# The compile driver on static train steps (loss.backward()): split, gradient, stitch.
+add_executable(train_step_ir_test ${CMAKE_CURRENT_LIST_DIR}/train_step_ir_test.cpp)
+target_link_libraries(train_step_ir_test PRIVATE cxxgraph_ir GTest::gtest_main)
+target_compile_options(train_step_ir_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(train_step_ir_test)

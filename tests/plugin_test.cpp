@@ -119,6 +119,33 @@ TEST(Plugin, FallbackWarningsAtTheirLocations) {
   EXPECT_EQ(splits, 3u);
 }
 
+TEST(Plugin, TrainStepBackwardLowersOrWarnsAtItsLine) {
+  fs::path out = fs::path(CXXGRAPH_TEST_TMP) / "train_steps";
+  Result r = generate("train_steps.cpp", out);
+  EXPECT_EQ(r.status, 0) << r.output;
+  auto expected = markers(read(fs::path(CXXGRAPH_CASES) / "train_steps.cpp"));
+  ASSERT_EQ(expected.size(), 4u);
+  for (const Expected& e : expected) {
+    std::string where = "train_steps.cpp:" + std::to_string(e.line) + ":" + std::to_string(e.col) + ": warning: ";
+    auto at = r.output.find(where);
+    ASSERT_NE(at, std::string::npos) << "no warning at " << where << "\n" << r.output;
+    std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    EXPECT_NE(line.find(e.text), std::string::npos) << line;
+    EXPECT_NE(line.find("[-Wgraph-fallback]"), std::string::npos) << line;
+  }
+  size_t warnings = 0;
+  for (size_t p = 0; (p = r.output.find("[-Wgraph-fallback]", p)) != std::string::npos; ++p) ++warnings;
+  EXPECT_EQ(warnings, expected.size()) << r.output;
+  // step lowers whole: one graph holding backward_loss, expanded in the optimized one.
+  std::string lowered = read(out / "step.graph"), optimized = read(out / "step.opt.graph");
+  EXPECT_NE(lowered.find("backward_loss(%loss, %weight, %bias)"), std::string::npos) << lowered;
+  EXPECT_NE(optimized.find("set_grads{params=2}"), std::string::npos) << optimized;
+  EXPECT_NE(optimized.find("linear_backward"), std::string::npos) << optimized;
+  // backward() in an if and without parameters run eagerly between static regions.
+  EXPECT_TRUE(fs::exists(out / "in_if.region0.graph"));
+  EXPECT_TRUE(fs::exists(out / "no_parameters.region0.graph"));
+}
+
 TEST(Plugin, WerrorTurnsFallbacksIntoErrors) {
   Result r = generate("fallbacks.cpp", fs::path(CXXGRAPH_TEST_TMP) / "werror", "-Werror=graph-fallback");
   EXPECT_NE(r.status, 0);

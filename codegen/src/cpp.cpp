@@ -16,6 +16,7 @@
 #include <set>
 
 #include "emitter.h"
+#include "graph/ir/compile.h"
 #include "graph/ir/device_control.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/codegen/call_contract.h"
@@ -557,7 +558,8 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
     e.line("::graph::detail::CompiledGraph compiled_" + fn + "{" + ir::quote(u.mangled_name) + ", " +
            ir::quote(u.body_hash) + ", " + ir::quote(u.source) + ", &" + fn + ", " +
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
-           detail::Emitter::signature_name(fn) + ", " + ir::quote(ir::print(*u.graph)) + ", " + ir::quote(u.cuda_graph_blocker) + ", {}};");
+           detail::Emitter::signature_name(fn) + ", " + ir::quote(ir::print(*u.graph)) + ", " + ir::quote(u.cuda_graph_blocker) + ", " +
+           (ir::is_train_step(*u.graph) ? "true" : "false") + ", {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
     if (u.gradient) e.raw(detail::gradient_registration(*u.gradient, fn, u.mangled_name, u.body_hash));
   }

@@ -349,8 +349,25 @@ bool Emitter::primitive(const ir::Node* n) {
          at_source(n, "slice", in(0) + ".slice(int64_t{" + std::to_string(n->i("dim")) + "}, " + in(1) + ", " + in(2) +
                                    ", " + in(3) + ")") +
          ";");
+  else if (op == OpId::set_grads) train_step_effect(n);
+  else if (op == OpId::backward_loss)
+    throw Error("codegen: backward_loss must be expanded by ir::compile (expand_backward) before codegen");
   else return false;
   return true;
+}
+
+// A static train step's set_grads (ir/passes.h's expand_backward): one call
+// into the runtime, which writes each parameter's .grad as backward() does.
+void Emitter::train_step_effect(const ir::Node* n) {
+  const size_t np = static_cast<size_t>(n->i("params"));
+  auto list = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
+    return "{" + s + "}";
+  };
+  line(at_source(n, "backward", "::graph::detail::set_grads(" + list(0, np) + ", " + list(np, 2 * np) + ", " +
+                                    list(2 * np, n->inputs().size()) + ")") +
+       ";");
 }
 
 }  // namespace graph::codegen::detail

@@ -196,6 +196,7 @@ class Emitter {
   // else name(v).
   std::string operand(const ir::Value* v);
   bool primitive(const ir::Node* n);  // undefined(), list_*: false for others
+  void train_step_effect(const ir::Node* n);  // set_grads
   // grad_functions.cpp: a gradient op (sum_to, OP_backward) as a call of its
   // backward kernel; false for other ops.
   bool gradient_op(const ir::Node* n);

@@ -4,12 +4,16 @@
 #include "graph/error.h"
 #include "graph/ir/autodiff.h"
 #include "graph/ir/device_control.h"
+#include "graph/ir/passes.h"
 #include "graph/ir/pipeline.h"
 #include "graph/ir/verifier.h"
 
 namespace graph::ir {
 
 namespace {
+
+// The default pipeline up to fusion: what differentiation starts from.
+constexpr const char* kBeforeGradient = "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types";
 
 bool floating_tensor(const Type& t) { return t.is_tensor() && t.dtype && is_floating(*t.dtype); }
 
@@ -30,7 +34,7 @@ GradientGraphs gradient_graphs(const Graph& lowered) {
   GradientGraphs u;
   // The default pipeline up to fusion; the rest runs on each half.
   std::unique_ptr<Graph> g = clone(lowered);
-  run_pipeline(*g, parse_pipeline("inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types"));
+  run_pipeline(*g, parse_pipeline(kBeforeGradient));
   std::vector<bool> requires_grad;
   bool any = false;
   for (const auto& in : g->inputs()) {
@@ -62,16 +66,32 @@ GradientGraphs gradient_graphs(const Graph& lowered) {
   return u;
 }
 
+bool is_train_step(const Graph& g) {
+  bool found = false;
+  walk(g.top(), [&](const Node* n) { found = found || n->is(OpId::backward_loss) || n->is(OpId::set_grads); });
+  return found;
+}
+
 CompiledGraphs compile(const Graph& lowered) {
   CompiledGraphs c;
   c.optimized = clone(lowered);
+  const bool train_step = is_train_step(lowered);
+  if (train_step) {
+    // loss.backward() becomes the gradient and a set_grads before the rest of
+    // the pipeline, so forward and backward are optimized and fused as one.
+    run_pipeline(*c.optimized, parse_pipeline(kBeforeGradient));
+    expand_backward(*c.optimized);
+  }
   // Verified once at the end: after every pass it costs more than all the
   // passes together on long functions (the pass tests verify each step).
   run_pipeline(*c.optimized, default_pipeline());
   verify_or_throw(*c.optimized);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.signature = signature(*c.optimized);
-  c.gradient = gradient_graphs(lowered);
+  if (train_step)
+    c.gradient.unsupported = "the graph is a train step: it writes .grad itself (loss.backward())";
+  else
+    c.gradient = gradient_graphs(lowered);
   return c;
 }
 

@@ -54,6 +54,8 @@ class Verifier {
       case OpId::Loop: return loop(n);
       case OpId::FusionGroup: return fusion_group(n);
       case OpId::call: return call(n);
+      case OpId::backward_loss:
+      case OpId::set_grads: return train_step(n);
       default: break;
     }
     if (n->info() && n->info()->primitive()) return primitive(n);  // undefined, list_*, value primitives
@@ -157,6 +159,23 @@ class Verifier {
     if (it == n->attrs().end() || !std::holds_alternative<std::string>(it->second) ||
         std::get<std::string>(it->second).empty())
       error(n, "attrs", "a call needs 'callee', the name of a graph");
+  }
+
+  // A static train step's effects (passes.h's expand_backward), in the top
+  // block only: backward_loss(loss, params...) and
+  // set_grads(params..., grads..., data...) with attribute `params`; no outputs.
+  void train_step(const Node* n) {
+    if (!n->blocks().empty() || n->num_outputs() != 0) return error(n, "op", "has no outputs and no blocks");
+    if (n->owner() && n->owner()->owner()) error(n, "op", "must be in the graph's top block, not in an If or Loop");
+    for (size_t i = 0; i < n->inputs().size(); ++i)
+      if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
+    if (n->is(OpId::backward_loss)) {
+      if (n->inputs().empty()) error(n, "op", "expects the loss and the parameters");
+      return;
+    }
+    const auto* k = n->has_attr("params") ? std::get_if<int64_t>(&n->attrs().at("params")) : nullptr;
+    if (!k || *k < 0 || static_cast<size_t>(2 * *k) > n->inputs().size())
+      error(n, "attrs", "set_grads needs 'params', the number of parameters (then as many gradients)");
   }
 
   // undefined() -> Tensor; list_new() -> list; list_append(list, Tensor) ->

@@ -46,7 +46,13 @@ class Walker {
   Walker(Exporter& ex) : ex_(ex) {}
 
   void block(const ir::Block& b) {
-    for (const auto& n : b.nodes()) node(*n);
+    for (const auto& n : b.nodes()) {
+      // A static train step writes .grad: ONNX models compute outputs only.
+      if (n->is(OpId::backward_loss) || n->is(OpId::set_grads))
+        ex_.fail(*n, "a static train step (loss.backward()) writes parameters' gradients, which an ONNX model "
+                     "cannot; export the forward function instead");
+      node(*n);
+    }
   }
 
  private:

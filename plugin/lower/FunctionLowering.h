@@ -440,6 +440,10 @@ class FunctionLowering {
 
   void expr_stmt(const Expr* e);
 
+  // `loss.backward()` in a static train step (Training.cpp): true when `e`
+  // is one and became a backward_loss node; unsupported() where it cannot.
+  bool training_statement(const Expr* e);
+
   static const char* compound_op(OverloadedOperatorKind k);
 
   ir::Value* compound(const CompoundAssignOperator* ca);

@@ -156,6 +156,7 @@ auto FunctionLowering::expr_stmt(const Expr* e) -> void {
   }
   if (const auto* c = dyn_cast<CastExpr>(e); c && c->getCastKind() == CK_ToVoid) e = c->getSubExpr();
   if (const auto* c = dyn_cast<CallExpr>(e); c && is_eager_check(c->getDirectCallee())) return;
+  if (training_statement(e)) return;
   if (tuple_elements(e->getType())) {
     tuple_values(e);  // a call whose tuple result is dropped
     return;

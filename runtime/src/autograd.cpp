@@ -337,6 +337,16 @@ std::vector<Tensor> grad_at(const std::vector<Tensor>& outputs, const std::vecto
   return result;
 }
 
+void accumulate_grad(const Tensor& leaf, const Tensor& g) {
+  const auto& meta = leaf.autograd_meta();
+  if (!meta || !meta->requires_grad || meta->grad_fn)
+    throw Error("accumulate_grad: the tensor must be a leaf that requires grad");
+  if (!meta->post_accumulate_hooks.empty())
+    throw Error("accumulate_grad: the tensor has post-accumulate hooks (DDP), which only backward() runs");
+  NoGradGuard no_grad;
+  accumulate(*meta, g.detach());
+}
+
 }  // namespace autograd
 
 // ---- Tensor's autograd members ------------------------------------------------

@@ -2,6 +2,7 @@
 // check every generated graph function and interpret mode run (one checker
 // for both, reading the same signature table), and what a failing guard says.
 #include "graph/detail/generated_support.h"
+#include "graph/autograd.h"
 
 namespace graph::detail {
 namespace {
@@ -79,6 +80,29 @@ bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in
   for (size_t k = 0; k < n; ++k)
     if (!check_input(in[k], k, sig[k], why)) return false;
   return true;
+}
+
+}  // namespace graph::detail
+
+namespace graph::detail {
+
+void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& data) {
+  // Everything is checked before any .grad changes.
+  for (const Tensor& d : data)
+    if (d.defined() && d.requires_grad())
+      throw Error("static train step: a tensor argument requires grad; eager loss.backward() would write its .grad, "
+                  "but the graph differentiates only the parameters it reads through 'this' or a module "
+                  "(pass it .detach(), or run the step eagerly)");
+  if (params.size() != grads.size()) throw Error("set_grads: " + std::to_string(params.size()) + " parameters, " +
+                                                 std::to_string(grads.size()) + " gradients");
+  bool any = false;
+  for (size_t i = 0; i < params.size(); ++i) any = any || (params[i].requires_grad() && grads[i].defined());
+  if (!any)
+    throw Error("backward: the loss does not require grad (no parameter that reaches it requires grad) "
+                "and has no grad_fn");
+  // A parameter that does not require grad gets none, as in eager mode.
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].requires_grad() && grads[i].defined()) autograd::accumulate_grad(params[i], grads[i]);
 }
 
 }  // namespace graph::detail

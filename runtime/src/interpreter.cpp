@@ -325,6 +325,9 @@ class Run {
         return;
       }
       if (n->info() && n->info()->kind == OpKind::List) return list(n);
+      if (op == OpId::set_grads) return set_grads(n);
+      if (op == OpId::backward_loss)
+        throw Error("backward_loss: ir::compile expands it (expand_backward) before a graph runs");
       if (ir::is_value_primitive(op)) return value_primitive(n);
       if (op == OpId::call)
         throw Error("call of '" + n->s("callee") + "': inline calls first (the inline_calls pass)");
@@ -442,6 +445,18 @@ class Run {
     else if (op == OpId::list_onehot) out = detail::list_onehot(list(0), integer(1), tensor(2));
     else return false;
     return true;
+  }
+
+  // A static train step's set_grads, as the generated code calls it.
+  void set_grads(const ir::Node* n) {
+    const size_t np = static_cast<size_t>(n->i("params"));
+    std::vector<Tensor> params, grads, data;
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      const auto* t = std::get_if<Tensor>(&at(n->input(i)));
+      if (!t) throw Error("set_grads: input " + std::to_string(i) + " must be a tensor");
+      (i < np ? params : i < 2 * np ? grads : data).push_back(*t);
+    }
+    detail::set_grads(params, grads, data);
   }
 
   // Tensor metadata and host ints (ir.h), as the generated code computes them.

@@ -153,9 +153,23 @@ bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
   return true;
 }
 
+// A static train step writes .grad itself (set_grads): its ops record no
+// tape, whatever requires grad, and it is never captured into a CUDA graph.
+bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
+  if (!autograd::grad_mode_enabled()) {
+    *why = "grad mode is off, and the body calls loss.backward() (which throws eagerly then)";
+    return false;
+  }
+  autograd::NoGradGuard no_grad;
+  if (mode() == Mode::Interpret ? interpret(g, in, n_in, out, why) : g.fn(in, n_in, out, why)) return true;
+  *why = "a guard failed: " + *why;
+  return false;
+}
+
 // Runs the graph the way the mode and the inputs ask for; false (and why)
 // when the eager body must run instead.
 bool run_graph(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
+  if (g.train_step) return run_train_step(g, in, n_in, out, why);
   if (mode() == Mode::Interpret) {
     // The interpreter runs eager ops: eager autograd records through it.
     if (interpret(g, in, n_in, out, why)) return true;
@@ -247,6 +261,23 @@ static const char* split_source(const char* name) {
   for (const CompiledGraph* g : registered_graphs())
     if (std::string_view(g->mangled_name).starts_with(prefix)) return g->source;
   return "?";
+}
+
+bool StaticFunction::writes_grads() {
+  // The function's graph, or for a function split by graph breaks, a region's.
+  const CompiledGraph* train = nullptr;
+  if (const CompiledGraph* g = load(graph_)) {
+    if (g->train_step) train = g;
+  } else {
+    const std::string prefix = std::string(name_) + ".region";
+    for (const CompiledGraph* r : registered_graphs())
+      if (r->train_step && std::string_view(r->mangled_name).starts_with(prefix)) train = r;
+  }
+  if (!train) return false;
+  if (!said_not_compared_.exchange(true))
+    std::fprintf(stderr, "graph check: %s (%s): not compared: a static train step writes .grad, and running its "
+                 "eager body as well would apply the step twice\n", demangled(name_).c_str(), train->source);
+  return true;
 }
 
 void StaticFunction::report_check(const IValue* graph, const IValue* eager, size_t n) {

@@ -260,6 +260,16 @@ const ::onnx::TensorProto& find_initializer(const ::onnx::ModelProto& m, const s
 // where(m, x, v) on an int64 x with a float v known at export time (the
 // masked_fill the plugin emits: invert, promote, the value at run time), and
 // triu/tril. ONNX does not promote: x is cast, the fill is a float constant.
+TEST(OnnxExport, RefusesAStaticTrainStep) {
+  const std::string e = export_error(R"(graph step(%x : f32[2, 3], %w : f32[3], %g : f32[3]) {
+  %p : f32[2, 3] = mul(%x, %w)
+  %loss : f32[] = sum(%p)
+  set_grads{params=1}(%w, %g) @"train.cpp":12:8
+  return (%loss)
+})");
+  EXPECT_NE(e.find("set_grads at train.cpp:12:8: a static train step (loss.backward())"), std::string::npos) << e;
+}
+
 TEST(OnnxExport, MaskedFillWhereAndTrilu) {
   const std::string text = R"(graph f(%x : i64[2, 3], %m : i1[3], %v : float, %y : f32[3, 3]) {
   %a : f32[2, 3] = masked_fill{value="@2", invert=true, promote=true}(%x, %m, %v) @"m.cpp":3:3

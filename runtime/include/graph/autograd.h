@@ -125,6 +125,12 @@ Tensor sum_to(const Tensor& grad, const Shape& sizes);
 // one-element root when undefined).
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
+// Adds `g` into leaf.grad() as backward() does (the first gradient is kept
+// when nothing else holds its storage, else copied; later ones are added).
+// A static train step's set_grads writes through it. Throws for a tensor that
+// is not a leaf requiring grad, or that has post-accumulate hooks.
+void accumulate_grad(const Tensor& leaf, const Tensor& g);
+
 // Adds a post-accumulate hook to a leaf that requires grad; returns its id.
 // Hooks run in backward() only (not in grad_at), in the order added, when
 // the leaf's gradient for the pass is final: after the last edge into the

@@ -74,6 +74,9 @@ struct CompiledGraph {
   // Why it must not be captured into a CUDA Graph, "" when it may be
   // (ir/device_control.h's cuda_graph_blocker, run at build time).
   const char* cuda_graph_blocker;
+  // A static train step (ir/compile.h's is_train_step): it writes .grad
+  // itself, so it runs with grad mode off and GRAPH_CHECK does not rerun it.
+  bool train_step = false;
   std::atomic<uint64_t> calls{0};  // completed graph runs
 };
 
@@ -207,6 +210,7 @@ class StaticFunction {
   // GRAPH_CHECK: the eager result of the same call, compared output by output.
   template <class R, class E>
   void check(const R& graph_result, E& eager) {
+    if (writes_grads()) return;  // its eager body would apply the step a second time
     IValue g[Results<R>::size], e[Results<R>::size];
     Results<R>::to_args(graph_result, g);
     const bool on_tape = static_node_of(g, Results<R>::size);
@@ -218,6 +222,8 @@ class StaticFunction {
     report_check(g, e, Results<R>::size);
     if (on_tape) check_gradients(g, e, Results<R>::size);
   }
+  // A train step's graph: GRAPH_CHECK says once that it does not compare it.
+  bool writes_grads();
   // Prints "graph check: <function> (<source>): output k: max |graph - eager| = d".
   void report_check(const IValue* graph, const IValue* eager, size_t n);
   // Whether the graph's outputs are one node on the tape (run_with_grad).
@@ -245,6 +251,7 @@ class StaticFunction {
   const char* name_;
   const char* hash_;
   CompiledGraph* graph_ = nullptr;
+  std::atomic<bool> said_not_compared_{false};  // writes_grads() said so once
 };
 
 }  // namespace detail

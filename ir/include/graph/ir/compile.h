@@ -49,6 +49,12 @@ struct CompiledGraphs {
 // gradient.unsupported.
 CompiledGraphs compile(const Graph& lowered);
 
+// Whether `g` is a static train step: it holds loss.backward()
+// (backward_loss), or set_grads after compile() expanded it. compile() then
+// expands it (passes.h's expand_backward) before the default pipeline, and
+// gives no GradientGraphs (the graph writes .grad itself).
+bool is_train_step(const Graph& g);
+
 // The gradient part of compile() alone, with respect to every floating
 // tensor input.
 GradientGraphs gradient_graphs(const Graph& lowered);

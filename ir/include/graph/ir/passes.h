@@ -165,4 +165,20 @@ void simplify(Graph& g);
 // (unpack_lists.cpp). Precondition: `g` verifies. Postcondition: `g` verifies.
 void unpack_lists(Graph& g);
 
+// A static train step's `loss.backward()` (compile.h).
+//
+// Precondition: `g` verifies, has no `call` and no FusionGroup, and its types
+// are inferred. The one backward_loss(loss, params...) node, which must be in
+// the top block, is replaced by the gradient of the top-level nodes before it
+// with respect to `params` (graph inputs; autodiff.h), seeded with ones of the
+// loss's shape, and one set_grads(params..., grads..., data...) node (attribute
+// `params`: how many; `data`: the graph's other floating tensor inputs, which
+// must not require grad at run time). The gradient holds its own copy of the
+// forward: run cse afterwards to merge it with the graph's. Throws GraphError
+// at backward()'s line for a loss that is not a known floating scalar, a
+// backward() nested in an If or Loop or called twice, or a graph autodiff
+// refuses. Postcondition: `g` verifies; a graph without backward_loss is
+// unchanged.
+void expand_backward(Graph& g);
+
 }  // namespace graph::ir

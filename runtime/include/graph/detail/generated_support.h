@@ -83,6 +83,14 @@ inline bool truth(const Tensor& t) { return static_cast<bool>(t); }
 // the eager body runs instead.
 bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in, std::string* why);
 
+// A static train step's set_grads (ir/passes.h's expand_backward): refuses a
+// data tensor that requires grad and a step where no parameter gets a
+// gradient (eager backward() throws then too), then adds each parameter's
+// gradient into its .grad as backward() does (autograd::accumulate_grad). A
+// parameter that does not require grad, or that the loss does not reach
+// (undefined gradient), is left alone.
+void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& data);
+
 // The count alone: a backward graph's inputs come from its forward.
 bool fail_num_inputs(size_t got, size_t want, std::string* why);
 inline bool guard_num_inputs(size_t got, size_t want, std::string* why) {
