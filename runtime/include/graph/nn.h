@@ -481,14 +481,16 @@ class BatchNormImplBase : public Module {
       num_batches_tracked.add_(1);
       const double factor =
           cumulative_average() ? 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>()) : momentum_value();
-      // running <- (1 - factor) * running + factor * the batch's statistic.
-      Tensor mean, var;
-      if (x.dim() == 2) std::tie(mean, var) = batch_stats(x, {0});
-      else if (x.dim() == 3) std::tie(mean, var) = batch_stats(x, {0, 2});
-      else std::tie(mean, var) = batch_stats(x, {0, 2, 3});
-      // One in-place write each, as PyTorch's kernel (one version bump).
-      running_mean.copy_(running_mean * (1.0 - factor) + mean * factor);
-      running_var.copy_(running_var * (1.0 - factor) + var * factor);
+      // running <- (1 - factor) * running + factor * the batch's mean and
+      // unbiased variance over every dim but 1 (x viewed as [N, C, L]: one
+      // code path for every rank), one in-place write each, as PyTorch's
+      // kernel makes (one version bump).
+      const Tensor x3 = x.reshape({x.size(0), x.size(1), -1});
+      const Tensor mean = x3.mean({0, 2}, true);
+      const Tensor d = x3 - mean;
+      const double n = static_cast<double>(x.numel() / x.size(1));
+      running_mean.copy_(running_mean * (1.0 - factor) + mean.reshape({-1}) * factor);
+      running_var.copy_(running_var * (1.0 - factor) + (d * d).sum({0, 2}) * (factor / (n - 1.0)));
     }
     if (is_training() || !options.track_running_stats())
       return batch_norm(x, Tensor(), Tensor(), weight, bias, true, 0.0, options.eps());
@@ -512,15 +514,6 @@ class BatchNormImplBase : public Module {
   // The module's errors: the input's rank and channels, and more than one
   // value per channel when training (left out of graphs, whose ops check).
   GRAPH_EAGER_CHECK void check_input(const Tensor& x) const;
-  // The batch's mean and unbiased variance [C] over `dims` (every dim but 1),
-  // as PyTorch's running-stat update takes them.
-  std::pair<Tensor, Tensor> batch_stats(const Tensor& x, const Shape& dims) const {
-    const Tensor mean = x.mean(dims, true);
-    const Tensor d = x - mean;
-    const int64_t n = x.numel() / x.size(1);
-    return {mean.reshape({-1}), (d * d).sum(dims) / static_cast<double>(n - 1)};
-  }
-
   int64_t min_dim_, max_dim_;  // the input ranks the module accepts
 };
 
