@@ -65,6 +65,24 @@ if(NOT CXXGRAPH_SANITIZE)
     FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
 endif()
 
+# Modules with state in static forwards (module_state_*.cpp): is_training(),
+# buffers updated in place and written back, BatchNorm and Dropout modules;
+# compiled and interpreted. The gradient check reads the plugin's graphs.
+if(NOT CXXGRAPH_SANITIZE)
+  add_executable(e2e_module_state_test ${CMAKE_CURRENT_LIST_DIR}/e2e/module_state_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/e2e/module_state_functions.cpp)
+  target_link_libraries(e2e_module_state_test PRIVATE cxxgraph::runtime GTest::gtest_main)
+  target_include_directories(e2e_module_state_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+  cxxgraph_static_graphs(e2e_module_state_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/module_state_functions.cpp
+    GENERATOR_FLAGS -Werror=graph-fallback)
+  target_compile_definitions(e2e_module_state_test PRIVATE
+    CXXGRAPH_MODULE_STATE_GRAPHS="${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/e2e_module_state_test")
+  gtest_discover_tests(e2e_module_state_test PROPERTIES LABELS e2e)
+  add_test(NAME e2e_module_state_interpret COMMAND e2e_module_state_test)
+  set_tests_properties(e2e_module_state_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
+    FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+endif()
+
 # Plugin-generated sources compile warning-free too (codegen.cmake): the graph
 # breaks' regions include graphs without inputs, and the Transformer example's
 # GELU loop calls erf, which no compiler vectorizes.

@@ -11,6 +11,7 @@
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/interpreter.h"
+#include "graph/ir/compile.h"
 #include "graph/ir/ir.h"
 #include "graph/nn_ops.h"
 #include "graph/op_table.h"
@@ -399,6 +400,76 @@ TEST(Interpreter, EagerAutogradFlowsThroughInterpretedGraphs) {
     Tensor y = std::get<Tensor>(run(*g, {x, h, W1, w_x}, {.threads = 2})[0]);
     EXPECT_FALSE(y.requires_grad());
   }
+}
+
+// ---- assign: a graph input written in place (module buffers) ---------------------
+
+// Two writes of the same value and a read of the input after them: CSE merges
+// neither write, DCE keeps both, the optimized graph still ends with them, and
+// every reader of %buf sees the old value (the ready queue runs each assign
+// after every node before it, with 1 and 4 threads).
+const char* kAssign =
+    "graph g(%x : Tensor, %buf : Tensor, %flag : bool) {\n"
+    "  %0 : float = constant{value=0.5}()\n"
+    "  %old : Tensor = mul(%buf, %0)\n"
+    "  %new : Tensor = add(%old, %x)\n"
+    "  %w : Tensor = If(%flag)\n"
+    "    block() {\n"
+    "      -> (%new)\n"
+    "    }\n"
+    "    block() {\n"
+    "      -> (%buf)\n"
+    "    }\n"
+    "  %y : Tensor = matmul(%buf, %x)\n"
+    "  assign(%buf, %w)\n"
+    "  return (%y)\n"
+    "}\n";
+
+TEST(Interpreter, AssignWritesTheInputAfterEveryReadAndBumpsItsVersion) {
+  const Tensor x = pattern({3}, 0.4f, 0.2f);
+  for (int threads : {1, 4}) {
+    Tensor buf = pattern({3}, 0.9f, -0.3f);
+    const Tensor before = buf.clone();
+    const uint64_t v = buf.version();
+    const Tensor y = one(kAssign, {x, buf, true}, {.threads = threads});
+    expect_same(y, matmul(before, x));  // read before the write
+    expect_same(buf, before * 0.5f + x);
+    EXPECT_EQ(buf.version(), v + 1);
+    one(kAssign, {x, buf, false}, {.threads = threads});  // %w is %buf: nothing written
+    EXPECT_EQ(buf.version(), v + 1);
+  }
+  auto compiled = ir::compile(*ir::parse(kAssign));
+  const auto& nodes = compiled.optimized->top()->nodes();
+  EXPECT_EQ(nodes.back()->op(), "assign") << "DCE keeps the write, at the end";
+  EXPECT_NE(compiled.cuda_graph_blocker.find("assign"), std::string::npos) << compiled.cuda_graph_blocker;
+}
+
+TEST(Interpreter, AssignRefusesWhatEagerInPlaceOpsRefuse) {
+  const char* text =
+      "graph g(%buf : Tensor, %v : Tensor) {\n"
+      "  assign(%buf, %v)\n"
+      "  return (%v)\n"
+      "}\n";
+  auto g = ir::parse(text);
+  Tensor leaf = zeros({2});
+  leaf.requires_grad_();
+  auto message = [&](std::vector<IValue> in) {
+    try {
+      run(*g, std::move(in));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({leaf, ones({2})}).find("requires grad"), std::string::npos);
+  EXPECT_NE(message({zeros({2}, kInt64), ones({2})}).find("cannot be written into"), std::string::npos)
+      << message({zeros({2}, kInt64), ones({2})});
+  EXPECT_NE(message({zeros({2}), ones({3})}).find("[3]"), std::string::npos);
+  {
+    NoGradGuard no_grad;  // as eager: allowed with grad mode off
+    run(*g, {leaf, ones({2})});
+  }
+  EXPECT_EQ(leaf.detach().sum().item<float>(), 2.0f);
 }
 
 }  // namespace

@@ -497,6 +497,29 @@ TEST_F(Lowering, HostReadsAndHostMath) {
   EXPECT_EQ(graph("host_reads", "item_bool")->outputs().at(0)->producer()->op(), "If");
 }
 
+// In-place updates of members: the op out of place, the member rebound (an
+// If merges it), and one assign per member at the end of the graph, writing
+// the last value into the member's input. is_training() is a bool input.
+TEST_F(Lowering, ModuleState) {
+  EXPECT_EQ(result("module_state", "chained"), "sub(x, add(mul(total, 0.5), mean(x)))");
+  auto assigns = [](const graph::ir::Graph& g) {
+    std::vector<std::string> out;
+    for (const auto& n : g.top()->nodes())
+      if (n->op() == "assign") out.push_back(sexpr(n->input(0)) + " <- " + sexpr(n->input(1)));
+    return out;
+  };
+  EXPECT_EQ(assigns(*graph("module_state", "chained")),
+            std::vector<std::string>{"total <- add(mul(total, 0.5), mean(x))"});
+  auto g = graph("module_state", "forward.1");  // CounterImpl::forward
+  const std::vector<std::string> a = assigns(*g);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0], "total <- If#0(is_training)");
+  EXPECT_EQ(g->top()->nodes().back()->op(), "assign") << "the write-back ends the graph";
+  EXPECT_EQ(assigns(*graph("module_state", "copied")).size(), 1u);
+  // A forward that updates nothing writes nothing back.
+  EXPECT_TRUE(assigns(*graph("module_state", "forward")).empty());
+}
+
 // ---- generated: very long and very deep ---------------------------------
 
 fs::path write_generated(const std::string& name, const std::string& text) {

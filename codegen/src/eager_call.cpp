@@ -299,6 +299,7 @@ bool Emitter::primitive(const ir::Node* n) {
     line(std::string(tensor ? "const ::graph::Tensor " : "const std::vector<::graph::Tensor> ") + out + " = " +
          at_source(n, nm, "::graph::detail::" + nm + "(" + args + ")") + ";");
   }
+  else if (op == OpId::assign) line(at_source(n, nm, "::graph::detail::assign(" + in(0) + ", " + in(1) + ")") + ";");
   else if (op == OpId::defined) line("const bool " + out + " = " + in(0) + ".defined();");
   else if (op == OpId::tensor_dim) line("const int64_t " + out + " = " + in(0) + ".dim();");
   else if (op == OpId::tensor_numel) line("const int64_t " + out + " = " + in(0) + ".numel();");

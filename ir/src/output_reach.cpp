@@ -44,6 +44,13 @@ const std::vector<size_t>& OutputReach::of(const Value* v) const {
 }
 
 std::vector<size_t> OutputReach::of_node(const Node* n) const {
+  // An effect (assign) is wanted whatever the caller wants: it and what it
+  // reads always run.
+  if (n->is(OpId::assign)) {
+    std::vector<size_t> all(num_outputs_);
+    for (size_t k = 0; k < num_outputs_; ++k) all[k] = k;
+    return all;
+  }
   std::vector<size_t> u;
   for (size_t i = 0; i < n->num_outputs(); ++i) merge_into(u, of(n->output(i)));
   return u;

@@ -223,6 +223,14 @@ class Verifier {
       if (!n->output()->type().is_tensor()) error(n, "types", "the output must be Tensor");
       return;
     }
+    if (n->is(OpId::assign)) {
+      // (Tensor dst, Tensor value) -> nothing: value written into dst, a graph input
+      if (!n->blocks().empty() || n->inputs().size() != 2 || n->num_outputs() != 0)
+        return error(n, "op", "expects the input written and its value, no outputs and no blocks");
+      if (!n->input(0)->type().is_tensor() || !n->input(1)->type().is_tensor())
+        error(n, "types", "both inputs must be tensors");
+      return;
+    }
     if (n->is(OpId::item)) {
       // (Tensor) -> int, float or bool: x.item<T>()
       if (!n->blocks().empty() || n->inputs().size() != 1 || n->num_outputs() != 1)

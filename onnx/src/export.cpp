@@ -329,6 +329,21 @@ class Walker {
     return false;
   }
 
+  // What `v` is once the Ifs with conditions known at export time are taken
+  // (an assign's value is its input itself on the path that updated nothing).
+  const ir::Value* written_value(const ir::Value* v) const {
+    while (const ir::Node* p = v->producer()) {
+      if (!p->is(OpId::If)) break;
+      const Known* c = ex_.known(p->input(0));
+      const auto* b = c ? std::get_if<bool>(c) : nullptr;
+      if (!b) break;
+      size_t i = 0;
+      while (p->output(i) != v) ++i;
+      v = p->block(*b ? 0 : 1)->returns().at(i);
+    }
+    return v;
+  }
+
   void primitive(const ir::Node& n) {
     if (reads_run_time_value(n) && run_time_primitive(n)) return;
     const ir::Value* out = n.num_outputs() == 1 ? n.output() : nullptr;
@@ -358,6 +373,12 @@ class Walker {
         return ex_.set_known(out, p);
       }
       case OpId::tensor_sizes: return ex_.set_known(out, sizes());
+      case OpId::assign: {  // an input updated in place: only the no-update path exports
+        if (written_value(n.input(1)) == n.input(0)) return;
+        ex_.fail(n, "the graph updates its input %" + n.input(0)->name() +
+                        " in place (a module buffer, as BatchNorm's running stats in training mode), which an ONNX "
+                        "graph cannot do; export the module in eval mode");
+      }
       case OpId::item: {  // the one element as a 0-d tensor (Reshape checks there is one)
         const std::string r = ex_.emit("Reshape", {ex_.tensor(n, n.input(0)), ex_.const_ints({})}, out->name());
         return ex_.bind(out, ex_.cast(r, ex_.dtype(n, n.input(0)), onnx_dtype_of(n, out)));

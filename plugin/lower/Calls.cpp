@@ -34,6 +34,9 @@ auto FunctionLowering::call(const CallExpr* c) -> ir::Value* {
   }
   if (ir::Value* v = tensor_metadata(c)) return v;
   if (ir::Value* v = item(c)) return v;
+  if (ir::Value* v = host_getter(c)) return v;
+  if (const auto* m = dyn_cast<CXXMemberCallExpr>(c))
+    if (ir::Value* v = inplace_update(m)) return v;
   if (ir::Value* v = host_math(c, callee)) return v;
   if (ir::Value* v = factory(c, callee)) return v;
   if (ir::Value* v = arange(c, callee)) return v;
@@ -649,6 +652,7 @@ auto FunctionLowering::inline_results(const CallExpr* c, const FunctionDecl* cal
   auto saved_partial = std::move(partial_);
   env_.clear();
   partial_.clear();
+  carry_state(saved_env, env_);  // members updated in place (State.cpp)
   for (auto& [p, v] : params) {
     if (p->getName().empty()) continue;
     define(p, v);
@@ -660,6 +664,7 @@ auto FunctionLowering::inline_results(const CallExpr* c, const FunctionDecl* cal
     for (size_t i = 0; i < values.size(); ++i) define(tv.keys[i], values[i]);
   }
   std::vector<ir::Value*> results = function_body(frame);
+  carry_state(env_, saved_env);
   env_ = std::move(saved_env);
   partial_ = std::move(saved_partial);
   return results;
@@ -675,7 +680,9 @@ auto FunctionLowering::conditional(const ConditionalOperator* c) -> ir::Value* {
   for (const Expr* arm : {c->getTrueExpr(), c->getFalseExpr()}) {
     ir::Block* b = add_block(n, c->getQuestionLoc());
     in_block(b, [&] {
+      ++in_conditional_;
       ir::Value* v = expr(arm);
+      --in_conditional_;
       if (v->type().kind != out->kind)
         unsupported(arm->getExprLoc(), "this operand of '?:' is a " + v->type().str() + ", not a " + out->str());
       b->add_return(v);

@@ -230,6 +230,7 @@ auto FunctionLowering::if_(const IfStmt* s) -> void {
 
 auto FunctionLowering::merge(ir::Node* n, Env& then_env, Env& else_env, const Site& site) -> void {
   ir::Block* blocks[2] = {n->block(0), n->block(1)};
+  merge_state(then_env, else_env);  // members updated in place (State.cpp)
   for (Key k : std::vector<Key>(order_)) {
     auto outer = env_.find(k);
     if (outer == env_.end()) continue;

@@ -178,7 +178,9 @@ auto FunctionLowering::member(const MemberExpr* m) -> ir::Value* {
     unsupported(at, "the member " + quote(f->getName()) + " has type " + type_name(f->getType()) +
                         ", which a static graph cannot read; " + kAcceptedTypes);
   std::string path = field(m);
+  if (ir::Value* v = member_state(path)) return v;  // updated in place earlier (State.cpp)
   if (auto it = members_.find(path); it != members_.end()) return it->second;
+  if (t->is_tensor()) t->dtype = member_dtype(f);
   ir::Value* in = graph_->add_input(*t, identifier(f->getName()));
   captures_.push_back(path);
   members_[path] = in;

@@ -565,6 +565,38 @@ class FunctionLowering {
   Frame* frame_ = nullptr;
   std::vector<Frame*> frames_;  // the annotated function, then the callees being inlined
   int depth_ = 0;  // of block_: 0 for the graph's own block
+
+  // ---- module state (State.cpp) ----
+  // A member tensor updated in place: its path (the prologue's spelling), its
+  // graph input, and the address of `key`, its environment entry.
+  struct MemberState {
+    std::string path;
+    ir::Value* input;
+    SourceLocation at;  // the first update
+    char key = 0;
+  };
+  // A member's dtype from GRAPH_MEMBER_DTYPE, if annotated.
+  std::optional<graph::DType> member_dtype(const FieldDecl* f);
+  bool host_state_expr(const Stmt* s, bool& tensor) const;
+  // A const getter without arguments returning a host number that reads a
+  // private field or calls (is_training(), options.eps()): a graph input the
+  // prologue reads by calling it. nullptr for other calls.
+  ir::Value* host_getter(const CallExpr* c);
+  // The current value of an updated member, or nullptr if none updated it.
+  ir::Value* member_state(const std::string& path);
+  // `m.add_(v)` (sub_, mul_, div_, copy_, fill_, zero_) on a member tensor:
+  // the op out of place, rebinding the member. nullptr for other calls.
+  ir::Value* inplace_update(const CXXMemberCallExpr* mc);
+  const MemberExpr* updated_member(const Expr* target, const char* method, SourceLocation l);
+  // If merges: a member updated on one path has its previous value on the other.
+  void merge_state(Env& then_env, Env& else_env);
+  // Inlined calls: the updated members' values into and out of the callee.
+  void carry_state(const Env& from, Env& to);
+  // One assign per updated member, at the end of the graph's own block.
+  void write_back();
+  std::deque<MemberState> states_;
+  std::unordered_map<std::string, MemberState*> state_of_;
+  int in_conditional_ = 0;  // inside the operands of `?:`
 };
 
 }  // namespace cxxgraph::lower

@@ -41,6 +41,7 @@ auto FunctionLowering::run() -> Lowered {
   }
 
   for (ir::Value* r : function_body(frame)) graph_->top()->add_return(r);
+  write_back();  // members updated in place (State.cpp)
   for (const auto& name : captures_) out.call_args.push_back(name);
   remove_unused_flags();
   return out;
@@ -78,6 +79,7 @@ auto FunctionLowering::run_region(const Region& region) -> Lowered {
     out.call_args.push_back(v->getNameAsString());
   }
   std::vector<ir::Value*> results = function_body(frame);
+  write_back();  // members updated in place, before the next piece reads them
   if (region.last) {
     for (ir::Value* r : results) graph_->top()->add_return(r);
   } else {

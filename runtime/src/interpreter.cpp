@@ -146,6 +146,10 @@ class Program {
       info.nodes.push_back(n.get());
       info.wakes.emplace_back();
       std::unordered_set<int> deps;
+      // An effect (assign writes an input's storage) waits for every node
+      // before it, which may read that storage.
+      if (const OpInfo* t = n->info(); t && t->has(op_trait::Effectful) && !n->is(OpId::call))
+        for (int i = 0; i < j; ++i) deps.insert(i);
       for_each_read(n.get(), [&](const ir::Value* v) {
         auto it = produced_by.find(v);
         if (it != produced_by.end()) deps.insert(it->second);
@@ -466,6 +470,7 @@ class Run {
       if (auto* t = std::get_if<Tensor>(&at(n->input(i)))) return *t;
       throw Error(n->op() + ": input " + std::to_string(i) + " must be a tensor");
     };
+    if (op == OpId::assign) return detail::assign(tensor(0), tensor(1));  // no outputs
     auto integer = [&](size_t i) { return as_int(n, at(n->input(i)), "an operand"); };
     IValue& out = at(n->output());
     if (op == OpId::defined) out = tensor(0).defined();

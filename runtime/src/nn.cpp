@@ -288,8 +288,7 @@ void BatchNormImplBase::reset_running_stats() {
   num_batches_tracked.fill_(0);
 }
 
-// PyTorch's _BatchNorm.forward: the batch count and momentum, then batch_norm.
-Tensor BatchNormImplBase::forward(const Tensor& x) {
+void BatchNormImplBase::check_input(const Tensor& x) const {
   ::graph::detail::check_defined(name(), x);
   if (x.dim() < min_dim_ || x.dim() > max_dim_)
     throw Error(name() + ": expected " +
@@ -298,14 +297,10 @@ Tensor BatchNormImplBase::forward(const Tensor& x) {
   if (x.size(1) != options.num_features())
     throw Error(name() + ": expected " + std::to_string(options.num_features()) + " channels (dim 1), got input of shape " +
                 shape_str(x.sizes()));
-  double factor = options.momentum().value_or(0.0);
-  if (is_training() && options.track_running_stats()) {
-    num_batches_tracked.add_(1);
-    if (!options.momentum()) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
-  }
-  const bool use_running = !is_training() || options.track_running_stats();
-  return batch_norm(x, use_running ? running_mean : Tensor(), use_running ? running_var : Tensor(), weight, bias,
-                    is_training() || !running_mean.defined(), factor, options.eps());
+  // Before the running stats change (the update divides by the count - 1).
+  if (is_training() && x.numel() / std::max<int64_t>(x.size(1), 1) <= 1)
+    throw Error(name() + ": expected more than 1 value per channel when training, got input of shape " +
+                shape_str(x.sizes()));
 }
 
 EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim)

@@ -19,10 +19,10 @@ DCGANGeneratorImpl::DCGANGeneratorImpl(int64_t nz, int64_t g)
       bn3(register_module("bn3", nn::BatchNorm2d(g))),
       ct4(register_module("ct4", up(g, 3, 2, 1, /*bias=*/true))) {}
 
-[[graph::static]] std::tuple<Tensor, Tensor> DCGANGeneratorImpl::forward(const Tensor& z, bool training) {
-  Tensor h = relu(batch_norm_2d(ct1(z), bn1->weight, bn1->bias, bn1->running_mean, bn1->running_var, training));
-  h = relu(batch_norm_2d(ct2(h), bn2->weight, bn2->bias, bn2->running_mean, bn2->running_var, training));
-  h = relu(batch_norm_2d(ct3(h), bn3->weight, bn3->bias, bn3->running_mean, bn3->running_var, training));
+[[graph::static]] std::tuple<Tensor, Tensor> DCGANGeneratorImpl::forward(const Tensor& z) {
+  Tensor h = relu(bn1(ct1(z)));
+  h = relu(bn2(ct2(h)));
+  h = relu(bn3(ct3(h)));
   Tensor img = tanh(ct4(h));
   return {img, (img * img).mean()};
 }

@@ -31,21 +31,13 @@ struct GPTBlockImpl : graph::nn::Module {
 };
 GRAPH_MODULE(GPTBlock);
 
-// BatchNorm2d's arithmetic on x with bn's parameters: the batch's statistics
-// (training) or the running ones. The running stats are not updated (see
-// ResNetImpl). Inline: each model's .cpp lowers it into its static forward.
-inline Tensor batch_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                            const Tensor& running_var, bool training) {
-  if (training) return graph::batch_norm(x, Tensor(), Tensor(), weight, bias, true, 0.1, 1e-5);
-  return graph::batch_norm(x, running_mean, running_var, weight, bias, false, 0.1, 1e-5);
-}
-
 // ResNet-18's BasicBlock: conv3x3-BN-ReLU-conv3x3-BN plus the identity
 // shortcut, then ReLU; DownBlock: the same with stride 2 and a projection
-// shortcut (1x1 conv + BN). `training` as in batch_norm_2d.
+// shortcut (1x1 conv + BN). The BatchNorm2d modules' own forwards: batch
+// statistics in train(), updating their running stats, the running ones in eval().
 struct BasicBlockImpl : graph::nn::Module {
   explicit BasicBlockImpl(int64_t channels);
-  Tensor forward(const Tensor& x, bool training);
+  Tensor forward(const Tensor& x);
   graph::nn::Conv2d conv1;
   graph::nn::BatchNorm2d bn1;
   graph::nn::Conv2d conv2;
@@ -55,7 +47,7 @@ GRAPH_MODULE(BasicBlock);
 
 struct DownBlockImpl : graph::nn::Module {
   DownBlockImpl(int64_t in, int64_t out);
-  Tensor forward(const Tensor& x, bool training);
+  Tensor forward(const Tensor& x);
   graph::nn::Conv2d conv1;
   graph::nn::BatchNorm2d bn1;
   graph::nn::Conv2d conv2;
@@ -68,15 +60,12 @@ GRAPH_MODULE(DownBlock);
 // ResNet-18's layout on 32x32 images, one block per stage, widths W, 2W, 4W,
 // 8W (stride 2 from the second stage), adaptive average pool to 1x1, linear
 // classifier. x [N, 3, 32, 32], targets int64 [N]; returns the logits and
-// the cross-entropy loss. The BatchNorm2d modules hold the parameters and
-// running stats, but the forward calls batch_norm_2d rather than
-// nn::BatchNorm2d's forward: that one reads is_training() and updates the
-// running stats in place, which a graph cannot hold yet (it falls back to
-// eager), so here the mode is an argument and training leaves the running
-// stats as they were.
+// the cross-entropy loss. One graph in train() and in eval(): the static
+// forward reads each BatchNorm2d's is_training() at every call, and in
+// train() writes their running stats back (nn.h).
 struct ResNetImpl : graph::nn::Module {
   ResNetImpl(int64_t width, int64_t classes);
-  std::tuple<Tensor, Tensor> forward(const Tensor& x, const Tensor& targets, bool training);
+  std::tuple<Tensor, Tensor> forward(const Tensor& x, const Tensor& targets);
   graph::nn::Conv2d conv1;
   graph::nn::BatchNorm2d bn1;
   BasicBlock layer1;
@@ -115,12 +104,12 @@ GRAPH_MODULE(VAE);
 
 // DCGAN's generator on 32x32 images: z [N, nz, 1, 1] -> ConvTranspose2d
 // (nz, 4g, 4, 1, 0) -> 4x4, then (4g, 2g), (2g, g), (g, 3) with 4, 2, 1 ->
-// 8x8, 16x16, 32x32; BatchNorm2d + ReLU between (batch_norm_2d, as ResNet),
+// 8x8, 16x16, 32x32; BatchNorm2d + ReLU between (as ResNet),
 // tanh at the end. Returns the image [N, 3, 32, 32] and mean(img^2), a loss
 // that reaches every parameter.
 struct DCGANGeneratorImpl : graph::nn::Module {
   DCGANGeneratorImpl(int64_t nz, int64_t g);
-  std::tuple<Tensor, Tensor> forward(const Tensor& z, bool training);
+  std::tuple<Tensor, Tensor> forward(const Tensor& z);
   graph::nn::ConvTranspose2d ct1;
   graph::nn::BatchNorm2d bn1;
   graph::nn::ConvTranspose2d ct2;

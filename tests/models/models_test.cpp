@@ -117,8 +117,7 @@ TEST(ModelSuite, ResNetTrainModeMatchesPyTorch) {
   models::ResNet net(c.attr("W"), c.attr("K"));
   rnn_fixture::load_params(*net, c);
   const Tensor x = c.tensor("input:x", graph::kFloat32), targets = c.tensor("input:targets", graph::kInt64);
-  check_model(c, *net, "ResNetImpl7forward", [&] { return pair_of(net(x, targets, true)); }, {"logits", "loss"},
-              1e-4);
+  check_model(c, *net, "ResNetImpl7forward", [&] { return pair_of(net(x, targets)); }, {"logits", "loss"}, 1e-4);
 }
 
 // In eval mode, with PyTorch's running stats after its training forward.
@@ -132,8 +131,51 @@ TEST(ModelSuite, ResNetEvalModeMatchesPyTorch) {
       if (name.find("num_batches_tracked") == std::string::npos) b.copy_(train.tensor("buffer:" + name, b.dtype()));
   }
   const Tensor x = train.tensor("input:x", graph::kFloat32), targets = train.tensor("input:targets", graph::kInt64);
-  check_model(fixture("resnet_eval"), *net, "ResNetImpl7forward", [&] { return pair_of(net(x, targets, false)); },
+  net->eval();  // the same graph as in train(): it reads is_training() at each call
+  check_model(fixture("resnet_eval"), *net, "ResNetImpl7forward", [&] { return pair_of(net(x, targets)); },
               {"logits", "loss"}, 1e-4, /*with_grad=*/false);
+  // eval() updates nothing.
+  for (auto& [name, b] : net->named_buffers())
+    if (name.find("num_batches_tracked") != std::string::npos) EXPECT_EQ(b.item<int64_t>(), 0) << name;
+}
+
+// The static training forward (with its backward) updates every BatchNorm2d's
+// running stats as PyTorch's training forward did, and counts the batch:
+// once, with one version bump per buffer as eager (and PyTorch's kernel).
+TEST(ModelSuite, ResNetStaticTrainingForwardUpdatesEveryRunningStatAsPyTorch) {
+  const Case& c = fixture("resnet_train");
+  const Tensor x = c.tensor("input:x", graph::kFloat32), targets = c.tensor("input:targets", graph::kInt64);
+  std::vector<std::vector<uint64_t>> versions;
+  std::vector<std::vector<Tensor>> buffers;
+  for (Mode mode : {suite_mode(), Mode::Eager}) {
+    models::ResNet net(c.attr("W"), c.attr("K"));
+    rnn_fixture::load_params(*net, c);
+    std::vector<uint64_t> before;
+    for (auto& [name, b] : net->named_buffers()) before.push_back(b.version());
+    graph::set_mode(mode);
+    const uint64_t runs = e2e::calls("ResNetImpl7forward");
+    std::get<1>(net(x, targets)).backward();
+    EXPECT_EQ(e2e::calls("ResNetImpl7forward") - runs, mode == Mode::Eager ? 0u : 1u);
+    graph::set_mode(suite_mode());
+    versions.emplace_back();
+    buffers.emplace_back();
+    size_t i = 0;
+    for (auto& [name, b] : net->named_buffers()) {
+      versions.back().push_back(b.version() - before[i++]);
+      buffers.back().push_back(b.clone());
+      EXPECT_FALSE(b.requires_grad()) << name;
+      if (name.find("num_batches_tracked") != std::string::npos) {
+        EXPECT_EQ(b.dtype(), graph::kInt64) << name;
+        EXPECT_EQ(b.item<int64_t>(), 1) << name;
+      } else {
+        rnn_fixture::expect_near(b, c.at("buffer:" + name), 1e-5, name);
+      }
+    }
+  }
+  EXPECT_EQ(versions[0], versions[1]) << "version bumps: the suite's mode against eager";
+  EXPECT_EQ(versions[0], std::vector<uint64_t>(versions[0].size(), 1u));
+  for (size_t i = 0; i < buffers[0].size(); ++i)
+    rnn_fixture::expect_near(buffers[0][i], buffers[1][i], 1e-6, "buffer " + std::to_string(i) + " against eager");
 }
 
 // The running stats the graph leaves alone: nn::BatchNorm2d's own (eager)
@@ -192,8 +234,8 @@ TEST(ModelSuite, DCGANGeneratorMatchesPyTorch) {
   rnn_fixture::load_params(*net, c);
   const Tensor z = c.tensor("input:z", graph::kFloat32);
   ASSERT_EQ(net->ct1->weight.sizes(), (graph::Shape{c.attr("NZ"), 4 * c.attr("G"), 4, 4}));
-  check_model(c, *net, "DCGANGeneratorImpl7forward", [&] { return pair_of(net(z, true)); }, {"img", "loss"}, 1e-4);
-  const Tensor img = std::get<0>(net(z, true));
+  check_model(c, *net, "DCGANGeneratorImpl7forward", [&] { return pair_of(net(z)); }, {"img", "loss"}, 1e-4);
+  const Tensor img = std::get<0>(net(z));
   EXPECT_EQ(img.sizes(), (graph::Shape{c.attr("N"), 3, 32, 32}));
 }
 

@@ -16,9 +16,9 @@ BasicBlockImpl::BasicBlockImpl(int64_t channels)
       conv2(register_module("conv2", conv(channels, channels, 3, 1))),
       bn2(register_module("bn2", nn::BatchNorm2d(channels))) {}
 
-Tensor BasicBlockImpl::forward(const Tensor& x, bool training) {
-  Tensor y = relu(batch_norm_2d(conv1(x), bn1->weight, bn1->bias, bn1->running_mean, bn1->running_var, training));
-  y = batch_norm_2d(conv2(y), bn2->weight, bn2->bias, bn2->running_mean, bn2->running_var, training);
+Tensor BasicBlockImpl::forward(const Tensor& x) {
+  Tensor y = relu(bn1(conv1(x)));
+  y = bn2(conv2(y));
   return relu(y + x);
 }
 
@@ -30,12 +30,10 @@ DownBlockImpl::DownBlockImpl(int64_t in, int64_t out)
       down_conv(register_module("down_conv", conv(in, out, 1, 2))),
       down_bn(register_module("down_bn", nn::BatchNorm2d(out))) {}
 
-Tensor DownBlockImpl::forward(const Tensor& x, bool training) {
-  Tensor y = relu(batch_norm_2d(conv1(x), bn1->weight, bn1->bias, bn1->running_mean, bn1->running_var, training));
-  y = batch_norm_2d(conv2(y), bn2->weight, bn2->bias, bn2->running_mean, bn2->running_var, training);
-  const Tensor shortcut = batch_norm_2d(down_conv(x), down_bn->weight, down_bn->bias, down_bn->running_mean,
-                                        down_bn->running_var, training);
-  return relu(y + shortcut);
+Tensor DownBlockImpl::forward(const Tensor& x) {
+  Tensor y = relu(bn1(conv1(x)));
+  y = bn2(conv2(y));
+  return relu(y + down_bn(down_conv(x)));
 }
 
 ResNetImpl::ResNetImpl(int64_t width, int64_t classes)
@@ -47,13 +45,12 @@ ResNetImpl::ResNetImpl(int64_t width, int64_t classes)
       layer4(register_module("layer4", DownBlock(4 * width, 8 * width))),
       fc(register_module("fc", nn::Linear(8 * width, classes))) {}
 
-[[graph::static]] std::tuple<Tensor, Tensor> ResNetImpl::forward(const Tensor& x, const Tensor& targets,
-                                                                 bool training) {
-  Tensor h = relu(batch_norm_2d(conv1(x), bn1->weight, bn1->bias, bn1->running_mean, bn1->running_var, training));
-  h = layer1(h, training);
-  h = layer2(h, training);
-  h = layer3(h, training);
-  h = layer4(h, training);
+[[graph::static]] std::tuple<Tensor, Tensor> ResNetImpl::forward(const Tensor& x, const Tensor& targets) {
+  Tensor h = relu(bn1(conv1(x)));
+  h = layer1(h);
+  h = layer2(h);
+  h = layer3(h);
+  h = layer4(h);
   Tensor logits = fc(adaptive_avg_pool2d(h, {1, 1}).flatten(1));
   return {logits, cross_entropy(logits, targets)};
 }

@@ -251,6 +251,35 @@ TEST(OnnxExport, RefusesWhatOnnxCannotExpressNamingOpAndLine) {
             std::string::npos);
 }
 
+// A module buffer updated in place (assign; nn::BatchNorm in training mode):
+// refused where it writes, nothing emitted where the value is the input
+// itself (eval mode, the condition bound).
+TEST(OnnxExport, InPlaceBufferUpdatesExportOnlyWhereNothingIsWritten) {
+  const std::string g = R"(graph f(%training : bool, %x : f32[4], %buf : f32[4]) {
+  %w : f32[4] = If(%training) @"bn.cpp":2:3
+    block() {
+      %n : f32[4] = add(%buf, %x)
+      -> (%n)
+    }
+    block() {
+      -> (%buf)
+    }
+  %y : f32[4] = mul(%x, %w)
+  assign(%buf, %w) @"bn.cpp":3:5
+  return (%y)
+})";
+  graph::onnx::ExportOptions train, eval;
+  train.scalars["training"] = true;
+  eval.scalars["training"] = false;
+  EXPECT_NE(export_error(g, {}, train).find("assign at bn.cpp:3:5: the graph updates its input %buf in place"),
+            std::string::npos)
+      << export_error(g, {}, train);
+  EXPECT_EQ(export_error(g, {}, eval), "(no error)");
+  const std::vector<std::string> ops = op_types(export_text(g, {}, eval));
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 1) << "the update's Add is not exported";
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Add"), 0);
+}
+
 const ::onnx::TensorProto& find_initializer(const ::onnx::ModelProto& m, const std::string& name) {
   for (const auto& t : m.graph().initializer())
     if (t.name() == name) return t;

@@ -445,7 +445,8 @@ Flow gradient_flow(const Node& n) {
   // Reads of metadata, and host values read from a tensor (item), carry no
   // gradient, as in eager autograd.
   if (op == OpId::defined || op == OpId::tensor_dim || op == OpId::tensor_size || op == OpId::tensor_numel ||
-      op == OpId::tensor_sizes || op == OpId::broadcast_sizes || op == OpId::list_len || op == OpId::item)
+      op == OpId::tensor_sizes || op == OpId::broadcast_sizes || op == OpId::list_len || op == OpId::item ||
+      op == OpId::assign)  // a buffer update, written with autograd off
     return Flow::None;
   const OpInfo* info = n.table_op();
   if (!info || info->has(op_trait::Backward)) return Flow::Unknown;  // gradient ops included

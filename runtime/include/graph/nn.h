@@ -419,6 +419,14 @@ class MultiheadAttentionImpl : public Module {
 };
 GRAPH_MODULE(MultiheadAttention);
 
+// A member tensor's dtype in [[graph::static]] graphs, which otherwise
+// specialize member tensors for the float dtype: a dtype token ("i64").
+#if defined(__clang__)
+#define GRAPH_MEMBER_DTYPE(token) [[clang::annotate("graph.dtype", token)]]
+#else
+#define GRAPH_MEMBER_DTYPE(token)
+#endif
+
 // ---- Dropout ----------------------------------------------------------------
 class DropoutImpl : public Module {
  public:
@@ -459,22 +467,53 @@ using BatchNorm2dOptions = BatchNormOptions;
 
 class BatchNormImplBase : public Module {
  public:
-  // Normalizes over dim 1 of x; in training mode, updates the running stats.
-  // Out of line, unlike the other modules' forward: it reads is_training()
-  // and updates buffers in place, which a graph cannot hold yet, so a static
-  // forward calling it runs eagerly (with a -Wgraph-fallback warning).
-  Tensor forward(const Tensor& x);
+  // PyTorch's _BatchNorm.forward over dim 1 of x. Training normalizes with the
+  // batch's statistics and, with track_running_stats, counts the batch and
+  // moves the running stats toward the batch's mean and unbiased variance by
+  // momentum (unset: 1 / the count, their cumulative average); eval
+  // normalizes with the running stats. Inline and written with functional ops
+  // and in-place updates of the buffers, so that a [[graph::static]] forward
+  // lowers it whole: the plugin reads is_training() and the options at each
+  // call and writes the buffers back at the end of the graph.
+  Tensor forward(const Tensor& x) {
+    check_input(x);
+    if (is_training() && options.track_running_stats()) {
+      num_batches_tracked.add_(1);
+      const double factor =
+          cumulative_average() ? 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>()) : momentum_value();
+      // running <- (1 - factor) * running + factor * the batch's mean and
+      // unbiased variance over every dim but 1 (x viewed as [N, C, L]: one
+      // code path for every rank), one in-place write each, as PyTorch's
+      // kernel makes (one version bump).
+      const Tensor x3 = x.reshape({x.size(0), x.size(1), -1});
+      const Tensor mean = x3.mean({0, 2}, true);
+      const Tensor d = x3 - mean;
+      const double n = static_cast<double>(x.numel() / x.size(1));
+      running_mean.copy_(running_mean * (1.0 - factor) + mean.reshape({-1}) * factor);
+      running_var.copy_(running_var * (1.0 - factor) + (d * d).sum({0, 2}) * (factor / (n - 1.0)));
+    }
+    if (is_training() || !options.track_running_stats())
+      return batch_norm(x, Tensor(), Tensor(), weight, bias, true, 0.0, options.eps());
+    return batch_norm(x, running_mean, running_var, weight, bias, false, 0.0, options.eps());
+  }
   // Zeroes the running stats and the batch count (running_var: ones).
   void reset_running_stats();
+  // momentum() unset: the running stats are the cumulative average.
+  bool cumulative_average() const { return !options.momentum().has_value(); }
+  double momentum_value() const { return options.momentum().value_or(0.0); }
 
   BatchNormOptions options;
   Tensor weight, bias;                                       // undefined without affine
-  Tensor running_mean, running_var, num_batches_tracked;    // undefined without track_running_stats
+  Tensor running_mean, running_var;                          // undefined without track_running_stats
+  GRAPH_MEMBER_DTYPE("i64") Tensor num_batches_tracked;      // 0-d int64; undefined likewise
 
  protected:
   BatchNormImplBase(const char* name, const BatchNormOptions& options, int64_t min_dim, int64_t max_dim);
 
  private:
+  // The module's errors: the input's rank and channels, and more than one
+  // value per channel when training (left out of graphs, whose ops check).
+  GRAPH_EAGER_CHECK void check_input(const Tensor& x) const;
   int64_t min_dim_, max_dim_;  // the input ranks the module accepts
 };
 

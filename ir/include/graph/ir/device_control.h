@@ -51,7 +51,9 @@ inline std::string device_control_refusal(const Node* n) {
 // (device_control_refusal; host conditions are decided per signature), random
 // numbers drawn per call (dropout: a replay would repeat the mask), ops that
 // read device values on the host (embedding's range check, cross_entropy's
-// targets) or build masks there, effects (a train step's set_grads). Decided at build time (compile.h) and stored
+// targets) or build masks there, and effects: writes into an input (assign: a
+// module buffer updated in place) and a train step's set_grads. Decided at
+// build time (compile.h) and stored
 // with the compiled graph, so the runtime never looks at the IR for it.
 inline std::string cuda_graph_blocker(const Graph& g) {
   std::string reason;
@@ -69,6 +71,8 @@ inline std::string cuda_graph_blocker(const Graph& g) {
         reason = m.op() + ": random numbers are drawn per call, a replay would repeat them";
       } else if (info && info->has(op_trait::ReadsHost)) {
         reason = m.op() + ": reads device values on the host";
+      } else if (m.is(OpId::assign)) {  // a replay writes the captured buffers, not the caller's tensor
+        reason = "assign: the graph writes a module buffer in place";
       } else if (info && info->has(op_trait::Effectful) && !m.is(OpId::call)) {
         reason = m.op() + ": writes state outside the graph (.grad) that a replay would not";
       }

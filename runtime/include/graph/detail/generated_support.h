@@ -126,6 +126,10 @@ std::vector<int64_t> int_list(const Tensor& t);
 inline Tensor sizes_tensor(const Tensor& t) { return int_list_tensor(t.sizes()); }
 // broadcast_sizes: the shape `ts` broadcast to (interpreter_kernels.cpp).
 Tensor broadcast_sizes(const std::vector<Tensor>& ts);
+// The assign primitive (ops.def): writes `value` into the storage of `dst`, an
+// input the graph updated in place, with autograd off, bumping its version;
+// nothing when `value` is `dst` itself (interpreter_kernels.cpp).
+void assign(const Tensor& dst, const Tensor& value);
 inline Tensor make_shape(std::initializer_list<int64_t> v) {
   Shape s;
   for (int64_t i : v) s.push_back(i);
