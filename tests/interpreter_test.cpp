@@ -298,16 +298,19 @@ TEST(Interpreter, ErrorsInsideBlocksNameTheInnerNode) {
   }
 }
 
+// The message a run of `g` on `in` fails with, or "no error".
+std::string error_of(const ir::Graph& g, std::vector<IValue> in) {
+  try {
+    run(g, std::move(in));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(Interpreter, BadInputsAreClearErrors) {
   auto g = ir::parse("graph g(%a : Tensor, %n : int) {\n  %y : Tensor = mul(%a, %n)\n  return (%y)\n}\n");
-  auto message = [&](std::vector<IValue> in) {
-    try {
-      run(*g, std::move(in));
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&](std::vector<IValue> in) { return error_of(*g, std::move(in)); };
   EXPECT_NE(message({ones({2})}).find("takes 2 inputs, got 1"), std::string::npos);
   EXPECT_NE(message({ones({2}), 1.5}).find("input 1 (%n) must be an int, got float"), std::string::npos);
   EXPECT_NE(message({int64_t{1}, int64_t{1}}).find("input 0 (%a) must be a tensor"), std::string::npos);
@@ -453,14 +456,7 @@ TEST(Interpreter, AssignRefusesWhatEagerInPlaceOpsRefuse) {
   auto g = ir::parse(text);
   Tensor leaf = zeros({2});
   leaf.requires_grad_();
-  auto message = [&](std::vector<IValue> in) {
-    try {
-      run(*g, std::move(in));
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&](std::vector<IValue> in) { return error_of(*g, std::move(in)); };
   EXPECT_NE(message({leaf, ones({2})}).find("requires grad"), std::string::npos);
   EXPECT_NE(message({zeros({2}, kInt64), ones({2})}).find("cannot be written into"), std::string::npos)
       << message({zeros({2}, kInt64), ones({2})});
