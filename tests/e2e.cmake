@@ -99,8 +99,8 @@ add_executable(train_step_test ${CMAKE_CURRENT_LIST_DIR}/e2e/train_step_test.cpp
 target_link_libraries(train_step_test PRIVATE cxxgraph::runtime GTest::gtest_main)
 cxxgraph_static_graphs(train_step_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/train_step_functions.cpp)
 gtest_discover_tests(train_step_test PROPERTIES LABELS e2e)
-add_test(NAME train_step_interpret COMMAND train_step_test)
-set_tests_properties(train_step_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
+add_test(NAME e2e_train_step_interpret COMMAND train_step_test)
+set_tests_properties(e2e_train_step_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
   FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
 # GRAPH_CHECK=1 does not run a train step's eager body too (it would step
 # twice): it says so, and the results still equal eager mode's.

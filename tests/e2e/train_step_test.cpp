@@ -4,7 +4,7 @@
 // eager mode (the same function's body, eager autograd) and compares losses
 // step by step and parameters, gradients and optimizer effects at the end.
 // The registry's call counts prove the graph ran. GRAPH_MODE=interpret runs
-// the same tests on the interpreter (train_step_interpret).
+// the same tests on the interpreter (e2e_train_step_interpret).
 #include <gtest/gtest.h>
 
 #include <cmath>
