@@ -6,7 +6,6 @@
 #include <string>
 #include <unordered_map>
 
-#include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/detail/generated_support.h"
 #include "graph/error.h"
@@ -41,27 +40,6 @@ Tensor broadcast_sizes(const std::vector<Tensor>& ts) {
   shapes.reserve(ts.size());
   for (const Tensor& t : ts) shapes.push_back(t.sizes());
   return int_list_tensor(cpu::broadcast_shapes("broadcast", shapes));
-}
-
-void assign(const Tensor& dst, const Tensor& value) {
-  if (!dst.defined()) throw Error("assign: the tensor the graph updates in place is undefined");
-  if (value.storage() == dst.storage() && value.storage_offset() == dst.storage_offset() &&
-      value.sizes() == dst.sizes() && value.strides() == dst.strides() && value.dtype() == dst.dtype())
-    return;  // no path updated it: eager wrote nothing either
-  // The eager in-place ops' refusals (inplace.cpp), which the graph's
-  // functional ops did not make.
-  if (dst.requires_grad() && autograd::grad_mode_enabled())
-    throw Error("assign: the graph updates in place a tensor that requires grad while grad mode is on (the tape "
-                "would see the new values); use NoGradGuard, or the out-of-place op");
-  if (value.sizes() != dst.sizes())
-    throw Error("assign: the value written back has shape " + shape_str(value.sizes()) +
-                ", which is not the shape " + shape_str(dst.sizes()) + " of the tensor written in place");
-  if (is_floating(value.dtype()) && !is_floating(dst.dtype()))
-    throw Error("assign: the value written back has dtype " + std::string(dtype_name(value.dtype())) +
-                ", which cannot be written into a " + std::string(dtype_name(dst.dtype())) + " tensor");
-  NoGradGuard no_grad;  // a buffer update, as eager in-place ops under no_grad: not on the tape
-  Tensor d = dst;
-  d.copy_(value);  // bumps the version
 }
 
 std::vector<int64_t> int_list(const Tensor& t) {
