@@ -23,12 +23,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "libtorch_bench.h"
 
-int threads() {
-  const char* e = std::getenv("CXXGRAPH_BENCH_THREADS");
-  return e && std::atoi(e) > 0 ? std::atoi(e) : 1;
-}
+namespace libtorch_bench {
 
 void add(const std::string& workload, std::function<void()> call) {
   benchmark::RegisterBenchmark((workload + "/libtorch").c_str(),
@@ -42,8 +39,19 @@ void add(const std::string& workload, std::function<void()> call) {
 
 void keep(const at::Tensor& t) { benchmark::DoNotOptimize(t.data_ptr()); }
 
-// randn scaled by 1/sqrt(fan_in), as bench/suite.cpp's weights.
 at::Tensor weight(at::IntArrayRef shape, int64_t fan_in) { return at::randn(shape) / std::sqrt(double(fan_in)); }
+
+}  // namespace libtorch_bench
+
+namespace {
+using libtorch_bench::add;
+using libtorch_bench::keep;
+using libtorch_bench::weight;
+
+int threads() {
+  const char* e = std::getenv("CXXGRAPH_BENCH_THREADS");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : 1;
+}
 
 const at::Tensor& big_x() {
   static const at::Tensor t = at::rand({16 << 20});
@@ -235,6 +243,7 @@ int main(int argc, char** argv) {
   models();
   conv_and_bf16();
   training();
+  libtorch_bench::register_models();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -262,6 +262,7 @@ int print_check() {
 int main(int argc, char** argv) {
   graph::manual_seed(0);
   bench::register_cxxgraph();
+  bench::register_model_suite();
   if (argc > 1 && std::strcmp(argv[1], "--check") == 0) return bench::print_check();
   if (argc > 1 && std::strcmp(argv[1], "--train-digest") == 0) return bench::print_train_digest();
   bench::register_references();

@@ -47,6 +47,7 @@ const Transformer& transformer_inputs();
 const Lenet& lenet_inputs();
 
 void register_cxxgraph();
+void register_model_suite();  // issue 19's models and per-op rows (model_suite.cpp)
 int print_train_digest();    // bench_suite --train-digest (workloads_cxxgraph.cpp)
 void register_references();  // hand-written loops, Eigen, cblas_sgemm
 
