@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/detail/backward_kernels.h"
 #include "graph/graph.h"
 #include "support/gradcheck.h"
 
@@ -57,6 +58,35 @@ TEST(ScatterAddOps, GradientsMatchFiniteDifferencesAndGather) {
   const Tensor g = values({2, 4}, 0.5, 1.5, 7);
   graph::scatter_add(graph::zeros({2, 4}, graph::kFloat64), 1, idx, src).backward(g);
   EXPECT_EQ(doubles(src.grad()), doubles(graph::gather(g, 1, idx)));
+}
+
+// An index broadcast over the dims after `dim` (graph networks' x.gather(0,
+// i.unsqueeze(1).expand({-1, F}))) moves whole rows: the same values and
+// gradients as the materialized index, which takes the element-wise path;
+// and a broadcast index narrower than the tensor (not whole rows) still
+// reads element by element.
+TEST(ScatterAddOps, ExpandedRowIndicesEqualTheMaterializedIndex) {
+  const Tensor rows = ints({3, 0, 3, 1, 2});
+  const Tensor wide = rows.reshape({5, 1, 1}).expand({5, 2, 3}), dense = wide.contiguous();
+  const Tensor x = values({4, 2, 3}, -1, 1, 8);
+  EXPECT_EQ(doubles(graph::gather(x, 0, wide)), doubles(graph::gather(x, 0, dense)));
+  const Tensor src = values({5, 2, 3}, -1, 1, 9), self = values({4, 2, 3}, -1, 1, 10);
+  EXPECT_EQ(doubles(self.scatter_add(0, wide, src)), doubles(self.scatter_add(0, dense, src)));
+  const Tensor narrow = rows.reshape({5, 1, 1}).expand({5, 2, 2});  // 2 of x's 3 columns
+  EXPECT_EQ(doubles(graph::gather(x, 0, narrow)), doubles(graph::gather(x, 0, narrow.contiguous())));
+  EXPECT_EQ(doubles(self.scatter_add(0, narrow, src)), doubles(self.scatter_add(0, narrow.contiguous(), src)));
+  for (const Tensor& idx : {wide, narrow}) {
+    gradcheck([&](const std::vector<Tensor>& in) { return graph::gather(in[0], 0, idx) * in[0].sum(); }, {x});
+    gradcheck([&](const std::vector<Tensor>& in) { return graph::exp(in[0].scatter_add(0, idx, in[1])); },
+              {self, src});
+  }
+  // The backward kernels (generated code's) read the index the same way.
+  const Tensor g = values({5, 2, 3}, 0.5, 1.5, 11);
+  EXPECT_EQ(doubles(graph::detail::gather_backward(g, x, wide, 0, graph::detail::kAllGrads)[0]),
+            doubles(graph::detail::gather_backward(g, x, dense, 0, graph::detail::kAllGrads)[0]));
+  const Tensor gs = values({4, 2, 3}, 0.5, 1.5, 12);
+  EXPECT_EQ(doubles(graph::detail::scatter_add_backward(gs, self, wide, src, 0, graph::detail::kAllGrads)[2]),
+            doubles(graph::gather(gs, 0, dense)));
 }
 
 TEST(ScatterAddOps, BadInputNamesTheOpAndShapes) {

@@ -6,6 +6,7 @@
 // index_select, gather and cumsum are CPU kernels (CpuOnly in ops.def); bmm
 // runs matmul's GEMMs, so it runs wherever matmul does.
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -148,25 +149,64 @@ GatherPlan gather_plan(const Shape& xs, const Shape& is, int64_t dim) {
   return g;
 }
 
-Tensor gather_impl(const Tensor& x_in, int64_t dim, const Tensor& idx, const Shape& ishape) {
-  const Tensor x = x_in.contiguous();
-  const GatherPlan g = gather_plan(x.sizes(), ishape, dim);
-  Tensor out = empty(ishape, x.dtype());
-  const size_t es = element_size(x.dtype());
-  const char* src = static_cast<const char*>(x.raw_data());
-  char* dst = static_cast<char*>(out.raw_data());
-  const int64_t* p = idx.data_ptr<int64_t>();
+// An index as gather and scatter_add read it: its shape, and its values
+// contiguous; or, when it is broadcast (stride 0) over every dim after dim
+// and spans there the full extent of every tensor it addresses, one value
+// per row (`rows`): x.gather(0, i.unsqueeze(1).expand({-1, F})), the message
+// passing of graph networks. Each row then moves one contiguous block of
+// `inner` elements instead of `inner` single ones.
+struct Index {
+  Tensor idx;   // int64, contiguous: the index, or its first column of each row
+  Shape shape;  // the index's shape
+  bool rows = false;
+};
+
+Index index_of(const Tensor& index, int64_t d, std::initializer_list<Shape> full) {
+  const int64_t rank = index.dim();
+  bool rows = d + 1 < rank;
+  for (int64_t j = d + 1; rows && j < rank; ++j) {
+    rows = index.stride(j) == 0 || index.size(j) == 1;
+    for (const Shape& f : full) rows = rows && index.size(j) == f[j];
+  }
+  if (!rows) return {index.contiguous(), index.sizes(), false};
+  Tensor first = index;
+  for (int64_t j = d + 1; j < rank; ++j) first = first.slice(j, 0, 1);
+  return {first.contiguous(), index.sizes(), true};
+}
+
+// out[r, i] = x[outer(r) + p[r or at] * xstride + inner(i)], elements of type E.
+template <class E>
+void gather_elems(E* dst, const E* src, const int64_t* p, const GatherPlan& g, bool rows) {
   const int64_t k = g.idx.n, inner = g.idx.inner;
   cpu::parallel_for(g.idx.outer * k, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(inner, 1)),
                     [&](int64_t begin, int64_t end) {
                       for (int64_t r = begin; r < end; ++r) {
                         const int64_t base = g.outer[r / k];
-                        for (int64_t i = 0; i < inner; ++i) {
-                          const int64_t at = r * inner + i;
-                          std::memcpy(dst + at * es, src + (base + p[at] * g.xstride + g.inner[i]) * es, es);
+                        if (rows) {
+                          std::memcpy(dst + r * inner, src + base + p[r] * g.xstride, sizeof(E) * inner);
+                          continue;
                         }
+                        for (int64_t i = 0; i < inner; ++i)
+                          dst[r * inner + i] = src[base + p[r * inner + i] * g.xstride + g.inner[i]];
                       }
                     });
+}
+
+Tensor gather_impl(const Tensor& x_in, int64_t dim, const Index& ix) {
+  const Tensor x = x_in.contiguous();
+  const GatherPlan g = gather_plan(x.sizes(), ix.shape, dim);
+  Tensor out = empty(ix.shape, x.dtype());
+  const int64_t* p = ix.idx.data_ptr<int64_t>();
+  const auto run = [&](auto e) {
+    using E = decltype(e);
+    gather_elems(static_cast<E*>(out.raw_data()), static_cast<const E*>(x.raw_data()), p, g, ix.rows);
+  };
+  switch (element_size(x.dtype())) {
+    case 1: run(uint8_t{}); break;
+    case 2: run(uint16_t{}); break;
+    case 4: run(uint32_t{}); break;
+    default: run(uint64_t{}); break;
+  }
   return out;
 }
 
@@ -175,30 +215,35 @@ Tensor gather_impl(const Tensor& x_in, int64_t dim, const Tensor& idx, const Sha
 // out[P(at)] += src[Q(at)] for every position `at` of the index: P puts the
 // index's value at dim into out's layout, Q the position itself into src's.
 // Sequential: two positions may add to one element. out and src contiguous.
-void scatter_add_into(Tensor& out, int64_t dim, const Tensor& idx, const Tensor& src) {
-  const GatherPlan P = gather_plan(out.sizes(), idx.sizes(), dim);
-  const GatherPlan Q = gather_plan(src.sizes(), idx.sizes(), dim);
-  const int64_t* p = idx.data_ptr<int64_t>();
+void scatter_add_into(Tensor& out, int64_t dim, const Index& ix, const Tensor& src) {
+  const GatherPlan P = gather_plan(out.sizes(), ix.shape, dim);
+  const GatherPlan Q = gather_plan(src.sizes(), ix.shape, dim);
+  const int64_t* p = ix.idx.data_ptr<int64_t>();
   dispatch_dtype(out.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       const T* ps = src.data_ptr<T>();
       T* po = out.data_ptr<T>();
       const int64_t k = P.idx.n, inner = P.idx.inner;
-      for (int64_t r = 0; r < P.idx.outer * k; ++r)
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t at = r * inner + i;
-          po[P.outer[r / k] + p[at] * P.xstride + P.inner[i]] += ps[Q.outer[r / k] + (r % k) * Q.xstride + Q.inner[i]];
+      for (int64_t r = 0; r < P.idx.outer * k; ++r) {
+        T* o = po + P.outer[r / k];
+        const T* s = ps + Q.outer[r / k] + (r % k) * Q.xstride;
+        if (ix.rows) {  // a contiguous row of each: vectorizable
+          o += p[r] * P.xstride;
+          for (int64_t i = 0; i < inner; ++i) o[i] += s[i];
+          continue;
         }
+        for (int64_t i = 0; i < inner; ++i) o[p[r * inner + i] * P.xstride + P.inner[i]] += s[Q.inner[i]];
+      }
     }
   });
 }
 
 // scatter_add of grad into zeros of x's shape, in x's dtype.
-Tensor gather_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Tensor& idx) {
+Tensor gather_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Index& ix) {
   const DType acc = acc_dtype(xdtype);
   Tensor gx = zeros(xsizes, acc);
-  scatter_add_into(gx, dim, idx, grad.to(acc).contiguous());
+  scatter_add_into(gx, dim, ix, grad.to(acc).contiguous());
   return gx.to(xdtype);
 }
 
@@ -229,33 +274,37 @@ int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const
   return d;
 }
 
-Tensor scatter_add_impl(const Tensor& self, int64_t d, const Tensor& idx, const Tensor& src) {
+Tensor scatter_add_impl(const Tensor& self, int64_t d, const Index& ix, const Tensor& src) {
   const DType work = scatter_dtype(self.dtype());
   Tensor out = self.to(work).contiguous().clone();
-  scatter_add_into(out, d, idx, src.to(work).contiguous());
+  scatter_add_into(out, d, ix, src.to(work).contiguous());
   return out.to(self.dtype());
 }
 
 // src's gradient: grad read at the scattered positions, zeros where src reaches
 // past the index (PyTorch's grad.gather(dim, index) when they have one shape).
-Tensor scatter_src_grad(const Tensor& grad, const Shape& ssizes, DType sdtype, int64_t dim, const Tensor& idx) {
+Tensor scatter_src_grad(const Tensor& grad, const Shape& ssizes, DType sdtype, int64_t dim, const Index& ix) {
   const DType acc = acc_dtype(sdtype);
   const Tensor g = grad.to(acc).contiguous();
   Tensor gs = zeros(ssizes, acc);
-  const GatherPlan P = gather_plan(g.sizes(), idx.sizes(), dim);
-  const GatherPlan Q = gather_plan(ssizes, idx.sizes(), dim);
-  const int64_t* p = idx.data_ptr<int64_t>();
+  const GatherPlan P = gather_plan(g.sizes(), ix.shape, dim);
+  const GatherPlan Q = gather_plan(ssizes, ix.shape, dim);
+  const int64_t* p = ix.idx.data_ptr<int64_t>();
   dispatch_dtype(acc, [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_floating_point_v<T>) {
       const T* pg = g.data_ptr<T>();
       T* ps = gs.data_ptr<T>();
       const int64_t k = P.idx.n, inner = P.idx.inner;
-      for (int64_t r = 0; r < P.idx.outer * k; ++r)
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t at = r * inner + i;
-          ps[Q.outer[r / k] + (r % k) * Q.xstride + Q.inner[i]] = pg[P.outer[r / k] + p[at] * P.xstride + P.inner[i]];
+      for (int64_t r = 0; r < P.idx.outer * k; ++r) {
+        T* s = ps + Q.outer[r / k] + (r % k) * Q.xstride;
+        const T* from = pg + P.outer[r / k];
+        if (ix.rows) {
+          std::memcpy(s, from + p[r] * P.xstride, sizeof(T) * inner);
+          continue;
         }
+        for (int64_t i = 0; i < inner; ++i) s[Q.inner[i]] = from[p[r * inner + i] * P.xstride + P.inner[i]];
+      }
     }
   });
   return gs.to(sdtype);
@@ -333,12 +382,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     if (i != d && index.size(i) > x.size(i))
       throw Error("gather: the index is larger than the input in dim " + std::to_string(i) + " (" +
                   shapes_of(x, index) + ")");
-  const Tensor idx = index.contiguous();
-  check_range("gather", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  const Index ix = index_of(index, d, {x.sizes()});
+  check_range("gather", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, x.size(d), x, index);
   const Shape xs = x.sizes();
   const DType xd = x.dtype();
-  return autograd::record_unary("gather", gather_impl(x, d, idx, idx.sizes()), x, [xs, xd, d, idx](const Tensor& g) {
-    return gather_grad(g, xs, xd, d, idx);
+  return autograd::record_unary("gather", gather_impl(x, d, ix), x, [xs, xd, d, ix](const Tensor& g) {
+    return gather_grad(g, xs, xd, d, ix);
   });
 }
 
@@ -362,13 +411,13 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
     return detail::trace_op("scatter_add", {self, index, src}, {{"dim", dim}},
                             [&] { return scatter_add(self, dim, index, src); });
   const int64_t d = check_scatter_add("scatter_add", self, dim, index, src);
-  const Tensor idx = index.contiguous();
-  check_range("scatter_add", idx.data_ptr<int64_t>(), idx.numel(), d, self.size(d), self, index);
-  Tensor out = scatter_add_impl(self, d, idx, src);
+  const Index ix = index_of(index, d, {self.sizes(), src.sizes()});
+  check_range("scatter_add", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, self.size(d), self, index);
+  Tensor out = scatter_add_impl(self, d, ix, src);
   if (!is_floating(out.dtype()) || !autograd::needs_grad({&self, &src})) return out;
   autograd::record("scatter_add", out, {self, src},
-                   [d, idx, ss = src.sizes(), sd = src.dtype()](const Tensor& g) -> std::vector<Tensor> {
-                     return {g, scatter_src_grad(g, ss, sd, d, idx)};
+                   [d, ix, ss = src.sizes(), sd = src.dtype()](const Tensor& g) -> std::vector<Tensor> {
+                     return {g, scatter_src_grad(g, ss, sd, d, ix)};
                    });
   return out;
 }
@@ -401,9 +450,9 @@ std::vector<Tensor> gather_backward(const Tensor& grad, const Tensor& x, const T
   if (index.dim() != x.dim() || grad.sizes() != index.sizes())
     throw Error("gather_backward: expected an index of the input's rank and a gradient of its shape, got " +
                 shapes_of(x, index) + ", gradient shape " + shape_str(grad.sizes()));
-  const Tensor idx = index.contiguous();
-  check_range("gather_backward", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
-  return {gather_grad(grad, x.sizes(), x.dtype(), d, idx), Tensor()};
+  const Index ix = index_of(index, d, {x.sizes()});
+  check_range("gather_backward", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, x.size(d), x, index);
+  return {gather_grad(grad, x.sizes(), x.dtype(), d, ix), Tensor()};
 }
 
 std::vector<Tensor> cumsum_backward(const Tensor& grad, const Tensor& x, int64_t dim, GradMask mask) {
@@ -426,10 +475,10 @@ std::vector<Tensor> scatter_add_backward(const Tensor& grad, const Tensor& self,
   if (grad.sizes() != self.sizes())
     throw Error("scatter_add_backward: expected a gradient of self's shape, got " + shape_str(grad.sizes()) + " (" +
                 scatter_shapes(self, index, src) + ")");
-  const Tensor idx = index.contiguous();
-  check_range("scatter_add_backward", idx.data_ptr<int64_t>(), idx.numel(), d, self.size(d), self, index);
+  const Index ix = index_of(index, d, {self.sizes(), src.sizes()});
+  check_range("scatter_add_backward", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, self.size(d), self, index);
   return {wants(mask, 0) ? grad.to(self.dtype()) : Tensor(), Tensor(),
-          wants(mask, 2) ? scatter_src_grad(grad, src.sizes(), src.dtype(), d, idx) : Tensor()};
+          wants(mask, 2) ? scatter_src_grad(grad, src.sizes(), src.dtype(), d, ix) : Tensor()};
 }
 
 }  // namespace detail
