@@ -2,6 +2,7 @@
 // then gather), and the eager checks of topk and norm's string p.
 #include <algorithm>
 #include <numeric>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,19 @@ void argsort_lines(const T* x, int64_t* out, int64_t outer, int64_t n, int64_t i
     const bool na = a != a, nb = b != b;
     return descending ? (na && !nb) || a > b : (!na && nb) || a < b;
   };
+  // (value, position) pairs sorted with the position as the tie-break: the
+  // stable order, without stable_sort's buffer per line nor indirect reads.
+  auto pair_before = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
+    return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
+  };
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n * 8, 1));
   cpu::parallel_for(outer * inner, grain, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    std::vector<T> line(static_cast<size_t>(n));
+    std::vector<std::pair<T, int64_t>> line(static_cast<size_t>(n));
     for (int64_t l = begin; l < end; ++l) {
       const int64_t base = (l / inner) * n * inner + l % inner;
-      for (int64_t j = 0; j < n; ++j) line[j] = x[base + j * inner];
-      std::iota(order.begin(), order.end(), int64_t{0});
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return before(line[a], line[b]); });
-      for (int64_t j = 0; j < n; ++j) out[base + j * inner] = order[j];
+      for (int64_t j = 0; j < n; ++j) line[j] = {x[base + j * inner], j};
+      std::sort(line.begin(), line.end(), pair_before);
+      for (int64_t j = 0; j < n; ++j) out[base + j * inner] = line[j].second;
     }
   });
 }
