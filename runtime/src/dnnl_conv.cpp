@@ -31,6 +31,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "blas.h"
@@ -90,6 +91,22 @@ struct Key {
 struct Prim {
   dnnl::primitive prim;
   memory::desc src, wts, dst;
+
+  // The reorder between an operand's plain layout and the one chosen, made
+  // on first use and kept: making a reorder costs more than a small
+  // convolution (LeNet's layers, conv1d over short sequences). Executing one
+  // from several threads at once is allowed.
+  dnnl::reorder reorder(const memory::desc& from, const memory::desc& to) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [f, t, r] : reorders)
+      if (f == from && t == to) return r;
+    reorders.emplace_back(from, to, dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to)));
+    return std::get<2>(reorders.back());
+  }
+
+ private:
+  std::mutex mu;
+  std::vector<std::tuple<memory::desc, memory::desc, dnnl::reorder>> reorders;
 };
 
 struct Cache {
@@ -186,20 +203,20 @@ void* scratch(int slot, size_t bytes) {
 
 // The tensor `data` (dense, layout `plain`) as a memory of layout `want`:
 // itself when they agree, else a scratch copy (reordered in when `read`).
-memory operand(const memory::desc& want, const memory::desc& plain, float* data, int slot, bool read) {
+memory operand(Prim& p, const memory::desc& want, const memory::desc& plain, float* data, int slot, bool read) {
   if (want == plain) return memory(plain, engine(), data);
   memory m(want, engine(), scratch(slot, want.get_size()));
   if (read) {
     memory user(plain, engine(), data);
-    dnnl::reorder(user, m).execute(stream(), user, m);
+    p.reorder(plain, want).execute(stream(), user, m);
   }
   return m;
 }
 
-void write_back(const memory& m, const memory::desc& plain, float* data) {
+void write_back(Prim& p, const memory& m, const memory::desc& plain, float* data) {
   if (m.get_desc() == plain) return;
   memory user(plain, engine(), data);
-  dnnl::reorder(m, user).execute(stream(), const_cast<memory&>(m), user);
+  p.reorder(m.get_desc(), plain).execute(stream(), const_cast<memory&>(m), user);
 }
 
 std::atomic<bool> enabled{true};
@@ -240,12 +257,12 @@ bool dnnl_conv_forward(const DnnlConvShape& s, const Tensor& x, const Tensor& w,
       std::lock_guard<std::mutex> lock(c.mu);
       wr = reordered_weight(c, w, p.wts, plain_w(s));
     }
-    memory src = operand(p.src, plain_x(s), x.data_ptr<float>(), 0, true);
-    memory dst = operand(p.dst, plain_y(s), out.data_ptr<float>(), 1, false);
+    memory src = operand(p, p.src, plain_x(s), x.data_ptr<float>(), 0, true);
+    memory dst = operand(p, p.dst, plain_y(s), out.data_ptr<float>(), 1, false);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wr->mem}, {DNNL_ARG_DST, dst}};
     if (bias.defined()) args[DNNL_ARG_BIAS] = memory({{s.Cout}, dt::f32, tag::a}, engine(), bias.data_ptr<float>());
     p.prim.execute(stream(), args);
-    write_back(dst, plain_y(s), out.data_ptr<float>());
+    write_back(p, dst, plain_y(s), out.data_ptr<float>());
     stats().forward.fetch_add(1, std::memory_order_relaxed);
     if (k.bf16) graph::detail::count_autocast_conv();
   });
@@ -259,10 +276,10 @@ bool dnnl_conv_backward_data(const DnnlConvShape& s, const Tensor& w, const Tens
       std::lock_guard<std::mutex> lock(c.mu);
       wr = reordered_weight(c, w, p.wts, plain_w(s));
     }
-    memory dy = operand(p.src, plain_y(s), go.data_ptr<float>(), 0, true);
-    memory dx = operand(p.dst, plain_x(s), gx.data_ptr<float>(), 1, false);
+    memory dy = operand(p, p.src, plain_y(s), go.data_ptr<float>(), 0, true);
+    memory dx = operand(p, p.dst, plain_x(s), gx.data_ptr<float>(), 1, false);
     p.prim.execute(stream(), {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wr->mem}, {DNNL_ARG_DIFF_SRC, dx}});
-    write_back(dx, plain_x(s), gx.data_ptr<float>());
+    write_back(p, dx, plain_x(s), gx.data_ptr<float>());
     stats().backward_data.fetch_add(1, std::memory_order_relaxed);
   });
 }
@@ -271,14 +288,14 @@ bool dnnl_conv_backward_weights(const DnnlConvShape& s, const Tensor& x, const T
                                 const Tensor& gb) {
   const Key k{s, Dir::BackwardWeights, gb.defined(), false, num_threads(), false};
   return with_primitive(k, [&](Prim& p, Cache&) {
-    memory src = operand(p.src, plain_x(s), x.data_ptr<float>(), 0, true);
-    memory dy = operand(p.dst, plain_y(s), go.data_ptr<float>(), 1, true);
-    memory dw = operand(p.wts, plain_w(s), gw.data_ptr<float>(), 2, false);
+    memory src = operand(p, p.src, plain_x(s), x.data_ptr<float>(), 0, true);
+    memory dy = operand(p, p.dst, plain_y(s), go.data_ptr<float>(), 1, true);
+    memory dw = operand(p, p.wts, plain_w(s), gw.data_ptr<float>(), 2, false);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
     if (gb.defined())
       args[DNNL_ARG_DIFF_BIAS] = memory({{s.Cout}, dt::f32, tag::a}, engine(), gb.data_ptr<float>());
     p.prim.execute(stream(), args);
-    write_back(dw, plain_w(s), gw.data_ptr<float>());
+    write_back(p, dw, plain_w(s), gw.data_ptr<float>());
     stats().backward_weights.fetch_add(1, std::memory_order_relaxed);
   });
 }
