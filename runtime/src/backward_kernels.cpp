@@ -118,14 +118,16 @@ Shape class_back(int64_t n) {
 std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& target,
                                            GradMask mask, const Tensor& log_probs) {
   observe_grad_mask("cross_entropy_backward", mask);
-  const std::string shapes = "logits shape " + shape_str(logits.sizes()) + ", target shape " + shape_str(target.sizes());
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string("logits shape " + shape_str(logits.sizes()) + ", target shape " + shape_str(target.sizes()));
+  };
   if (logits.dim() == 0 || !is_floating(logits.dtype()))
-    throw Error("cross_entropy_backward: expected floating logits [N, C] or [C], got " + shapes);
+    throw Error("cross_entropy_backward: expected floating logits [N, C] or [C], got " + shapes());
   const int64_t cdim = logits.dim() == 1 ? 0 : 1;
   const int64_t C = logits.size(cdim);
   if (is_floating(target.dtype())) {
     if (target.sizes() != logits.sizes())
-      throw Error("cross_entropy_backward: class-probability targets must have the logits' shape (" + shapes + ")");
+      throw Error("cross_entropy_backward: class-probability targets must have the logits' shape (" + shapes() + ")");
     const Tensor lsm = log_probs.defined() ? log_probs : log_softmax(logits, cdim);
     const int64_t rows = logits.numel() / std::max<int64_t>(C, 1);
     const Tensor gp = -(grad / static_cast<double>(rows));
@@ -139,7 +141,7 @@ std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& log
   }
   if (target.dtype() != kInt64)
     throw Error("cross_entropy_backward: expected int64 class indices or floating class probabilities as target, got " +
-                shapes);
+                shapes());
   if (!wants(mask, 0)) return {Tensor(), Tensor()};
   Tensor lsm = log_probs;
   if (!lsm.defined()) {
@@ -149,10 +151,10 @@ std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& log
   }
   const int64_t R = lsm.size(0);
   if (target.numel() != R)
-    throw Error("cross_entropy_backward: expected one target per row of the logits (" + shapes + ")");
+    throw Error("cross_entropy_backward: expected one target per row of the logits (" + shapes() + ")");
   constexpr int64_t kIgnore = -100;  // PyTorch's default ignore_index, as the forward
   // Checked once per version of the targets: the forward's check is reused.
-  const int64_t count = check_class_targets("cross_entropy_backward", target, C, kIgnore, shapes).count;
+  const int64_t count = check_class_targets("cross_entropy_backward", target, C, kIgnore, shapes()).count;
   // One-hot rows (zero for ignored targets: -100 matches no class), made
   // where the targets are, so device targets are not copied back.
   const Tensor flat = target.reshape({R, 1});

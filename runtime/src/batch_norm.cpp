@@ -140,12 +140,14 @@ std::string describe(const Tensor& x, const Tensor& rm, const Tensor& rv, const 
 void check_args(const char* op, const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w, const Tensor& b,
                 bool training) {
   detail::check_defined(op, x);
-  const std::string shapes = describe(x, rm, rv, w, b);
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string(describe(x, rm, rv, w, b));
+  };
   if (x.dim() < 2)
-    throw Error(std::string(op) + ": expected an input of at least 2 dims [N, C, ...] (" + shapes + ")");
+    throw Error(std::string(op) + ": expected an input of at least 2 dims [N, C, ...] (" + shapes() + ")");
   if (!is_floating(x.dtype()))
     throw Error(std::string(op) + ": expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" +
-                shapes + ")");
+                shapes() + ")");
   const int64_t C = x.size(1);
   const std::pair<const char*, const Tensor*> params[] = {{"running_mean", &rm}, {"running_var", &rv},
                                                            {"weight", &w}, {"bias", &b}};
@@ -153,19 +155,20 @@ void check_args(const char* op, const Tensor& x, const Tensor& rm, const Tensor&
     if (!t->defined()) continue;
     if (t->dim() != 1 || t->numel() != C)
       throw Error(std::string(op) + ": expected " + name + " of shape [" + std::to_string(C) +
-                  "] (one value per channel, dim 1 of the input) (" + shapes + ")");
+                  "] (one value per channel, dim 1 of the input) (" + shapes() + ")");
     if (!is_floating(t->dtype()))
       throw Error(std::string(op) + ": expected a floating " + name + ", got " + std::string(dtype_name(t->dtype())));
     if (t->device() != x.device()) throw Error(std::string(op) + ": " + name + " is on another device than the input");
   }
   if (!training && (!rm.defined() || !rv.defined()))
-    throw Error(std::string(op) + ": running_mean and running_var must be defined in evaluation mode (" + shapes + ")");
+    throw Error(std::string(op) + ": running_mean and running_var must be defined in evaluation mode (" + shapes() +
+                ")");
   if (rm.defined() != rv.defined())
-    throw Error(std::string(op) + ": running_mean and running_var must both be defined or both undefined (" + shapes +
+    throw Error(std::string(op) + ": running_mean and running_var must both be defined or both undefined (" + shapes() +
                 ")");
   if (training && x.numel() / std::max<int64_t>(1, C) <= 1 && x.numel() > 0)
-    throw Error(std::string(op) + ": expected more than 1 value per channel when training (" + shapes + ")");
-  if (x.device() == Device::CUDA) throw Error(std::string(op) + ": no CUDA kernel yet (" + shapes + ")");
+    throw Error(std::string(op) + ": expected more than 1 value per channel when training (" + shapes() + ")");
+  if (x.device() == Device::CUDA) throw Error(std::string(op) + ": no CUDA kernel yet (" + shapes() + ")");
 }
 
 // A [C] double tensor's data from a floating [C] tensor (or null when undefined).

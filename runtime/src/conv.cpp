@@ -253,15 +253,18 @@ std::pair<int64_t, int64_t> pair_arg(const char* name, const Shape& v, const Sha
 // which messages name.
 ConvGeom check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Shape& stride, const Shape& padding,
                     const Shape& dilation, int64_t groups, const Shape& shown) {
-  const std::string shapes = "input shape " + shape_str(shown) + ", weight shape " + shape_str(w.sizes());
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string("input shape " + shape_str(shown) + ", weight shape " + shape_str(w.sizes()));
+  };
   if (w.dim() != 4)
-    throw Error("conv2d: expected a 4-D weight [C_out, C_in / groups, kH, kW], got " + shapes);
+    throw Error("conv2d: expected a 4-D weight [C_out, C_in / groups, kH, kW], got " + shapes());
   if (!is_floating(x.dtype()))
-    throw Error("conv2d: expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" + shapes + ")");
+    throw Error("conv2d: expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" + shapes() + ")");
   if (w.dtype() != x.dtype())
     throw Error("conv2d: input (" + std::string(dtype_name(x.dtype())) + ") and weight (" +
-                std::string(dtype_name(w.dtype())) + ") must have one dtype (" + shapes + ")");
-  if (groups <= 0) throw Error("conv2d: groups must be positive, got " + std::to_string(groups) + " (" + shapes + ")");
+                std::string(dtype_name(w.dtype())) + ") must have one dtype (" + shapes() + ")");
+  if (groups <= 0)
+    throw Error("conv2d: groups must be positive, got " + std::to_string(groups) + " (" + shapes() + ")");
   ConvGeom g{};
   g.N = x.size(0), g.C = x.size(1), g.H = x.size(2), g.W = x.size(3);
   g.Cout = w.size(0), g.Cg = w.size(1), g.kH = w.size(2), g.kW = w.size(3);
@@ -278,30 +281,30 @@ ConvGeom check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   if (bias.defined()) {
     if (bias.dim() != 1 || bias.size(0) != g.Cout)
       throw Error("conv2d: expected a bias of shape [" + std::to_string(g.Cout) + "], got " +
-                  shape_str(bias.sizes()) + " (" + shapes + ")");
+                  shape_str(bias.sizes()) + " (" + shapes() + ")");
     if (bias.dtype() != x.dtype())
       throw Error("conv2d: bias (" + std::string(dtype_name(bias.dtype())) + ") and input (" +
-                  std::string(dtype_name(x.dtype())) + ") must have one dtype (" + shapes + ")");
+                  std::string(dtype_name(x.dtype())) + ") must have one dtype (" + shapes() + ")");
   }
   std::tie(g.sH, g.sW) = pair_arg("stride", stride, shown);
   std::tie(g.pH, g.pW) = pair_arg("padding", padding, shown);
   std::tie(g.dH, g.dW) = pair_arg("dilation", dilation, shown);
   if (g.sH <= 0 || g.sW <= 0)
-    throw Error("conv2d: stride must be positive, got " + shape_str(stride) + " (" + shapes + ")");
+    throw Error("conv2d: stride must be positive, got " + shape_str(stride) + " (" + shapes() + ")");
   if (g.dH <= 0 || g.dW <= 0)
-    throw Error("conv2d: dilation must be positive, got " + shape_str(dilation) + " (" + shapes + ")");
+    throw Error("conv2d: dilation must be positive, got " + shape_str(dilation) + " (" + shapes() + ")");
   if (g.pH < 0 || g.pW < 0)
-    throw Error("conv2d: padding must be non-negative, got " + shape_str(padding) + " (" + shapes + ")");
+    throw Error("conv2d: padding must be non-negative, got " + shape_str(padding) + " (" + shapes() + ")");
   const int64_t ekH = g.dH * (g.kH - 1) + 1, ekW = g.dW * (g.kW - 1) + 1;
   const int64_t h = g.H + 2 * g.pH, wd = g.W + 2 * g.pW;
   if (g.kH <= 0 || g.kW <= 0 || h < ekH || wd < ekW)
     throw Error("conv2d: padded input " + std::to_string(h) + "x" + std::to_string(wd) +
                 " is smaller than the dilated kernel " + std::to_string(ekH) + "x" + std::to_string(ekW) + " (" +
-                shapes + ", padding " + shape_str(padding) + ", dilation " + shape_str(dilation) + ")");
+                shapes() + ", padding " + shape_str(padding) + ", dilation " + shape_str(dilation) + ")");
   g.Ho = (h - ekH) / g.sH + 1;
   g.Wo = (wd - ekW) / g.sW + 1;
   for (int64_t v : {g.Cout, g.Coutg * g.K(), g.HWo(), g.K() * g.HWo(), g.H * g.W})
-    if (v > INT_MAX) throw Error("conv2d: sizes exceed the BLAS int range (" + shapes + ")");
+    if (v > INT_MAX) throw Error("conv2d: sizes exceed the BLAS int range (" + shapes() + ")");
   return g;
 }
 
@@ -433,20 +436,22 @@ ConvGeom check_conv_transpose(const Tensor& x, const Tensor& w, const Tensor& bi
                               const Shape& padding, const Shape& output_padding, int64_t groups, const Shape& dilation,
                               const Shape& shown) {
   const std::string op = "conv_transpose2d: ";
-  const std::string shapes = "input shape " + shape_str(shown) + ", weight shape " + shape_str(w.sizes());
-  if (w.dim() != 4) throw Error(op + "expected a 4-D weight [C_in, C_out / groups, kH, kW], got " + shapes);
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string("input shape " + shape_str(shown) + ", weight shape " + shape_str(w.sizes()));
+  };
+  if (w.dim() != 4) throw Error(op + "expected a 4-D weight [C_in, C_out / groups, kH, kW], got " + shapes());
   if (!is_floating(x.dtype()))
-    throw Error(op + "expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" + shapes + ")");
+    throw Error(op + "expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" + shapes() + ")");
   if (w.dtype() != x.dtype())
     throw Error(op + "input (" + std::string(dtype_name(x.dtype())) + ") and weight (" +
-                std::string(dtype_name(w.dtype())) + ") must have one dtype (" + shapes + ")");
-  if (groups <= 0) throw Error(op + "groups must be positive, got " + std::to_string(groups) + " (" + shapes + ")");
+                std::string(dtype_name(w.dtype())) + ") must have one dtype (" + shapes() + ")");
+  if (groups <= 0) throw Error(op + "groups must be positive, got " + std::to_string(groups) + " (" + shapes() + ")");
   if (w.size(0) != x.size(1))
     throw Error(op + "input shape " + shape_str(shown) + " has " + std::to_string(x.size(1)) +
                 " channels, but weight shape " + shape_str(w.sizes()) + " expects " + std::to_string(w.size(0)));
   if (x.size(1) % groups != 0)
     throw Error(op + "input channels " + std::to_string(x.size(1)) + " are not divisible by groups=" +
-                std::to_string(groups) + " (" + shapes + ")");
+                std::to_string(groups) + " (" + shapes() + ")");
   ConvGeom g{};
   g.N = x.size(0), g.Cout = x.size(1), g.H = 0, g.W = 0;
   g.Cg = w.size(1), g.kH = w.size(2), g.kW = w.size(3), g.groups = groups;
@@ -454,37 +459,38 @@ ConvGeom check_conv_transpose(const Tensor& x, const Tensor& w, const Tensor& bi
   if (bias.defined()) {
     if (bias.dim() != 1 || bias.size(0) != g.C)
       throw Error(op + "expected a bias of shape [" + std::to_string(g.C) + "], got " + shape_str(bias.sizes()) +
-                  " (" + shapes + ")");
+                  " (" + shapes() + ")");
     if (bias.dtype() != x.dtype())
       throw Error(op + "bias (" + std::string(dtype_name(bias.dtype())) + ") and input (" +
-                  std::string(dtype_name(x.dtype())) + ") must have one dtype (" + shapes + ")");
+                  std::string(dtype_name(x.dtype())) + ") must have one dtype (" + shapes() + ")");
   }
   const auto pair = [&](const char* name, const Shape& v) {
     if (v.size() == 1) return std::pair<int64_t, int64_t>{v[0], v[0]};
     if (v.size() == 2) return std::pair<int64_t, int64_t>{v[0], v[1]};
-    throw Error(op + name + " must have 1 or 2 elements, got " + shape_str(v) + " (" + shapes + ")");
+    throw Error(op + name + " must have 1 or 2 elements, got " + shape_str(v) + " (" + shapes() + ")");
   };
   std::tie(g.sH, g.sW) = pair("stride", stride);
   std::tie(g.pH, g.pW) = pair("padding", padding);
   std::tie(g.dH, g.dW) = pair("dilation", dilation);
   const auto [oH, oW] = pair("output_padding", output_padding);
-  if (g.sH <= 0 || g.sW <= 0) throw Error(op + "stride must be positive, got " + shape_str(stride) + " (" + shapes + ")");
+  if (g.sH <= 0 || g.sW <= 0)
+    throw Error(op + "stride must be positive, got " + shape_str(stride) + " (" + shapes() + ")");
   if (g.dH <= 0 || g.dW <= 0)
-    throw Error(op + "dilation must be positive, got " + shape_str(dilation) + " (" + shapes + ")");
+    throw Error(op + "dilation must be positive, got " + shape_str(dilation) + " (" + shapes() + ")");
   if (g.pH < 0 || g.pW < 0)
-    throw Error(op + "padding must be non-negative, got " + shape_str(padding) + " (" + shapes + ")");
+    throw Error(op + "padding must be non-negative, got " + shape_str(padding) + " (" + shapes() + ")");
   // PyTorch's rule: output_padding below the stride or the dilation.
   if (oH < 0 || oW < 0 || (oH >= g.sH && oH >= g.dH) || (oW >= g.sW && oW >= g.dW))
     throw Error(op + "output_padding " + shape_str(output_padding) + " must be non-negative and smaller than the stride " +
-                shape_str(stride) + " or the dilation " + shape_str(dilation) + " (" + shapes + ")");
+                shape_str(stride) + " or the dilation " + shape_str(dilation) + " (" + shapes() + ")");
   g.Ho = x.size(2), g.Wo = x.size(3);
   g.H = (g.Ho - 1) * g.sH - 2 * g.pH + g.dH * (g.kH - 1) + oH + 1;
   g.W = (g.Wo - 1) * g.sW - 2 * g.pW + g.dW * (g.kW - 1) + oW + 1;
   if (g.kH <= 0 || g.kW <= 0 || g.H <= 0 || g.W <= 0)
-    throw Error(op + "the output would be " + std::to_string(g.H) + "x" + std::to_string(g.W) + " (" + shapes +
+    throw Error(op + "the output would be " + std::to_string(g.H) + "x" + std::to_string(g.W) + " (" + shapes() +
                 ", stride " + shape_str(stride) + ", padding " + shape_str(padding) + ")");
   for (int64_t v : {g.C, g.Coutg * g.K(), g.HWo(), g.K() * g.HWo(), g.H * g.W})
-    if (v > INT_MAX) throw Error(op + "sizes exceed the BLAS int range (" + shapes + ")");
+    if (v > INT_MAX) throw Error(op + "sizes exceed the BLAS int range (" + shapes() + ")");
   return g;
 }
 

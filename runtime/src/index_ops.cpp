@@ -261,16 +261,18 @@ int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const
   detail::check_defined(op, src);
   check_cpu(op, src);
   const int64_t d = check_index_op(op, self, dim, index, false);
-  const std::string shapes = " (" + scatter_shapes(self, index, src) + ")";
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string(" (" + scatter_shapes(self, index, src) + ")");
+  };
   if (index.dim() != self.dim() || src.dim() != self.dim())
-    throw Error(std::string(op) + ": index and src must have self's number of dims" + shapes);
+    throw Error(std::string(op) + ": index and src must have self's number of dims" + shapes());
   if (src.dtype() != self.dtype())
     throw Error(std::string(op) + ": expected src of self's dtype " + std::string(dtype_name(self.dtype())) + ", got " +
-                std::string(dtype_name(src.dtype())) + shapes);
+                std::string(dtype_name(src.dtype())) + shapes());
   for (int64_t i = 0; i < self.dim(); ++i)
     if (index.size(i) > src.size(i) || (i != d && index.size(i) > self.size(i)))
       throw Error(std::string(op) + ": the index is larger than " + (index.size(i) > src.size(i) ? "src" : "self") +
-                  " in dim " + std::to_string(i) + shapes);
+                  " in dim " + std::to_string(i) + shapes());
   return d;
 }
 
@@ -346,13 +348,15 @@ Tensor cumsum_impl(const Tensor& x_in, int64_t dim, bool reverse) {
 void check_bmm(const Tensor& a, const Tensor& b) {
   detail::check_defined("bmm", a);
   detail::check_defined("bmm", b);
-  const std::string shapes = "shapes " + shape_str(a.sizes()) + " and " + shape_str(b.sizes());
-  if (a.dim() != 3 || b.dim() != 3) throw Error("bmm: expected two 3-D tensors [B, n, k] and [B, k, m], got " + shapes);
-  if (a.size(0) != b.size(0)) throw Error("bmm: the batch sizes differ, got " + shapes);
-  if (a.size(2) != b.size(1)) throw Error("bmm: the inner dims differ, got " + shapes);
+  // The message is built only on failure: this runs on every call.
+  const auto shapes = [&] { return "shapes " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()); };
+  if (a.dim() != 3 || b.dim() != 3)
+    throw Error("bmm: expected two 3-D tensors [B, n, k] and [B, k, m], got " + shapes());
+  if (a.size(0) != b.size(0)) throw Error("bmm: the batch sizes differ, got " + shapes());
+  if (a.size(2) != b.size(1)) throw Error("bmm: the inner dims differ, got " + shapes());
   if (a.dtype() != b.dtype())
     throw Error("bmm: expected one dtype, got " + std::string(dtype_name(a.dtype())) + " and " +
-                std::string(dtype_name(b.dtype())) + " (" + shapes + ")");
+                std::string(dtype_name(b.dtype())) + " (" + shapes() + ")");
 }
 
 }  // namespace

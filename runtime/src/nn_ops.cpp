@@ -420,14 +420,16 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
     return detail::trace_op("embedding", {weight, indices}, {}, [&] { return embedding(weight, indices); });
   detail::check_defined("embedding", weight);
   detail::check_defined("embedding", indices);
-  const std::string shapes = "weight shape " + shape_str(weight.sizes()) + ", indices shape " + shape_str(indices.sizes());
-  if (weight.dim() != 2) throw Error("embedding: expected a 2-D weight [num_embeddings, dim], got " + shapes);
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string("weight shape " + shape_str(weight.sizes()) + ", indices shape " + shape_str(indices.sizes()));
+  };
+  if (weight.dim() != 2) throw Error("embedding: expected a 2-D weight [num_embeddings, dim], got " + shapes());
   if (indices.dtype() != kInt64 && indices.dtype() != kInt32)
-    throw Error("embedding: expected int64 (or int32) indices, got " + dt(indices) + " (" + shapes + ")");
+    throw Error("embedding: expected int64 (or int32) indices, got " + dt(indices) + " (" + shapes() + ")");
   if (weight.device() != indices.device())
     throw Error("embedding: expected weight and indices on one device, got " +
                 std::string(device_name(weight.device())) + " and " + std::string(device_name(indices.device())) +
-                " (" + shapes + ")");
+                " (" + shapes() + ")");
   return embedding_impl(weight, indices);
 }
 
@@ -547,9 +549,11 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
     return detail::trace_op("mse_loss", {input, target}, {}, [&] { return mse_loss(input, target); });
   detail::check_defined("mse_loss", input);
   detail::check_defined("mse_loss", target);
-  const std::string shapes = "input shape " + shape_str(input.sizes()) + ", target shape " + shape_str(target.sizes());
-  check_floating("mse_loss", input, shapes);
-  check_floating("mse_loss", target, shapes);
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string("input shape " + shape_str(input.sizes()) + ", target shape " + shape_str(target.sizes()));
+  };
+  check_floating("mse_loss", input, shapes());
+  check_floating("mse_loss", target, shapes());
   cpu::broadcast_shapes("mse_loss", {input.sizes(), target.sizes()});  // names the op when they do not broadcast
   const Tensor d = input - target;
   return (d * d).mean();
@@ -560,30 +564,32 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
     return detail::trace_op("cross_entropy", {logits, target}, {}, [&] { return cross_entropy(logits, target); });
   detail::check_defined("cross_entropy", logits);
   detail::check_defined("cross_entropy", target);
-  const std::string shapes = "logits shape " + shape_str(logits.sizes()) + ", target shape " + shape_str(target.sizes());
-  check_floating("cross_entropy", logits, shapes);
-  if (logits.dim() == 0) throw Error("cross_entropy: expected logits [N, C] or [C], got " + shapes);
+  const auto shapes = [&] {  // the message's shapes, built only on failure
+    return std::string("logits shape " + shape_str(logits.sizes()) + ", target shape " + shape_str(target.sizes()));
+  };
+  check_floating("cross_entropy", logits, shapes());
+  if (logits.dim() == 0) throw Error("cross_entropy: expected logits [N, C] or [C], got " + shapes());
   const int64_t cdim = logits.dim() == 1 ? 0 : 1;
   const int64_t C = logits.size(cdim);
   if (is_floating(target.dtype())) {  // class probabilities, same shape as logits
     if (target.sizes() != logits.sizes())
-      throw Error("cross_entropy: class-probability targets must have the logits' shape (" + shapes + ")");
+      throw Error("cross_entropy: class-probability targets must have the logits' shape (" + shapes() + ")");
     const Tensor per = -(target * log_softmax(logits, cdim)).sum(cdim);
     return per.mean();
   }
   if (target.dtype() != kInt64)
     throw Error("cross_entropy: expected int64 class indices (or floating class probabilities) as target, got " +
-                dt(target) + " (" + shapes + ")");
+                dt(target) + " (" + shapes() + ")");
   // Expected target shape: logits' shape without the class dim.
   Shape want = logits.sizes();
   want.erase(want.begin() + cdim);
   if (target.sizes() != want)
-    throw Error("cross_entropy: expected a target of shape " + shape_str(want) + " (" + shapes + ")");
+    throw Error("cross_entropy: expected a target of shape " + shape_str(want) + " (" + shapes() + ")");
   // PyTorch's default ignore_index: such targets do not count in the mean.
   constexpr int64_t kIgnore = -100;
   // The targets are checked (and counted) on the host: a device target is
   // copied, once per version (class_targets.h).
-  const detail::ClassTargets checked = detail::check_class_targets("cross_entropy", target, C, kIgnore, shapes);
+  const detail::ClassTargets checked = detail::check_class_targets("cross_entropy", target, C, kIgnore, shapes());
   const int64_t count = checked.count;
   // Rows [R, C]: the class dim moved last, the others flattened.
   Tensor rows = logits.dim() == 1 ? logits.unsqueeze(0) : logits;
