@@ -9,13 +9,15 @@
 // leaves the chain alone. It fires only when every intermediate value
 // (scores, scaled, masked, probabilities) has the next node as its only user
 // and no block returns it, all nodes in one block, with floating q, k, v of
-// one dtype (float32 or float64) and known ranks >= 2; a mask must be a tensor
+// one dtype (float32 or float64) and known ranks >= 2 (from the types, or
+// from the reshape and transpose views that split the heads); a mask must be a tensor
 // of that dtype that leaves the scores' shape unchanged. The replaced nodes
 // are erased (the transpose and the constant when nothing else reads them).
 // Runs after infer_types and before fuse_elementwise (which would take the
 // scale into a matmul epilogue). The op has a backward (recomputing the
 // probabilities), so gradients computed after this pass stay right; autodiff
 // itself runs before it and so sees the unfused chain.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -52,10 +54,39 @@ bool only_feeds(const Graph& g, const Value* v, const Node* user) {
   return v->users().size() == 1 && v->users()[0] == user && !returned_anywhere(g, v);
 }
 
-std::optional<int64_t> rank(const Value* v) {
+// v's sizes as its type or the views that made it tell them (-1: not known
+// at build time); nullopt when even the rank is unknown. A graph's inputs
+// have unknown shapes, but heads split by `reshape` to a constant shape and
+// `transpose` (the usual way) have static ones.
+std::optional<std::vector<int64_t>> sizes_of(const Value* v, int depth = 0) {
   const Type& t = v->type();
-  if (!t.is_tensor() || !t.dims) return std::nullopt;
-  return static_cast<int64_t>(t.dims->size());
+  if (!t.is_tensor()) return std::nullopt;
+  if (t.dims) {
+    std::vector<int64_t> out;
+    for (const Dim& d : *t.dims) out.push_back(d.is_static() ? d.size : -1);
+    return out;
+  }
+  const Node* p = v->producer();
+  if (!p || depth > 16 || has_dynamic_attrs(*p)) return std::nullopt;
+  if (p->is(OpId::reshape) && p->has_attr("shape") &&
+      std::holds_alternative<std::vector<int64_t>>(p->attrs().at("shape")))
+    return p->ints("shape");  // a -1 stays unknown
+  if (p->is(OpId::transpose) && p->has_attr("dim0") && p->has_attr("dim1")) {
+    auto in = sizes_of(p->input(0), depth + 1);
+    if (!in) return std::nullopt;
+    const int64_t r = static_cast<int64_t>(in->size()), a = p->i("dim0"), b = p->i("dim1");
+    const int64_t wa = a < 0 ? a + r : a, wb = b < 0 ? b + r : b;
+    if (wa < 0 || wb < 0 || wa >= r || wb >= r) return std::nullopt;
+    std::swap((*in)[wa], (*in)[wb]);
+    return in;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> rank(const Value* v) {
+  const auto s = sizes_of(v);
+  if (!s) return std::nullopt;
+  return static_cast<int64_t>(s->size());
 }
 
 std::optional<double> constant_number(const Value* v) {
@@ -83,12 +114,27 @@ Value* transposed_operand(const Node* t) {
   return (a == *r - 2 && b == *r - 1) || (a == *r - 1 && b == *r - 2) ? t->input(0) : nullptr;
 }
 
-// Both shapes fully known (static or named dims) and equal: an added mask
-// then broadcasts into the scores without growing them.
-bool same_known_shape(const Type& a, const Type& b) {
-  if (!a.dims || !b.dims || *a.dims != *b.dims) return false;
-  for (const Dim& d : *a.dims)
-    if (!d.is_static() && d.symbol.empty()) return false;
+// The scores' sizes, q [..., L, E] @ k^T [..., E, S] with broadcast batch dims.
+std::vector<int64_t> score_sizes(const std::vector<int64_t>& q, const std::vector<int64_t>& k) {
+  const size_t r = std::max(q.size(), k.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    const int64_t a = i + q.size() >= r ? q[i + q.size() - r] : 1, b = i + k.size() >= r ? k[i + k.size() - r] : 1;
+    out[i] = a == 1 ? b : b == 1 ? a : a == b ? a : -1;
+  }
+  out[r - 2] = q[q.size() - 2];
+  out[r - 1] = k[k.size() - 2];
+  return out;
+}
+
+// An added mask of these sizes broadcasts into the scores without growing
+// them (sizes known at build time).
+bool mask_fits(const std::vector<int64_t>& mask, const std::vector<int64_t>& scores) {
+  if (mask.size() > scores.size()) return false;
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const int64_t m = mask[mask.size() - 1 - i], s = scores[scores.size() - 1 - i];
+    if (m != 1 && (m < 0 || m != s)) return false;
+  }
   return true;
 }
 
@@ -104,8 +150,6 @@ std::optional<Match> match(const Graph& g, Node* out) {
   m.out = out;
   m.probs = producer_in(out->input(0), OpId::softmax, b);
   if (!m.probs || !only_feeds(g, m.probs->output(), out) || !m.probs->has_attr("dim")) return std::nullopt;
-  const auto r = rank(m.probs->output());
-  if (!r || *r < 2 || !is_last(m.probs->i("dim"), *r)) return std::nullopt;
   Value* pre = m.probs->input(0);
   if ((m.masked = producer_in(pre, OpId::add, b))) {
     if (!only_feeds(g, pre, m.probs)) return std::nullopt;
@@ -117,8 +161,8 @@ std::optional<Match> match(const Graph& g, Node* out) {
         m.mask = m.masked->input(1 - i);
       }
     }
-    if (!m.scaled || !same_known_shape(m.masked->output()->type(), m.scaled->output()->type())) return std::nullopt;
-    if (!m.mask->type().is_tensor() || m.mask->type().dtype != m.scaled->output()->type().dtype) return std::nullopt;
+    if (!m.scaled || !m.mask->type().is_tensor() || m.mask->type().dtype != m.scaled->output()->type().dtype)
+      return std::nullopt;
     if (!only_feeds(g, m.scaled->output(), m.masked)) return std::nullopt;
   } else {
     m.scaled = pre->producer();
@@ -139,16 +183,25 @@ std::optional<Match> match(const Graph& g, Node* out) {
   m.transpose = producer_in(m.scores->input(1), OpId::transpose, b);
   m.k = transposed_operand(m.transpose);
   if (!m.k) return std::nullopt;
-  // Floating q, k, v of one dtype, known ranks >= 2, a known embedding size.
+  // Floating q, k, v of one dtype, known ranks >= 2, a static embedding size;
+  // the softmax along the scores' last dim (their rank: the larger operand's).
   const Type &tq = m.q->type(), &tk = m.k->type(), &tv = m.v->type();
+  const auto sq = sizes_of(m.q), sk = sizes_of(m.k), sv = sizes_of(m.v);
+  if (!sq || !sk || !sv || sq->size() < 2 || sk->size() < 2 || sv->size() < 2) return std::nullopt;
   for (const Type* t : {&tq, &tk, &tv})
-    if (!t->is_tensor() || !t->dtype || !t->dims || t->dims->size() < 2) return std::nullopt;
+    if (!t->dtype) return std::nullopt;
   if (*tq.dtype != *tk.dtype || *tv.dtype != *tq.dtype) return std::nullopt;
   if (*tq.dtype != DType::Float32 && *tq.dtype != DType::Float64) return std::nullopt;
   if (m.scaled->output()->type().dtype != tq.dtype) return std::nullopt;  // no promotion by the constant
-  const Dim& e = tk.dims->back();
-  if (!e.is_static() || e.size <= 0) return std::nullopt;
-  const double want = div ? std::sqrt(static_cast<double>(e.size)) : 1.0 / std::sqrt(static_cast<double>(e.size));
+  const std::vector<int64_t> scores = score_sizes(*sq, *sk);
+  if (!is_last(m.probs->i("dim"), static_cast<int64_t>(scores.size()))) return std::nullopt;
+  if (m.mask) {
+    const auto sm = sizes_of(m.mask);
+    if (!sm || !mask_fits(*sm, scores)) return std::nullopt;
+  }
+  const int64_t e = sk->back();
+  if (e <= 0) return std::nullopt;
+  const double want = div ? std::sqrt(static_cast<double>(e)) : 1.0 / std::sqrt(static_cast<double>(e));
   if (!same_scale(*c, want)) return std::nullopt;
   return m;
 }
