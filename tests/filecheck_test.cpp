@@ -267,8 +267,8 @@ TEST(Pipeline, DefaultOrderAndLookup) {
   std::string names;
   for (const Pass& p : default_pipeline()) names += p.name + " ";
   EXPECT_EQ(names,
-            "inline_calls infer_types simplify unpack_lists const_fold cse dce infer_types sink_slices fuse_elementwise "
-            "fuse_groups ");
+            "inline_calls infer_types simplify unpack_lists const_fold cse dce infer_types fuse_attention sink_slices "
+            "fuse_elementwise fuse_groups ");
   EXPECT_EQ(find_pass("fuse_groups").name, "fuse_groups");
   try {
     find_pass("nope");

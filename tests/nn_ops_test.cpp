@@ -671,6 +671,71 @@ TEST(Attention, Gradcheck) {
   }, {q, k, v});
 }
 
+// float32 on the CPU takes the fused blocked kernel (runtime/src/attention_cpu.cpp,
+// blocks of 32 queries x 128 keys); float64 the math path, the reference here.
+Tensor f32(const Tensor& t) { return t.to(graph::kFloat32); }
+Tensor sdpa64(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m = Tensor(), bool causal = false) {
+  const Tensor m64 = m.defined() && m.dtype() != graph::kBool ? m.to(graph::kFloat64) : m;
+  return graph::scaled_dot_product_attention(q.to(graph::kFloat64), k.to(graph::kFloat64), v.to(graph::kFloat64), m64,
+                                             0.0, causal);
+}
+
+TEST(Attention, FusedFloat32MatchesMathPath) {
+  // Odd sizes: L = 70 (3 query blocks, the last partial), S = 300 (3 key
+  // blocks), E = 20 and Ev = 19 (a 16-lane block and a scalar tail).
+  Tensor q = values({2, 70, 20}, -1, 1, 170), k = values({2, 300, 20}, -1, 1, 171), v = values({2, 300, 19}, -1, 1, 172);
+  Tensor y = graph::scaled_dot_product_attention(f32(q), f32(k), f32(v));
+  EXPECT_EQ(y.dtype(), graph::kFloat32);
+  expect_close(y, sdpa64(q, k, v), 1e-5);
+  // causal with L < S and L > S (top-left aligned)
+  expect_close(graph::scaled_dot_product_attention(f32(q), f32(k), f32(v), Tensor(), 0.0, true),
+               sdpa64(q, k, v, Tensor(), true), 1e-5);
+  Tensor kl = values({2, 40, 20}, -1, 1, 173), vl = values({2, 40, 19}, -1, 1, 174);
+  expect_close(graph::scaled_dot_product_attention(f32(q), f32(kl), f32(vl), Tensor(), 0.0, true),
+               sdpa64(q, kl, vl, Tensor(), true), 1e-5);
+  // float mask [L, S] broadcast over the batch; bool mask [B, 1, S] with a
+  // whole key block masked for every query, and one row masked everywhere
+  Tensor fm = values({70, 300}, -3, 3, 175);
+  expect_close(graph::scaled_dot_product_attention(f32(q), f32(k), f32(v), f32(fm)), sdpa64(q, k, v, fm), 1e-5);
+  Tensor bm = graph::empty({2, 1, 300}, graph::kBool);
+  for (int64_t i = 0; i < 600; ++i) bm.data_ptr<bool>()[i] = i % 300 >= 128 && i % (3 + i / 300) != 0;
+  expect_close(graph::scaled_dot_product_attention(f32(q), f32(k), f32(v), bm), sdpa64(q, k, v, bm), 1e-5);
+  Tensor rows = graph::ones({2, 70, 300}, graph::kBool);
+  rows.select(1, 33).fill_(false);
+  const Tensor yr = graph::scaled_dot_product_attention(f32(q), f32(k), f32(v), rows);
+  expect_close(yr, sdpa64(q, k, v, rows), 1e-5);
+  for (double x : vec(yr.select(1, 33))) EXPECT_TRUE(std::isnan(x));
+  // large scores: softmax must subtract the running max (exp(1e4) overflows)
+  Tensor big = q * 1000.0;
+  expect_close(graph::scaled_dot_product_attention(f32(big), f32(k), f32(v)), sdpa64(f32(big), k, v), 1e-4);
+  // [B, H, L, E] views with transposed heads (rows not dense), the key and
+  // value batch broadcast over heads
+  Tensor q4 = values({2, 64, 3, 32}, -1, 1, 177).transpose(1, 2), k4 = values({2, 1, 50, 32}, -1, 1, 178),
+         v4 = values({1, 3, 50, 48}, -1, 1, 179);
+  expect_close(graph::scaled_dot_product_attention(f32(q4), f32(k4), f32(v4)), sdpa64(q4, k4, v4), 1e-5);
+  expect_close(graph::scaled_dot_product_attention(f32(q4).contiguous().transpose(1, 2).transpose(1, 2), f32(k4),
+                                                   f32(v4)),
+               sdpa64(q4, k4, v4), 1e-5);
+}
+
+TEST(Attention, FusedFloat32Gradients) {
+  // The fused forward records the recomputing backward kernel: its gradients
+  // equal the float64 math path's (autograd through matmul and softmax).
+  Tensor q = values({2, 37, 8}, -1, 1, 180), k = values({2, 140, 8}, -1, 1, 181), v = values({2, 140, 5}, -1, 1, 182);
+  Tensor fm = values({37, 140}, -1, 1, 183);
+  for (bool use_mask : {false, true}) {
+    std::vector<Tensor> in32 = {f32(q), f32(k), f32(v), f32(fm)}, in64 = {q, k, v, fm};
+    for (auto* in : {&in32, &in64})
+      for (Tensor& t : *in) t = t.detach().requires_grad_();
+    const Tensor up = values({2, 37, 5}, -1, 1, 184);
+    const Tensor y32 = graph::scaled_dot_product_attention(in32[0], in32[1], in32[2], use_mask ? in32[3] : Tensor());
+    const Tensor y64 = graph::scaled_dot_product_attention(in64[0], in64[1], in64[2], use_mask ? in64[3] : Tensor());
+    graph::autograd::backward(y32, f32(up), false);
+    graph::autograd::backward(y64, up, false);
+    for (size_t i = 0; i < (use_mask ? 4u : 3u); ++i) expect_close(in32[i].grad(), in64[i].grad(), 1e-4);
+  }
+}
+
 TEST(Attention, Errors) {
   Tensor q = graph::zeros({2, 3, 4}), k = graph::zeros({2, 5, 4}), v = graph::zeros({2, 5, 2});
   const std::string op = "scaled_dot_product_attention:";

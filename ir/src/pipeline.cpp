@@ -58,6 +58,7 @@ const std::vector<Pass>& all_passes() {
       {"const_fold", [](Graph& g, const PassContext&) { const_fold(g); }},
       {"cse", [](Graph& g, const PassContext&) { cse(g); }},
       {"dce", [](Graph& g, const PassContext&) { dce(g); }},
+      {"fuse_attention", [](Graph& g, const PassContext&) { fuse_attention(g); }},
       {"sink_slices", [](Graph& g, const PassContext&) { sink_slices(g); }},
       {"fuse_elementwise", [](Graph& g, const PassContext&) { fuse_elementwise(g); }},
       {"fuse_groups", [](Graph& g, const PassContext&) { fuse_groups(g); }},
@@ -82,13 +83,14 @@ std::vector<Pass> parse_pipeline(const std::string& names) {
 
 std::vector<Pass> default_pipeline() {
   return parse_pipeline(
-      "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types, sink_slices, "
-      "fuse_elementwise, fuse_groups");
+      "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types, fuse_attention, "
+      "sink_slices, fuse_elementwise, fuse_groups");
 }
 
 std::vector<Pass> gradient_pipeline() {
   return parse_pipeline(
-      "infer_types, simplify, const_fold, cse, dce, infer_types, sink_slices, fuse_elementwise, fuse_groups");
+      "infer_types, simplify, const_fold, cse, dce, infer_types, fuse_attention, sink_slices, fuse_elementwise, "
+      "fuse_groups");
 }
 
 void run_pipeline(Graph& g, const std::vector<Pass>& steps, const PipelineOptions& options, const Module* module) {

@@ -2,8 +2,9 @@
 // or random numbers (random.cpp): linear, layer_norm, embedding, cat, stack,
 // dropout, mse_loss, cross_entropy, scaled_dot_product_attention.
 //
-// stack, dropout, mse_loss, cross_entropy and sdpa are composites of
-// differentiable ops, so autograd needs nothing more. linear, layer_norm,
+// stack, dropout, mse_loss, cross_entropy and sdpa's math path are composites
+// of differentiable ops, so autograd needs nothing more. sdpa's fused float32
+// kernel (attention_cpu.cpp) records its backward kernel. linear, layer_norm,
 // embedding, cat and the target selection of cross_entropy (pick_targets)
 // record their own backward; the kernels the generated backward code calls
 // (graph/detail/backward_kernels.h) are here for layer_norm and embedding,
@@ -15,11 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "graph/autocast.h"
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
+#include "attention_cpu.h"
 #include "class_targets.h"
 #include "device.h"
 #include "graph/trace.h"
@@ -613,6 +616,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
 
 // ---- attention ---------------------------------------------------------------
 
+// float32 on the CPU without dropout takes the fused kernel (attention_cpu.h);
+// float64, 16-bit floats, CUDA, dropout and bf16 autocast the math path below.
+static bool use_fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask, double dropout_p) {
+  if (q.device() != Device::CPU || k.device() != Device::CPU || v.device() != Device::CPU) return false;
+  if (attn_mask.defined() && attn_mask.device() != Device::CPU) return false;
+  if (q.dtype() != kFloat32 || dropout_p != 0.0 || autocast_bf16()) return false;
+  return q.size(-2) > 0 && k.size(-2) > 0 && q.size(-1) > 0 && v.size(-1) > 0;
+}
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal) {
   if (detail::tracing())  // the op table has no dropout_p: with one, the trace fails naming it
@@ -653,6 +665,21 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                   shape_str(score_shape) + " (" + shapes + ")");
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const Shape batch(score_shape.begin(), score_shape.end() - 2);
+  if (use_fused_attention(q, k, v, attn_mask, dropout_p)) {
+    Tensor out = cpu::fused_attention(q, k, v, attn_mask, is_causal, scale, batch);
+    if (!autograd::needs_grad({&q, &k, &v, &attn_mask})) return out;
+    // The backward kernel recomputes the probabilities (backward_kernels.cpp).
+    const detail::GradMask mask = (q.requires_grad() ? 1u : 0u) | (k.requires_grad() ? 2u : 0u) |
+                                  (v.requires_grad() ? 4u : 0u) |
+                                  (attn_mask.defined() && attn_mask.requires_grad() ? 8u : 0u);
+    autograd::record("scaled_dot_product_attention", out, {q, k, v, attn_mask},
+                     [qs = q.detach(), ks = k.detach(), vs = v.detach(),
+                      ms = attn_mask.defined() ? attn_mask.detach() : Tensor(), is_causal, mask](const Tensor& g) {
+                       return detail::scaled_dot_product_attention_backward(g, qs, ks, vs, ms, is_causal, mask);
+                     });
+    return out;
+  }
   Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
   if (is_causal) {
     Tensor causal = empty({L, S}, kBool);  // top-left aligned, as PyTorch's tril

@@ -124,6 +124,19 @@ TEST_F(StaticGraph, RnnIfKeepsBothBranchesAsBlocks) {
       << "else returns h2h unchanged";
 }
 
+TEST_F(StaticGraph, WrittenOutAttentionBecomesTheFusedOp) {
+  Tensor q = pattern({2, 5, 48}, 0.37f, -0.2f), k = pattern({2, 7, 48}, 0.21f, 0.3f);
+  Tensor v = pattern({2, 7, 24}, 0.13f, -0.5f), m = pattern({35}, 0.9f, 0.1f);
+  // Eager runs the chain as written: the reference for the fused op.
+  static_vs_eager("_ZN3e2e6attendEN5graph6TensorES1_S1_S1_", [&] { return e2e::attend(q, k, v, m); });
+  auto opt = generated_graph("attend", ".opt.graph");
+  const graph::ir::Node* n = find_node(*opt, "scaled_dot_product_attention");
+  ASSERT_NE(n, nullptr) << graph::ir::print(*opt);
+  const graph::ir::Node* mask = n->input(3)->producer();
+  EXPECT_TRUE(!mask || mask->op() != "undefined") << "the added mask is the op's attn_mask";
+  EXPECT_EQ(find_node(*opt, "softmax"), nullptr) << graph::ir::print(*opt);
+}
+
 TEST_F(StaticGraph, EightOpChainIsOneLoop) {
   Tensor x = pattern({3, 4}, 0.3f, -0.6f), y = pattern({4}, -0.7f, 0.2f);
   static_vs_eager("_ZN3e2e6chain8EN5graph6TensorES1_", [&] { return e2e::chain8(x, y); });

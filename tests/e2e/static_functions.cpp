@@ -34,6 +34,17 @@ Tensor G_W1, G_W2, G_b;
   return tanh(h2h);
 }
 
+// Attention written out, heads split by views: the pipeline's fuse_attention
+// makes it one scaled_dot_product_attention (the shapes are static, so the
+// scale 0.25 is checked against 1/sqrt(16)).
+[[graph::static]] Tensor attend(Tensor q, Tensor k, Tensor v, Tensor mask) {
+  Tensor q4 = q.reshape({2, 5, 3, 16}).transpose(1, 2);
+  Tensor k4 = k.reshape({2, 7, 3, 16}).transpose(1, 2);
+  Tensor v4 = v.reshape({2, 7, 3, 8}).transpose(1, 2);
+  Tensor probs = softmax(matmul(q4, k4.transpose(2, 3)) * 0.25f + mask.reshape({5, 7}), 3);
+  return matmul(probs, v4);
+}
+
 // Eight elementwise ops with broadcasting: one fused loop.
 [[graph::static]] Tensor chain8(Tensor x, Tensor y) {
   Tensor t = x + y;

@@ -15,6 +15,7 @@ Tensor seed_model(Tensor X, int flag, Tensor W1, Tensor W2, Tensor b);
 Tensor seed_model_globals(Tensor X, int flag);
 Tensor rnn_step(Tensor x, Tensor prev_h, Tensor W_h, Tensor w_x);
 Tensor chain8(Tensor x, Tensor y);
+Tensor attend(Tensor q, Tensor k, Tensor v, Tensor mask);
 Tensor for_loop(Tensor x, int n);
 Tensor while_loop(Tensor x);
 Tensor if_scalar(Tensor x, bool flag);

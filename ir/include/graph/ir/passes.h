@@ -144,6 +144,16 @@ void cse(Graph& g);
 // Postcondition: `g` verifies.
 void dce(Graph& g);
 
+// Attention written out as ops becomes the fused op (fuse_attention.cpp):
+// matmul(softmax(matmul(q, transpose(k, -2, -1)) * c [+ mask], -1), v) ->
+// scaled_dot_product_attention(q, k, v, mask or undefined()), when c (or
+// `/ c`) is the op's scale 1/sqrt(E) up to float rounding, every
+// intermediate value has the next node as its only user and is returned by
+// no block, and q, k, v are float32 or float64 of known rank >= 2.
+// Precondition: `g` verifies and has run infer_types; run it before
+// fuse_elementwise. Postcondition: `g` verifies.
+void fuse_attention(Graph& g);
+
 // Algebraic simplification.
 //
 // Precondition: `g` verifies (run infer_types first: rewrites that depend on

@@ -41,7 +41,7 @@ struct PipelineOptions {
 };
 
 // inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types,
-// sink_slices, fuse_elementwise, fuse_groups: the order the plugin and
+// fuse_attention, sink_slices, fuse_elementwise, fuse_groups: the order the plugin and
 // graph-codegen use. Types are inferred first because simplify only rewrites
 // where it can prove the dtype and shape unchanged, and again after the
 // cleanups so sink_slices and fusion see the final types; sink_slices comes
@@ -49,7 +49,7 @@ struct PipelineOptions {
 // the slices' users.
 std::vector<Pass> default_pipeline();
 
-// infer_types, simplify, const_fold, cse, dce, infer_types, sink_slices,
+// infer_types, simplify, const_fold, cse, dce, infer_types, fuse_attention, sink_slices,
 // fuse_elementwise, fuse_groups: what each half of a differentiated graph runs (codegen/grad.h),
 // so the backward's elementwise chains, reductions and epilogues fuse as the
 // forward's do.
