@@ -231,6 +231,30 @@ void training() {
     c10::NoGradGuard no_grad;
     for (at::Tensor* t : params) t->sub_(t->grad(), 0.01);
   });
+  // SGD with momentum 0.9, as torch.optim.SGD's single-tensor path: the
+  // buffer is the gradient on the first step, then buf = 0.9 buf + grad.
+  add("mlp_train_fullstep_b64", [] {
+    static const at::Tensor x = mlp_input(), labels = (at::rand({64}) * 10).to(at::kLong);
+    static MlpParams p = [] {
+      MlpParams q = mlp_params();
+      for (at::Tensor* t : {&q.w1, &q.b1, &q.w2, &q.b2, &q.w3, &q.b3}) *t = t->clone().requires_grad_();
+      return q;
+    }();
+    static at::Tensor buf[6];
+    at::Tensor* params[] = {&p.w1, &p.b1, &p.w2, &p.b2, &p.w3, &p.b3};
+    for (at::Tensor* t : params) t->mutable_grad() = at::Tensor();
+    at::Tensor loss = at::cross_entropy_loss(mlp_logits(x, p), labels);
+    loss.backward();
+    c10::NoGradGuard no_grad;
+    for (int i = 0; i < 6; ++i) {
+      const at::Tensor& g = params[i]->grad();
+      if (!buf[i].defined())
+        buf[i] = g.clone();
+      else
+        buf[i].mul_(0.9).add_(g);
+      params[i]->sub_(buf[i], 0.01);
+    }
+  });
 }
 
 }  // namespace

@@ -66,6 +66,16 @@ using namespace graph;
   return loss;
 }
 
+[[graph::static]] Tensor MlpStep::full_step(Tensor x, Tensor labels) {
+  opt->zero_grad();
+  Tensor h = relu(linear(x, w1, b1));
+  h = relu(linear(h, w2, b2));
+  Tensor loss = cross_entropy(linear(h, w3, b3), labels);
+  loss.backward();
+  opt->step();
+  return loss;
+}
+
 [[graph::static]] Tensor transformer(Tensor x, Tensor ln1_w, Tensor ln1_b, Tensor wq, Tensor bq, Tensor wk, Tensor bk,
                                      Tensor wv, Tensor bv, Tensor wo, Tensor bo, Tensor ln2_w, Tensor ln2_b, Tensor w1,
                                      Tensor b1, Tensor w2, Tensor b2) {

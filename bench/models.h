@@ -4,6 +4,7 @@
 // a call runs the compiled graph, and under graph::set_mode(Mode::Eager) the
 // very same body op by op, so the eager and static columns run one source.
 #include <graph/graph.h>
+#include <graph/optim.h>
 
 namespace bench {
 using graph::Tensor;
@@ -41,6 +42,9 @@ Tensor mlp_loss(Tensor x, Tensor labels, Tensor w1, Tensor b1, Tensor w2, Tensor
 struct MlpStep {
   Tensor w1, b1, w2, b2, w3, b3;
   Tensor loss_backward(Tensor x, Tensor labels);
+  // The whole step in one graph: opt->zero_grad(), loss, backward, opt->step().
+  graph::optim::SGD* opt = nullptr;
+  Tensor full_step(Tensor x, Tensor labels);
 };
 
 // Pre-norm Transformer encoder block, as tests/ir_graphs/transformer_block.graph:

@@ -143,6 +143,18 @@ void training() {
   };
   static WholeStep whole(Model::trainable(mlp_inputs()));
   add_cxxgraph("mlp_train_whole_step_b64", [] { whole.step(); });
+  // The whole SGD step with momentum 0.9 in one graph (MlpStep::full_step:
+  // zero_grad, forward, backward and the optimizer's update).
+  struct FullStep {
+    MlpStep net;
+    graph::optim::SGD opt;
+    explicit FullStep(const std::vector<Tensor>& p)
+        : net{p[0], p[1], p[2], p[3], p[4], p[5]}, opt(p, graph::optim::SGDOptions(0.01).momentum(0.9)) {
+      net.opt = &opt;
+    }
+  };
+  static FullStep full(Model::trainable(mlp_inputs()));
+  add_cxxgraph("mlp_train_fullstep_b64", [] { full.net.full_step(mlp_inputs().x, mlp_inputs().labels); });
 }
 
 }  // namespace

@@ -116,6 +116,7 @@ void register_references() {
   const char* none = "no hand-written version: the reference is LibTorch";
   for (const char* w : {"op64_add", "op64_relu", "op64_tanh", "op64_sum", "op64_softmax", "op_matmul_8x8",
                         "lstm_h64_100steps", "mlp_infer_b64", "mlp_train_step_b64", "mlp_train_whole_step_b64",
+                        "mlp_train_fullstep_b64",
                         "transformer_b8_s64_d256",
                         "lenet_b64"})
     add_na(w, "reference", none);

@@ -124,7 +124,7 @@ TEST(Plugin, TrainStepBackwardLowersOrWarnsAtItsLine) {
   Result r = generate("train_steps.cpp", out);
   EXPECT_EQ(r.status, 0) << r.output;
   auto expected = markers(read(fs::path(CXXGRAPH_CASES) / "train_steps.cpp"));
-  ASSERT_EQ(expected.size(), 4u);
+  ASSERT_EQ(expected.size(), 7u);
   for (const Expected& e : expected) {
     std::string where = "train_steps.cpp:" + std::to_string(e.line) + ":" + std::to_string(e.col) + ": warning: ";
     auto at = r.output.find(where);
@@ -141,6 +141,13 @@ TEST(Plugin, TrainStepBackwardLowersOrWarnsAtItsLine) {
   EXPECT_NE(lowered.find("backward_loss(%loss, %weight, %bias)"), std::string::npos) << lowered;
   EXPECT_NE(optimized.find("set_grads{params=2}"), std::string::npos) << optimized;
   EXPECT_NE(optimized.find("linear_backward"), std::string::npos) << optimized;
+  // zero_grad() and step() in the graph: a guard first, the gradients fed to the step.
+  std::string whole = read(out / "whole.graph"), whole_opt = read(out / "whole.opt.graph");
+  EXPECT_EQ(whole.find("  optimizer_guard(%opt)"), whole.find("{\n") + 2) << whole;
+  EXPECT_NE(whole.find("optimizer_zero_grad(%opt)"), std::string::npos) << whole;
+  EXPECT_NE(whole.find("optimizer_step{params=0}(%opt)"), std::string::npos) << whole;
+  EXPECT_NE(whole_opt.find("optimizer_step{params=2}(%opt, %weight, %bias, "), std::string::npos) << whole_opt;
+  EXPECT_FALSE(fs::exists(out / "whole.region0.graph"));
   // backward() in an if and without parameters run eagerly between static regions.
   EXPECT_TRUE(fs::exists(out / "in_if.region0.graph"));
   EXPECT_TRUE(fs::exists(out / "no_parameters.region0.graph"));

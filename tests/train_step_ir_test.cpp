@@ -178,5 +178,95 @@ TEST(TrainStepIr, VerifierChecksSetGrads) {
   EXPECT_NE(all.find("params"), std::string::npos) << all;
 }
 
+// zero_grad(); loss; backward(); step(); step() as the plugin lowers them.
+const char* kOptStep = R"(graph step(%x : f32[8, 4], %y : i64[8], %w : f32[3, 4], %b : f32[3], %opt : int) {
+  optimizer_guard(%opt) @"t.cpp":2:8
+  optimizer_zero_grad(%opt) @"t.cpp":2:8
+  %h : f32 = linear(%x, %w, %b) @"t.cpp":3:5
+  %r : f32 = relu(%h) @"t.cpp":3:5
+  %loss : f32 = cross_entropy(%r, %y) @"t.cpp":4:5
+  backward_loss(%loss, %w, %b) @"t.cpp":5:8
+  optimizer_step{params=0}(%opt) @"t.cpp":6:8
+  optimizer_step{params=0}(%opt) @"t.cpp":7:8
+  return (%loss)
+})";
+
+size_t position(const Graph& g, const Node* n) {
+  size_t i = 0;
+  for (const auto& m : g.top()->nodes()) {
+    if (m.get() == n) return i;
+    ++i;
+  }
+  return i;
+}
+
+bool reads(const Node* n, const Value* v) {
+  bool r = false;
+  for (const Value* in : n->inputs()) r = r || in == v;
+  for (const auto& b : n->blocks())
+    for (const auto& m : b->nodes()) r = r || reads(m.get(), v);
+  return r;
+}
+
+TEST(TrainStepIr, OptimizerEffectsKeepProgramOrderAndGetTheGradients) {
+  auto g = parse(kOptStep);
+  ASSERT_TRUE(verify(*g).empty()) << verify(*g).front();
+  EXPECT_TRUE(is_train_step(*g));
+  CompiledGraphs c = compile(*g);
+  const Graph& o = *c.optimized;
+  ASSERT_TRUE(verify(o).empty()) << print(o);
+  // Neither CSE nor DCE touched the effects: one guard, one zero_grad, two steps.
+  EXPECT_EQ(count(o, OpId::optimizer_guard), 1u) << print(o);
+  EXPECT_EQ(count(o, OpId::optimizer_zero_grad), 1u) << print(o);
+  ASSERT_EQ(count(o, OpId::optimizer_step), 2u) << print(o);
+  const Node* s = find(o, OpId::set_grads);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(position(o, find(o, OpId::optimizer_guard)), 0u) << print(o);
+  EXPECT_EQ(position(o, find(o, OpId::optimizer_zero_grad)), 1u) << print(o);
+  const Value* w = o.inputs()[2].get();
+  const Value* b = o.inputs()[3].get();
+  size_t last_read = 0;  // of a parameter, by anything but an effect
+  for (const auto& n : o.top()->nodes())
+    if (!n->is(OpId::optimizer_step) && !n->is(OpId::set_grads) && (reads(n.get(), w) || reads(n.get(), b)))
+      last_read = std::max(last_read, position(o, n.get()));
+  for (const auto& n : o.top()->nodes()) {
+    if (!n->is(OpId::optimizer_step)) continue;
+    // After set_grads and after every read of the old parameter values.
+    EXPECT_GT(position(o, n.get()), position(o, s)) << print(o);
+    EXPECT_GT(position(o, n.get()), last_read) << print(o);
+    // The gradients are set_grads's values (no .grad round trip).
+    ASSERT_EQ(n->i("params"), 2) << print(o);
+    ASSERT_EQ(n->inputs().size(), 5u);
+    EXPECT_EQ(n->input(1), w);
+    EXPECT_EQ(n->input(2), b);
+    EXPECT_EQ(n->input(3), s->input(2));
+    EXPECT_EQ(n->input(4), s->input(3));
+  }
+  // Never captured into a CUDA graph: a replay would not step the optimizer.
+  EXPECT_FALSE(c.cuda_graph_blocker.empty());
+}
+
+TEST(TrainStepIr, StepWithoutZeroGradReadsGradLikeEager) {
+  // Without zero_grad() first, .grad may hold older gradients: the step reads it.
+  std::string text = kOptStep;
+  text.erase(text.find("  optimizer_zero_grad"), text.find("  %h") - text.find("  optimizer_zero_grad"));
+  CompiledGraphs c = compile(*parse(text));
+  walk(c.optimized->top(), [&](const Node* n) {
+    if (n->is(OpId::optimizer_step)) EXPECT_EQ(n->i("params"), 0) << print(*c.optimized);
+  });
+}
+
+TEST(TrainStepIr, OptimizerOpsAreCheckedByTheVerifier) {
+  auto g = parse(R"(graph f(%x : f32, %opt : int) {
+  optimizer_step{params=1}(%opt, %x) @"t.cpp":2:8
+  optimizer_zero_grad(%x) @"t.cpp":3:8
+  return (%x)
+})");
+  const auto errors = verify(*g);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("optimizer_step needs 'params'"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("input 0 must be the optimizer's handle"), std::string::npos) << errors[1];
+}
+
 }  // namespace
 }  // namespace graph::ir

@@ -351,6 +351,11 @@ bool Emitter::primitive(const ir::Node* n) {
                                    ", " + in(3) + ")") +
          ";");
   else if (op == OpId::set_grads) train_step_effect(n);
+  else if (op == OpId::optimizer_guard)  // first in the graph: before any effect
+    line("if (!::graph::detail::optimizer_guard(" + in(0) + ", why)) return false;");
+  else if (op == OpId::optimizer_zero_grad)
+    line(at_source(n, "zero_grad", "::graph::detail::optimizer_zero_grad(" + in(0) + ")") + ";");
+  else if (op == OpId::optimizer_step) optimizer_step(n);
   else if (op == OpId::backward_loss)
     throw Error("codegen: backward_loss must be expanded by ir::compile (expand_backward) before codegen");
   else return false;
@@ -368,6 +373,20 @@ void Emitter::train_step_effect(const ir::Node* n) {
   };
   line(at_source(n, "backward", "::graph::detail::set_grads(" + list(0, np) + ", " + list(np, 2 * np) + ", " +
                                     list(2 * np, n->inputs().size()) + ")") +
+       ";");
+}
+
+// opt.step() in a static train step: the optimizer's own update, with the
+// graph's gradients (ops.def: optimizer_step).
+void Emitter::optimizer_step(const ir::Node* n) {
+  const size_t np = static_cast<size_t>(n->i("params"));
+  auto list = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
+    return "{" + s + "}";
+  };
+  line(at_source(n, "step", "::graph::detail::optimizer_step(" + operand(n->input(0)) + ", " + list(1, 1 + np) + ", " +
+                                list(1 + np, 1 + 2 * np) + ")") +
        ";");
 }
 

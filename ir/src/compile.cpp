@@ -68,7 +68,8 @@ GradientGraphs gradient_graphs(const Graph& lowered) {
 
 bool is_train_step(const Graph& g) {
   bool found = false;
-  walk(g.top(), [&](const Node* n) { found = found || n->is(OpId::backward_loss) || n->is(OpId::set_grads); });
+  walk(g.top(), [&](const Node* n) { found = found || n->is(OpId::backward_loss) || n->is(OpId::set_grads) || n->is(OpId::optimizer_guard);
+  });
   return found;
 }
 

@@ -44,9 +44,9 @@ const std::vector<size_t>& OutputReach::of(const Value* v) const {
 }
 
 std::vector<size_t> OutputReach::of_node(const Node* n) const {
-  // An effect (assign) is wanted whatever the caller wants: it and what it
-  // reads always run.
-  if (n->is(OpId::assign)) {
+  // An effect (assign, set_grads, the optimizer's) is wanted whatever the
+  // caller wants: it and what it reads always run.
+  if (n->is(OpId::assign) || (n->info() && n->info()->has(op_trait::Effectful) && !n->is(OpId::call))) {
     std::vector<size_t> all(num_outputs_);
     for (size_t k = 0; k < num_outputs_; ++k) all[k] = k;
     return all;

@@ -56,6 +56,9 @@ class Verifier {
       case OpId::call: return call(n);
       case OpId::backward_loss:
       case OpId::set_grads: return train_step(n);
+      case OpId::optimizer_guard:
+      case OpId::optimizer_zero_grad:
+      case OpId::optimizer_step: return optimizer(n);
       default: break;
     }
     if (n->info() && n->info()->primitive()) return primitive(n);  // undefined, list_*, value primitives
@@ -176,6 +179,24 @@ class Verifier {
     const auto* k = n->has_attr("params") ? std::get_if<int64_t>(&n->attrs().at("params")) : nullptr;
     if (!k || *k < 0 || static_cast<size_t>(2 * *k) > n->inputs().size())
       error(n, "attrs", "set_grads needs 'params', the number of parameters (then as many gradients)");
+  }
+
+  // The optimizer's effects (ops.def): input 0 the optimizer's int handle;
+  // optimizer_step{params}(opt, params..., grads...). No outputs, top block.
+  void optimizer(const Node* n) {
+    if (!n->blocks().empty() || n->num_outputs() != 0) return error(n, "op", "has no outputs and no blocks");
+    if (n->owner() && n->owner()->owner()) error(n, "op", "must be in the graph's top block, not in an If or Loop");
+    if (n->inputs().empty() || n->input(0)->type().kind != Type::Kind::Int)
+      return error(n, "types", "input 0 must be the optimizer's handle, an int");
+    if (!n->is(OpId::optimizer_step)) {
+      if (n->inputs().size() != 1) error(n, "op", "expects the optimizer's handle only");
+      return;
+    }
+    const auto* k = n->has_attr("params") ? std::get_if<int64_t>(&n->attrs().at("params")) : nullptr;
+    if (!k || *k < 0 || static_cast<size_t>(1 + 2 * *k) != n->inputs().size())
+      return error(n, "attrs", "optimizer_step needs 'params', the number of parameters (then as many gradients)");
+    for (size_t i = 1; i < n->inputs().size(); ++i)
+      if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
   }
 
   // undefined() -> Tensor; list_new() -> list; list_append(list, Tensor) ->

@@ -177,6 +177,9 @@ auto FunctionLowering::member(const MemberExpr* m) -> ir::Value* {
   if (!t || f->getType()->isReferenceType())
     unsupported(at, "the member " + quote(f->getName()) + " has type " + type_name(f->getType()) +
                         ", which a static graph cannot read; " + kAcceptedTypes);
+  if (stepped_ && t->is_tensor())
+    unsupported(at, "the member " + quote(f->getName()) + " is read after the optimizer's step() in the graph, "
+                    "which updates the parameters in place; read it before the step or after the call");
   std::string path = field(m);
   if (ir::Value* v = member_state(path)) return v;  // updated in place earlier (State.cpp)
   if (auto it = members_.find(path); it != members_.end()) return it->second;

@@ -443,6 +443,7 @@ class FunctionLowering {
   // `loss.backward()` in a static train step (Training.cpp): true when `e`
   // is one and became a backward_loss node; unsupported() where it cannot.
   bool training_statement(const Expr* e);
+  void optimizer_statement(const CXXMemberCallExpr* m, const char* what);
 
   static const char* compound_op(OverloadedOperatorKind k);
 
@@ -565,6 +566,7 @@ class FunctionLowering {
   Frame* frame_ = nullptr;
   std::vector<Frame*> frames_;  // the annotated function, then the callees being inlined
   int depth_ = 0;  // of block_: 0 for the graph's own block
+  bool stepped_ = false;  // an optimizer's step() was lowered: member tensors are stale
 
   // ---- module state (State.cpp) ----
   // A member tensor updated in place: its path (the prologue's spelling), its

@@ -3,6 +3,11 @@
 // for both, reading the same signature table), and what a failing guard says.
 #include "graph/detail/generated_support.h"
 #include "graph/autograd.h"
+#include "graph/optim.h"
+
+#include <mutex>
+#include <typeinfo>
+#include <unordered_set>
 
 namespace graph::detail {
 namespace {
@@ -126,6 +131,95 @@ void assign(const Tensor& dst, const Tensor& value) {
   NoGradGuard no_grad;  // a buffer update, as eager in-place ops under no_grad: not on the tape
   Tensor d = dst;
   d.copy_(value);  // bumps the version
+}
+
+}  // namespace graph::detail
+
+// ---- the optimizer in a static train step -----------------------------------
+namespace graph::detail {
+
+struct OptimizerAccess {
+  static void step_with(optim::Optimizer& o, const std::vector<Tensor>& grads) { o.step_with(grads); }
+};
+
+namespace {
+
+std::mutex& optimizers_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::unordered_set<const optim::Optimizer*>& live_optimizers() {
+  static std::unordered_set<const optim::Optimizer*> live;
+  return live;
+}
+
+// The optimizer behind a handle the guard accepted.
+optim::Optimizer& optimizer_of(int64_t opt) {
+  {
+    std::lock_guard<std::mutex> lock(optimizers_mutex());
+    if (opt != 0 && live_optimizers().count(reinterpret_cast<const optim::Optimizer*>(opt)))
+      return *reinterpret_cast<optim::Optimizer*>(opt);
+  }
+  throw Error("static train step: the optimizer is null or was destroyed");
+}
+
+// One tensor, not merely equal values: .grad lives in the autograd metadata.
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.storage() == b.storage() && a.storage_offset() == b.storage_offset() &&
+         a.sizes() == b.sizes() && a.strides() == b.strides() && a.autograd_meta() == b.autograd_meta();
+}
+
+}  // namespace
+
+void register_optimizer(const optim::Optimizer* opt, bool alive) {
+  std::lock_guard<std::mutex> lock(optimizers_mutex());
+  if (alive)
+    live_optimizers().insert(opt);
+  else
+    live_optimizers().erase(opt);
+}
+
+int64_t optimizer_handle(const optim::Optimizer* opt) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(opt)); }
+
+bool optimizer_guard(int64_t opt, std::string* why) {
+  const optim::Optimizer* o = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(optimizers_mutex());
+    if (opt != 0 && live_optimizers().count(reinterpret_cast<const optim::Optimizer*>(opt)))
+      o = reinterpret_cast<const optim::Optimizer*>(opt);
+  }
+  if (!o) return guard_fail(why, "the optimizer is null or was destroyed");
+  // Exactly SGD or Adam: a subclass may override step(), which the graph would not call.
+  const std::type_info& t = typeid(*o);
+  if (t != typeid(optim::SGD) && t != typeid(optim::Adam))
+    return guard_fail(why, "the optimizer is not exactly graph::optim::SGD or graph::optim::Adam, whose step() the "
+                           "graph runs");
+  return true;
+}
+
+void optimizer_zero_grad(int64_t opt) { optimizer_of(opt).zero_grad(); }
+
+void optimizer_step(int64_t opt, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
+  optim::Optimizer& o = optimizer_of(opt);
+  if (params.size() != grads.size())
+    throw Error("optimizer_step: " + std::to_string(params.size()) + " parameters, " + std::to_string(grads.size()) +
+                " gradients");
+  // Each optimizer parameter's gradient: the graph's value when the graph
+  // differentiated it (and it requires grad, as set_grads writes only
+  // then), else its .grad, as eager step() reads it.
+  std::vector<Tensor> g;
+  g.reserve(o.parameters().size());
+  for (const Tensor& p : o.parameters()) {
+    Tensor gi = p.defined() ? p.grad() : Tensor();
+    for (size_t k = 0; k < params.size(); ++k)
+      if (same_tensor(p, params[k])) {
+        gi = p.requires_grad() ? grads[k] : Tensor();
+        break;
+      }
+    g.push_back(std::move(gi));
+  }
+  OptimizerAccess::step_with(o, g);
 }
 
 }  // namespace graph::detail

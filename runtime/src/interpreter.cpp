@@ -330,6 +330,8 @@ class Run {
       }
       if (n->info() && n->info()->kind == OpKind::List) return list(n);
       if (op == OpId::set_grads) return set_grads(n);
+      if (op == OpId::optimizer_guard || op == OpId::optimizer_zero_grad || op == OpId::optimizer_step)
+        return optimizer(n);
       if (op == OpId::backward_loss)
         throw Error("backward_loss: ir::compile expands it (expand_backward) before a graph runs");
       if (ir::is_value_primitive(op)) return value_primitive(n);
@@ -461,6 +463,27 @@ class Run {
       (i < np ? params : i < 2 * np ? grads : data).push_back(*t);
     }
     detail::set_grads(params, grads, data);
+  }
+
+  // The optimizer's effects, as the generated code calls them. The guard
+  // already passed before the run (static.cpp's interpret): failing here is
+  // an error, not a fallback, since effects may have run.
+  void optimizer(const ir::Node* n) {
+    const int64_t opt = as_int(n, at(n->input(0)), "the optimizer's handle");
+    if (n->is(OpId::optimizer_guard)) {
+      std::string why;
+      if (!detail::optimizer_guard(opt, &why)) throw Error("optimizer_guard: " + why);
+      return;
+    }
+    if (n->is(OpId::optimizer_zero_grad)) return detail::optimizer_zero_grad(opt);
+    const size_t np = static_cast<size_t>(n->i("params"));
+    std::vector<Tensor> params, grads;
+    for (size_t i = 1; i < n->inputs().size(); ++i) {
+      const auto* t = std::get_if<Tensor>(&at(n->input(i)));
+      if (!t) throw Error("optimizer_step: input " + std::to_string(i) + " must be a tensor");
+      (i <= np ? params : grads).push_back(*t);
+    }
+    detail::optimizer_step(opt, params, grads);
   }
 
   // Tensor metadata and host ints (ir.h), as the generated code computes them.

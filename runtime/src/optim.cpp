@@ -11,6 +11,7 @@
 
 #include "device.h"
 #include "graph/autograd.h"
+#include "graph/detail/generated_support.h"
 #include "graph/error.h"
 #include "graph/ops.h"
 #include "graph/parallel.h"
@@ -48,8 +49,7 @@ struct Target {
   }
 };
 
-Tensor gradient_of(const char* opt, size_t i, const Tensor& p) {
-  Tensor g = p.grad();
+Tensor gradient_of(const char* opt, size_t i, const Tensor& p, Tensor g) {
   if (!g.defined()) return g;
   if (g.sizes() != p.sizes())
     throw Error(std::string(opt) + ": gradient of parameter " + std::to_string(i) + " has shape " +
@@ -142,7 +142,22 @@ void check_device_grad(const char* opt, size_t i, const Tensor& g) {
 
 }  // namespace
 
-Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {}
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+  ::graph::detail::register_optimizer(this, true);
+}
+
+Optimizer::~Optimizer() { ::graph::detail::register_optimizer(this, false); }
+
+void Optimizer::step_with(const std::vector<Tensor>&) {
+  throw Error("this optimizer cannot take its gradients from a static train step (only SGD and Adam do)");
+}
+
+std::vector<Tensor> Optimizer::current_grads() const {
+  std::vector<Tensor> g;
+  g.reserve(params_.size());
+  for (const Tensor& p : params_) g.push_back(p.defined() ? p.grad() : Tensor());
+  return g;
+}
 
 void Optimizer::zero_grad() {
   for (Tensor& p : params_)
@@ -159,10 +174,15 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options)
   for (size_t i = 0; i < params_.size(); ++i) check_param("SGD", i, params_[i]);
 }
 
-void SGD::step() {
+void SGD::step() { step_with(current_grads()); }
+
+void SGD::step_with(const std::vector<Tensor>& grads) {
+  if (grads.size() != params_.size())
+    throw Error("SGD: " + std::to_string(grads.size()) + " gradients for " + std::to_string(params_.size()) +
+                " parameters");
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor g = gradient_of("SGD", i, params_[i]);
+    Tensor g = gradient_of("SGD", i, params_[i], grads[i]);
     if (!g.defined()) continue;
     Target t(params_[i]);
     bool first = false;
@@ -204,10 +224,15 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
   for (size_t i = 0; i < params_.size(); ++i) check_param("Adam", i, params_[i]);
 }
 
-void Adam::step() {
+void Adam::step() { step_with(current_grads()); }
+
+void Adam::step_with(const std::vector<Tensor>& grads) {
+  if (grads.size() != params_.size())
+    throw Error("Adam: " + std::to_string(grads.size()) + " gradients for " + std::to_string(params_.size()) +
+                " parameters");
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor g = gradient_of("Adam", i, params_[i]);
+    Tensor g = gradient_of("Adam", i, params_[i], grads[i]);
     if (!g.defined()) continue;
     Target t(params_[i]);
     const Shape& s = t.data.sizes();

@@ -148,7 +148,17 @@ bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
   // The generated function's own check, on the same signature table: both
   // modes accept the same calls and explain a refused one alike.
   if (!check_inputs(g.signature, g.num_inputs, in, n_in, why)) return false;
-  std::vector<IValue> results = graph::run(parsed(g), std::vector<IValue>(in, in + n_in));
+  const ir::Graph& ir = parsed(g);
+  // A train step's optimizer guards (inputs only), before any effect runs.
+  for (const auto& n : ir.top()->nodes()) {
+    if (!n->is(OpId::optimizer_guard)) continue;
+    const ir::Value* h = n->input(0);
+    for (size_t i = 0; i < ir.inputs().size() && i < n_in; ++i)
+      if (ir.inputs()[i].get() == h && std::holds_alternative<int64_t>(in[i]) &&
+          !optimizer_guard(std::get<int64_t>(in[i]), why))
+        return false;
+  }
+  std::vector<IValue> results = graph::run(ir, std::vector<IValue>(in, in + n_in));
   std::move(results.begin(), results.end(), out);
   return true;
 }

@@ -28,4 +28,12 @@ MLPImpl::MLPImpl(int64_t in, int64_t hidden, int64_t out)
   return loss;
 }
 
+[[graph::static]] Tensor MLPImpl::step_in_if(Tensor x, Tensor y, bool do_step) {
+  opt->zero_grad();
+  Tensor loss = graph::cross_entropy(forward(x), y);
+  loss.backward();
+  if (do_step) opt->step();  // -Wgraph-fallback: runs eagerly, after the region holding backward()
+  return loss;
+}
+
 }  // namespace ts

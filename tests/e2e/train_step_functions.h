@@ -1,6 +1,6 @@
 // Static train steps (train_step_functions.cpp, lowered by the plugin): a
 // member function holding a loss, loss.backward() and, in `train_step`, the
-// optimizer's zero_grad() and step() (graph breaks: they run eagerly).
+// optimizer's zero_grad() and step() (in the same graph).
 #pragma once
 
 #include <graph/graph.h>
@@ -15,6 +15,8 @@ struct MLPImpl : graph::nn::Module {
   graph::Tensor loss_step(graph::Tensor x, graph::Tensor y);
   // The whole step: opt->zero_grad(), loss_step's body, opt->step().
   graph::Tensor train_step(graph::Tensor x, graph::Tensor y);
+  // The same with `if (do_step) opt->step();` (a graph break, warned).
+  graph::Tensor step_in_if(graph::Tensor x, graph::Tensor y, bool do_step);
   // mse_loss(forward(x), y) and its backward (float64 finite differences).
   graph::Tensor mse_step(graph::Tensor x, graph::Tensor y);
   graph::nn::Linear fc1, fc2;

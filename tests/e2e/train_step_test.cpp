@@ -120,11 +120,154 @@ TEST(TrainStep, AdamAmsgradMatchesEager) {
 }
 
 TEST(TrainStep, WholeStepWithOptimizerMatchesEager) {
-  // zero_grad() and step() run eagerly between the static regions (graph breaks).
+  // zero_grad() and step() in the graph (optimizer_zero_grad, optimizer_step).
   compare_training([](ts::MLP& m) {
     return std::make_unique<graph::optim::SGD>(m->parameters(),
                                                graph::optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
   }, true);
+}
+
+// The optimizer's state of a and b equal at the end (momentum buffers, Adam's
+// moments and step counts).
+void expect_same_state(graph::optim::Optimizer* a, graph::optim::Optimizer* b, float tol) {
+  ASSERT_EQ(a->parameters().size(), b->parameters().size());
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    SCOPED_TRACE("state of parameter " + std::to_string(i));
+    auto same = [&](const Tensor& x, const Tensor& y) {
+      ASSERT_EQ(x.defined(), y.defined());
+      if (x.defined()) e2e::expect_close(y, x, tol);
+    };
+    if (auto* sa = dynamic_cast<graph::optim::SGD*>(a)) {
+      auto* sb = dynamic_cast<graph::optim::SGD*>(b);
+      same(sa->momentum_buffer(i), sb->momentum_buffer(i));
+    } else {
+      auto* da = dynamic_cast<graph::optim::Adam*>(a);
+      auto* db = dynamic_cast<graph::optim::Adam*>(b);
+      EXPECT_EQ(da->step_count(i), db->step_count(i));
+      same(da->exp_avg(i), db->exp_avg(i));
+      same(da->exp_avg_sq(i), db->exp_avg_sq(i));
+      same(da->max_exp_avg_sq(i), db->max_exp_avg_sq(i));
+    }
+  }
+}
+
+// kSteps whole steps (zero_grad, loss, backward, step in ONE graph) on a
+// compiled and an eager copy: losses step by step, then parameters, .grad and
+// optimizer state; an lr change after step 1 on both.
+void compare_whole_steps(const std::function<std::unique_ptr<graph::optim::Optimizer>(ts::MLP&)>& make_opt,
+                         float tol = 1e-6f) {
+  const int kSteps = 6;
+  ts::MLP a = make_mlp(12, 16, 5), b = make_mlp(12, 16, 5);
+  auto opt_a = make_opt(a), opt_b = make_opt(b);
+  a->opt = opt_a.get();
+  b->opt = opt_b.get();
+  const Tensor x = e2e::pattern({8, 12}, 0.21f, -0.4f), y = targets(8, 5);
+  const uint64_t before = graph::detail::graph_calls("_ZN2ts7MLPImpl10train_stepEN5graph6TensorES2_");
+  for (const auto* g : graph::detail::registered_graphs())
+    EXPECT_EQ(std::string(g->mangled_name).find("train_stepEN5graph6TensorES2_.region"), std::string::npos)
+        << "train_step is split into regions: " << g->mangled_name;
+  for (int s = 0; s < kSteps; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    Tensor la = a->train_step(x, y), lb;
+    {
+      ModeScope eager(Mode::Eager);
+      lb = b->train_step(x, y);
+    }
+    EXPECT_NEAR(la.item<double>(), lb.item<double>(), tol * (1 + std::fabs(lb.item<double>())));
+    if (s == 1) halve_lr(opt_a.get()), halve_lr(opt_b.get());
+  }
+  EXPECT_EQ(graph::detail::graph_calls("_ZN2ts7MLPImpl10train_stepEN5graph6TensorES2_") - before,
+            uint64_t{kSteps});
+  expect_same_parameters(a, b, tol);
+  expect_same_state(opt_a.get(), opt_b.get(), tol);
+}
+
+TEST(TrainStep, WholeStepPlainSgd) {
+  compare_whole_steps([](ts::MLP& m) { return std::make_unique<graph::optim::SGD>(m->parameters(), 0.1); });
+}
+
+TEST(TrainStep, WholeStepSgdMomentumDampeningWeightDecay) {
+  compare_whole_steps([](ts::MLP& m) {
+    return std::make_unique<graph::optim::SGD>(
+        m->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(1e-2));
+  });
+}
+
+TEST(TrainStep, WholeStepSgdNesterovWeightDecay) {
+  compare_whole_steps([](ts::MLP& m) {
+    return std::make_unique<graph::optim::SGD>(
+        m->parameters(), graph::optim::SGDOptions(0.05).momentum(0.8).nesterov(true).weight_decay(1e-3));
+  });
+}
+
+TEST(TrainStep, WholeStepAdam) {
+  compare_whole_steps([](ts::MLP& m) {
+    return std::make_unique<graph::optim::Adam>(m->parameters(), graph::optim::AdamOptions(1e-2).betas({0.8, 0.99}));
+  });
+}
+
+TEST(TrainStep, WholeStepAdamAmsgradWeightDecay) {
+  compare_whole_steps([](ts::MLP& m) {
+    return std::make_unique<graph::optim::Adam>(
+        m->parameters(), graph::optim::AdamOptions(1e-2).weight_decay(1e-3).amsgrad(true));
+  });
+}
+
+TEST(TrainStep, WholeStepOptimizerOverHalfTheLayers) {
+  // The optimizer holds fc2 only: the graph maps its parameters onto the
+  // graph's own, fc1 keeps its values and gets its .grad, as eagerly.
+  compare_whole_steps([](ts::MLP& m) {
+    return std::make_unique<graph::optim::SGD>(m->fc2->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  });
+}
+
+// A subclass may override step(): the guard refuses it (the call runs its
+// eager body, explained with GRAPH_EXPLAIN=1), and the results are eager's.
+struct CountingSGD : graph::optim::SGD {
+  using SGD::SGD;
+  void step() override {
+    ++steps;
+    SGD::step();
+  }
+  int steps = 0;
+};
+
+TEST(TrainStep, OptimizerSubclassRunsEagerly) {
+  ts::MLP a = make_mlp(12, 16, 5), b = make_mlp(12, 16, 5);
+  CountingSGD opt_a(a->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  graph::optim::SGD opt_b(b->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  a->opt = &opt_a;
+  b->opt = &opt_b;
+  const Tensor x = e2e::pattern({8, 12}, 0.21f, -0.4f), y = targets(8, 5);
+  const uint64_t before = graph::detail::graph_calls("_ZN2ts7MLPImpl10train_stepEN5graph6TensorES2_");
+  for (int s = 0; s < 3; ++s) {
+    Tensor la = a->train_step(x, y);
+    ModeScope eager(Mode::Eager);
+    Tensor lb = b->train_step(x, y);
+    EXPECT_NEAR(la.item<double>(), lb.item<double>(), 1e-6 * (1 + std::fabs(lb.item<double>())));
+  }
+  EXPECT_EQ(opt_a.steps, 3);  // its own step() ran
+  EXPECT_EQ(graph::detail::graph_calls("_ZN2ts7MLPImpl10train_stepEN5graph6TensorES2_") - before, 0u);
+  expect_same_parameters(a, b, 1e-6f);
+}
+
+TEST(TrainStep, StepInsideAnIfRunsEagerly) {
+  ts::MLP a = make_mlp(12, 16, 5), b = make_mlp(12, 16, 5);
+  graph::optim::SGD opt_a(a->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  graph::optim::SGD opt_b(b->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  a->opt = &opt_a;
+  b->opt = &opt_b;
+  const Tensor x = e2e::pattern({8, 12}, 0.21f, -0.4f), y = targets(8, 5);
+  for (int s = 0; s < 4; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    Tensor la = a->step_in_if(x, y, s != 2);
+    ModeScope eager(Mode::Eager);
+    Tensor lb = b->step_in_if(x, y, s != 2);
+    EXPECT_NEAR(la.item<double>(), lb.item<double>(), 1e-6 * (1 + std::fabs(lb.item<double>())));
+  }
+  EXPECT_GT(calls_of("step_in_if"), 0u);
+  expect_same_parameters(a, b, 1e-6f);
+  expect_same_state(&opt_a, &opt_b, 1e-6f);
 }
 
 TEST(TrainStep, GradientsAccumulateLikeEager) {

@@ -44,6 +44,31 @@ void check_loss(const Node* b) {
     refuse(b, "grad can be implicitly created only for scalar outputs, and the loss is " + t.str());
 }
 
+bool optimizer_effect(const Node* n) {
+  return n->is(OpId::optimizer_guard) || n->is(OpId::optimizer_zero_grad) || n->is(OpId::optimizer_step);
+}
+
+// Each opt.step() after backward() gets the graph's gradients (`s` is the
+// set_grads) when the same optimizer's zero_grad() came before backward() and
+// none between: its parameters' .grad then holds exactly these values (the
+// runtime maps the optimizer's parameters onto these), so the update need
+// not read .grad back. Otherwise it reads .grad, as eager step() does.
+void feed_steps(Graph& g, const Node* s, const std::vector<Value*>& params, const std::vector<Value*>& grads) {
+  std::vector<Value*> cleared_before, cleared_after;  // optimizer handles
+  bool after = false;
+  auto has = [](const std::vector<Value*>& v, Value* x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  for (const auto& up : g.top()->nodes()) {
+    Node* n = up.get();
+    if (n == s) after = true;
+    if (n->is(OpId::optimizer_zero_grad)) (after ? cleared_after : cleared_before).push_back(n->input(0));
+    if (!after || !n->is(OpId::optimizer_step) || n->inputs().size() != 1) continue;
+    if (!has(cleared_before, n->input(0)) || has(cleared_after, n->input(0))) continue;
+    for (Value* p : params) n->add_input(p);
+    for (Value* d : grads) n->add_input(d);
+    n->attrs()["params"] = static_cast<int64_t>(params.size());
+  }
+}
+
 // (inputs...) -> (loss): the top-level nodes before `b`, copied.
 std::unique_ptr<Graph> prefix(const Graph& g, const Node* b) {
   auto p = std::make_unique<Graph>(g.name() + "_loss");
@@ -51,6 +76,7 @@ std::unique_ptr<Graph> prefix(const Graph& g, const Node* b) {
   for (const auto& in : g.inputs()) env[in.get()] = p->add_input(in->type(), in->name());
   for (const auto& n : g.top()->nodes()) {
     if (n.get() == b) break;
+    if (optimizer_effect(n.get())) continue;  // no values: nothing to differentiate
     detail::clone_node(n.get(), p->top(), nullptr, env);
   }
   auto it = env.find(b->input(0));
@@ -118,6 +144,9 @@ void expand(Graph& g, Node* b) {
   s->attrs()["params"] = static_cast<int64_t>(in_order.size());
   b->drop_inputs();
   g.top()->erase(b);
+  std::vector<Value*> grads;
+  for (size_t k = 0; k < in_order.size(); ++k) grads.push_back(s->input(in_order.size() + k));
+  feed_steps(g, s, in_order, grads);
 }
 
 }  // namespace

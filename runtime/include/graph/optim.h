@@ -20,12 +20,16 @@
 #include "graph/arg.h"
 #include "graph/tensor.h"
 
+namespace graph::detail {
+struct OptimizerAccess;  // a static train step's step() (generated_support.cpp)
+}  // namespace graph::detail
+
 namespace graph::optim {
 
 class Optimizer {
  public:
   explicit Optimizer(std::vector<Tensor> params);
-  virtual ~Optimizer() = default;
+  virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -35,6 +39,14 @@ class Optimizer {
   const std::vector<Tensor>& parameters() const { return params_; }
 
  protected:
+  friend struct ::graph::detail::OptimizerAccess;
+  // step() with parameter i's gradient grads[i] (undefined: skipped), which a
+  // static train step passes from its graph instead of .grad. SGD and Adam
+  // implement it; the default throws.
+  virtual void step_with(const std::vector<Tensor>& grads);
+  // Each parameter's .grad, as step() reads them.
+  std::vector<Tensor> current_grads() const;
+
   std::vector<Tensor> params_;
 };
 
@@ -59,6 +71,10 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
   SGDOptions& options() { return options_; }  // e.g. to change lr between steps
+  const Tensor& momentum_buffer(size_t i) const { return momentum_buffer_.at(i); }
+
+ protected:
+  void step_with(const std::vector<Tensor>& grads) override;
 
  private:
   SGDOptions options_;
@@ -87,6 +103,12 @@ class Adam : public Optimizer {
   void step() override;
   AdamOptions& options() { return options_; }
   int64_t step_count(size_t i) const { return steps_.at(i); }
+  const Tensor& exp_avg(size_t i) const { return exp_avg_.at(i); }
+  const Tensor& exp_avg_sq(size_t i) const { return exp_avg_sq_.at(i); }
+  const Tensor& max_exp_avg_sq(size_t i) const { return max_exp_avg_sq_.at(i); }
+
+ protected:
+  void step_with(const std::vector<Tensor>& grads) override;
 
  private:
   AdamOptions options_;

@@ -31,6 +31,9 @@ namespace graph {
 namespace autograd {
 class NoGradGuard;
 }
+namespace optim {
+class Optimizer;
+}
 
 // Static: the generated code; Eager: the function's own body; Interpret: the
 // graph the generated code was made from, run by the interpreter
@@ -43,6 +46,10 @@ void set_mode(Mode m);
 Mode mode();
 
 namespace detail {
+
+// A static train step's optimizer as the prologue passes it to the graph: an
+// int handle (generated_support.h: optimizer_guard checks it at each call).
+int64_t optimizer_handle(const optim::Optimizer* opt);
 
 // One input of a graph's call contract (ir/signature.h's InputSpec) as the
 // generated source writes it: a literal, so the signature is a constexpr

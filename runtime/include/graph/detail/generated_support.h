@@ -91,6 +91,21 @@ bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in
 // (undefined gradient), is left alone.
 void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& data);
 
+// ---- the optimizer in a static train step (ops.def: optimizer_*) ------------
+// The prologue reads the optimizer as a handle (static.h: optimizer_handle),
+// an int input read at every call, so a changed pointer is seen;
+// optimizer_guard refuses a handle that is null, destroyed, or not exactly an optim::SGD or optim::Adam (a subclass
+// may override step()): the call then runs its eager body, explained.
+bool optimizer_guard(int64_t opt, std::string* why);
+// opt.zero_grad(), in program order.
+void optimizer_zero_grad(int64_t opt);
+// opt.step(), with the gradient of each optimizer parameter that is one of
+// `params` taken from `grads` (the graph's values) and of any other from its
+// .grad, as eager step() reads it. With no params, every gradient is .grad.
+void optimizer_step(int64_t opt, const std::vector<Tensor>& params, const std::vector<Tensor>& grads);
+// The live optimizers (optim.cpp's constructor and destructor).
+void register_optimizer(const optim::Optimizer* opt, bool alive);
+
 // The count alone: a backward graph's inputs come from its forward.
 bool fail_num_inputs(size_t got, size_t want, std::string* why);
 inline bool guard_num_inputs(size_t got, size_t want, std::string* why) {
