@@ -2,11 +2,10 @@
 //
 //   graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]
 //
-// Parses every graph of the file (lowered IR, as the plugin writes it next
-// to the generated source), compiles each with ir::compile (compile.h: the
-// passes, the gradient graphs; GRAPH_DUMP_AFTER shows the IR after each pass)
-// and writes the CPU source that registers each graph and its gradient. The
-// plugin's generator does the same in process; this
+// Parses every graph of the file, runs the default pass pipeline (pipeline.h;
+// GRAPH_DUMP_AFTER shows the IR after each pass), verified after every pass,
+// and writes the CPU source that
+// registers each graph. The plugin's generator does the same in process; this
 // tool makes codegen testable and inspectable without Clang. --mangled names
 // the first graph's registry key (default: the graph's name); --hash is the
 // body hash for all of them (default "0"); --print-ir prints the optimized IR;
@@ -22,17 +21,16 @@
 #include "cli.h"
 #include "graph/codegen/cpp.h"
 #include "graph/error.h"
+#include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
-#include "graph/codegen/grad.h"
-#include "graph/ir/compile.h"
-#include "graph/ir/verifier.h"
+#include "graph/ir/pipeline.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: graph-codegen IN.graph OUT.cpp [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]
        graph-codegen -h|--help|--version
-  Compiles every graph of IN.graph (IR text) as the plugin does and writes the
-  C++ source that implements and registers them, with their gradients.
+  Runs the pass pipeline on every graph of IN.graph (IR text) and writes the
+  C++ source that implements and registers them.
   --mangled NAME  the first graph's registry key (default: its name)
   --hash H        the body hash every graph is registered with (default: 0)
   --print-ir      print the optimized IR on stdout
@@ -83,23 +81,16 @@ int main(int argc, char** argv) {
   text << in.rdbuf();
 
   try {
-    // Each graph goes through ir::compile, the one compile driver the plugin
-    // calls: the same passes, gradient graphs and train-step expansion.
-    const auto lowered = graph::ir::parse_all(text.str());
-    std::vector<graph::ir::CompiledGraphs> compiled;
-    compiled.reserve(lowered.size());
-    for (const auto& g : lowered) {
-      graph::ir::verify_or_throw(*g);
-      compiled.push_back(graph::ir::compile(*g));
-      graph::codegen::keep_printable_gradient(compiled.back().gradient);
-    }
+    auto graphs = graph::ir::parse_all(text.str());
+    graph::ir::PipelineOptions pipeline;
+    pipeline.verify = true;  // a tool for inspection: name the pass that broke a graph
+    graph::ir::run_pipeline(graphs, graph::ir::default_pipeline(), pipeline);
     std::vector<graph::codegen::GraphUnit> units;
-    for (size_t i = 0; i < compiled.size(); ++i) {
-      const graph::ir::CompiledGraphs& c = compiled[i];
-      const graph::ir::Graph& g = *c.optimized;
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      graph::ir::Graph& g = *graphs[i];
       if (print_ir) std::cout << graph::ir::print(g);
-      units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path), &c.gradient,
-                       c.cuda_graph_blocker});
+      units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path), nullptr,
+                       graph::ir::cuda_graph_blocker(g)});
     }
     const std::string source = graph::codegen::generate_cpu_source(units, in_path);
     std::ofstream out(out_path);
