@@ -100,4 +100,13 @@ Node* rebuild(Node* n, const Keep& keep) {
   return c;
 }
 
+std::optional<double> constant_number(const Value* v) {
+  const Node* p = v->producer();
+  if (!p || !p->is(OpId::constant)) return std::nullopt;
+  const AttrValue& a = p->attrs().at("value");
+  if (auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&a)) return *d;
+  return std::nullopt;  // bools are not arithmetic identities
+}
+
 }  // namespace graph::ir::detail

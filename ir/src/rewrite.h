@@ -1,8 +1,9 @@
 #pragma once
 // Private to ir/: small graph surgery shared by the passes (inline_calls,
-// const_fold, dce). The IR's own mutators (ir.h) append, insert and erase
+// const_fold, dce, simplify, fuse_attention). The IR's own mutators (ir.h) append, insert and erase
 // single nodes; these compose them for the moves the passes need while
 // keeping every Value's users list exact.
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +22,10 @@ void erase_node(Node* n);
 // mapped through `env` (unmapped inputs are kept), nested blocks copied
 // recursively. Every output and block parameter of the copy is added to `env`.
 Node* clone_node(const Node* src, Block* dst, const Node* pos, ValueMap& env);
+
+// The number a constant node holds (int or float; not bool), when `v` is the
+// output of one.
+std::optional<double> constant_number(const Value* v);
 
 // Moves `nodes` (in order, from any blocks) to just before `pos`.
 void move_before(const std::vector<Node*>& nodes, Node* pos);

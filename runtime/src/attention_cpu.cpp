@@ -235,6 +235,22 @@ ATTN_AVX512 ATTN_KERNEL void attend_avx512(const Problem& p, int64_t b, int64_t 
 }
 #endif
 
+// The element offset in `t` (whose leading dims are `batch`) of each of the
+// `count` batch-heads, in row-major order of `batch`.
+std::vector<int64_t> batch_offsets(const Tensor& t, const Shape& batch, int64_t count) {
+  std::vector<int64_t> offsets(static_cast<size_t>(count));
+  const int64_t nb = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, off = 0;
+    for (int64_t d = nb - 1; d >= 0; --d) {
+      off += (rest % batch[d]) * t.stride(d);
+      rest /= batch[d];
+    }
+    offsets[static_cast<size_t>(i)] = off;
+  }
+  return offsets;
+}
+
 // t broadcast to batch + its last two dims (as a view), the offsets of its
 // batch-heads and its row stride; rows made dense first where they are not.
 Operand operand(const Tensor& t_in, const Shape& batch, int64_t bh_count) {
@@ -246,16 +262,7 @@ Operand operand(const Tensor& t_in, const Shape& batch, int64_t bh_count) {
   Operand o;
   o.data = t.data_ptr<float>();
   o.ld = t.stride(-2);
-  o.off.resize(static_cast<size_t>(bh_count));
-  const int64_t nb = static_cast<int64_t>(batch.size());
-  for (int64_t i = 0; i < bh_count; ++i) {
-    int64_t rest = i, off = 0;
-    for (int64_t d = nb - 1; d >= 0; --d) {
-      off += (rest % batch[d]) * t.stride(d);
-      rest /= batch[d];
-    }
-    o.off[i] = off;
-  }
+  o.off = batch_offsets(t, batch, bh_count);
   return o;
 }
 
@@ -277,15 +284,7 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     mask_view = attn_mask.detach().expand(full);
     const int64_t nb = static_cast<int64_t>(batch.size());
     p.mask_si = mask_view.stride(nb), p.mask_sj = mask_view.stride(nb + 1);
-    p.mask_off.resize(static_cast<size_t>(bh));
-    for (int64_t i = 0; i < bh; ++i) {
-      int64_t rest = i, off = 0;
-      for (int64_t d = nb - 1; d >= 0; --d) {
-        off += (rest % batch[d]) * mask_view.stride(d);
-        rest /= batch[d];
-      }
-      p.mask_off[i] = off;
-    }
+    p.mask_off = batch_offsets(mask_view, batch, bh);
     if (mask_view.dtype() == kBool)
       p.mask_bool = mask_view.data_ptr<bool>();
     else

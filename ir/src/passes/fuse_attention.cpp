@@ -26,10 +26,13 @@
 #include "graph/ir/passes.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
+#include "../rewrite.h"
 
 namespace graph::ir {
 
 namespace {
+
+using detail::constant_number;
 
 // The producer of v when it runs `id` with static attributes, in block b.
 Node* producer_in(const Value* v, OpId id, const Block* b) {
@@ -89,14 +92,6 @@ std::optional<int64_t> rank(const Value* v) {
   return static_cast<int64_t>(s->size());
 }
 
-std::optional<double> constant_number(const Value* v) {
-  const Node* p = v->producer();
-  if (!p || !p->is(OpId::constant)) return std::nullopt;
-  const AttrValue& a = p->attrs().at("value");
-  if (auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
-  if (auto* d = std::get_if<double>(&a)) return *d;
-  return std::nullopt;
-}
 
 // a equals b up to float32 rounding (a scale written as 0.125f or 1/8.0).
 bool same_scale(double a, double b) { return std::fabs(a - b) <= 1.2e-7 * std::fabs(b); }

@@ -21,20 +21,14 @@
 #include "graph/ir/passes.h"
 #include "graph/ir/value_primitives.h"
 #include "graph/op_table.h"
+#include "../rewrite.h"
 
 namespace graph::ir {
 
 namespace {
 
-// The constant a value holds, when it is produced by a constant node.
-std::optional<double> constant_number(const Value* v) {
-  const Node* p = v->producer();
-  if (!p || !p->is(OpId::constant)) return std::nullopt;
-  const AttrValue& a = p->attrs().at("value");
-  if (auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
-  if (auto* d = std::get_if<double>(&a)) return *d;
-  return std::nullopt;  // bools are not arithmetic identities here
-}
+using detail::constant_number;
+
 
 bool is_const(const Value* v, double want) {
   auto c = constant_number(v);
