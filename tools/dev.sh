@@ -5,7 +5,8 @@
 #                           fuzz the IR parser and the saved-graph loader, 30 s
 #                           each side by side (tools/fuzz.sh 30), the tests
 #                           that depend on the build type in a Release build
-#                           (<build>-rel), then the sanitizer runs below
+#                           (<build>-rel), the suite in a Debug build
+#                           (<build>-debug), then the sanitizer runs below
 #   tools/dev.sh sanitize   the sanitizer runs only:
 #                           TSan build (<build>-tsan), tests labelled concurrency;
 #                           ASan+UBSan build (<build>-asan), the whole test suite
@@ -45,6 +46,20 @@ release_tests() {
     -DCXXGRAPH_GENERATOR_CODEGEN="$(cd "$build" && pwd)/tools/graph-codegen"
   cmake --build "$build-rel" --target trace_test graph-inspect graph-run
   ctest --test-dir "$build-rel" -L "trace|cli" --output-on-failure -j2
+}
+
+# The whole suite in a Debug build (-O0 -g, as CMake's Debug gives a user),
+# CPU only, with the normal build's plugin and graph-codegen. Left out, as in
+# the sanitizer builds: the examples, MPI and ONNX, the plugin's own tests, and
+# what builds a project of its own whatever this build's type (the consume
+# and install tests, the warning checks and the vectorization reports).
+debug_tests() {
+  echo "== ${SECONDS}s in: the test suite in a Debug build ($build-debug)"
+  configure "$build-debug" -DCMAKE_BUILD_TYPE=Debug -DCXXGRAPH_BUILD_EXAMPLES=OFF -DCXXGRAPH_BUILD_BENCH=OFF \
+    -DCXXGRAPH_CUDA=OFF -DCXXGRAPH_MPI=OFF -DCXXGRAPH_ONNX=OFF -DCXXGRAPH_GENERATOR_PLUGIN="$(cd "$build" && pwd)/plugin/cxxgraph-plugin.so" \
+    -DCXXGRAPH_GENERATOR_CODEGEN="$(cd "$build" && pwd)/tools/graph-codegen"
+  cmake --build "$build-debug"
+  ctest --test-dir "$build-debug" --output-on-failure -j2 -LE "warnings|consume|install" -E '^codegen_vectorized_'
 }
 
 sanitize() {
@@ -99,6 +114,7 @@ case "$cmd" in
     echo "== ${SECONDS}s in: fuzz: the IR text parser and the saved-graph loader, 30 s each (tools/fuzz.sh)"
     BUILD_DIR="$build" tools/fuzz.sh 30
     release_tests
+    debug_tests
     sanitize
     ;;
   sanitize)
