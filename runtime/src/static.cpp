@@ -163,11 +163,33 @@ bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
   return true;
 }
 
+// Whether a parameter the graph reads has a post-accumulate hook (DDP's
+// gradient all-reduce, graph::dist): set_grads and optimizer_step write and
+// use the graph's gradients directly, so the hook would not run (set_grads
+// refuses such a leaf: an error after zero_grad ran). The eager body runs it.
+bool has_post_accumulate_hook(const IValue* in, size_t n_in) {
+  auto hooked = [](const Tensor& t) {
+    return t.defined() && t.autograd_meta() && !t.autograd_meta()->post_accumulate_hooks.empty();
+  };
+  for (size_t i = 0; i < n_in; ++i) {
+    if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && hooked(*t)) return true;
+    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
+      for (const Tensor& t : *l)
+        if (hooked(t)) return true;
+  }
+  return false;
+}
+
 // A static train step writes .grad itself (set_grads): its ops record no
 // tape, whatever requires grad, and it is never captured into a CUDA graph.
 bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
   if (!autograd::grad_mode_enabled()) {
     *why = "grad mode is off, and the body calls loss.backward() (which throws eagerly then)";
+    return false;
+  }
+  if (has_post_accumulate_hook(in, n_in)) {
+    *why = "a parameter has a post-accumulate gradient hook (DistributedDataParallel's all-reduce, say), which "
+           "the graph's backward would not run; the eager body's backward() runs it";
     return false;
   }
   autograd::NoGradGuard no_grad;

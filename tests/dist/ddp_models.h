@@ -1,8 +1,10 @@
 #pragma once
 // The models tests/dist/ddp_test.cpp trains: the same MLP with an eager
-// forward and with a [[graph::static]] one (ddp_models.cpp, compiled by the
-// plugin: its backward is the generated static backward).
+// forward, with a [[graph::static]] one (ddp_models.cpp, compiled by the
+// plugin: its backward is the generated static backward), and with a whole
+// static train step.
 #include <graph/graph.h>
+#include <graph/optim.h>
 
 struct MlpImpl : graph::nn::Module {
   MlpImpl(int64_t in, int64_t hidden, int64_t out)
@@ -20,3 +22,14 @@ struct StaticMlpImpl : graph::nn::Module {
   graph::nn::Linear fc1, fc2, fc3;
 };
 GRAPH_MODULE(StaticMlp);
+
+// The MLP with an eager forward and a whole static train step: zero_grad,
+// forward, cross-entropy, backward and step in one [[graph::static]] member.
+struct StepMlpImpl : graph::nn::Module {
+  StepMlpImpl(int64_t in, int64_t hidden, int64_t out);
+  graph::Tensor forward(graph::Tensor x);
+  graph::Tensor train_step(graph::Tensor x, graph::Tensor y);  // [[graph::static]]
+  graph::nn::Linear fc1, fc2, fc3;
+  graph::optim::SGD* opt = nullptr;
+};
+GRAPH_MODULE(StepMlp);

@@ -1,9 +1,9 @@
 // DistributedDataParallel under mpirun -np 2: wrapping broadcasts rank 0's
 // weights; 20 steps of DDP on each rank's share of a batch equal one process
 // training on the whole batch (losses and parameters), bitwise the same on
-// every rank; with eager and static forwards, one bucket or many; gradient
-// accumulation under no_sync(); mismatched models are reported; unused
-// parameters get zeros; hooks go with the wrapper.
+// every rank; with eager and static forwards and a whole static train step,
+// one bucket or many; gradient accumulation under no_sync(); mismatched
+// models are reported; unused parameters get zeros; hooks go with the wrapper.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -124,6 +124,49 @@ TEST(Ddp, StaticForwardUsesTheGeneratedBackward) {
   EXPECT_GT(buckets, 1);
   EXPECT_LT(r.max_loss_diff, 1e-6);
   EXPECT_LT(r.max_param_diff, 1e-6);
+}
+
+// A whole static train step (zero_grad, forward, backward and step in one
+// [[graph::static]] member) on a DDP-wrapped module: the graph would bypass
+// DDP's hooks (its set_grads threw, after zero_grad had run), so the call runs
+// its eager body, whose backward() averages the gradients. The same step
+// without DDP runs the graph (the test exercises the guard, not an eager build).
+TEST(Ddp, WholeStaticTrainStepAveragesGradients) {
+  auto make = [] { return StepMlp(kIn, kHidden, kOut); };
+  auto [x, y] = global_batch(kFloat32);
+  const int r = pg().rank();
+  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
+  {
+    manual_seed(100);
+    auto plain = make();
+    optim::SGD opt(plain->parameters(), optim::SGDOptions(0.1));
+    plain->opt = &opt;
+    const uint64_t before = static_graph_runs();
+    plain->train_step(xr, yr);
+    ASSERT_EQ(static_graph_runs() - before, 1u) << "the whole step did not run as a graph without DDP";
+  }
+  manual_seed(100 + r);
+  auto model = make();
+  dist::DistributedDataParallel ddp(model.ptr(), pg(), {.bucket_cap_bytes = 300});
+  manual_seed(100);
+  auto ref = make();
+  const std::vector<Tensor> mp = model->parameters(), rp = ref->parameters();
+  optim::SGD opt_d(mp, optim::SGDOptions(0.1).momentum(0.9)), opt_r(rp, optim::SGDOptions(0.1).momentum(0.9));
+  model->opt = &opt_d;
+  double loss_diff = 0, param_diff = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    Tensor loss = model->train_step(xr, yr);
+    EXPECT_EQ(ddp.last_stats().buckets, 4) << "step " << s << ": DDP did not average the gradients";
+    opt_r.zero_grad();
+    Tensor ref_loss = cross_entropy(ref->forward(x), y);
+    ref_loss.backward();
+    opt_r.step();
+    loss_diff = std::max(loss_diff, max_rel_diff(pg().all_reduced(loss.detach(), dist::ReduceOp::Avg), ref_loss));
+  }
+  for (size_t k = 0; k < mp.size(); ++k) param_diff = std::max(param_diff, max_rel_diff(mp[k], rp[k]));
+  EXPECT_LT(loss_diff, 1e-6);
+  EXPECT_LT(param_diff, 1e-6);
+  expect_same_on_all_ranks(mp);
 }
 
 TEST(Ddp, BucketsStartDuringBackward) {

@@ -251,6 +251,42 @@ TEST(TrainStep, OptimizerSubclassRunsEagerly) {
   expect_same_parameters(a, b, 1e-6f);
 }
 
+// A post-accumulate hook (what graph::dist's DDP all-reduces from) may change
+// .grad; the graph would skip it, so a whole step on hooked parameters runs
+// its eager body: the hook runs once per step and the step uses what it wrote.
+TEST(TrainStep, PostAccumulateHookRunsTheEagerBody) {
+  ts::MLP a = make_mlp(12, 16, 5), b = make_mlp(12, 16, 5);
+  graph::optim::SGD opt_a(a->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  graph::optim::SGD opt_b(b->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
+  a->opt = &opt_a;
+  b->opt = &opt_b;
+  int hooked = 0;
+  auto halve = [&hooked](Tensor& g) {
+    ++hooked;
+    g.mul_(0.5);  // as DDP writes back the average
+  };
+  graph::autograd::add_post_accumulate_hook(a->fc2->weight, halve);
+  graph::autograd::add_post_accumulate_hook(b->fc2->weight, halve);
+  const Tensor x = e2e::pattern({8, 12}, 0.21f, -0.4f), y = targets(8, 5);
+  const uint64_t before = calls_of("train_step") + calls_of("loss_step");
+  for (int s = 0; s < 3; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    Tensor la = a->train_step(x, y);
+    ModeScope eager(Mode::Eager);
+    Tensor lb = b->train_step(x, y);
+    EXPECT_NEAR(la.item<double>(), lb.item<double>(), 1e-6 * (1 + std::fabs(lb.item<double>())));
+  }
+  a->loss_step(x, y);  // backward() in the graph without an optimizer: the same guard
+  {
+    ModeScope eager(Mode::Eager);
+    b->loss_step(x, y);
+  }
+  EXPECT_EQ(hooked, 2 * 4);
+  EXPECT_EQ(calls_of("train_step") + calls_of("loss_step") - before, 0u);
+  expect_same_parameters(a, b, 1e-6f);
+  expect_same_state(&opt_a, &opt_b, 1e-6f);
+}
+
 TEST(TrainStep, StepInsideAnIfRunsEagerly) {
   ts::MLP a = make_mlp(12, 16, 5), b = make_mlp(12, 16, 5);
   graph::optim::SGD opt_a(a->parameters(), graph::optim::SGDOptions(0.1).momentum(0.9));
