@@ -9,7 +9,7 @@ find_package(GTest REQUIRED)
 include(GoogleTest)
 
 set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused strip_mined reduce_nest
-  views packed_mlp conv_relu)
+  views packed_mlp conv_relu linear_gelu)
 set(_cxxgraph_codegen_generated)
 foreach(_case IN LISTS _cxxgraph_codegen_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)

@@ -693,6 +693,86 @@ TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
 }
 
 // ---------------------------------------------------------------------------
+// gelu(linear) (tests/codegen_cases/linear_gelu.graph): one linear_gelu call,
+// the exact GELU as the packed GEMM's post-op; a linear whose output is also
+// used elsewhere keeps its GEMM and fused gelu loop.
+
+TEST(LinearGeluEpilogue, SourceFusesOnlyTheSoleUseGelu) {
+  auto graphs = codegen_case("linear_gelu.graph");
+  for (auto& g : graphs) ir::fuse_groups(*g);
+  EXPECT_EQ(join(ir::verify(*graphs.at(0))), "");
+  EXPECT_EQ(count_ops(*graphs.at(0), "FusionGroup"), 2u) << ir::print(*graphs.at(0));
+  const std::string src = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "ffn.cpp");
+  EXPECT_EQ(count_of(src, "::graph::detail::linear_gelu(buffers, "), 1u) << src;
+  EXPECT_EQ(count_of(src, ", v_x, v_w1, v_b1)"), 1u) << src;  // the first linear's operands
+  EXPECT_EQ(count_of(src, "::graph::detail::gemm(buffers, "), 1u) << src;  // the second, then its loop
+  EXPECT_EQ(count_of(src, "::graph::scalar::gelu<float>("), 2u) << src;  // the second gelu's loop (two variants)
+}
+
+// gelu(x @ w^T + b) in float64 from the float32 operands: the reference.
+Tensor gelu_linear_f64(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const Tensor x64 = x.to(graph::kFloat64), w64 = w.to(graph::kFloat64), b64 = b.to(graph::kFloat64);
+  const Tensor z = graph::add(graph::matmul(x64, w64.t()), b64);
+  const Tensor zc = z.contiguous();
+  const double* zs = zc.data_ptr<double>();
+  Tensor out = graph::empty(zc.sizes(), graph::kFloat64);
+  double* po = out.data_ptr<double>();
+  for (int64_t i = 0; i < zc.numel(); ++i) po[i] = zs[i] * 0.5 * (1.0 + std::erf(zs[i] / std::sqrt(2.0)));
+  return out;
+}
+
+void expect_near_ref(const Tensor& got, const Tensor& ref, double tol, const std::string& what) {
+  ASSERT_EQ(got.sizes(), ref.sizes()) << what;
+  const Tensor gc = got.to(graph::kFloat64).contiguous(), rc = ref.to(graph::kFloat64).contiguous();
+  const double* g = gc.data_ptr<double>();
+  const double* r = rc.data_ptr<double>();
+  for (int64_t i = 0; i < gc.numel(); ++i)
+    ASSERT_NEAR(g[i], r[i], tol * (1 + std::fabs(r[i]))) << what << ", element " << i;
+}
+
+TEST(LinearGeluEpilogue, MatchesEagerAndDoubleOnEveryPath) {
+  // 64 x 48 x 40 is past the small-product kernel: the packed GEMM with the
+  // post-op. 3 rows: dnnl_sgemm, then graph::gelu (the graph's inputs are
+  // float32: the float64 fallback is gemm's, tested with it).
+  const Tensor w1 = graph::mul(values({40, 48}, 2), 0.2), b1 = values({40}, 3);
+  const Tensor w2 = graph::mul(values({24, 40}, 4), 0.2), b2 = values({24}, 5);
+  for (const int64_t rows : {64, 3}) {
+    const std::string at = std::to_string(rows) + " rows";
+    const Tensor x = values({rows, 48}, 1);
+    const auto s0 = graph::detail::packed_gemm_stats();
+    std::vector<IValue> out;
+    for (int call_no = 0; call_no < 3; ++call_no) out = call("cg_linear_gelu", {x, w1, b1, w2, b2}, 2);  // packs at the second
+    const auto s1 = graph::detail::packed_gemm_stats();
+    if (rows == 64) {
+      EXPECT_EQ(s1.calls - s0.calls, 6u) << at;  // both linears, three calls
+    }
+    const Tensor h = graph::gelu(graph::linear(x, w1, b1)), l2 = graph::linear(h, w2, b2);
+    expect_close(tensor_out(out, 1), l2);
+    expect_close(tensor_out(out, 0), graph::gelu(l2));
+    const Tensor h_ref = gelu_linear_f64(x, w1, b1);
+    expect_near_ref(tensor_out(out, 1), graph::add(graph::matmul(h_ref, w2.to(graph::kFloat64).t()), b2.to(graph::kFloat64)),
+                    1e-5, at);
+  }
+}
+
+TEST(LinearGeluEpilogue, ShapeMismatchIsLinearsError) {
+  auto* g = graph::detail::find_graph("cg_linear_gelu", "test-hash");
+  ASSERT_NE(g, nullptr);
+  std::vector<IValue> in = {values({64, 47}, 1), values({40, 48}, 2), values({40}, 3), values({24, 40}, 4),
+                            values({24}, 5)};
+  IValue out[2];
+  std::string why;
+  try {
+    g->fn(in.data(), in.size(), out, &why);
+    FAIL() << "expected a graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("linear"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ffn.cpp:3"), std::string::npos) << msg;  // the user's line
+  }
+}
+
+// ---------------------------------------------------------------------------
 // bf16 autocast (graph/autocast.h): generated code calls the runtime's GEMM and
 // conv entry points, so a static graph follows the caller's scope like eager
 // code does: the same bf16 products (within float32 sums of each other),

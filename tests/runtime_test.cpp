@@ -866,7 +866,7 @@ TEST(PackedLinear, BiasAndReluPostOpsMatchEagerAndDouble) {
   for (bool relu : {false, true})
     for (bool bias : {false, true}) {
       Tensor out = graph::full({rows, m}, 123.0);  // every element must be written
-      ASSERT_TRUE(graph::cpu::packed_linear(x, w, bias ? b : Tensor(), relu, out));
+      ASSERT_TRUE(graph::cpu::packed_linear(x, w, bias ? b : Tensor(), relu ? graph::cpu::PostOp::Relu : graph::cpu::PostOp::None, out));
       Tensor eager = graph::linear(x, w, bias ? b : Tensor());
       if (relu) eager = graph::relu(eager);
       const std::vector<float> got = values(out), want = values(eager), xs = values(x), ws = values(w),
@@ -884,8 +884,28 @@ TEST(PackedLinear, BiasAndReluPostOpsMatchEagerAndDouble) {
     }
   // Layouts it does not take: the caller's plain GEMM runs instead.
   Tensor out = graph::zeros({rows, m});
-  EXPECT_FALSE(graph::cpu::packed_linear(x, graph::randn({m, 2 * k}).slice(1, 0, 2 * k, 2), b, false, out));
-  EXPECT_FALSE(graph::cpu::packed_linear(x.slice(0, 0, 2), w, b, false, out.slice(0, 0, 2)));  // 2 rows: sgemm's
+  EXPECT_FALSE(graph::cpu::packed_linear(x, graph::randn({m, 2 * k}).slice(1, 0, 2 * k, 2), b, graph::cpu::PostOp::None, out));
+  EXPECT_FALSE(graph::cpu::packed_linear(x.slice(0, 0, 2), w, b, graph::cpu::PostOp::None, out.slice(0, 0, 2)));  // 2 rows: sgemm's
+}
+
+TEST(PackedLinear, GeluErfPostOpMatchesDouble) {
+  const int64_t rows = 48, k = 70, m = 40;
+  const Tensor x = graph::randn({rows, k}), w = graph::randn({m, k}) * 0.2, b = graph::randn({m});
+  for (bool bias : {false, true}) {
+    Tensor out = graph::full({rows, m}, 123.0);  // every element must be written
+    ASSERT_TRUE(graph::cpu::packed_linear(x, w, bias ? b : Tensor(), graph::cpu::PostOp::GeluErf, out));
+    const std::vector<float> got = values(out), want = values(graph::gelu(graph::linear(x, w, bias ? b : Tensor())));
+    const std::vector<float> xs = values(x), ws = values(w), bs = values(b);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double s = bias ? bs[j] : 0.0;
+        for (int64_t q = 0; q < k; ++q) s += double(xs[i * k + q]) * ws[j * k + q];
+        s = s * 0.5 * (1.0 + std::erf(s / std::sqrt(2.0)));  // exact GELU, PyTorch's default
+        const size_t e = static_cast<size_t>(i * m + j);
+        ASSERT_NEAR(got[e], s, 2e-5 * (1 + std::fabs(s))) << "bias " << bias << " at " << e;
+        ASSERT_NEAR(got[e], want[e], 2e-5 * (1 + std::fabs(s)));
+      }
+  }
 }
 
 }  // namespace

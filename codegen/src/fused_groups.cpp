@@ -5,6 +5,9 @@
 // as one fused loop over it, so the product is read once more and never
 // written back by an eager op per member.
 //
+// A group that is exactly gelu(linear(...)) becomes one call of
+// graph::detail::linear_gelu: the GELU as the packed GEMM's post-op.
+//
 // A matmul or linear outside any group takes the same GEMM. A conv2d in its
 // place runs the eager conv2d (oneDNN's primitive on the CPU), except that a
 // group that is exactly relu(conv2d(...)) becomes one call of
@@ -135,10 +138,10 @@ void Emitter::gemm_call(const ir::Node* gemm) {
 
 namespace {
 
-// Whether the epilogue is one relu of the conv2d's result, the group's only
-// output.
-bool conv_relu_only(const LoopSpec& spec, const ir::Node* conv) {
-  return spec.members.size() == 1 && spec.members[0]->is(OpId::relu) && spec.members[0]->input(0) == conv->output() &&
+// Whether the epilogue is one `act` of the product's result and the group's
+// only output (so the product itself has no other user).
+bool single_activation(const LoopSpec& spec, const ir::Node* gemm, OpId act) {
+  return spec.members.size() == 1 && spec.members[0]->is(act) && spec.members[0]->input(0) == gemm->output() &&
          spec.results.size() == 1 && spec.results[0] == spec.members[0]->output();
 }
 
@@ -177,10 +180,19 @@ void Emitter::matmul_epilogue(const ir::Node* n) {
   }
   open("");
   for (size_t i = 0; i < g; ++i) node(nodes[i]);
-  if (!gemm->is(OpId::conv2d)) {
+  if (gemm->is(OpId::linear) && single_activation(spec, gemm, OpId::gelu)) {
+    // gelu(linear): the GELU as the packed GEMM's post-op (graph/detail/gemm_epilogue.h).
+    const std::string bias = gemm->inputs().size() > 2 ? name(gemm->input(2)) : "::graph::Tensor()";
+    line(name(spec.outputs[0]) + " = " +
+         at_source(gemm, gemm->op(),
+                   "::graph::detail::linear_gelu(buffers, " + std::to_string(next_slot()) + ", " +
+                       name(gemm->input(0)) + ", " + name(gemm->input(1)) + ", " + bias + ")") +
+         ";");
+    ++cuda_groups_;  // the .graph.cu still numbers this group's kernel (unused here)
+  } else if (!gemm->is(OpId::conv2d)) {
     gemm_call(gemm);
     group_fused_loop(spec);
-  } else if (conv_relu_only(spec, gemm)) {
+  } else if (single_activation(spec, gemm, OpId::relu)) {
     const std::string call = eager_call(gemm, *gemm->table_op());
     const std::string plain = "::graph::conv2d(";
     line("// conv2d with its relu as oneDNN's post-op (eager conv2d, then relu, where that does not apply).");

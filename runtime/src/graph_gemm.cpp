@@ -6,6 +6,7 @@
 // and a few ulps from eager's dnnl_sgemm sums.
 #include <climits>
 
+#include "graph/detail/gemm_epilogue.h"
 #include "graph/detail/generated_support.h"
 #include "graph/nn_ops.h"
 #include "graph/ops.h"
@@ -16,8 +17,13 @@ namespace graph::detail {
 void matmul_2d_into(const Tensor& a, const Tensor& b, const Tensor& out);  // matmul.cpp
 bool forward_with_grad();  // static_autograd.cpp: a forward run for a backward
 
-Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
-            const Tensor& bias) {
+namespace {
+
+// gemm's body; `gelu` (a linear only) asks for gelu of the result, as the
+// packed primitive's post-op where it runs (else *gelu_done stays false and
+// the caller applies it).
+Tensor gemm_impl(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
+                 const Tensor& bias, bool gelu, bool* gelu_done) {
   const auto eager = [&] { return linear ? graph::linear(a, b, bias) : graph::matmul(a, b); };
   // Device operands: one cuBLASLt call, the weight read transposed in place
   // and the bias added by its epilogue (the eager op where that does not fit).
@@ -47,9 +53,12 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
   // the eager linear's bits. Inference (no tape) still packs module weights.
   const bool trained = b.requires_grad() && forward_with_grad();
   if (linear && a.dtype() == kFloat32 && rows * k * m > cpu::kPackedGemmMinWork && !trained &&
-      cpu::packed_linear(a.dim() == 2 ? a : a.reshape({rows, k}), b, has_bias ? bias : Tensor(), false,
-                         out.dim() == 2 ? out : out.reshape({rows, m})))
+      cpu::packed_linear(a.dim() == 2 ? a : a.reshape({rows, k}), b, has_bias ? bias : Tensor(),
+                         gelu ? cpu::PostOp::GeluErf : cpu::PostOp::None,
+                         out.dim() == 2 ? out : out.reshape({rows, m}))) {
+    *gelu_done = gelu;
     return out;
+  }
   // Views only (no allocation): the operands as the eager op hands them to
   // its kernel, [rows, k] @ [k, m].
   // (2-D operands are passed as they are: no Tensor copies.)
@@ -69,6 +78,23 @@ Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Te
       }
     });
   return out;
+}
+
+}  // namespace
+
+Tensor gemm(GraphBuffers::Lease& buffers, size_t slot, const Tensor& a, const Tensor& b, bool linear,
+            const Tensor& bias) {
+  bool unused = false;
+  return gemm_impl(buffers, slot, a, b, linear, bias, false, &unused);
+}
+
+Tensor linear_gelu(GraphBuffers::Lease& buffers, size_t slot, const Tensor& x, const Tensor& weight,
+                   const Tensor& bias) {
+  // A forward run for a backward keeps the pre-activation for gelu's
+  // gradient, so codegen never fuses there; the check only keeps it so.
+  bool done = false;
+  const Tensor y = gemm_impl(buffers, slot, x, weight, true, bias, !forward_with_grad(), &done);
+  return done ? y : graph::gelu(y);
 }
 
 }  // namespace graph::detail

@@ -4,7 +4,7 @@
 // operands on every call. oneDNN's matmul primitive instead takes its weights
 // in a layout of its choosing (format_tag::any): the weight is reordered into
 // it once and the packed copy is kept here, so a call only streams the
-// activations, and the bias (and a ReLU, as a post-op) are applied while the
+// activations, and the bias (and a ReLU or an exact GELU, as a post-op) are applied while the
 // output tile is still in registers.
 //
 // The packed copy is valid while the weight is unchanged (the version rule
@@ -65,7 +65,8 @@ using dnnl_context::stream;
 // (format_tag::any), else in the user's layout, strides (ws1, ws0).
 struct PrimKey {
   int64_t rows, k, m;
-  bool bias, relu;
+  bool bias;
+  PostOp post;
   int threads;
   bool packed;
   int64_t ws0, ws1;
@@ -106,9 +107,10 @@ std::shared_ptr<Prim> make_primitive(const PrimKey& key) {
                                      : memory::desc();
   const memory::desc dst({key.rows, key.m}, memory::data_type::f32, memory::format_tag::ab);
   dnnl::primitive_attr attr;
-  if (key.relu) {
+  if (key.post != PostOp::None) {
     dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    ops.append_eltwise(1.0f, key.post == PostOp::Relu ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_gelu_erf,
+                       0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
   auto p = std::make_shared<Prim>();
@@ -148,7 +150,7 @@ std::shared_ptr<dnnl_cache::Weight> packed_weight(Cache& c, const Tensor& w, con
 
 }  // namespace
 
-bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bool relu, const Tensor& out) {
+bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, PostOp post, const Tensor& out) {
   const int64_t rows = x.size(0), k = x.size(1), m = weight.size(0);
   // Fewer rows than this: dnnl_sgemm's matrix-vector kernels are faster.
   if (rows < kPackedGemmMinRows || k <= 0 || m <= 0 || rows > INT_MAX || k > INT_MAX || m > INT_MAX) return false;
@@ -167,7 +169,7 @@ bool packed_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
     {
       std::lock_guard<std::mutex> lock(c.mu);
       stats().calls.fetch_add(1, std::memory_order_relaxed);
-      const PrimKey key{rows, k, m, bias.defined(), relu, num_threads(), true, 0, 0, bf16};
+      const PrimKey key{rows, k, m, bias.defined(), post, num_threads(), true, 0, 0, bf16};
       p = c.prims.get(key, make_primitive);
       w = packed_weight(c, weight, p->pd.weights_desc(), bf16);
       if (!w && bf16) return false;  // not reached: bf16 packs at the first use
