@@ -211,11 +211,31 @@ Value* Scope::bool_as_int(Value* v) {
   return add_bool_to_int(fwd_, v, v->producer() ? v->producer()->loc() : SourceLoc{});
 }
 
-void Scope::accumulate(Value* v, Value* g) {
+void Scope::accumulate(Value* v, Value* g, Value* reached) {
   if (!g || !d_.active(v)) return;
   auto [it, fresh] = grads_.emplace(v, g);
-  if (fresh) grad_order_.push_back(v);
-  else it->second = v->type().is_list() ? emit_list("list_add", {it->second, g}) : emit1("add", {it->second, g});
+  if (fresh) {
+    grad_order_.push_back(v);
+    if (reached) reach_[v] = reached;
+    return;
+  }
+  it->second = v->type().is_list() ? emit_list("list_add", {it->second, g}) : emit1("add", {it->second, g});
+  auto r = reach_.find(v);
+  if (r == reach_.end()) return;  // already unconditional
+  if (reached) r->second = any_of(r->second, reached);
+  else reach_.erase(r);
+}
+
+Value* Scope::reached(const Value* v) const {
+  auto it = reach_.find(v);
+  return it == reach_.end() ? nullptr : it->second;
+}
+
+Value* Scope::any_of(Value* a, Value* b) {
+  Node* n = emit("If", {a}, 0);
+  n->add_block()->add_return(add_constant(n->block(0), true));
+  n->add_block()->add_return(b);
+  return n->add_output(Type::bool_());
 }
 
 Value* Scope::emit_list(const std::string& op, const std::vector<Value*>& inputs) {
@@ -259,6 +279,66 @@ void Scope::node(Node* n) {
   }
   if (!any) return;
   current_ = n;
+  Value* flag = nullptr;  // set when every output gradient is conditional
+  for (size_t j = 0; j < out_grads.size(); ++j) {
+    if (!out_grads[j]) continue;
+    Value* r = reached(n->output(j));
+    if (!r) {
+      flag = nullptr;
+      break;
+    }
+    flag = flag ? any_of(flag, r) : r;
+  }
+  if (flag) return gated(n, out_grads, flag);
+  backward_of(n, out_grads);
+}
+
+// The backward of `n` inside `If(flag)`: the gradients it adds to are the
+// If's outputs, their old values when the flag does not hold; those it starts
+// are conditional on `flag` in turn. Inside, gradients count as unconditional
+// (a nested branch still gates its own values).
+void Scope::gated(Node* n, const std::vector<Value*>& out_grads, Value* flag) {
+  // Forward values the rules read, mapped out here so that the mapping is
+  // usable after the If; what is mapped inside stays inside.
+  for (Value* v : n->inputs()) fwd(v);
+  for (Value* v : n->outputs()) fwd(v);
+  const auto memo = memo_;
+  const auto before = grads_;
+  const auto reach = reach_;
+  reach_.clear();
+  Node* gate = emit("If", {flag}, 0);
+  Block* then_b = gate->add_block();
+  Block* else_b = gate->add_block();
+  Block* outer = bwd_;
+  Node* anchor = anchor_;
+  bwd_ = then_b;
+  anchor_ = nullptr;
+  backward_of(n, out_grads);
+  bwd_ = else_b;
+  anchor_ = nullptr;
+  std::vector<std::pair<const Value*, Value*>> changed;  // (value, its gradient before)
+  for (const Value* v : grad_order_) {
+    auto it = before.find(v);
+    Value* old = it == before.end() ? nullptr : it->second;
+    if (grads_.at(v) == old) continue;
+    then_b->add_return(grads_.at(v));
+    else_b->add_return(old ? old : zeros(fwd(const_cast<Value*>(v))));
+    changed.emplace_back(v, old);
+  }
+  bwd_ = outer;
+  anchor_ = anchor;
+  current_ = n;
+  memo_ = memo;
+  reach_ = reach;
+  for (const auto& [v, old] : changed) {
+    grads_[v] = gate->add_output(grad_type(v));
+    if (!old) reach_[v] = flag;
+    else if (auto r = reach_.find(v); r != reach_.end()) r->second = any_of(r->second, flag);
+  }
+}
+
+// The backward of `n` from its outputs' gradients, added to its inputs'.
+void Scope::backward_of(Node* n, const std::vector<Value*>& out_grads) {
   if (n->is(OpId::If)) return if_(n, out_grads);
   if (n->is(OpId::Loop)) return loop(n, out_grads);
   std::vector<bool> wanted;
@@ -284,17 +364,31 @@ void Scope::if_(Node* n, const std::vector<Value*>& out_grads) {
       if (std::find(outer.begin(), outer.end(), v) == outer.end()) outer.push_back(v);
     branches.push_back(std::move(s));
   }
+  // Each outer value's gradient, then, when some branch does not reach it
+  // (or reaches it only conditionally), whether the taken one did (reach_).
+  std::vector<std::pair<Value*, Value*>> results;  // (gradient, flag or null)
   for (Value* v : outer) {
+    bool conditional = false;
     for (auto& s : branches) {
       s->current_ = n;
       Value* g = s->grad(v);
       s->bwd_->add_return(g ? g : s->zeros(s->fwd(v)));
+      conditional = conditional || !g || s->reached(v);
     }
-    bif->add_output(grad_type(v), v->name().empty() ? "" : "grad_" + v->name());
+    Value* g = bif->add_output(grad_type(v), v->name().empty() ? "" : "grad_" + v->name());
+    Value* flag = nullptr;
+    if (conditional) {
+      for (auto& s : branches) {
+        Value* r = s->grad(v) ? s->reached(v) : nullptr;
+        s->bwd_->add_return(r ? r : add_constant(s->bwd_, s->grad(v) != nullptr));
+      }
+      flag = bif->add_output(Type::bool_(), v->name().empty() ? "" : "reached_" + v->name());
+    }
+    results.emplace_back(g, flag);
   }
   anchor_ = nullptr;
   current_ = n;
-  for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], bif->output(i));
+  for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], results[i].first, results[i].second);
 }
 
 // Backward of a Loop: the forward counts its iterations; the backward runs

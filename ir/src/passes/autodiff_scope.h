@@ -35,9 +35,12 @@ class Scope {
   Value* zeros(Value* like);
 
   // Adds `g` to the gradient of forward value `v` (nothing when `v` carries
-  // no gradient); the gradient so far, or null.
-  void accumulate(Value* v, Value* g);
+  // no gradient). `reached`, a backward bool, makes `g` conditional: zero
+  // unless it holds (see reach_).
+  void accumulate(Value* v, Value* g, Value* reached = nullptr);
   Value* grad(const Value* v) const;
+  // The flag `v`'s gradient is conditional on, or null when it is not.
+  Value* reached(const Value* v) const;
   void run();  // the backward of every node of the forward block, in reverse
 
  private:
@@ -48,6 +51,9 @@ class Scope {
   Value* int_constant(int64_t value);
   Value* bool_as_int(Value* v);
   void node(Node* n);
+  void gated(Node* n, const std::vector<Value*>& out_grads, Value* flag);
+  void backward_of(Node* n, const std::vector<Value*>& out_grads);
+  Value* any_of(Value* a, Value* b);  // a || b, as an If
   void if_(Node* n, const std::vector<Value*>& out_grads);
   void loop(Node* n, const std::vector<Value*>& out_grads);
   // Forward values from enclosing blocks that got a gradient here, in order.
@@ -66,6 +72,14 @@ class Scope {
   std::unordered_map<const Value*, Value*> memo_;
   std::unordered_map<const Value*, Value*> grads_;
   std::vector<const Value*> grad_order_;  // keys of grads_ in first-seen order (deterministic output)
+  // Gradients that are zero unless a flag holds: an If's backward gives zeros
+  // for a value from a branch that does not read it, and that value's forward
+  // may be NaN or infinite there (log1p(x) at x < -1, say). Running its
+  // producer's backward on the zeros would give 0 * NaN = NaN where eager, which
+  // never visits the value, gives a finite gradient (docs/fuzzing.md K5). So a
+  // node whose output gradients are all conditional runs its backward under an
+  // If on their flags, and passes the condition on to its inputs' gradients.
+  std::unordered_map<const Value*, Value*> reach_;
 };
 
 // The gradients of `n`'s inputs (null: none) from those of its outputs (null:

@@ -65,6 +65,17 @@ using namespace graph;
   return m + m;
 }
 
+// K5: a value only an untaken branch reads is NaN here (log1p below -1). The
+// graph's backward ran its producers' backward on a zero gradient and got
+// 0 * NaN = NaN for x, where eager gives twice the output gradient. Reduced from seed
+// 3004, pg25 (docs/fuzzing.md).
+[[graph::static]] Tensor k5_untaken_branch_nan(const Tensor& x, int n, double) {
+  Tensor y = tanh(log1p(x - 3.0) * 0.5);  // NaN wherever x < 2: every input drawn
+  if (sum(x) < 100.0) return x * 2.0;     // taken for every input drawn: y unused
+  if (n > 1) return x * 3.0;
+  return x + y;
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -80,6 +91,8 @@ const progen::Case kCases[] = {
      [](const std::vector<Tensor>& in, int n, double s) {
        return progen::outputs(k4_branch_ignores_grad_input(in[0], n, s));
      }},
+    {"k5_untaken_branch_nan", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {2, 0.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k5_untaken_branch_nan(in[0], n, s)); }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
 
