@@ -879,7 +879,9 @@ TEST(PackedLinear, BiasAndReluPostOpsMatchEagerAndDouble) {
           const size_t e = static_cast<size_t>(i * m + j);
           ASSERT_NEAR(got[e], s, 2e-5 * (1 + std::fabs(s))) << "relu " << relu << " bias " << bias << " at " << e;
           ASSERT_NEAR(got[e], want[e], 2e-5 * (1 + std::fabs(s)));
-          if (relu) ASSERT_GE(got[e], 0.0f);
+          if (relu) {
+            ASSERT_GE(got[e], 0.0f);
+          }
         }
     }
   // Layouts it does not take: the caller's plain GEMM runs instead.

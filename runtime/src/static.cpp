@@ -21,6 +21,7 @@
 #include "graph/ops.h"
 #include "graph/interpreter.h"
 #include "graph/detail/static_autograd.h"
+#include "input_walk.h"
 #include "graph/ir/ir.h"
 #include "graph/trace.h"
 #include "device.h"
@@ -135,13 +136,7 @@ const ir::Graph& parsed(const CompiledGraph& g) {
 }
 
 bool any_cuda_input(const IValue* in, size_t n_in) {
-  for (size_t i = 0; i < n_in; ++i) {
-    if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && t->defined() && t->device() == Device::CUDA) return true;
-    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
-      for (const Tensor& t : *l)
-        if (t.defined() && t.device() == Device::CUDA) return true;
-  }
-  return false;
+  return any_input_tensor(in, n_in, [](const Tensor& t) { return t.defined() && t.device() == Device::CUDA; });
 }
 
 bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
@@ -168,16 +163,9 @@ bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
 // use the graph's gradients directly, so the hook would not run (set_grads
 // refuses such a leaf: an error after zero_grad ran). The eager body runs it.
 bool has_post_accumulate_hook(const IValue* in, size_t n_in) {
-  auto hooked = [](const Tensor& t) {
+  return any_input_tensor(in, n_in, [](const Tensor& t) {
     return t.defined() && t.autograd_meta() && !t.autograd_meta()->post_accumulate_hooks.empty();
-  };
-  for (size_t i = 0; i < n_in; ++i) {
-    if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && hooked(*t)) return true;
-    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
-      for (const Tensor& t : *l)
-        if (hooked(t)) return true;
-  }
-  return false;
+  });
 }
 
 // A static train step writes .grad itself (set_grads): its ops record no

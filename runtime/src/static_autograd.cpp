@@ -1,6 +1,7 @@
 // Mixed execution (static_autograd.h): a static graph as one node on the
 // eager tape, its backward the backward graph generated at build time.
 #include "graph/detail/static_autograd.h"
+#include "input_walk.h"
 
 #include <iterator>
 #include <memory>
@@ -66,14 +67,7 @@ const CompiledGradient* find_gradient(std::string_view mangled_name, std::string
 }
 
 bool grad_requested(const IValue* in, size_t n_in) {
-  if (!autograd::grad_mode_enabled()) return false;
-  for (size_t i = 0; i < n_in; ++i) {
-    if (const Tensor* t = std::get_if<Tensor>(&in[i]); t && tracks_grad(*t)) return true;
-    if (const auto* l = std::get_if<std::vector<Tensor>>(&in[i]))
-      for (const Tensor& t : *l)
-        if (tracks_grad(t)) return true;
-  }
-  return false;
+  return autograd::grad_mode_enabled() && any_input_tensor(in, n_in, [](const Tensor& t) { return tracks_grad(t); });
 }
 
 bool run_with_grad(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
