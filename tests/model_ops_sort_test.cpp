@@ -5,6 +5,7 @@
 // naming the op, the shapes (or the equation). Part of op_fixture_test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -122,6 +123,41 @@ TEST(SortOps, StableWithNaNLargest) {
   auto [mv, mi] = graph::sort(m.t(), 1);
   EXPECT_EQ(doubles(mv), doubles(std::get<0>(graph::sort(m.t().contiguous(), 1))));
   EXPECT_EQ(doubles(graph::gather(m.t(), 1, mi)), doubles(mv));
+}
+
+// argsort sorts order-preserving integer keys: checked against a stable
+// sort of the same values compared as doubles (NaN largest), in every dtype,
+// with ties, -0.0 beside 0.0, infinities and NaN, both directions.
+TEST(SortOps, KeysOrderLikeAStableComparisonSortInEveryDtype) {
+  std::vector<double> base;
+  for (int i = 0; i < 97; ++i) base.push_back(double((i * 37) % 11) - 5.0);  // many ties, negatives
+  for (double v : {-0.0, 0.0, kNaN, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                   -0.0, kNaN, 0.0, 1.5, -1.5})
+    base.push_back(v);
+  for (graph::DType dt : graph::kAllDTypes) {
+    const bool fp = graph::is_floating(dt);
+    std::vector<double> vals = base;
+    if (!fp)
+      for (double& v : vals) v = std::isfinite(v) ? (dt == graph::kBool ? double(v > 0) : v) : 3.0;
+    const Tensor x = graph::from_vector(std::vector<float>(vals.begin(), vals.end()), {int64_t(vals.size())}).to(dt).expand({3, -1});  // 3 lines, a stride-0 dim
+    const std::vector<double> xs = doubles(x.select(0, 0));
+    for (bool desc : {false, true}) {
+      auto before = [&](int64_t a, int64_t b) {
+        const double va = xs[size_t(a)], vb = xs[size_t(b)];
+        const bool na = va != va, nb = vb != vb;
+        return desc ? (na && !nb) || va > vb : (!na && nb) || va < vb;
+      };
+      std::vector<int64_t> want(xs.size());
+      for (size_t j = 0; j < want.size(); ++j) want[j] = int64_t(j);
+      std::stable_sort(want.begin(), want.end(), before);
+      const Tensor got = graph::argsort(x, 1, desc);
+      for (int64_t line = 0; line < 3; ++line)
+        EXPECT_EQ(doubles(got.select(0, line)), std::vector<double>(want.begin(), want.end()))
+            << graph::dtype_name(dt) << (desc ? " descending" : " ascending") << " line " << line;
+      // Along dim 0 of the transpose: the same order, through strides.
+      EXPECT_EQ(doubles(graph::argsort(x.t().contiguous(), 0, desc).select(1, 0)), std::vector<double>(want.begin(), want.end()));
+    }
+  }
 }
 
 TEST(SortOps, TopkValuesIndicesGradientAndErrors) {

@@ -1,6 +1,9 @@
 // argsort (issue 19), the kernel of sort and topk (inline in ops.h: argsort,
 // then gather), and the eager checks of topk and norm's string p.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <type_traits>
 #include <numeric>
 #include <utility>
 #include <string>
@@ -15,27 +18,51 @@ namespace graph {
 
 namespace {
 
-// The permutation that sorts each line along dim, stably; NaN (x != x) is the
-// largest value, so it comes last ascending and first descending, as PyTorch.
+// An unsigned key whose order is the value order argsort wants: NaN (any
+// payload) the largest, -0.0 equal to 0.0, as PyTorch compares them.
 template <class T>
+auto order_key(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+    constexpr U sign = U(1) << (sizeof(T) * 8 - 1);
+    if (v != v) return ~U(0);
+    const U bits = std::bit_cast<U>(v == T(0) ? T(0) : v);
+    return (bits & sign) ? U(~bits) : U(bits | sign);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return uint32_t(v);
+  } else {
+    using U = std::make_unsigned_t<T>;
+    constexpr U flip = std::is_signed_v<T> ? U(U(1) << (sizeof(T) * 8 - 1)) : U(0);
+    return U(U(v) ^ flip);
+  }
+}
+
+// The permutation that sorts each line along dim, stably. Each element is
+// sorted as (key, position): the position breaks ties, which is the stable
+// order without stable_sort's buffer; descending inverts the key only, so
+// ties stay in position order there too. Keys of at most 32 bits and a
+// position below 2^32 pack into one uint64 (`packed`), the fastest thing
+// std::sort can compare.
+template <class T, bool packed>
 void argsort_lines(const T* x, int64_t* out, int64_t outer, int64_t n, int64_t inner, bool descending) {
-  auto before = [descending](T a, T b) {
-    const bool na = a != a, nb = b != b;
-    return descending ? (na && !nb) || a > b : (!na && nb) || a < b;
-  };
-  // (value, position) pairs sorted with the position as the tie-break: the
-  // stable order, without stable_sort's buffer per line nor indirect reads.
-  auto pair_before = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
-    return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
-  };
+  using K = decltype(order_key(T{}));
+  using Item = std::conditional_t<packed, uint64_t, std::pair<uint64_t, int64_t>>;
+  const K flip = descending ? K(~K(0)) : K(0);
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n * 8, 1));
   cpu::parallel_for(outer * inner, grain, [&](int64_t begin, int64_t end) {
-    std::vector<std::pair<T, int64_t>> line(static_cast<size_t>(n));
+    std::vector<Item> line(static_cast<size_t>(n));
     for (int64_t l = begin; l < end; ++l) {
       const int64_t base = (l / inner) * n * inner + l % inner;
-      for (int64_t j = 0; j < n; ++j) line[j] = {x[base + j * inner], j};
-      std::sort(line.begin(), line.end(), pair_before);
-      for (int64_t j = 0; j < n; ++j) out[base + j * inner] = line[j].second;
+      for (int64_t j = 0; j < n; ++j) {
+        const K key = K(order_key(x[base + j * inner]) ^ flip);
+        if constexpr (packed) line[j] = uint64_t(key) << 32 | uint64_t(j);
+        else line[j] = {uint64_t(key), j};
+      }
+      std::sort(line.begin(), line.end());
+      for (int64_t j = 0; j < n; ++j) {
+        if constexpr (packed) out[base + j * inner] = int64_t(line[j] & 0xffffffffu);
+        else out[base + j * inner] = line[j].second;
+      }
     }
   });
 }
@@ -59,7 +86,11 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
   for (int64_t i = 0; i < x.dim(); ++i) (i < d ? outer : inner) *= i == d ? 1 : x.size(i);
   dispatch_opmath(xc.dtype(), [&](auto v) {
     using T = decltype(v);
-    argsort_lines<T>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, x.size(d), inner, descending);
+    const int64_t n = x.size(d);
+    if (sizeof(order_key(T{})) <= 4 && n <= int64_t{1} << 32)
+      argsort_lines<T, true>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, n, inner, descending);
+    else
+      argsort_lines<T, false>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, n, inner, descending);
   });
   return out;
 }
