@@ -284,13 +284,8 @@ DotKernel<T> small_dot_kernel() {
 // One small product out = a @ b (out dense): the dot kernel when a's rows
 // and b's columns are contiguous, else the i-p-j kernel.
 template <class T>
-void small_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  // 2-D operands: sizes()/strides() directly (size(d) checks d per call).
-  const Shape &as = a.strides(), &bs = b.strides();
-  const int64_t n = a.sizes()[0], k = a.sizes()[1], m = b.sizes()[1];
-  const T* pa = a.data_ptr<T>();
-  const T* pb = b.data_ptr<T>();
-  T* po = out.data_ptr<T>();
+void small_gemm(int64_t n, int64_t k, int64_t m, const T* pa, const int64_t* as, const T* pb, const int64_t* bs,
+                T* po) {
   const bool a_rows = as[1] == 1 || k == 1, b_cols = bs[0] == 1 || k == 1;
   if (a_rows && b_cols && k >= kDotLanes)
     small_dot_kernel<T>()(n, k, m, pa, as[0], pb, bs[1], po);
@@ -298,6 +293,12 @@ void small_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
     small_gemm_kernel<T, true>()(n, k, m, pa, as[0], as[1], pb, bs[0], 1, po);
   else
     small_gemm_kernel<T, false>()(n, k, m, pa, as[0], as[1], pb, bs[0], bs[1], po);
+}
+template <class T>
+void small_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  // 2-D operands: sizes()/strides() directly (size(d) checks d per call).
+  small_gemm<T>(a.sizes()[0], a.sizes()[1], b.sizes()[1], a.data_ptr<T>(), a.strides().data(), b.data_ptr<T>(),
+                b.strides().data(), out.data_ptr<T>());
 }
 
 // out[n, m] = a[n, k] @ b[k, m] for one matrix of each.
@@ -325,15 +326,21 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   }
 }
 
-// The [r, c] matrix of batch element `index` of a [..., r, c] tensor.
-Tensor matrix(const Tensor& t, int64_t index) {
-  const int64_t nb = t.dim() - 2;
-  int64_t off = t.storage_offset();
-  for (int64_t d = nb - 1; d >= 0; --d) {
+// Where batch element `index` of a [..., r, c] tensor starts, in elements
+// from its data pointer.
+int64_t matrix_offset(const Tensor& t, int64_t index) {
+  int64_t off = 0;
+  for (int64_t d = t.dim() - 3; d >= 0; --d) {
     off += (index % t.size(d)) * t.stride(d);
     index /= t.size(d);
   }
-  return Tensor(t.storage(), off, {t.size(-2), t.size(-1)}, {t.stride(-2), t.stride(-1)}, t.dtype());
+  return off;
+}
+
+// The [r, c] matrix of batch element `index` of a [..., r, c] tensor.
+Tensor matrix(const Tensor& t, int64_t index) {
+  return Tensor(t.storage(), t.storage_offset() + matrix_offset(t, index), {t.size(-2), t.size(-1)},
+                {t.stride(-2), t.stride(-1)}, t.dtype());
 }
 
 // a [..., n, k] @ b [..., k, m] with equal batch dims, equal dtypes.
@@ -360,6 +367,19 @@ Tensor batched(const Tensor& a, const Tensor& b) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
                   std::is_same_v<T, int64_t>) {
+      const int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        // Small products: no Tensor per batch matrix (its cost is the product's).
+        if (n * k * m <= kSmallGemm && !(std::is_same_v<T, float> && autocast_bf16())) {
+          const int64_t as[2] = {a.stride(-2), a.stride(-1)}, bs[2] = {b.stride(-2), b.stride(-1)};
+          const T* pa = a.data_ptr<T>();
+          const T* pb = b.data_ptr<T>();
+          T* po = o3.data_ptr<T>();
+          for (int64_t i = 0; i < batches; ++i)
+            small_gemm<T>(n, k, m, pa + matrix_offset(a, i), as, pb + matrix_offset(b, i), bs, po + i * n * m);
+          return;
+        }
+      }
       for (int64_t i = 0; i < batches; ++i) gemm<T>(matrix(a, i), matrix(b, i), matrix(o3, i));
     }
   });
