@@ -139,7 +139,9 @@ TEST(SortOps, KeysOrderLikeAStableComparisonSortInEveryDtype) {
     std::vector<double> vals = base;
     if (!fp)
       for (double& v : vals) v = std::isfinite(v) ? (dt == graph::kBool ? double(v > 0) : v) : 3.0;
-    const Tensor x = graph::from_vector(std::vector<float>(vals.begin(), vals.end()), {int64_t(vals.size())}).to(dt).expand({3, -1});  // 3 lines, a stride-0 dim
+    // 3 lines, a stride-0 dim.
+    const Tensor x =
+        graph::from_vector(std::vector<float>(vals.begin(), vals.end()), {int64_t(vals.size())}).to(dt).expand({3, -1});
     const std::vector<double> xs = doubles(x.select(0, 0));
     for (bool desc : {false, true}) {
       auto before = [&](int64_t a, int64_t b) {
@@ -155,7 +157,8 @@ TEST(SortOps, KeysOrderLikeAStableComparisonSortInEveryDtype) {
         EXPECT_EQ(doubles(got.select(0, line)), std::vector<double>(want.begin(), want.end()))
             << graph::dtype_name(dt) << (desc ? " descending" : " ascending") << " line " << line;
       // Along dim 0 of the transpose: the same order, through strides.
-      EXPECT_EQ(doubles(graph::argsort(x.t().contiguous(), 0, desc).select(1, 0)), std::vector<double>(want.begin(), want.end()));
+      EXPECT_EQ(doubles(graph::argsort(x.t().contiguous(), 0, desc).select(1, 0)),
+                std::vector<double>(want.begin(), want.end()));
     }
   }
 }

@@ -301,13 +301,19 @@ void small_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
                 b.strides().data(), out.data_ptr<T>());
 }
 
+// Whether an [n, k] @ [k, m] product takes the small kernels; under bf16
+// autocast every float product takes the bf16 GEMM instead.
+template <class T>
+bool small_product(int64_t n, int64_t k, int64_t m) {
+  return n * k * m <= kSmallGemm && !(std::is_same_v<T, float> && autocast_bf16());
+}
+
 // out[n, m] = a[n, k] @ b[k, m] for one matrix of each.
 template <class T>
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t n = a.sizes()[0], k = a.sizes()[1], m = b.sizes()[1];  // 2-D
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // Under bf16 autocast every float product takes the bf16 GEMM.
-    if (n * k * m <= kSmallGemm && !(std::is_same_v<T, float> && autocast_bf16())) return small_gemm<T>(a, b, out);
+    if (small_product<T>(n, k, m)) return small_gemm<T>(a, b, out);
   }
   const BlasOperand x = blas_operand(a), y = blas_operand(b);
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -370,7 +376,7 @@ Tensor batched(const Tensor& a, const Tensor& b) {
       const int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         // Small products: no Tensor per batch matrix (its cost is the product's).
-        if (n * k * m <= kSmallGemm && !(std::is_same_v<T, float> && autocast_bf16())) {
+        if (small_product<T>(n, k, m)) {
           const int64_t as[2] = {a.stride(-2), a.stride(-1)}, bs[2] = {b.stride(-2), b.stride(-1)};
           const T* pa = a.data_ptr<T>();
           const T* pb = b.data_ptr<T>();

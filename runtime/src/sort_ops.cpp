@@ -87,10 +87,11 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
   dispatch_opmath(xc.dtype(), [&](auto v) {
     using T = decltype(v);
     const int64_t n = x.size(d);
-    if (sizeof(order_key(T{})) <= 4 && n <= int64_t{1} << 32)
-      argsort_lines<T, true>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, n, inner, descending);
-    else
-      argsort_lines<T, false>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, n, inner, descending);
+    if constexpr (sizeof(order_key(T{})) <= 4) {
+      if (n <= int64_t{1} << 32)
+        return argsort_lines<T, true>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, n, inner, descending);
+    }
+    argsort_lines<T, false>(xc.data_ptr<T>(), out.data_ptr<int64_t>(), outer, n, inner, descending);
   });
   return out;
 }
