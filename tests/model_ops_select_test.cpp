@@ -74,6 +74,26 @@ TEST(SelectOps, MaskAndInputBroadcast) {
   EXPECT_EQ(doubles(w), (std::vector<double>{1, 2, 3, -1, -1, -1}));
 }
 
+// Each value operand dense or one broadcast value, over dense and strided
+// runs (the fast paths and the general loop), against a loop over doubles.
+TEST(SelectOps, DenseAndBroadcastOperandsInEveryCombination) {
+  const Tensor x = graph::randn({5, 7}), y = graph::randn({5, 7}), mask = graph::gt(graph::randn({5, 7}), 0.0);
+  const Tensor one_x = graph::full({1, 1}, 2.5), one_y = graph::full({1, 1}, -1.5);
+  for (bool strided : {false, true}) {
+    const Tensor m = strided ? mask.t().contiguous().t() : mask;  // column-major mask: a strided run
+    for (const Tensor& a : {x, one_x})
+      for (const Tensor& b : {y, one_y}) {
+        const std::vector<double> got = doubles(graph::where(m, a, b));
+        const std::vector<double> ms = doubles(mask), as = doubles(a.expand({5, 7}).contiguous()),
+                                  bs = doubles(b.expand({5, 7}).contiguous());
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], ms[i] != 0 ? as[i] : bs[i]) << "element " << i << (strided ? " strided" : "");
+      }
+    const std::vector<double> filled = doubles(graph::masked_fill(x, m, 0.25)), xs = doubles(x), ms = doubles(mask);
+    for (size_t i = 0; i < filled.size(); ++i) ASSERT_EQ(filled[i], ms[i] != 0 ? 0.25 : xs[i]);
+  }
+}
+
 TEST(SelectOps, GradientsFlowWhereTheInputIsKept) {
   Tensor x = graph::tensor({1.f, 2.f, 3.f}).requires_grad_();
   const Tensor m = graph::tensor({{true, false, false}, {true, true, false}});

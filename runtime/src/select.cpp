@@ -14,6 +14,13 @@ namespace graph {
 
 namespace {
 
+// o[i] = c[i] ? a[i] : b[i] over one dense run; an operand that is not
+// dense (A or B false) is one value broadcast along the run.
+template <class T, bool A, bool B>
+void select_run(int64_t n, T* __restrict o, const bool* __restrict c, const T* __restrict a, const T* __restrict b) {
+  for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[A ? i : 0] : b[B ? i : 0];
+}
+
 Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b, const char* op = "where") {
   const Shape shape = cpu::broadcast_shapes(op, {cond.sizes(), a.sizes(), b.sizes()});
   const DType dtype = promote_types(a.dtype(), b.dtype());
@@ -39,8 +46,18 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b, const ch
     const T* pb = cb.data_ptr<T>();
     cpu::parallel_for(loop.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
       loop.run_range(begin, end, [&](int64_t n, const auto& off, const auto& st) {
-        for (int64_t i = 0; i < n; ++i)
-          o[off[0] + i * st[0]] = c[off[1] + i * st[1]] ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+        T* oo = o + off[0];
+        const bool* cc = c + off[1];
+        const T *aa = pa + off[2], *bb = pb + off[3];
+        // Dense runs, each value operand dense or one broadcast scalar (where
+        // with a scalar, masked_fill): plain indexing the compiler can unroll.
+        if (st[0] == 1 && st[1] == 1 && (st[2] | 1) == 1 && (st[3] | 1) == 1) {
+          if (st[2] && st[3]) return select_run<T, true, true>(n, oo, cc, aa, bb);
+          if (st[2]) return select_run<T, true, false>(n, oo, cc, aa, bb);
+          if (st[3]) return select_run<T, false, true>(n, oo, cc, aa, bb);
+          return select_run<T, false, false>(n, oo, cc, aa, bb);
+        }
+        for (int64_t i = 0; i < n; ++i) oo[i * st[0]] = cc[i * st[1]] ? aa[i * st[2]] : bb[i * st[3]];
       });
     });
   });
