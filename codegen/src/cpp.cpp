@@ -524,6 +524,7 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <graph/parallel.h>");
   e.line("#include <graph/scalar_ops.h>");
   e.line("#include <graph/detail/generated_support.h>");
+  e.line("#include <graph/detail/fused_loop.h>");
   e.line("#include <graph/detail/gemm_epilogue.h>");
   e.line("#include <graph/detail/backward_kernels.h>");
   e.line("#include <graph/detail/static_autograd.h>");

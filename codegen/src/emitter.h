@@ -226,6 +226,8 @@ class Emitter {
   std::string dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                            const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                            std::vector<std::string>& scalar_args, std::string* struct_name = nullptr);
+  void kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
+                      const std::vector<std::string>& scalar_types, const std::vector<std::string>& scalar_names);
   std::string stage_statements(const std::vector<const ir::Node*>& ops,
                                const std::vector<std::pair<const ir::Value*, std::string>>& sources,
                                const std::vector<std::pair<std::string, const ir::Value*>>& writes,
@@ -253,8 +255,9 @@ class Emitter {
   const ir::OutputReach* needs_ = nullptr;             // graph_function's, while it writes
   const ir::Block* needs_top_ = nullptr;               // the top block of that graph
   std::map<std::vector<size_t>, std::string> need_locals_;  // declare_needs
-  // fused_elementwise -> fused_loop: the dense kernel already written, its
-  // scalar arguments, and the outputs' buffer slots (shared by both paths).
+  // fused_elementwise -> fused_loop: the group's FusedKernels already
+  // declared, its scalar arguments, and the outputs' buffer slots (shared by
+  // both paths).
   std::string dense_fn_;
   std::vector<std::string> dense_scalars_;
   std::vector<size_t> out_slots_;

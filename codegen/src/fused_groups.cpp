@@ -381,8 +381,7 @@ bool Emitter::fused_reduction(const ir::Node* n, const LoopSpec& spec, const ir:
   // The producers: the group's dense kernel, writing a block into o0.
   std::vector<std::string> scalar_args;
   std::string producer;
-  const std::string producer_isa = dense_kernel(spec, tensor_params, {T}, in_t, scalar_args, &producer);
-  line("(void)" + producer_isa + ";  // called through " + producer + "::run below");
+  dense_kernel(spec, tensor_params, {T}, in_t, scalar_args, &producer);
   // Its scalar parameters, as dense_kernel declares them.
   std::vector<std::string> sparams;
   std::set<const ir::Value*> seen;

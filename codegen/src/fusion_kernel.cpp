@@ -7,21 +7,22 @@
 // (op_table.h: compute_dtype) and chained through graph::scalar::<op>, the
 // same bodies the eager kernels run, so fused and eager results agree.
 //
+// The group's kernels are a local struct: run, the dense loop (plain indexed
+// loops over __restrict pointers that the compiler vectorizes), compiled for
+// baseline x86-64, AVX2 and AVX-512 and picked at run time (graph/cpu_isa.h;
+// bitwise the same results, no FMA contraction), and strided, the same body
+// with per-operand strides. What drives them (the split across cores, the
+// stride walk) is compiled once in the runtime (graph/detail/fused_loop.h):
+// per group, a generated source holds only its loops and a few calls.
+//
 // First, before any shape or stride work, a fast path: when every tensor
 // operand is dense with the first one's shape (graph::detail::operand_dense;
-// slices, LazySlice, are read in place), the dense kernel below runs on the
-// operands' pointers directly.
-//
-// Otherwise two paths, both split across cores by graph::cpu::parallel_for (inline on
-// the caller for small tensors): when the StridedLoop collapses to one run
-// with every operand at stride 1 (the common dense case), the group's dense
-// kernel: plain indexed loops over __restrict pointers that the compiler
-// vectorizes, in a local struct whose function is compiled for baseline
-// x86-64, AVX2 and AVX-512 and picked at run time (graph/cpu_isa.h; bitwise
-// the same results, no FMA contraction). Otherwise loop.run_range() with
-// per-operand inner strides (broadcast and non-contiguous inputs), whose
-// unit-stride runs take the same dense kernel. No element index is ever
-// divided.
+// slices, LazySlice, are read in place), run_fused_dense runs the dense
+// kernel on the operands' pointers directly. Otherwise the loop shape is
+// worked out (broadcast) and run_fused_strided walks it: one dense run when
+// every operand is contiguous, else innermost runs with per-operand strides
+// (broadcast and non-contiguous inputs), whose unit-stride runs take the
+// dense kernel. No element index is ever divided.
 //
 // A group with two or more expensive ops (graph/op_cost.h: exp, tanh, div,
 // ...) is compute-bound: one loop over all its ops keeps too many values
@@ -243,7 +244,7 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
 // The fast path: every tensor operand dense with the first one's shape (no
 // broadcast, no strides to walk), so that shape is the loop's and every
 // output's, and no op can fail on shapes. The dense kernel runs on the
-// operands' pointers (slices read in place); nothing else is computed.
+// operands' pointers (slices read in place) through run_fused_dense.
 void Emitter::dense_path(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                          const std::vector<std::string>& out_t, const std::vector<std::string>& in_t) {
   const std::string shape = fresh("dense_shape");
@@ -251,26 +252,19 @@ void Emitter::dense_path(const LoopSpec& spec, const std::vector<const ir::Value
   std::vector<std::string> dense;
   for (const ir::Value* p : tensor_params) dense.push_back("::graph::detail::operand_dense(" + operand(p) + ", " + shape + ")");
   open("if (" + join(dense, " && ") + ")");
-  std::vector<std::string> ptrs;  // the kernel's arguments
+  std::vector<std::string> ptrs;
   for (size_t j = 0; j < spec.outputs.size(); ++j) {
     const ir::Value* v = spec.outputs[j];
     line(name(v) + " = buffers.take(" + std::to_string(out_slots_[j]) + ", " + shape + ", " +
          dtype_expr(*v->type().dtype) + ");");
-    const std::string p = fresh("p");
-    line(out_t[j] + "* const " + p + " = " + name(v) + ".data_ptr<" + out_t[j] + ">();");
-    ptrs.push_back(p + " + begin");
+    ptrs.push_back("::graph::detail::bytes(" + name(v) + ".data_ptr<" + out_t[j] + ">())");
   }
-  for (size_t k = 0; k < tensor_params.size(); ++k) {
-    const std::string p = fresh("p");
-    line("const " + in_t[k] + "* const " + p + " = ::graph::detail::operand_data<" + in_t[k] + ">(" +
-         operand(tensor_params[k]) + ");");
-    ptrs.push_back(p + " + begin");
-  }
-  ptrs.insert(ptrs.end(), dense_scalars_.begin(), dense_scalars_.end());
-  open("::graph::cpu::parallel_for(::graph::detail::shape_numel(" + shape +
-       "), ::graph::cpu::kElementwiseGrain, [&](int64_t begin, int64_t end)");
-  line(dense_fn_ + "(end - begin, " + join(ptrs, ", ") + ");");
-  close(");");
+  for (size_t k = 0; k < tensor_params.size(); ++k)
+    ptrs.push_back("::graph::detail::bytes(::graph::detail::operand_data<" + in_t[k] + ">(" + operand(tensor_params[k]) +
+                   "))");
+  const std::string p = fresh("p");
+  line("char* const " + p + "[] = {" + join(ptrs, ", ") + "};");
+  line("::graph::detail::run_fused_dense(" + dense_fn_ + ", ::graph::detail::shape_numel(" + shape + "), " + p + ");");
 }
 
 // The body of loop_shape's locate(): each member op's broadcast, in order,
@@ -300,89 +294,23 @@ void Emitter::locate_broadcast_error(const LoopSpec& spec) {
   }
 }
 
-// Allocates the outputs and writes both loop paths. Operand order in the
-// StridedLoop: outputs first, then the tensor inputs.
+// Allocates the outputs and runs the loop over `shape` through
+// run_fused_strided (the stride walk is the runtime's; operands: outputs
+// first, then the tensor inputs).
 void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
   const bool cuda = cuda_pending_ && kernel_plan(spec).eligible;
   if (cuda_pending_) cuda_dispatch(spec, shape);
   cuda_pending_ = false;
-  std::vector<const ir::Value*> tensor_params;
-  for (const ir::Value* v : spec.reads)
-    if (v->type().is_tensor()) tensor_params.push_back(v);
-  const size_t n_out = spec.outputs.size();
-  const std::string N = std::to_string(n_out + tensor_params.size());
-
-  std::vector<std::string> out_ptr, in_ptr, strides, out_t, in_t;
-  for (size_t j = 0; j < n_out; ++j) {
+  std::vector<std::string> operands;
+  for (size_t j = 0; j < spec.outputs.size(); ++j) {
     const ir::Value* v = spec.outputs[j];
-    out_t.push_back(element_type(*v->type().dtype));
     line(name(v) + " = buffers.take(" + std::to_string(out_slots_.at(j)) + ", " + shape + ", " +
          dtype_expr(*v->type().dtype) + ");");
-    out_ptr.push_back(fresh("out_" + name(v)));
-    line(out_t.back() + "* const " + out_ptr.back() + " = " + name(v) + ".data_ptr<" + out_t.back() + ">();");
-    strides.push_back(name(v) + ".strides()");
+    operands.push_back("&" + name(v));
   }
-  for (const ir::Value* p : tensor_params) {
-    in_t.push_back(element_type(*p->type().dtype));
-    in_ptr.push_back(fresh("in_" + operand(p)));
-    line("const " + in_t.back() + "* const " + in_ptr.back() + " = " + name(p) + ".data_ptr<" + in_t.back() + ">();");
-    strides.push_back("::graph::cpu::broadcast_strides(" + name(p) + ", " + shape + ")");
-  }
-  const std::string loop = fresh("loop");
-  line("const ::graph::cpu::StridedLoop<" + N + "> " + loop + "(" + shape + ", {" + join(strides, ", ") + "});");
-
-  // The dense runs go through one function, `kernel`, over n elements whose
-  // operands all have stride 1 (dense_kernel, below).
-  const std::vector<std::string> scalar_args = dense_scalars_;
-  const std::string kernel = dense_fn_;
-  auto dense_call = [&](const std::string& n, auto offset) {
-    std::vector<std::string> args{n};
-    for (size_t j = 0; j < n_out; ++j) args.push_back(out_ptr[j] + offset(j));
-    for (size_t k = 0; k < tensor_params.size(); ++k) args.push_back(in_ptr[k] + offset(n_out + k));
-    args.insert(args.end(), scalar_args.begin(), scalar_args.end());
-    line(kernel + "(" + join(args, ", ") + ");");
-  };
-  const std::string grain = "::graph::cpu::kElementwiseGrain";
-  const std::string range = "[&](int64_t begin, int64_t end)";
-
-  // One dense run over the whole output (the common case), split across cores.
-  open("if (" + loop + ".unit_stride())");
-  open("::graph::cpu::parallel_for(" + loop + ".numel(), " + grain + ", " + range);
-  dense_call("end - begin", [](size_t) { return std::string(" + begin"); });
-  close(");");
-
-  // Otherwise innermost runs with per-operand strides (0 along broadcast
-  // dims, anything for transposed or sliced views); runs whose strides are
-  // all 1 (a row broadcast, say) still take the dense loop.
-  --indent_;
-  open("} else");
-  open("::graph::cpu::parallel_for(" + loop + ".numel(), " + grain + ", " + range);
-  open(loop + ".run_range(begin, end, [&](int64_t n, const std::array<int64_t, " + N +
-       ">& off, const std::array<int64_t, " + N + ">& st)");
-  std::vector<std::string> unit;
-  for (size_t k = 0; k < n_out + tensor_params.size(); ++k) unit.push_back("st[" + std::to_string(k) + "] == 1");
-  open("if (" + join(unit, " && ") + ")");
-  dense_call("n", [](size_t k) { return " + off[" + std::to_string(k) + "]"; });
-  --indent_;
-  open("} else");
-  std::vector<std::string> loads, stores;
-  for (size_t j = 0; j < n_out; ++j) {
-    const std::string o = "o" + std::to_string(j), op = std::to_string(j);
-    line(out_t[j] + "* " + o + " = " + out_ptr[j] + " + off[" + op + "];");
-    stores.push_back(o + "[i * st[" + op + "]]");
-  }
-  for (size_t k = 0; k < tensor_params.size(); ++k) {
-    const std::string p = "i" + std::to_string(k), op = std::to_string(n_out + k);
-    line("const " + in_t[k] + "* " + p + " = " + in_ptr[k] + " + off[" + op + "];");
-    loads.push_back(p + "[i * st[" + op + "]]");
-  }
-  open("for (int64_t i = 0; i < n; ++i)");
-  raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
-  close();
-  close();
-  close(");");
-  close(");");
-  close();
+  for (const ir::Value* p : spec.reads)
+    if (p->type().is_tensor()) operands.push_back("&" + name(p));
+  line("::graph::detail::run_fused_strided(" + dense_fn_ + ", " + shape + ", {" + join(operands, ", ") + "});");
   if (cuda) close();  // the else of cuda_dispatch
 }
 
@@ -392,10 +320,12 @@ void Emitter::fused_loop(const LoopSpec& spec, const std::string& shape) {
 constexpr int kBlock = 256;
 
 // Writes, at the current position, a local struct holding the dense loop of
-// `spec` as a function of (n, output pointers, input pointers, scalars the
-// body reads) compiled once per instruction set, then a pointer to the
-// variant this CPU runs; returns the pointer's name. scalar_args receives the
-// scalars to pass, in order.
+// `spec` as run(n, output pointers, input pointers, scalars the body reads).
+// scalar_args receives the scalars to pass, in order. With struct_name (the
+// fused reduction, which calls run itself) that is all, and the struct's name
+// is returned. Otherwise the struct also gets the entry points of
+// graph/detail/fused_loop.h (kernel_entries), and a FusedKernels naming them
+// is declared after it; its name is returned.
 std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                                   const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                                   std::vector<std::string>& scalar_args, std::string* struct_name) {
@@ -418,12 +348,14 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
     load[tensor_params[k]] = "i" + std::to_string(k);
   }
   std::set<const ir::Value*> seen;
+  std::vector<std::string> scalar_types;
   for (const ir::Node* m : ops)
     for (const ir::Value* v : m->inputs())
       if (!v->type().is_tensor() && seen.insert(v).second) {
         params.push_back("const " + cpp_type(v->type()) + " " + name(v));
         args.push_back(name(v));
         scalar_args.push_back(name(v));
+        scalar_types.push_back(cpp_type(v->type()));
       }
 
   // Stages: one loop each. With two or more expensive ops, a new stage
@@ -455,8 +387,8 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
 
   const std::string kernel = fresh("kernel");
   if (struct_name) *struct_name = kernel;
-  line("// The dense loop as a function compiled for each instruction set, picked");
-  line("// at run time (graph/cpu_isa.h); every variant gives the same bits.");
+  line("// run: the dense loop; its entry points are compiled for each instruction set and");
+  line("// picked at run time (graph/cpu_isa.h; every variant gives the same bits).");
   open("struct " + kernel);
   open("GRAPH_ISA_INLINE static void run(" + join(params, ", ") + ")");
   if (blocked) {
@@ -510,15 +442,67 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   }
   if (blocked) close();
   close();
-  const std::string all_params = join(params, ", "), call = "run(" + join(args, ", ") + "); }";
-  line("GRAPH_ISA_KERNEL static void baseline(" + all_params + ") { " + call);
-  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX2 static void avx2(" + all_params + ") { " + call);
-  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512(" + all_params + ") { " + call);
+  if (struct_name) {
+    close(";");
+    return kernel;
+  }
+  kernel_entries(spec, out_t, in_t, scalar_types, scalar_args);
   close(";");
-  const std::string fn = fresh(kernel + "_isa");
-  line("const auto " + fn + " = ::graph::cpu::pick_isa(&" + kernel + "::baseline, &" + kernel + "::avx2, &" +
-       kernel + "::avx512);");
+  std::string scalars = "nullptr";
+  if (!scalar_args.empty()) {
+    scalars = fresh(kernel + "_s");
+    line("const " + kernel + "::scalars " + scalars + "{" + join(scalar_args, ", ") + "};");
+    scalars = "&" + scalars;
+  }
+  std::vector<std::string> dtypes;
+  for (const ir::Value* v : spec.outputs) dtypes.push_back(dtype_expr(*v->type().dtype));
+  for (const ir::Value* v : tensor_params) dtypes.push_back(dtype_expr(*v->type().dtype));
+  const std::string types = fresh(kernel + "_t"), fn = fresh(kernel + "_f");
+  line("static constexpr ::graph::DType " + types + "[] = {" + join(dtypes, ", ") + "};");
+  line("const ::graph::detail::FusedKernels " + fn + "{::graph::cpu::pick_isa(&" + kernel + "::baseline, &" + kernel +
+       "::avx2, &" + kernel + "::avx512), &" + kernel + "::strided, " + scalars + ", " + types + "};");
   return fn;
+}
+
+// Inside a dense_kernel struct, after run: the entry points FusedKernels
+// holds, with the operand pointers untyped and the scalars in a struct.
+// baseline/avx2/avx512 call run on [begin, end), compiled once per
+// instruction set; strided is the same body with per-operand strides (the
+// walk that calls it is graph::detail::run_fused_strided's).
+void Emitter::kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t,
+                             const std::vector<std::string>& in_t, const std::vector<std::string>& scalar_types,
+                             const std::vector<std::string>& scalar_names) {
+  const size_t n_out = out_t.size();
+  std::vector<std::string> fields, unpack, args{"end - begin"}, loads, stores, typed;
+  for (size_t k = 0; k < scalar_types.size(); ++k) {
+    fields.push_back(scalar_types[k] + " s" + std::to_string(k) + ";");
+    unpack.push_back("const " + scalar_types[k] + " " + scalar_names[k] + " = sc.s" + std::to_string(k) + ";");
+  }
+  for (size_t j = 0; j < n_out + in_t.size(); ++j) {
+    const std::string k = std::to_string(j);
+    const bool out = j < n_out;
+    const std::string t = out ? out_t[j] + "*" : "const " + in_t[j - n_out] + "*";
+    const std::string local = out ? "o" + k : "i" + std::to_string(j - n_out);
+    args.push_back("reinterpret_cast<" + t + ">(p[" + k + "]) + begin");
+    typed.push_back(t + " " + local + " = reinterpret_cast<" + t + ">(p[" + k + "]);");
+    (out ? stores : loads).push_back(local + "[i * st[" + k + "]]");
+  }
+  for (size_t k = 0; k < scalar_names.size(); ++k) args.push_back("sc.s" + std::to_string(k));
+  if (!fields.empty()) line("struct scalars { " + join(fields, " ") + " };");
+  const std::string sc = fields.empty() ? "" : "const scalars& sc = *static_cast<const scalars*>(s); ";
+  const std::string params = "int64_t begin, int64_t end, char* const* p, [[maybe_unused]] const void* s";
+  const std::string body = " { " + sc + "run(" + join(args, ", ") + "); }";
+  line("GRAPH_ISA_KERNEL static void baseline(" + params + ")" + body);
+  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX2 static void avx2(" + params + ")" + body);
+  line("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512(" + params + ")" + body);
+  open("static void strided(const int64_t n, char* const* p, const int64_t* st, [[maybe_unused]] const void* s)");
+  if (!fields.empty()) line("const scalars& sc = *static_cast<const scalars*>(s);");
+  for (const auto& u : unpack) line(u);
+  for (const auto& t : typed) line(t);
+  open("for (int64_t i = 0; i < n; ++i)");
+  raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
+  close();
+  close();
 }
 
 // The statements of one loop iteration: each value of `sources` read into a
