@@ -602,7 +602,7 @@ TEST(Generated, SourceIsReadable) {
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
   const std::string src = graph::codegen::generate_cpu_source({{g.get(), "_Z5chainv", "h", "m.cpp:1"}}, "m.cpp");
-  EXPECT_NE(src.find("bool graph_chain(const ::graph::IValue* in"), std::string::npos);
+  EXPECT_NE(src.find("\nGRAPH_GLUE bool graph_chain(const ::graph::IValue* in"), std::string::npos);
   EXPECT_NE(src.find("// fused loop: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"), std::string::npos);
   EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
   // The loops are generated; the runtime drives them (graph/detail/fused_loop.h).

@@ -97,3 +97,10 @@ add_executable(batch_norm_test ${CMAKE_CURRENT_LIST_DIR}/batch_norm_test.cpp)
 target_link_libraries(batch_norm_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(batch_norm_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(batch_norm_test)
+
+# The driver of generated fused loops (graph/detail/fused_loop.h) with
+# hand-written kernels, against the eager ops.
+add_executable(fused_loop_test ${CMAKE_CURRENT_LIST_DIR}/fused_loop_test.cpp)
+target_link_libraries(fused_loop_test PRIVATE cxxgraph_runtime GTest::gtest_main)
+target_compile_options(fused_loop_test PRIVATE -Wall -Wextra)
+gtest_discover_tests(fused_loop_test)

@@ -192,7 +192,7 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::IValue* in"
                                                   : "const ::graph::IValue* in";
   const std::string needed_param = needs ? " [[maybe_unused]] const bool* needed," : "";
-  open("bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::IValue* out, std::string* why)");
+  open("GRAPH_GLUE bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::IValue* out, std::string* why)");
   guards(g, fn_name, check_inputs);
   line("::graph::detail::GraphBuffers::Lease buffers(" + buffers_name(fn_name) + ");");
   line("const char* here = nullptr;  // the running node's source line, for errors");

@@ -164,7 +164,7 @@ TEST_F(StaticGraph, EightOpChainIsOneLoop) {
   std::string cpp = read_file(std::string(CXXGRAPH_GENERATED_DIR) + "/e2e_static_functions.graph.cpp");
   size_t begin = cpp.find("bool graph_chain8(");
   ASSERT_NE(begin, std::string::npos);
-  size_t end = cpp.find("\nbool graph_", begin + 1);
+  size_t end = cpp.find("\nGRAPH_GLUE bool graph_", begin + 1);
   std::string fn = cpp.substr(begin, end - begin);
   size_t loops = 0;
   for (size_t p = 0; (p = fn.find("// fused loop:", p)) != std::string::npos; ++p) ++loops;
