@@ -460,7 +460,7 @@ TEST(Generated, StripMinedSourceSaysSo) {
   EXPECT_NE(src.find("// div, neg (strip.cpp:9, 10)"), std::string::npos) << src;
   EXPECT_NE(src.find("alignas(64) int32_t t_m[256];"), std::string::npos) << src;
   EXPECT_NE(src.find("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512("), std::string::npos) << src;
-  EXPECT_NE(src.find("::graph::cpu::pick_isa(&kernel::baseline, &kernel::avx2, &kernel::avx512)"), std::string::npos);
+  EXPECT_NE(src.find("::graph::cpu::pick_isa(&kernel_0::baseline, &kernel_0::avx2, &kernel_0::avx512)"), std::string::npos);
 }
 
 TEST(Generated, OneExpensiveOpKeepsOneLoop) {
@@ -597,6 +597,39 @@ TEST(Generated, SeedModel) {
                graph::relu(graph::add(graph::matmul(Wt, X), b)));
 }
 
+// A fused loop is one struct per distinct loop in a generated source: the
+// same ops on the same dtypes under other value names (as a forward and its
+// forward for autograd spell them) reuse it; another op makes a new one.
+TEST(Generated, SameLoopsShareOneKernelStruct) {
+  const auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    return s;
+  };
+  const auto fused_graph = [](const std::string& text) {
+    auto g = ir::parse(text);
+    ir::infer_types(*g);
+    ir::fuse_elementwise(*g);
+    return g;
+  };
+  std::string renamed = replace_all(replace_all(kChain8, "graph chain(", "graph chain_b("), "%a", "%value");
+  renamed = replace_all(replace_all(renamed, "%x", "%input"), "%s", "%scale");
+  const std::string other = replace_all(replace_all(kChain8, "graph chain(", "graph chain_c("), "tanh(", "sin(");
+  auto a = fused_graph(kChain8), b = fused_graph(renamed), c = fused_graph(other);
+  const std::string src = graph::codegen::generate_cpu_source(
+      {{a.get(), "_Z1av", "h", "m.cpp:1"}, {b.get(), "_Z1bv", "h", "m.cpp:2"}, {c.get(), "_Z1cv", "h", "m.cpp:3"}},
+      "m.cpp");
+  size_t structs = 0;
+  for (size_t at = src.find("\nstruct kernel_"); at != std::string::npos; at = src.find("\nstruct kernel_", at + 1))
+    ++structs;
+  EXPECT_EQ(structs, 2u) << src;
+  const size_t fn_b = src.find("bool graph_chain_b("), fn_c = src.find("bool graph_chain_c(");
+  ASSERT_NE(fn_b, std::string::npos);
+  ASSERT_NE(fn_c, std::string::npos);
+  EXPECT_NE(src.find("&kernel_0::strided", fn_b), std::string::npos) << "chain_b reuses chain's loop";
+  EXPECT_LT(src.find("&kernel_0::strided", fn_b), fn_c);
+  EXPECT_NE(src.find("&kernel_1::strided", fn_c), std::string::npos) << "chain_c's sin makes its own loop";
+}
+
 TEST(Generated, SourceIsReadable) {
   auto g = ir::parse(kChain8);
   ir::infer_types(*g);
@@ -607,7 +640,7 @@ TEST(Generated, SourceIsReadable) {
   EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
   // The loops are generated; the runtime drives them (graph/detail/fused_loop.h).
   EXPECT_NE(src.find("static void strided(const int64_t n, char* const* p, const int64_t* st"), std::string::npos);
-  EXPECT_NE(src.find("::graph::detail::run_fused_strided(kernel_f, shape, {"), std::string::npos);
+  EXPECT_NE(src.find("::graph::detail::run_fused_strided(kernel_0_f, shape, {"), std::string::npos) << src;
   // The guards read the graph's signature table, written beside it.
   EXPECT_NE(src.find("constexpr ::graph::detail::InputGuard signature_graph_chain[] = {\n"
                      "    {\"x\", ::graph::ir::InputKind::Tensor, ::graph::DType::Float32, false, 2, "

@@ -519,7 +519,10 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   e.line("#include <variant>");
   e.line("#include <vector>");
   e.line("");
-  e.line("#include <graph/graph.h>");
+  // The ops only (nn_ops.h brings ops.h and tensor.h), not graph.h's modules
+  // and optimizers: a graph calls nothing else, and parsing graph.h was a
+  // third of a small generated source's compile time.
+  e.line("#include <graph/nn_ops.h>");
   e.line("#include <graph/cpu_loop.h>");
   e.line("#include <graph/parallel.h>");
   e.line("#include <graph/scalar_ops.h>");
@@ -540,18 +543,33 @@ std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::
   std::vector<std::string> names;
   for (const GraphUnit& u : units) names.push_back(u.graph->name());
   const std::vector<std::string> fns = detail::graph_fn_names(names);
+  // The functions first, so that the kernel structs they share (the pool)
+  // can be written before them.
+  detail::KernelPool pool;
+  detail::Emitter functions;
   for (size_t i = 0; i < units.size(); ++i) {
     const GraphUnit& u = units[i];
     const std::string& fn = fns[i];
-    e.line("");
+    functions.line("");
     detail::Emitter body;
+    body.set_pool(&pool);
     body.set_cuda(fn, u.mangled_name, u.body_hash);
     body.graph_function(*u.graph, fn, u.source);
-    e.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
-    e.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" + std::to_string(body.slots()) + "};");
-    e.raw(body.take());
-    if (u.gradient) e.raw(detail::gradient_functions(*u.gradient, fn, u.source, u.mangled_name, u.body_hash));
+    functions.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
+    functions.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" +
+                   std::to_string(body.slots()) + "};");
+    functions.raw(body.take());
+    if (u.gradient)
+      functions.raw(detail::gradient_functions(*u.gradient, fn, u.source, u.mangled_name, u.body_hash, &pool));
   }
+  if (!pool.text().empty()) {
+    e.line("");
+    e.line("// The fused loops, one struct per distinct loop: run is the dense loop, strided the same");
+    e.line("// body with per-operand strides; the graph functions below drive them through");
+    e.line("// graph/detail/fused_loop.h.");
+    e.raw(pool.text());
+  }
+  e.raw(functions.take());
   e.line("");
   e.line("// Registration: the dispatch prologue finds each graph by (mangled name, body hash).");
   for (size_t i = 0; i < units.size(); ++i) {

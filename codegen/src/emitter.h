@@ -105,6 +105,24 @@ std::string kernel_key(const std::string& mangled, const std::string& hash, size
 std::string reduce_kernel_name(const std::string& fn, size_t k);
 std::string reduce_kernel_key(const std::string& mangled, const std::string& hash, size_t k);
 
+// The fused loops' kernel structs of one generated source, written once each
+// at namespace scope: the groups of a forward, its forward for autograd and
+// its backward often have the same loops, which the compiler would otherwise
+// compile (three instruction sets each) once per copy.
+class KernelPool {
+ public:
+  // The name of the struct written as `text` (its name spelled kPlaceholder),
+  // added under a new name unless one that differs only in its locals' names
+  // and its comments is already there.
+  std::string add(const std::string& text);
+  const std::string& text() const { return text_; }
+  static constexpr const char* kPlaceholder = "@KERNEL@";
+
+ private:
+  std::map<std::string, std::string> names_;
+  std::string text_;
+};
+
 class Emitter {
  public:
   // ---- text ----
@@ -153,6 +171,9 @@ class Emitter {
   // With a key prefix set ("<mangled>#<hash>"), each elementwise fusion
   // group first asks whether its inputs are on the CUDA device and then
   // runs its generated kernel (kernel_name(fn, k)) through the runtime.
+  // With a pool, the fused loops' kernel structs go there (shared by the
+  // source's functions) instead of into the function.
+  void set_pool(KernelPool* pool) { pool_ = pool; }
   void set_cuda(const std::string& fn, const std::string& mangled, const std::string& hash) {
     cuda_fn_ = fn;
     cuda_mangled_ = mangled;
@@ -226,6 +247,7 @@ class Emitter {
   std::string dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                            const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                            std::vector<std::string>& scalar_args, std::string* struct_name = nullptr);
+  std::string place_kernel(const std::string& text);
   void kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                       const std::vector<std::string>& scalar_types, const std::vector<std::string>& scalar_names);
   std::string stage_statements(const std::vector<const ir::Node*>& ops,
@@ -249,6 +271,7 @@ class Emitter {
   std::unordered_map<const ir::Value*, std::string> names_;
   std::set<std::string> used_;
   std::string cuda_fn_, cuda_mangled_, cuda_hash_;  // set_cuda
+  KernelPool* pool_ = nullptr;                       // set_pool
   size_t cuda_groups_ = 0;   // elementwise groups numbered so far
   bool cuda_pending_ = false;  // fusion_group -> the next fused_loop
   std::unordered_map<std::string, std::string> lazy_;  // "v_x.get()" -> "v_x" (LazySlice locals)

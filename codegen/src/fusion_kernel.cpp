@@ -35,7 +35,9 @@
 // Errors: operands that do not broadcast are reported as the eager op would
 // report them, by the member op whose shapes disagree, plus its source line.
 #include <algorithm>
+#include <cctype>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "emitter.h"
@@ -385,11 +387,15 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   const bool blocked = stages.size() > 1;
   const std::string at = blocked ? "[b + i]" : "[i]";
 
-  const std::string kernel = fresh("kernel");
-  if (struct_name) *struct_name = kernel;
+  // The struct is written on its own (indent 0), then placed: in the pool
+  // when there is one, else here (place_kernel).
+  const int at_indent = indent_;
+  indent_ = 0;
+  std::ostringstream here_text;
+  here_text.swap(out_);
   line("// run: the dense loop; its entry points are compiled for each instruction set and");
   line("// picked at run time (graph/cpu_isa.h; every variant gives the same bits).");
-  open("struct " + kernel);
+  open(std::string("struct ") + KernelPool::kPlaceholder);
   open("GRAPH_ISA_INLINE static void run(" + join(params, ", ") + ")");
   if (blocked) {
     line("// Strip-mined: " + std::to_string(expensive) + " expensive ops (graph/op_cost.h) make this loop");
@@ -442,12 +448,15 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   }
   if (blocked) close();
   close();
+  if (!struct_name) kernel_entries(spec, out_t, in_t, scalar_types, scalar_args);
+  close(";");
+  here_text.swap(out_);
+  indent_ = at_indent;
+  const std::string kernel = place_kernel(here_text.str());
   if (struct_name) {
-    close(";");
+    *struct_name = kernel;
     return kernel;
   }
-  kernel_entries(spec, out_t, in_t, scalar_types, scalar_args);
-  close(";");
   std::string scalars = "nullptr";
   if (!scalar_args.empty()) {
     scalars = fresh(kernel + "_s");
@@ -462,6 +471,68 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   line("const ::graph::detail::FusedKernels " + fn + "{::graph::cpu::pick_isa(&" + kernel + "::baseline, &" + kernel +
        "::avx2, &" + kernel + "::avx512), &" + kernel + "::strided, " + scalars + ", " + types + "};");
   return fn;
+}
+
+namespace {
+
+// `text` with its comments dropped and its locals renamed in order of first
+// appearance: the e_ (element values), t_ (block buffers) and v_ (scalar
+// parameters) names, which come from the source and differ between copies
+// of the same loop, so two structs that compute the same get the same key.
+std::string canonical(const std::string& text) {
+  std::string out;
+  std::unordered_map<std::string, std::string> renamed;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      i = text.find('\n', i);
+      if (i == std::string::npos) break;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t e = i;
+      while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+      std::string id = text.substr(i, e - i);
+      if (id.size() > 2 && id[1] == '_' && (id[0] == 'e' || id[0] == 't' || id[0] == 'v'))
+        id = renamed.emplace(id, "#" + std::to_string(renamed.size())).first->second;
+      out += id;
+      i = e;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string KernelPool::add(const std::string& text) {
+  const std::string key = canonical(text);
+  auto it = names_.find(key);
+  if (it != names_.end()) return it->second;
+  const std::string name = "kernel_" + std::to_string(names_.size());
+  std::string t = text;
+  t.replace(t.find(kPlaceholder), std::string(kPlaceholder).size(), name);
+  text_ += "\n" + t;
+  names_.emplace(key, name);
+  return name;
+}
+
+// A kernel struct written by dense_kernel (at indent 0, its name spelled
+// KernelPool::kPlaceholder): the pool's struct of that text, or the struct
+// written here under a fresh name. Returns its name.
+std::string Emitter::place_kernel(const std::string& text) {
+  if (pool_) return pool_->add(text);
+  const std::string name = fresh("kernel");
+  std::string t = text;
+  t.replace(t.find(KernelPool::kPlaceholder), std::string(KernelPool::kPlaceholder).size(), name);
+  const std::string pad(2 * indent_, ' ');
+  for (size_t b = 0; b < t.size();) {
+    const size_t e = t.find('\n', b);
+    const std::string row = t.substr(b, e - b);
+    out_ << (row.empty() ? "" : pad) << row << '\n';
+    b = e == std::string::npos ? t.size() : e + 1;
+  }
+  return name;
 }
 
 // Inside a dense_kernel struct, after run: the entry points FusedKernels

@@ -119,13 +119,14 @@ std::string Emitter::runtime_mask(const ir::Node* n, const std::string& build) c
 }
 
 std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
-                               const std::string& mangled_name, const std::string& body_hash) {
+                               const std::string& mangled_name, const std::string& body_hash, KernelPool* pool) {
   if (!u.unsupported.empty()) return "";
   Emitter e;
   e.line("");
   e.line("// The gradient of " + fn + " (mixed execution): the forward also returns what the backward needs.");
   {
     Emitter f;
+    f.set_pool(pool);
     f.set_cuda(fn + "_forward", mangled_name, body_hash + "/forward");
     f.graph_function(*u.forward, fn + "_forward", source);
     e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_forward") + "{" + std::to_string(f.slots()) + "};");
@@ -135,6 +136,7 @@ std::string gradient_functions(const GradientUnit& u, const std::string& fn, con
   // The runtime made the backward's inputs from the forward's outputs and the
   // tape's gradients (a saved value may be undefined): nothing to guard.
   Emitter b;
+  b.set_pool(pool);
   b.set_cuda(fn + "_backward", mangled_name, body_hash + "/backward");
   const ir::OutputReach reach(*u.backward);
   b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false, &reach);

@@ -35,8 +35,10 @@ namespace detail {
 // registers them (or the reason) under the graph's (mangled name, body hash).
 // Their fusion groups run their CUDA kernels (generate_cuda_source) under
 // the keys "<mangled>#<hash>/forward/group<k>" and ".../backward/group<k>".
+class KernelPool;  // emitter.h: the kernel structs the source's functions share
 std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
-                               const std::string& mangled_name, const std::string& body_hash);
+                               const std::string& mangled_name, const std::string& body_hash,
+                               KernelPool* pool = nullptr);
 std::string gradient_registration(const GradientUnit& u, const std::string& fn, const std::string& mangled_name,
                                   const std::string& body_hash);
 }  // namespace detail
