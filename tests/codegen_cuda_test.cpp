@@ -88,8 +88,10 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
     const size_t groups = count_ops(*g, "FusionGroup");
     if (groups == 0) continue;
     ++checked;
-    // One kernel per group, plus the fused reduce kernel of each reduce group that has one.
-    EXPECT_EQ(count_of(cu, "__global__"), groups + count_of(cpp, "::graph::detail::cuda_fused_reduce(")) << file << "\n"
+    // One kernel per group, plus the fused reduce kernel of each reduce group
+    // that has one; a group the same as an earlier one (views.graph, loop.graph)
+    // registers the earlier launcher instead (checked below: every key).
+    EXPECT_LE(count_of(cu, "__global__"), groups + count_of(cpp, "::graph::detail::cuda_fused_reduce(")) << file << "\n"
                                                                                                        << cu;
     EXPECT_EQ(count_of(cpp, "::graph::detail::cuda_fused("), groups) << file;
     EXPECT_EQ(registered_keys(cu), dispatched_keys(cpp)) << file;
@@ -100,7 +102,7 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
           << file << " group " << k << "\n" << cu;
       EXPECT_NE(cpp.find("cuda_fused(" + key), std::string::npos) << file << " group " << k;
     }
-    EXPECT_EQ(count_of(cu, "__global__ void graph_" + g->name() + "_group"), groups);
+    EXPECT_EQ(count_of(cu, "__global__ void graph_" + g->name() + "_group") + count_of(cu, ": the kernel of "), groups);
   }
   EXPECT_GE(checked, 6u);
 }

@@ -628,6 +628,18 @@ TEST(Generated, SameLoopsShareOneKernelStruct) {
   EXPECT_NE(src.find("&kernel_0::strided", fn_b), std::string::npos) << "chain_b reuses chain's loop";
   EXPECT_LT(src.find("&kernel_0::strided", fn_b), fn_c);
   EXPECT_NE(src.find("&kernel_1::strided", fn_c), std::string::npos) << "chain_c's sin makes its own loop";
+
+  // The CUDA kernels likewise: chain_b's key runs chain's launcher.
+  const std::string cu = graph::codegen::generate_cuda_source(
+      {{a.get(), "_Z1av", "h", "m.cpp:1"}, {b.get(), "_Z1bv", "h", "m.cpp:2"}, {c.get(), "_Z1cv", "h", "m.cpp:3"}},
+      "m.cpp");
+  size_t kernels = 0;
+  for (size_t at = cu.find("__global__"); at != std::string::npos; at = cu.find("__global__", at + 1)) ++kernels;
+  EXPECT_EQ(kernels, 2u) << cu;
+  EXPECT_NE(cu.find("register_graph_chain_b_group0{\"_Z1bv#h/group0\", &launch_graph_chain_group0}"), std::string::npos)
+      << cu;
+  EXPECT_NE(cu.find("register_graph_chain_c_group0{\"_Z1cv#h/group0\", &launch_graph_chain_c_group0}"), std::string::npos)
+      << cu;
 }
 
 TEST(Generated, SourceIsReadable) {

@@ -105,6 +105,12 @@ std::string kernel_key(const std::string& mangled, const std::string& hash, size
 std::string reduce_kernel_name(const std::string& fn, size_t k);
 std::string reduce_kernel_key(const std::string& mangled, const std::string& hash, size_t k);
 
+// `text` (generated code) with its comments dropped and its locals renamed in
+// order of first appearance: the e_ (element values), t_ (block buffers) and
+// v_ (scalar parameters) names, which come from the source and differ between
+// copies of the same loop. Two loops with the same key compute the same.
+std::string canonical_code(const std::string& text);
+
 // The fused loops' kernel structs of one generated source, written once each
 // at namespace scope: the groups of a forward, its forward for autograd and
 // its backward often have the same loops, which the compiler would otherwise

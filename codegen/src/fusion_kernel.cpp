@@ -473,13 +473,7 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   return fn;
 }
 
-namespace {
-
-// `text` with its comments dropped and its locals renamed in order of first
-// appearance: the e_ (element values), t_ (block buffers) and v_ (scalar
-// parameters) names, which come from the source and differ between copies
-// of the same loop, so two structs that compute the same get the same key.
-std::string canonical(const std::string& text) {
+std::string canonical_code(const std::string& text) {
   std::string out;
   std::unordered_map<std::string, std::string> renamed;
   for (size_t i = 0; i < text.size();) {
@@ -503,10 +497,8 @@ std::string canonical(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
 std::string KernelPool::add(const std::string& text) {
-  const std::string key = canonical(text);
+  const std::string key = canonical_code(text);
   auto it = names_.find(key);
   if (it != names_.end()) return it->second;
   const std::string name = "kernel_" + std::to_string(names_.size());
