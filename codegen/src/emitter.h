@@ -117,12 +117,11 @@ std::string canonical_code(const std::string& text);
 // compile (three instruction sets each) once per copy.
 class KernelPool {
  public:
-  // The name of the struct written as `text` (its name spelled kPlaceholder),
-  // added under a new name unless one that differs only in its locals' names
-  // and its comments is already there.
-  std::string add(const std::string& text);
+  // The name of the struct with these members (its body, indented one
+  // level), added under a new name unless one whose members differ only in
+  // their locals' names and comments is already there.
+  std::string add(const std::string& members);
   const std::string& text() const { return text_; }
-  static constexpr const char* kPlaceholder = "@KERNEL@";
 
  private:
   std::map<std::string, std::string> names_;
@@ -177,8 +176,8 @@ class Emitter {
   // With a key prefix set ("<mangled>#<hash>"), each elementwise fusion
   // group first asks whether its inputs are on the CUDA device and then
   // runs its generated kernel (kernel_name(fn, k)) through the runtime.
-  // With a pool, the fused loops' kernel structs go there (shared by the
-  // source's functions) instead of into the function.
+  // Where the fused loops' kernel structs go (shared by the source's
+  // functions); required before a function with a fused loop is written.
   void set_pool(KernelPool* pool) { pool_ = pool; }
   void set_cuda(const std::string& fn, const std::string& mangled, const std::string& hash) {
     cuda_fn_ = fn;
@@ -253,7 +252,6 @@ class Emitter {
   std::string dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                            const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                            std::vector<std::string>& scalar_args, std::string* struct_name = nullptr);
-  std::string place_kernel(const std::string& text);
   void kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                       const std::vector<std::string>& scalar_types, const std::vector<std::string>& scalar_names);
   std::string stage_statements(const std::vector<const ir::Node*>& ops,

@@ -387,15 +387,13 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   const bool blocked = stages.size() > 1;
   const std::string at = blocked ? "[b + i]" : "[i]";
 
-  // The struct is written on its own (indent 0), then placed: in the pool
-  // when there is one, else here (place_kernel).
+  // The struct's members are written on their own, then the pool names the
+  // struct (shared by the source's functions).
+  if (!pool_) throw Error("codegen: a fused loop's kernel struct needs a KernelPool (Emitter::set_pool)");
   const int at_indent = indent_;
-  indent_ = 0;
-  std::ostringstream here_text;
-  here_text.swap(out_);
-  line("// run: the dense loop; its entry points are compiled for each instruction set and");
-  line("// picked at run time (graph/cpu_isa.h; every variant gives the same bits).");
-  open(std::string("struct ") + KernelPool::kPlaceholder);
+  indent_ = 1;
+  std::ostringstream members;
+  members.swap(out_);
   open("GRAPH_ISA_INLINE static void run(" + join(params, ", ") + ")");
   if (blocked) {
     line("// Strip-mined: " + std::to_string(expensive) + " expensive ops (graph/op_cost.h) make this loop");
@@ -449,10 +447,9 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   if (blocked) close();
   close();
   if (!struct_name) kernel_entries(spec, out_t, in_t, scalar_types, scalar_args);
-  close(";");
-  here_text.swap(out_);
+  members.swap(out_);
   indent_ = at_indent;
-  const std::string kernel = place_kernel(here_text.str());
+  const std::string kernel = pool_->add(members.str());
   if (struct_name) {
     *struct_name = kernel;
     return kernel;
@@ -497,33 +494,15 @@ std::string canonical_code(const std::string& text) {
   return out;
 }
 
-std::string KernelPool::add(const std::string& text) {
-  const std::string key = canonical_code(text);
+std::string KernelPool::add(const std::string& members) {
+  const std::string key = canonical_code(members);
   auto it = names_.find(key);
   if (it != names_.end()) return it->second;
   const std::string name = "kernel_" + std::to_string(names_.size());
-  std::string t = text;
-  t.replace(t.find(kPlaceholder), std::string(kPlaceholder).size(), name);
-  text_ += "\n" + t;
+  text_ += "\n// run: the dense loop; its entry points are compiled for each instruction set and\n"
+           "// picked at run time (graph/cpu_isa.h; every variant gives the same bits).\n"
+           "struct " + name + " {\n" + members + "};\n";
   names_.emplace(key, name);
-  return name;
-}
-
-// A kernel struct written by dense_kernel (at indent 0, its name spelled
-// KernelPool::kPlaceholder): the pool's struct of that text, or the struct
-// written here under a fresh name. Returns its name.
-std::string Emitter::place_kernel(const std::string& text) {
-  if (pool_) return pool_->add(text);
-  const std::string name = fresh("kernel");
-  std::string t = text;
-  t.replace(t.find(KernelPool::kPlaceholder), std::string(KernelPool::kPlaceholder).size(), name);
-  const std::string pad(2 * indent_, ' ');
-  for (size_t b = 0; b < t.size();) {
-    const size_t e = t.find('\n', b);
-    const std::string row = t.substr(b, e - b);
-    out_ << (row.empty() ? "" : pad) << row << '\n';
-    b = e == std::string::npos ? t.size() : e + 1;
-  }
   return name;
 }
 

@@ -121,6 +121,8 @@ std::string Emitter::runtime_mask(const ir::Node* n, const std::string& build) c
 std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
                                const std::string& mangled_name, const std::string& body_hash, KernelPool* pool) {
   if (!u.unsupported.empty()) return "";
+  KernelPool own;
+  if (!pool) pool = &own;
   Emitter e;
   e.line("");
   e.line("// The gradient of " + fn + " (mixed execution): the forward also returns what the backward needs.");
@@ -142,7 +144,7 @@ std::string gradient_functions(const GradientUnit& u, const std::string& fn, con
   b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false, &reach);
   e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_backward") + "{" + std::to_string(b.slots()) + "};");
   e.raw(b.take());
-  return e.take();
+  return (pool == &own ? own.text() : std::string()) + e.take();
 }
 
 std::string gradient_registration(const GradientUnit& u, const std::string& fn, const std::string& mangled_name,

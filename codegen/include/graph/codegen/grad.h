@@ -38,7 +38,7 @@ namespace detail {
 class KernelPool;  // emitter.h: the kernel structs the source's functions share
 std::string gradient_functions(const GradientUnit& u, const std::string& fn, const std::string& source,
                                const std::string& mangled_name, const std::string& body_hash,
-                               KernelPool* pool = nullptr);
+                               KernelPool* pool = nullptr);  // none: the structs lead the returned text
 std::string gradient_registration(const GradientUnit& u, const std::string& fn, const std::string& mangled_name,
                                   const std::string& body_hash);
 }  // namespace detail
