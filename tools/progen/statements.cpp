@@ -171,8 +171,11 @@ std::string Gen::result_expr(std::vector<Var*> extra, std::set<std::string>* rea
     if (!same.empty()) {
       code = same[uni(0, same.size() - 1)]->name;
     } else {
-      const Input& in = f.inputs[k % f.inputs.size()];
-      code = in.name;
+      // An input of that shape: the outputs took their shapes from the first
+      // inputs, and later ones (an index, a weight) may be of any shape.
+      const auto in = std::find_if(f.inputs.begin(), f.inputs.end(),
+                                   [&](const Input& i) { return i.type == VType::Float && i.shape == shape; });
+      code = in->name;
     }
     reads->insert(code);
     for (size_t j = k; j < extra.size(); j += f.out_shapes.size()) {

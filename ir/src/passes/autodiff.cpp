@@ -314,21 +314,33 @@ void Scope::gated(Node* n, const std::vector<Value*>& out_grads, Value* flag) {
   bwd_ = then_b;
   anchor_ = nullptr;
   backward_of(n, out_grads);
-  bwd_ = else_b;
-  anchor_ = nullptr;
   std::vector<std::pair<const Value*, Value*>> changed;  // (value, its gradient before)
   for (const Value* v : grad_order_) {
     auto it = before.find(v);
     Value* old = it == before.end() ? nullptr : it->second;
-    if (grads_.at(v) == old) continue;
+    if (grads_.at(v) != old) changed.emplace_back(v, old);
+  }
+  // A gradient the gate starts is zeros when the flag does not hold, shaped
+  // like its forward value. That value is mapped before the gate: a mapping
+  // made inside the then-branch (an If or Loop's outer value, read by its
+  // backward only) is not visible in the else-branch.
+  memo_ = memo;
+  bwd_ = outer;
+  anchor_ = gate;
+  std::vector<Value*> likes;
+  for (const auto& [v, old] : changed) likes.push_back(old ? nullptr : fwd(const_cast<Value*>(v)));
+  const auto mapped = memo_;
+  bwd_ = else_b;
+  anchor_ = nullptr;
+  for (size_t i = 0; i < changed.size(); ++i) {
+    const auto& [v, old] = changed[i];
     then_b->add_return(grads_.at(v));
-    else_b->add_return(old ? old : zeros(fwd(const_cast<Value*>(v))));
-    changed.emplace_back(v, old);
+    else_b->add_return(old ? old : zeros(likes[i]));
   }
   bwd_ = outer;
   anchor_ = anchor;
   current_ = n;
-  memo_ = memo;
+  memo_ = mapped;
   reach_ = reach;
   for (const auto& [v, old] : changed) {
     grads_[v] = gate->add_output(grad_type(v));

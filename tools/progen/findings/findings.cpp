@@ -76,6 +76,21 @@ using namespace graph;
   return x + y;
 }
 
+// K6: a loop body that returns under a tensor condition, then returns
+// unconditionally. The returned value's gradient is conditional, so the
+// backward of the body's If runs gated (K5), and the zeros for its untaken
+// side were shaped like a forward value first mapped inside the gate's other
+// branch: the backward failed the verifier and calls with grad ran eagerly.
+// Reduced from seed 3018, pg16 (and seed 3019, pg16).
+[[graph::static]] Tensor k6_return_in_loop_body(const Tensor& x, int n, double s) {
+  Tensor v = x;
+  for (int i = 0; i < n; ++i) {
+    if (sum(v) > s) return v + v;
+    { return v * 3.0; }
+  }
+  return v + v;
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -93,6 +108,8 @@ const progen::Case kCases[] = {
      }},
     {"k5_untaken_branch_nan", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {2, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k5_untaken_branch_nan(in[0], n, s)); }},
+    {"k6_return_in_loop_body", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {3, -100.0}, {3, 100.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k6_return_in_loop_body(in[0], n, s)); }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
 
