@@ -6,7 +6,9 @@
 # <build>/cxxgraph/<target>/:
 #   <name>.cpp        the source with a dispatch prologue in each lowered
 #                     [[graph::static]] body (compiled instead of the original)
-#   <name>.graph.cpp  the generated kernels and their registrars
+#   <name>.graph.cpp  the generated graph functions and their registrars
+#   <name>.loops.cpp  their fused loops, a unit of its own with light headers
+#                     (compiled in parallel with <name>.graph.cpp)
 #   <name>.graph.cu   with CUDA (CXXGRAPH_HAS_CUDA and the CUDA language
 #                     enabled): one CUDA kernel per fusion group, compiled by
 #                     nvcc into the same object library
@@ -89,6 +91,7 @@ function(cxxgraph_static_graphs target)
     string(REGEX REPLACE "[/.]" "_" stem ${stem})
     set(copy ${gen_dir}/${stem}.cpp)
     set(kernels ${gen_dir}/${stem}.graph.cpp)
+    set(loops ${gen_dir}/${stem}.loops.cpp)
     set(depfile ${gen_dir}/${stem}.d)
     set(cuda_output "")
     set(cuda_option "")
@@ -97,7 +100,7 @@ function(cxxgraph_static_graphs target)
       set(cuda_option -fplugin-arg-cxxgraph-cuda=${cuda_output})
     endif()
     add_custom_command(
-      OUTPUT ${copy} ${kernels} ${cuda_output}
+      OUTPUT ${copy} ${kernels} ${loops} ${cuda_output}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${gen_dir}/${stem}
       COMMAND ${clang} -fsyntax-only -std=c++${std}
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
@@ -106,6 +109,7 @@ function(cxxgraph_static_graphs target)
               -fplugin=$<TARGET_FILE:${plugin}>
               -fplugin-arg-cxxgraph-copy=${copy}
               -fplugin-arg-cxxgraph-kernels=${kernels}
+              -fplugin-arg-cxxgraph-loops=${loops}
               ${cuda_option}
               -fplugin-arg-cxxgraph-graph-dir=${gen_dir}/${stem}
               -MD -MF ${depfile} -MT ${copy}
@@ -120,7 +124,7 @@ function(cxxgraph_static_graphs target)
     set_source_files_properties(${copy} TARGET_DIRECTORY ${target} PROPERTIES
       GENERATED TRUE COMPILE_OPTIONS "-iquote;${abs_dir}")
     target_sources(${target} PRIVATE ${copy})
-    list(APPEND kernel_sources ${kernels} ${cuda_output})
+    list(APPEND kernel_sources ${kernels} ${loops} ${cuda_output})
   endforeach()
 
   if(kernel_sources)

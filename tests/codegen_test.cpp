@@ -460,7 +460,11 @@ TEST(Generated, StripMinedSourceSaysSo) {
   EXPECT_NE(src.find("// div, neg (strip.cpp:9, 10)"), std::string::npos) << src;
   EXPECT_NE(src.find("alignas(64) int32_t t_m[256];"), std::string::npos) << src;
   EXPECT_NE(src.find("GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 static void avx512("), std::string::npos) << src;
-  EXPECT_NE(src.find("::graph::cpu::pick_isa(&kernel_0::baseline, &kernel_0::avx2, &kernel_0::avx512)"), std::string::npos);
+  EXPECT_NE(src.find("::graph::cpu::pick_isa(kernel_0_entries.baseline, kernel_0_entries.avx2, kernel_0_entries.avx512)"),
+            std::string::npos);
+  EXPECT_NE(src.find("const ::graph::detail::FusedEntries kernel_0_entries{&kernel_0::baseline, &kernel_0::avx2, "
+                     "&kernel_0::avx512, &kernel_0::strided};"),
+            std::string::npos);
 }
 
 TEST(Generated, OneExpensiveOpKeepsOneLoop) {
@@ -600,6 +604,44 @@ TEST(Generated, SeedModel) {
 // A fused loop is one struct per distinct loop in a generated source: the
 // same ops on the same dtypes under other value names (as a forward and its
 // forward for autograd spell them) reuse it; another op makes a new one.
+// The plugin's build writes a source's CPU code as two units: the fused
+// loops, which include one light header, in a namespace of their own, and the
+// graph functions, which see only the loops' host-value structs and entry
+// tables. A fused reduction's producer (its run is called by the reduction)
+// stays with the graph functions.
+TEST(Generated, FusedLoopsGoToAUnitOfTheirOwn) {
+  const auto graphs = codegen_case("reduce_nest.graph");
+  ir::fuse_groups(*graphs[0]);
+  const std::vector<graph::codegen::GraphUnit> units{{graphs[0].get(), "m", "h", "red.cpp:1"}};
+  const std::string one = graph::codegen::generate_cpu_source(units, "red.cpp");
+  const graph::codegen::CpuSources two = graph::codegen::generate_cpu_sources(units, "red.cpp", "loops_ns");
+  const std::string& loops = two.loops;
+  const std::string& fns = two.functions;
+
+  EXPECT_EQ(count_of(loops, "#include"), 2u) << loops;
+  EXPECT_NE(loops.find("#include <graph/detail/loop_support.h>"), std::string::npos);
+  EXPECT_NE(loops.find("namespace loops_ns {"), std::string::npos);
+  // Every dense loop of the one-unit source, defined in the loops' unit only.
+  const size_t dense = count_of(one, "const ::graph::detail::FusedEntries kernel_");
+  ASSERT_GE(dense, 1u) << one;
+  EXPECT_EQ(count_of(loops, "const ::graph::detail::FusedEntries kernel_"), 2 * dense) << loops;  // extern + definition
+  EXPECT_EQ(count_of(loops, "static void avx512("), dense);
+  EXPECT_EQ(count_of(fns, "static void avx512("), 0u) << fns;
+  EXPECT_EQ(count_of(fns, "extern const ::graph::detail::FusedEntries kernel_"), dense);
+  EXPECT_NE(fns.find("using namespace ::loops_ns;"), std::string::npos);
+  // The producers: in the functions' unit, as in the one-unit source.
+  const size_t producers = count_of(one, "// run: a fused reduction's producer");
+  EXPECT_GE(producers, 1u) << one;
+  EXPECT_EQ(count_of(fns, "// run: a fused reduction's producer"), producers);
+  EXPECT_EQ(count_of(loops, "// run: a fused reduction's producer"), 0u);
+  // The loops' host values: one struct, declared alike in both units.
+  const size_t scalars = count_of(one, "_scalars { ");
+  EXPECT_EQ(count_of(loops, "_scalars { "), scalars);
+  EXPECT_EQ(count_of(fns, "_scalars { "), scalars);
+
+  EXPECT_THROW(graph::codegen::generate_cpu_sources(units, "red.cpp", ""), graph::Error);
+}
+
 TEST(Generated, SameLoopsShareOneKernelStruct) {
   const auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
     for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
@@ -618,16 +660,14 @@ TEST(Generated, SameLoopsShareOneKernelStruct) {
   const std::string src = graph::codegen::generate_cpu_source(
       {{a.get(), "_Z1av", "h", "m.cpp:1"}, {b.get(), "_Z1bv", "h", "m.cpp:2"}, {c.get(), "_Z1cv", "h", "m.cpp:3"}},
       "m.cpp");
-  size_t structs = 0;
-  for (size_t at = src.find("\nstruct kernel_"); at != std::string::npos; at = src.find("\nstruct kernel_", at + 1))
-    ++structs;
-  EXPECT_EQ(structs, 2u) << src;
+  EXPECT_EQ(count_of(src, "\nstruct kernel_0 {") + count_of(src, "\nstruct kernel_1 {"), 2u) << src;
+  EXPECT_EQ(count_of(src, "\nstruct kernel_2"), 0u) << src;
   const size_t fn_b = src.find("bool graph_chain_b("), fn_c = src.find("bool graph_chain_c(");
   ASSERT_NE(fn_b, std::string::npos);
   ASSERT_NE(fn_c, std::string::npos);
-  EXPECT_NE(src.find("&kernel_0::strided", fn_b), std::string::npos) << "chain_b reuses chain's loop";
-  EXPECT_LT(src.find("&kernel_0::strided", fn_b), fn_c);
-  EXPECT_NE(src.find("&kernel_1::strided", fn_c), std::string::npos) << "chain_c's sin makes its own loop";
+  EXPECT_NE(src.find("kernel_0_entries.strided", fn_b), std::string::npos) << "chain_b reuses chain's loop";
+  EXPECT_LT(src.find("kernel_0_entries.strided", fn_b), fn_c);
+  EXPECT_NE(src.find("kernel_1_entries.strided", fn_c), std::string::npos) << "chain_c's sin makes its own loop";
 
   // The CUDA kernels likewise: chain_b's key runs chain's launcher.
   const std::string cu = graph::codegen::generate_cuda_source(

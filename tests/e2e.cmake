@@ -90,6 +90,8 @@ cxxgraph_add_warning_tests(e2e_break_functions ${CMAKE_CURRENT_BINARY_DIR}/cxxgr
 if(CXXGRAPH_BUILD_EXAMPLES)
   cxxgraph_add_warning_tests(example_transformer
     ${PROJECT_BINARY_DIR}/examples/cxxgraph/example_transformer/transformer_encoder.graph.cpp)
+  cxxgraph_add_warning_tests(example_transformer_loops
+    ${PROJECT_BINARY_DIR}/examples/cxxgraph/example_transformer/transformer_encoder.loops.cpp)
 endif()
 
 # Static train steps (train_step_functions.cpp): loss.backward() lowered into
@@ -115,3 +117,5 @@ set_tests_properties(train_step_split_graph_check PROPERTIES ENVIRONMENT GRAPH_C
   FAIL_REGULAR_EXPRESSION "FAILED")
 cxxgraph_add_warning_tests(e2e_train_step_functions
   ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/train_step_test/e2e_train_step_functions.graph.cpp)
+cxxgraph_add_warning_tests(e2e_train_step_loops
+  ${CMAKE_CURRENT_BINARY_DIR}/cxxgraph/train_step_test/e2e_train_step_functions.loops.cpp)

@@ -115,17 +115,32 @@ std::string canonical_code(const std::string& text);
 // at namespace scope: the groups of a forward, its forward for autograd and
 // its backward often have the same loops, which the compiler would otherwise
 // compile (three instruction sets each) once per copy.
+//
+// A dense loop's struct has entry points (kernel_entries), exported as the
+// table `<name>_entries` (graph::detail::FusedEntries) with its host values
+// in `<name>_scalars`: the graph functions name only those two, so the
+// structs can be compiled in a unit of their own (generate_cpu_sources). A
+// fused reduction's producer has no entry points: the reduction's own struct
+// calls its run, in the graph functions' unit.
 class KernelPool {
  public:
   // The name of the struct with these members (its body, indented one
   // level), added under a new name unless one whose members differ only in
-  // their locals' names and comments is already there.
-  std::string add(const std::string& members);
-  const std::string& text() const { return text_; }
+  // their locals' names and comments is already there. scalar_fields: the
+  // members of its scalars struct ("float s0; double s1;"), "" for none.
+  std::string add(const std::string& members, const std::string& scalar_fields, bool entries);
+  // Everything, for one unit: the scalars structs, the loops, their tables.
+  std::string text() const { return scalars_ + loops_ + local_; }
+  // For two units: what both declare (the scalars structs and the tables,
+  // extern), what the loops' unit defines, and what stays with the graph
+  // functions (the reductions' producers).
+  std::string declarations() const { return scalars_ + externs_; }
+  const std::string& loops() const { return loops_; }
+  const std::string& local() const { return local_; }
 
  private:
   std::map<std::string, std::string> names_;
-  std::string text_;
+  std::string scalars_, externs_, loops_, local_;
 };
 
 class Emitter {
@@ -252,8 +267,10 @@ class Emitter {
   std::string dense_kernel(const LoopSpec& spec, const std::vector<const ir::Value*>& tensor_params,
                            const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
                            std::vector<std::string>& scalar_args, std::string* struct_name = nullptr);
-  void kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t, const std::vector<std::string>& in_t,
-                      const std::vector<std::string>& scalar_types, const std::vector<std::string>& scalar_names);
+  // Returns the scalars struct's fields ("" for none).
+  std::string kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t,
+                             const std::vector<std::string>& in_t, const std::vector<std::string>& scalar_types,
+                             const std::vector<std::string>& scalar_names);
   std::string stage_statements(const std::vector<const ir::Node*>& ops,
                                const std::vector<std::pair<const ir::Value*, std::string>>& sources,
                                const std::vector<std::pair<std::string, const ir::Value*>>& writes,

@@ -439,17 +439,17 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
       }
     }
     if (blocked) line("// " + describe(stages[s]));
-    line("GRAPH_DENSE_LOOP  // no loop-carried dependence (generated_support.h)");
+    line("GRAPH_DENSE_LOOP  // no loop-carried dependence (loop_support.h)");
     open(std::string("for (int64_t i = 0; i < ") + (blocked ? "m" : "n") + "; ++i)");
     raw(stage_statements(stages[s], sources, writes, std::string(2 * indent_, ' ')));
     close();
   }
   if (blocked) close();
   close();
-  if (!struct_name) kernel_entries(spec, out_t, in_t, scalar_types, scalar_args);
+  const std::string fields = struct_name ? "" : kernel_entries(spec, out_t, in_t, scalar_types, scalar_args);
   members.swap(out_);
   indent_ = at_indent;
-  const std::string kernel = pool_->add(members.str());
+  const std::string kernel = pool_->add(members.str(), fields, !struct_name);
   if (struct_name) {
     *struct_name = kernel;
     return kernel;
@@ -457,16 +457,17 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
   std::string scalars = "nullptr";
   if (!scalar_args.empty()) {
     scalars = fresh(kernel + "_s");
-    line("const " + kernel + "::scalars " + scalars + "{" + join(scalar_args, ", ") + "};");
+    line("const " + kernel + "_scalars " + scalars + "{" + join(scalar_args, ", ") + "};");
     scalars = "&" + scalars;
   }
   std::vector<std::string> dtypes;
   for (const ir::Value* v : spec.outputs) dtypes.push_back(dtype_expr(*v->type().dtype));
   for (const ir::Value* v : tensor_params) dtypes.push_back(dtype_expr(*v->type().dtype));
   const std::string types = fresh(kernel + "_t"), fn = fresh(kernel + "_f");
+  const std::string e = kernel + "_entries.";
   line("static constexpr ::graph::DType " + types + "[] = {" + join(dtypes, ", ") + "};");
-  line("const ::graph::detail::FusedKernels " + fn + "{::graph::cpu::pick_isa(&" + kernel + "::baseline, &" + kernel +
-       "::avx2, &" + kernel + "::avx512), &" + kernel + "::strided, " + scalars + ", " + types + "};");
+  line("const ::graph::detail::FusedKernels " + fn + "{::graph::cpu::pick_isa(" + e + "baseline, " + e + "avx2, " + e +
+       "avx512), " + e + "strided, " + scalars + ", " + types + "};");
   return fn;
 }
 
@@ -494,26 +495,37 @@ std::string canonical_code(const std::string& text) {
   return out;
 }
 
-std::string KernelPool::add(const std::string& members) {
-  const std::string key = canonical_code(members);
+std::string KernelPool::add(const std::string& members, const std::string& scalar_fields, bool entries) {
+  const std::string key = canonical_code(members) + "|" + scalar_fields + (entries ? "|entries" : "");
   auto it = names_.find(key);
   if (it != names_.end()) return it->second;
   const std::string name = "kernel_" + std::to_string(names_.size());
-  text_ += "\n// run: the dense loop; its entry points are compiled for each instruction set and\n"
-           "// picked at run time (graph/cpu_isa.h; every variant gives the same bits).\n"
-           "struct " + name + " {\n" + members + "};\n";
   names_.emplace(key, name);
+  if (!entries) {
+    local_ += "\n// run: a fused reduction's producer, called by the reduction for each block.\n"
+              "struct " + name + " {\n" + members + "};\n";
+    return name;
+  }
+  if (!scalar_fields.empty()) scalars_ += "struct " + name + "_scalars { " + scalar_fields + " };\n";
+  externs_ += "extern const ::graph::detail::FusedEntries " + name + "_entries;\n";
+  loops_ += "\n// run: the dense loop; its entry points are compiled for each instruction set and\n"
+            "// picked at run time (graph/cpu_isa.h; every variant gives the same bits).\n"
+            "struct " + name + " {\n" +
+            (scalar_fields.empty() ? "" : "  using scalars = " + name + "_scalars;\n") + members + "};\n" +
+            "const ::graph::detail::FusedEntries " + name + "_entries{&" + name + "::baseline, &" + name + "::avx2, &" +
+            name + "::avx512, &" + name + "::strided};\n";
   return name;
 }
 
 // Inside a dense_kernel struct, after run: the entry points FusedKernels
-// holds, with the operand pointers untyped and the scalars in a struct.
+// holds, with the operand pointers untyped and the scalars in a struct (its
+// fields are returned: the pool declares it, as <struct>_scalars).
 // baseline/avx2/avx512 call run on [begin, end), compiled once per
 // instruction set; strided is the same body with per-operand strides (the
 // walk that calls it is graph::detail::run_fused_strided's).
-void Emitter::kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t,
-                             const std::vector<std::string>& in_t, const std::vector<std::string>& scalar_types,
-                             const std::vector<std::string>& scalar_names) {
+std::string Emitter::kernel_entries(const LoopSpec& spec, const std::vector<std::string>& out_t,
+                                    const std::vector<std::string>& in_t, const std::vector<std::string>& scalar_types,
+                                    const std::vector<std::string>& scalar_names) {
   const size_t n_out = out_t.size();
   std::vector<std::string> fields, unpack, args{"end - begin"}, loads, stores, typed;
   for (size_t k = 0; k < scalar_types.size(); ++k) {
@@ -530,7 +542,6 @@ void Emitter::kernel_entries(const LoopSpec& spec, const std::vector<std::string
     (out ? stores : loads).push_back(local + "[i * st[" + k + "]]");
   }
   for (size_t k = 0; k < scalar_names.size(); ++k) args.push_back("sc.s" + std::to_string(k));
-  if (!fields.empty()) line("struct scalars { " + join(fields, " ") + " };");
   const std::string sc = fields.empty() ? "" : "const scalars& sc = *static_cast<const scalars*>(s); ";
   const std::string params = "int64_t begin, int64_t end, char* const* p, [[maybe_unused]] const void* s";
   const std::string body = " { " + sc + "run(" + join(args, ", ") + "); }";
@@ -545,6 +556,7 @@ void Emitter::kernel_entries(const LoopSpec& spec, const std::vector<std::string
   raw(element_body(spec, loads, stores, std::string(2 * indent_, ' ')));
   close();
   close();
+  return join(fields, " ");
 }
 
 // The statements of one loop iteration: each value of `sources` read into a

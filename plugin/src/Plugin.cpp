@@ -3,7 +3,8 @@
 // after parsing, lowers each (lower/Lower.h), and writes
 //   - the source copy with a one-line dispatch prologue in each lowered body
 //     (option copy=PATH; starts with #line 1 "<original>");
-//   - the generated CPU kernels and their registrars (option kernels=PATH);
+//   - the generated CPU kernels and their registrars (option kernels=PATH),
+//     with their fused loops in a unit of their own (option loops=PATH);
 //   - the generated CUDA kernels of the fusion groups, their launchers and
 //     registrars (option cuda=PATH; given when the build has CUDA);
 //   - <fn>.graph (as lowered) and <fn>.opt.graph (after the passes) for
@@ -13,6 +14,7 @@
 //
 // Options reach the plugin as -fplugin-arg-cxxgraph-<key>=<value>.
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -51,6 +53,7 @@ namespace {
 struct Options {
   std::string copy;       // rewritten source
   std::string kernels;    // generated .graph.cpp
+  std::string loops;      // its fused loops' own unit (.loops.cpp); "": in .graph.cpp
   std::string cuda;       // generated .graph.cu
   std::string graph_dir;  // .graph files
   bool active() const { return !copy.empty() || !kernels.empty() || !cuda.empty(); }
@@ -59,6 +62,7 @@ struct Options {
       "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
       "  copy=PATH       write the source with dispatch prologues to PATH\n"
       "  kernels=PATH    write the generated CPU kernels to PATH\n"
+      "  loops=PATH      write their fused loops to PATH, a unit of their own (with kernels=)\n"
       "  cuda=PATH       write the generated CUDA kernels (.graph.cu) to PATH\n"
       "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
 
@@ -68,6 +72,7 @@ struct Options {
     std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
     if (key == "copy") copy = value;
     else if (key == "kernels") kernels = value;
+    else if (key == "loops") loops = value;
     else if (key == "cuda") cuda = value;
     else if (key == "graph-dir") graph_dir = value;
     else if (key == "help") llvm::errs() << kHelp;
@@ -93,6 +98,19 @@ class Collector : public RecursiveASTVisitor<Collector> {
   }
   std::vector<FunctionDecl*> found;
 };
+
+// The namespace of what a loops file exports: named after the file's path,
+// so that it is unique among the generated sources linked into one program.
+std::string loops_namespace(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) abs = path;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : abs.lexically_normal().string()) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("cxxgraph_loops_") + hex;
+}
 
 // A failed write is reported, never left to raw_fd_ostream's destructor
 // (which would end Clang with report_fatal_error).
@@ -231,9 +249,15 @@ class Consumer : public ASTConsumer {
         copy += sm.getBufferData(sm.getMainFileID()).str();
       if (!write_file(opts_.copy, copy, err)) return diags_.error({}, err);
     }
-    if (!opts_.kernels.empty() &&
+    if (!opts_.kernels.empty() && opts_.loops.empty() &&
         !write_file(opts_.kernels, graph::codegen::generate_cpu_source(units, origin), err))
       return diags_.error({}, err);
+    if (!opts_.kernels.empty() && !opts_.loops.empty()) {
+      const graph::codegen::CpuSources cpu =
+          graph::codegen::generate_cpu_sources(units, origin, loops_namespace(opts_.loops));
+      if (!write_file(opts_.kernels, cpu.functions, err) || !write_file(opts_.loops, cpu.loops, err))
+        return diags_.error({}, err);
+    }
     if (!opts_.cuda.empty() && !write_file(opts_.cuda, graph::codegen::generate_cuda_source(units, origin), err))
       return diags_.error({}, err);
     for (const auto& [path, text] : graph_files)

@@ -39,6 +39,18 @@ struct GraphUnit {
 // op it does not know, a tensor input of unknown dtype).
 std::string generate_cpu_source(const std::vector<GraphUnit>& units, const std::string& origin_file);
 
+// The same in two units, so that a build compiles them in parallel: the
+// graph functions (what generate_cpu_source writes, less the fused loops)
+// and the fused loops, which include only graph/detail/loop_support.h.
+// `loops_namespace` (an identifier unique in the program: the plugin derives
+// it from the loops file's path) holds what the loops' unit exports.
+struct CpuSources {
+  std::string functions;  // <source>.graph.cpp
+  std::string loops;      // <source>.loops.cpp
+};
+CpuSources generate_cpu_sources(const std::vector<GraphUnit>& units, const std::string& origin_file,
+                                const std::string& loops_namespace);
+
 // The CUDA source (<source>.graph.cu) for the same graphs: per elementwise
 // FusionGroup one __global__ grid-stride kernel, named
 // graph_<function>_group<k> and commented with the ops and source lines it

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "graph/device_control.h"  // If and Loop as CUDA conditional nodes while capturing
-#include "graph/cpu_isa.h"  // the fused loops' instruction-set variants
+#include "graph/detail/loop_support.h"  // the fused loops: GRAPH_DENSE_LOOP, instruction-set variants
 #include "graph/reduce_order.h"  // the fused reductions' accumulation order
 #include "graph/error.h"
 #include "graph/detail/list_grad.h"  // the static backward's gradients of lists
@@ -47,27 +47,6 @@
 #define GRAPH_GLUE
 #endif
 
-// Stands before each dense fused loop (codegen/src/fusion_kernel.cpp). Its
-// operands are __restrict pointers, but GCC does not take __restrict from
-// pointers declared inside a lambda (the parallel_for body): it versions the
-// loop with a run-time overlap test per pair of operands and, past 10 pairs
-// (--param vect-max-version-for-alias-checks), leaves the loop scalar. Every
-// iteration reads and writes element i only and no output overlaps another
-// operand, so telling the compiler there is no loop-carried dependence is
-// what __restrict already says.
-// Clang needs no hint: the loop sits in a function whose pointer parameters
-// are __restrict (fusion_kernel.cpp), which it takes as noalias, and it
-// vectorizes the same loops without one. Its hint, vectorize(assume_safety),
-// would also force vectorization, and a loop that cannot be vectorized (a
-// call to erf in gelu) would then warn at every build
-// (-Wpass-failed=transform-warning).
-#if defined(__clang__)
-#define GRAPH_DENSE_LOOP
-#elif defined(__GNUC__)
-#define GRAPH_DENSE_LOOP _Pragma("GCC ivdep")
-#else
-#define GRAPH_DENSE_LOOP
-#endif
 
 namespace graph::detail {
 
