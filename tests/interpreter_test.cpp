@@ -127,6 +127,8 @@ std::vector<OpCase> op_cases() {
   add("max_pool2d", "  %y : Tensor = max_pool2d{kernel=[2, 2], stride=[2, 1], padding=[1, 0]}(%a)\n", {img},
       [=] { return max_pool2d(img, {2, 2}, {2, 1}, {1, 0}); });
   add("avg_pool2d", "  %y : Tensor = avg_pool2d{kernel=[3, 3]}(%a)\n", {img}, [=] { return avg_pool2d(img, {3, 3}); });
+  add("adaptive_avg_pool2d", "  %y : Tensor = adaptive_avg_pool2d{output_size=[3, 2]}(%a)\n", {img},
+      [=] { return adaptive_avg_pool2d(img, {3, 2}); });
   add("embedding", "  %y : Tensor = embedding(%a, %b)\n", {b.t(), idx}, [=] { return embedding(b.t(), idx); });
   add("cat", "  %y : Tensor = cat{dim=1}(%a, %b, %c)\n", {a, b, a}, [=] { return cat({a, b, a}, 1); });
   add("stack", "  %y : Tensor = stack{dim=2}(%a, %b)\n", {a, b}, [=] { return stack({a, b}, 2); });

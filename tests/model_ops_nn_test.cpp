@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "graph/detail/backward_kernels.h"
 #include "graph/graph.h"
 #include "support/gradcheck.h"
 
@@ -79,6 +80,23 @@ TEST(NnDecompositions, AdaptiveAvgPoolAveragesBlocks) {
   EXPECT_EQ(doubles(graph::adaptive_avg_pool2d(x, {1, 1})), (std::vector<double>{11.5}));
   nn::AdaptiveAvgPool2d pool(1);
   EXPECT_EQ(pool(x).sizes(), (Shape{1, 1, 1, 1}));
+}
+
+TEST(NnDecompositions, AdaptiveAvgPoolBadInputIsAClearError) {
+  const Tensor x = graph::zeros({1, 2, 4, 4});
+  expect_error([&] { graph::adaptive_avg_pool2d(x, {0, 2}); }, {"adaptive_avg_pool2d", "output_size", "positive", "[0, 2]"});
+  expect_error([&] { graph::adaptive_avg_pool2d(x, {1, 2, 3}); }, {"adaptive_avg_pool2d", "1 or 2 elements", "[1, 2, 4, 4]"});
+  expect_error([] { graph::adaptive_avg_pool2d(graph::zeros({4, 4}), {2, 2}); }, {"adaptive_avg_pool2d", "3-D", "[4, 4]"});
+  expect_error([] { graph::adaptive_avg_pool2d(graph::zeros({1, 4, 4}, graph::kInt64), {2}); },
+               {"adaptive_avg_pool2d", "floating", "long"});
+  expect_error([] { graph::adaptive_avg_pool2d(graph::zeros({1, 0, 4}), {2}); }, {"adaptive_avg_pool2d", "non-empty"});
+  // The backward kernel checks the gradient's shape.
+  expect_error([&] { graph::detail::adaptive_avg_pool2d_backward(graph::zeros({1, 2, 3, 3}), x, {2, 2}); },
+               {"adaptive_avg_pool2d_backward", "[1, 2, 3, 3]", "[1, 2, 2, 2]"});
+  // One size for both dims; the unbatched form.
+  EXPECT_EQ(graph::adaptive_avg_pool2d(x, {3}).sizes(), (Shape{1, 2, 3, 3}));
+  EXPECT_EQ(graph::adaptive_avg_pool2d(graph::ones({2, 5, 3}), {2, 2}).sizes(), (Shape{2, 2, 2}));
+  EXPECT_EQ(doubles(graph::adaptive_avg_pool2d(graph::ones({2, 5, 3}), {2, 2})), std::vector<double>(8, 1.0));
 }
 
 TEST(NnDecompositions, AdaptivePoolsOverlapWindowsAsPyTorch) {

@@ -9,7 +9,8 @@
 #                            PyPI that tools/torch_venv.sh makes (LibTorch and
 #                            TorchScript columns); kept out of the default
 #                            install, the build skips what needs them.
-#   tools/setup.sh --onnx    that, plus libonnx-dev and python3-venv: the ONNX
+#   tools/setup.sh --onnx    that, plus libonnx-dev (with libprotobuf-dev, which it
+#                            does not pull in) and python3-venv: the ONNX
 #                            export (graph-export, docs/onnx.md) and its tests,
 #                            built when found (CXXGRAPH_ONNX=AUTO)
 set -euo pipefail
@@ -19,7 +20,7 @@ for arg in "$@"; do
   case "$arg" in
     --bench) bench=1 ;;
     --onnx) onnx=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'; tools/setup.sh --help shows the usage" >&2; exit 2 ;;
   esac
 done
@@ -42,7 +43,7 @@ if ((bench)); then
   )
 fi
 if ((onnx)); then
-  packages+=(libonnx-dev python3-venv)   # the ONNX schema + checker; the test's venv (ONNX Runtime)
+  packages+=(libonnx-dev libprotobuf-dev python3-venv)   # the ONNX schema + checker; the test's venv (ONNX Runtime)
 fi
 
 missing=()

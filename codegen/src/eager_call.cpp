@@ -136,6 +136,7 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::avg_pool2d:
       return f + "(" + in(0) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
              attr(nm, n, "padding", "{0, 0}") + ")";
+    case OpId::adaptive_avg_pool2d: return f + "(" + in(0) + ", " + attr(nm, n, "output_size") + ")";
     case OpId::embedding:
     case OpId::mse_loss:
     case OpId::cross_entropy: return f + "(" + in(0) + ", " + in(1) + ")";
@@ -225,6 +226,8 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
     case OpId::avg_pool2d_backward:
       return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
              attr(nm, n, "padding", "{0, 0}") + ")";
+    case OpId::adaptive_avg_pool2d_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "output_size") + ")";
     case OpId::scaled_dot_product_attention_backward:
       if (n->has_attr("dropout_p") && !ir::dynamic_attr(*n, "dropout_p") && attr(nm, n, "dropout_p") != "0.0")
         throw Error("codegen: '" + n->op() + "': no gradient with dropout_p > 0 (the backward would need the forward's "

@@ -41,7 +41,8 @@ bool Emitter::gradient_op(const ir::Node* n) {
   const bool one = op->id == OpId::sum_to || op->id == OpId::reshape_as || op->id == OpId::zeros_like ||
                    op->id == OpId::cat_backward || op->id == OpId::sum_backward || op->id == OpId::mean_backward ||
                    op->id == OpId::amax_backward || op->id == OpId::amin_backward || op->id == OpId::slice_backward ||
-                   op->id == OpId::max_pool2d_backward || op->id == OpId::avg_pool2d_backward;
+                   op->id == OpId::max_pool2d_backward || op->id == OpId::avg_pool2d_backward ||
+                   op->id == OpId::adaptive_avg_pool2d_backward;
   if (one) {
     line("const ::graph::Tensor " + name(n->output()) + " = " + call + ";");
     return true;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/detail/backward_kernels.h"
 #include "rule.h"
 
 namespace graph::onnx::detail {
@@ -71,6 +72,21 @@ void pool(Rule& r, bool max) {
   Exporter::attr(node, "pads", {pad.at(0), pad.at(1), pad.at(0), pad.at(1)});
   if (!max) Exporter::attr(node, "count_include_pad", int64_t{1});  // as the eager kernel
   r.done(out);
+}
+
+// adaptive_avg_pool2d: a 1x1 output is GlobalAveragePool; any other, whose
+// windows may overlap, is two products with the averaging matrices of the
+// input's (known) height and width, as the op runs on the device.
+void adaptive_avg_pool(Rule& r) {
+  auto size = r.ints("output_size");
+  if (size.size() == 1) size.push_back(size[0]);
+  const DType d = r.out_dtype();
+  if (size == std::vector<int64_t>{1, 1}) return r.done(r.emit("GlobalAveragePool", {r.x_as(0, d)}));
+  const std::vector<int64_t> x = r.ex.need_sizes(r.n, r.in(0));
+  const std::string rows = r.ex.fresh("adaptive_rows"), cols = r.ex.fresh("adaptive_cols");
+  r.ex.add_initializer(rows, ::graph::detail::adaptive_averaging(x[x.size() - 2], size.at(0), d));
+  r.ex.add_initializer(cols, ::graph::detail::adaptive_averaging(x.back(), size.at(1), d).t().contiguous());
+  r.done(r.emit("MatMul", {r.emit("MatMul", {rows, r.x_as(0, d)}), cols}));
 }
 
 void layer_norm(Rule& r) {
@@ -273,6 +289,7 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::conv_transpose2d: return conv_transpose2d(r);
     case OpId::max_pool2d: return pool(r, true);
     case OpId::avg_pool2d: return pool(r, false);
+    case OpId::adaptive_avg_pool2d: return adaptive_avg_pool(r);
     case OpId::layer_norm: return layer_norm(r);
     case OpId::batch_norm: return batch_norm(r);
     case OpId::softmax:

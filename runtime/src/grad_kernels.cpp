@@ -160,6 +160,10 @@ Out pool_backward_kernel(const ir::Node& n, In in) {
   return {F(T(n, in, 0), T(n, in, 1), shape_attr(n, "kernel", {}), shape_attr(n, "stride", {}),
             shape_attr(n, "padding", {0, 0}))};
 }
+Out adaptive_pool_backward_kernel(const ir::Node& n, In in) {
+  if (!grad_mask(n, 1)[0]) return {Tensor()};
+  return {adaptive_avg_pool2d_backward(T(n, in, 0), T(n, in, 1), shape_attr(n, "output_size", {}))};
+}
 Out sdpa_backward_kernel(const ir::Node& n, In in) {
   if (float_attr(n, "dropout_p", 0.0) != 0.0)
     throw Error(n.op() + ": no gradient with dropout_p > 0 (the backward would need the forward's random mask)");
@@ -193,6 +197,7 @@ const std::unordered_map<std::string_view, Kernel>& kernels() {
         {"conv_transpose2d_backward", conv_transpose2d_backward_kernel},
         {"max_pool2d_backward", pool_backward_kernel<max_pool2d_backward>},
         {"avg_pool2d_backward", pool_backward_kernel<avg_pool2d_backward>},
+        {"adaptive_avg_pool2d_backward", adaptive_pool_backward_kernel},
         {"scaled_dot_product_attention_backward", sdpa_backward_kernel},
         {"index_select_backward", index_backward_kernel<index_select_backward>},
         {"gather_backward", index_backward_kernel<gather_backward>},

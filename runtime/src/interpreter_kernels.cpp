@@ -363,6 +363,9 @@ Out avg_pool2d_kernel(const ir::Node& n, In in) {
   return {graph::avg_pool2d(T(n, in, 0), attr_shape(n, "kernel"), attr_shape(n, "stride", {}),
                             attr_shape(n, "padding", {0, 0}))};
 }
+Out adaptive_avg_pool2d_kernel(const ir::Node& n, In in) {
+  return {graph::adaptive_avg_pool2d(T(n, in, 0), attr_shape(n, "output_size"))};
+}
 Out embedding_kernel(const ir::Node& n, In in) { return {graph::embedding(T(n, in, 0), T(n, in, 1))}; }
 // cat's and stack's operands: one list value (a std::vector the function
 // built), or the tensors one per input.

@@ -94,6 +94,7 @@ constexpr Entry kEntries[] = {
     {"layer_norm", Coverage::Cases, "layer_norm layer_norm_no_affine"},
     {"max_pool2d", Coverage::Cases, "max_pool2d"},
     {"avg_pool2d", Coverage::Cases, "avg_pool2d"},
+    {"adaptive_avg_pool2d", Coverage::Cases, "adaptive_avg_pool2d adaptive_pools"},
     {"embedding", Coverage::Cases, "embedding"},
     {"cat", Coverage::Cases, "cat cat_vector"},
     {"stack", Coverage::Cases, "stack stack_vector"},
@@ -133,6 +134,7 @@ constexpr Entry kEntries[] = {
     {"layer_norm_backward", Coverage::GradientOp, ""},
     {"max_pool2d_backward", Coverage::GradientOp, ""},
     {"avg_pool2d_backward", Coverage::GradientOp, ""},
+    {"adaptive_avg_pool2d_backward", Coverage::GradientOp, ""},
     {"embedding_backward", Coverage::GradientOp, ""},
     {"mse_loss_backward", Coverage::GradientOp, ""},
     {"cross_entropy_backward", Coverage::GradientOp, ""},
@@ -391,7 +393,7 @@ constexpr std::string_view kComposites[] = {
     "bce", "bce_weight_none", "bce_logits", "bce_logits_pos_weight",
     "select", "narrow", "unbind", "split", "chunk", "max_dim",
     "group_norm", "group_norm_plain", "conv1d", "conv1d_groups", "max_pool1d", "avg_pool1d",
-    "adaptive_avg_pool2d", "pad", "like", "one_hot", "sort", "topk", "norm", "norm_all",
+    "pad", "like", "one_hot", "sort", "topk", "norm", "norm_all",
     "adaptive_pools", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear",
 };
 

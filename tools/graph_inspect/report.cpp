@@ -244,11 +244,11 @@ argument order, each lowered whole with a static backward):
   dilation = 1, groups = 1)`, `max_pool1d(x, kernel, stride = kernel, padding = 0)`,
   `avg_pool1d(...)` (padding counted): the 2-d ops on a height-1 image (bad shapes are
   `conv2d`'s errors, on that view);
-- `adaptive_avg_pool2d(x [N, C, H, W], {oh, ow})` and `adaptive_max_pool2d` (values
-  only, as `torch.nn.functional`'s): PyTorch's windows `[floor(i H / oh), ceil((i + 1) H /
-  oh))`. Sizes that divide the input (1: a global pool) reduce the blocks of a reshape;
-  other sizes, whose windows overlap, go one dim at a time (average: a product with the
-  `[out, in]` averaging matrix; max: `amax` over a `where` of each window's mask);
+- `adaptive_max_pool2d(x [N, C, H, W], {oh, ow})` (values only, as
+  `torch.nn.functional`'s): PyTorch's windows `[floor(i H / oh), ceil((i + 1) H / oh))`.
+  Sizes that divide the input (1: a global pool) reduce the blocks of a reshape; other
+  sizes, whose windows overlap, go one dim at a time (`amax` over a `where` of each
+  window's mask). `adaptive_avg_pool2d`, over the same windows, is an op of the table;
 - `interpolate(x, size, mode = kNearest, align_corners = false)` and
   `interpolate_scale(x, scale_factor, ...)` (output `floor(in * scale_factor)`; its own
   name, so that `interpolate(x, {3})` is a size): `x [N, C, L]` with `kNearest` or

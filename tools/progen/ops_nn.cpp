@@ -105,6 +105,16 @@ Val emit_pool2d(Gen& g, OpId id, Val x) {
   return g.op(id, code + ")", out, x.bound, {&x});
 }
 
+// Output sizes up to the input's, so that windows of 1 to all rows, and
+// overlapping ones, are drawn.
+Val emit_adaptive_pool2d(Gen& g, OpId id, Val x) {
+  x = g.to_rank(x, 4);
+  const Dims xs = x.shape;
+  const int64_t oh = g.uni(1, xs[2]), ow = g.uni(1, xs[3]);
+  const std::string code = "adaptive_avg_pool2d(" + x.code + ", {" + s(oh) + ", " + s(ow) + "})";
+  return g.op(id, code, {xs[0], xs[1], oh, ow}, x.bound, {&x});
+}
+
 Val emit_embedding(Gen& g, OpId id, Val x) {
   x = g.to_rank(x, 2);
   const Dims xs = x.shape;
@@ -348,6 +358,7 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
     case OpId::conv2d: return emit_conv2d(*this, id, x);
     case OpId::conv_transpose2d: return emit_conv_transpose2d(*this, id, x);
     case OpId::max_pool2d: case OpId::avg_pool2d: return emit_pool2d(*this, id, x);
+    case OpId::adaptive_avg_pool2d: return emit_adaptive_pool2d(*this, id, x);
     case OpId::embedding: return emit_embedding(*this, id, x);
     case OpId::cross_entropy: return emit_cross_entropy(*this, id, x);
     case OpId::scaled_dot_product_attention: return emit_attention(*this, id, x);

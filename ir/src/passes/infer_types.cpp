@@ -138,7 +138,8 @@ class TypeInference {
           out.dims = Dims{(*x)[0], (*w)[0], Dim::unknown(), Dim::unknown()};
         else if (x && w && w->size() == 4)  // C_out is weight dim 1 times groups, known only with groups
           out.dims = Dims{(*x)[0], Dim::unknown(), Dim::unknown(), Dim::unknown()};
-      } else if (info.id == OpId::max_pool2d || info.id == OpId::avg_pool2d) {
+      } else if (info.id == OpId::max_pool2d || info.id == OpId::avg_pool2d ||
+                 info.id == OpId::adaptive_avg_pool2d) {
         out = same_dtype(info, n);
         if (const Dims* x = dims_of(n->input(0)); x && x->size() >= 2) {
           Dims d(x->begin(), x->end() - 2);

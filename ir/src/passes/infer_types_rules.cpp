@@ -373,6 +373,24 @@ Type pool2d(const OpInfo& op, const Node* n) {
   return out;
 }
 
+Type adaptive_pool2d(const OpInfo& op, const Node* n) {
+  Type out = same_dtype(op, n);
+  const Dims* x = dims_of(n->input(0));
+  if (!x) return out;
+  if (x->size() != 3 && x->size() != 4) shape_error(n, "the input must be 3-D or 4-D, is " + dims_str(*x));
+  const auto size = ints_or(n, "output_size", {});
+  if (size.empty()) return out;
+  if (size.size() > 2) shape_error(n, "output_size must have 1 or 2 elements");
+  Dims d(x->begin(), x->end() - 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t o = size[i % size.size()];
+    if (o <= 0) shape_error(n, "output_size must be positive");
+    d.push_back(Dim::of(o));
+  }
+  out.dims = std::move(d);
+  return out;
+}
+
 Type layer_norm(const Node* n) {
   Type out = n->input(0)->type();
   const Dims* x = dims_of(n->input(0));
@@ -786,6 +804,7 @@ Type other(const OpInfo& op, const Node* n) {
     case OpId::layer_norm: return layer_norm(n);
     case OpId::max_pool2d:
     case OpId::avg_pool2d: return pool2d(op, n);
+    case OpId::adaptive_avg_pool2d: return adaptive_pool2d(op, n);
     case OpId::embedding: return embedding(n);
     case OpId::cat:
     case OpId::stack: return cat_or_stack(op, n);

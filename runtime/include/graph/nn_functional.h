@@ -85,21 +85,6 @@ inline Tensor adaptive_windows(int64_t in, int64_t out) {
 }
 }  // namespace detail
 
-// adaptive_avg_pool2d(x [N, C, H, W], {oh, ow}): PyTorch's windows, which
-// overlap when oh does not divide H. Equal windows (oh divides H, ow divides
-// W; 1x1 is a global mean) are the blocks of a reshape, averaged; otherwise
-// each dim is a product with its [out, in] averaging matrix (a window is a
-// rectangle, so the two dims separate), whose gradient is matmul's.
-inline Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size) {
-  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  const int64_t oh = output_size[0], ow = output_size[1];
-  if (oh > 0 && ow > 0 && H % oh == 0 && W % ow == 0)
-    return x.reshape({N, C, oh, H / oh, ow, W / ow}).mean({3, 5});
-  Tensor wh = detail::adaptive_windows(H, oh).type_as(x), ww = detail::adaptive_windows(W, ow).type_as(x);
-  wh = wh / wh.sum(1, true);
-  ww = ww / ww.sum(1, true);
-  return matmul(wh, matmul(x, ww.t()));
-}
 // adaptive_max_pool2d(x [N, C, H, W], {oh, ow}): the maxima of the same
 // windows (the values only, as torch.nn.functional's; no indices). Overlapping
 // windows take the maximum over each window's columns, then over its rows, so

@@ -36,6 +36,10 @@ GRAPH_OP("conv_transpose2d") Tensor conv_transpose2d(const Tensor& x, const Tens
                                                      Shape dilation = {1, 1});
 GRAPH_OP("max_pool2d") Tensor max_pool2d(const Tensor& x, Shape kernel, Shape stride = {}, Shape padding = {0, 0});
 GRAPH_OP("avg_pool2d") Tensor avg_pool2d(const Tensor& x, Shape kernel, Shape stride = {}, Shape padding = {0, 0});
+// x [N, C, H, W] (or [C, H, W]) to [.., oh, ow], output_size {oh, ow} (or {o}
+// for both): PyTorch's windows, [floor(i * H / oh), ceil((i + 1) * H / oh)),
+// which overlap when oh does not divide H. A 1x1 output is a global mean.
+GRAPH_OP("adaptive_avg_pool2d") Tensor adaptive_avg_pool2d(const Tensor& x, Shape output_size);
 // weight [num, dim]; indices int64 of any shape -> [..., dim]
 GRAPH_OP("embedding") Tensor embedding(const Tensor& weight, const Tensor& indices);
 GRAPH_OP("cat") Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

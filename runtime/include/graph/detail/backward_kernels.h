@@ -99,6 +99,12 @@ Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& ker
                            const Shape& padding);
 Tensor avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& kernel_size, const Shape& stride,
                            const Shape& padding);
+// x's gradient of adaptive_avg_pool2d: each output's gradient shared over its window.
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& output_size);
+// The [out, in] matrix averaging adaptive_avg_pool2d's windows along one dim
+// (row i: 1 / size over window i): the op is two products with these, which
+// is how it runs on the device and how the ONNX export writes it.
+Tensor adaptive_averaging(int64_t in, int64_t out, DType dtype);
 
 // ---- attention (nn_ops.cpp) ----------------------------------------------------
 std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
