@@ -94,11 +94,6 @@ void backward(const Windows& w, const T* __restrict g, T* __restrict gx) {
   }
 }
 
-template <class F>
-void dispatch_float(DType t, F&& f) {
-  if (t == kFloat64) f(double{});
-  else f(float{});
-}
 
 Tensor averaging(int64_t in, int64_t out, const Tensor& like) {
   return detail::adaptive_averaging(in, out, like.dtype()).to(like.device());
@@ -108,7 +103,7 @@ Tensor averaging(int64_t in, int64_t out, const Tensor& like) {
 Tensor cpu_grad(const Windows& w, const Shape& in_sizes, DType dt, const Tensor& grad) {
   const Tensor go = grad.to(dt).contiguous();
   Tensor gx = zeros(in_sizes, dt);
-  dispatch_float(dt, [&](auto v) {
+  detail::dispatch_float(dt, [&](auto v) {
     using T = decltype(v);
     backward<T>(w, go.data_ptr<T>(), gx.data_ptr<T>());
   });
@@ -120,7 +115,7 @@ Tensor compute(const Tensor& x_in, const Windows& w) {
     return matmul(averaging(w.H, w.oh, x_in), matmul(x_in, averaging(w.W, w.ow, x_in).t()));
   const Tensor x = x_in.contiguous().detach();
   Tensor out = empty(out_shape(x.sizes(), w), x.dtype());
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     forward<T>(w, x.data_ptr<T>(), out.data_ptr<T>());
   });

@@ -36,11 +36,6 @@ Layout layout_of(const Tensor& x) {
   return {N, C, S};
 }
 
-template <class F>
-void dispatch_float(DType t, F&& f) {
-  if (t == kFloat64) f(double{});
-  else f(float{});
-}
 
 // Channels per parallel chunk: about kElementwiseGrain elements of work.
 int64_t channel_grain(const Layout& l) {
@@ -186,7 +181,7 @@ void channel_mean_invstd(const Layout& l, const Tensor& x, const Tensor& rm, con
   double* pi = invstd.data_ptr<double>();
   double* pv = var.data_ptr<double>();
   if (training) {
-    dispatch_float(x.dtype(), [&](auto v) { channel_stats(l, x.data_ptr<decltype(v)>(), pm, pv); });
+    detail::dispatch_float(x.dtype(), [&](auto v) { channel_stats(l, x.data_ptr<decltype(v)>(), pm, pv); });
   } else {
     const Tensor m = as_double(rm), r = as_double(rv);
     for (int64_t c = 0; c < l.C; ++c) {
@@ -220,7 +215,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& rm, const Tensor& rv, c
   Tensor mean, invstd, var;
   channel_mean_invstd(l, x, rm, rv, training, eps, mean, invstd, var);
   Tensor y = empty(x.sizes(), x.dtype());
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     normalize<T>(l, x.data_ptr<T>(), mean.data_ptr<double>(), invstd.data_ptr<double>(),
                  w.defined() ? w.data_ptr<T>() : nullptr, b.defined() ? b.data_ptr<T>() : nullptr, y.data_ptr<T>());
@@ -238,7 +233,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& rm, const Tensor& rv, c
                      Tensor gx = need_x ? empty(x.sizes(), x.dtype()) : Tensor();
                      Tensor gw = need_w ? empty({l.C}, x.dtype()) : Tensor();
                      Tensor gb = need_b ? empty({l.C}, x.dtype()) : Tensor();
-                     dispatch_float(x.dtype(), [&](auto v) {
+                     detail::dispatch_float(x.dtype(), [&](auto v) {
                        using T = decltype(v);
                        backward_channels<T>(l, training, g.data_ptr<T>(), x.data_ptr<T>(),
                                             w.defined() ? w.data_ptr<T>() : nullptr, mean.data_ptr<double>(),
@@ -296,7 +291,7 @@ std::vector<Tensor> batch_norm_backward(const Tensor& grad, const Tensor& x, con
   Tensor gx = need_x ? empty(xc.sizes(), dt) : Tensor();
   Tensor gw = need_w ? empty({l.C}, dt) : Tensor();
   Tensor gb = need_b ? empty({l.C}, dt) : Tensor();
-  dispatch_float(dt, [&](auto v) {
+  detail::dispatch_float(dt, [&](auto v) {
     using T = decltype(v);
     backward_channels<T>(l, training, g.data_ptr<T>(), xc.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
                          mean.data_ptr<double>(), invstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,

@@ -132,11 +132,6 @@ void layer_norm_backward(int64_t rows, int64_t M, const T* __restrict g, const T
   for (int64_t j = 0; gb && j < M; ++j) gb[j] = static_cast<T>(acc_b[j]);
 }
 
-template <class F>
-void dispatch_float(DType t, F&& f) {
-  if (t == kFloat64) f(double{});
-  else f(float{});
-}
 
 // The gradients of layer_norm on the CPU from the rows' saved statistics
 // (float64 [rows]); x and w contiguous.
@@ -148,7 +143,7 @@ std::vector<Tensor> layer_norm_grads(const Tensor& grad, const Tensor& x, const 
   Tensor gx = need_x ? empty(x.sizes(), x.dtype()) : Tensor();
   Tensor gw = need_w ? empty(w.sizes(), x.dtype()) : Tensor();
   Tensor gb = need_b ? empty(bias_shape, x.dtype()) : Tensor();
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     layer_norm_backward<T>(rows, M, g.data_ptr<T>(), x.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
                            mean.data_ptr<double>(), rstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,
@@ -184,7 +179,7 @@ Tensor layer_norm_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_i
   const int64_t rows = M == 0 ? 0 : x.numel() / M;
   Tensor y = empty(x.sizes(), x.dtype());
   Tensor mean = empty({rows}, kFloat64), rstd = empty({rows}, kFloat64);
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     layer_norm_forward<T>(rows, M, eps, x.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
                           b.defined() ? b.data_ptr<T>() : nullptr, y.data_ptr<T>(), mean.data_ptr<double>(),
@@ -213,7 +208,7 @@ Tensor embedding_grad(const Tensor& grad, const Tensor& idx, const Shape& wsizes
   Tensor gw = zeros(wsizes, acc);
   const int64_t* p = idx.data_ptr<int64_t>();
   const int64_t D = wsizes[1], m = idx.numel();
-  dispatch_float(acc, [&](auto v) {
+  detail::dispatch_float(acc, [&](auto v) {
     using T = decltype(v);
     const T* pg = g.data_ptr<T>();
     T* pw = gw.data_ptr<T>();
@@ -274,7 +269,7 @@ Tensor pick_targets(const Tensor& lsm_in, const Tensor& target, int64_t ignore) 
   const int64_t R = lsm.size(0), C = lsm.size(1);
   const int64_t* pt = target.data_ptr<int64_t>();
   Tensor out = zeros({R}, lsm.dtype());
-  dispatch_float(lsm.dtype(), [&](auto v) {
+  detail::dispatch_float(lsm.dtype(), [&](auto v) {
     using T = decltype(v);
     const T* pl = lsm.data_ptr<T>();
     T* po = out.data_ptr<T>();
@@ -286,7 +281,7 @@ Tensor pick_targets(const Tensor& lsm_in, const Tensor& target, int64_t ignore) 
     const Tensor g = grad.to(dtype).contiguous();
     Tensor gl = zeros({R, C}, dtype);
     const int64_t* p = target.data_ptr<int64_t>();
-    dispatch_float(dtype, [&](auto v) {
+    detail::dispatch_float(dtype, [&](auto v) {
       using T = decltype(v);
       const T* pg = g.data_ptr<T>();
       T* o = gl.data_ptr<T>();
@@ -731,7 +726,7 @@ std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, con
   } else {
     const int64_t rows = M == 0 ? 0 : x.numel() / M;
     Tensor mean = empty({rows}, kFloat64), rstd = empty({rows}, kFloat64);
-    dispatch_float(x.dtype(), [&](auto v) {
+    detail::dispatch_float(x.dtype(), [&](auto v) {
       using T = decltype(v);
       const T* px = xc.data_ptr<T>();
       for (int64_t i = 0; i < rows; ++i) row_stats(px + i * M, M, eps, mean.data_ptr<double>()[i], rstd.data_ptr<double>()[i]);

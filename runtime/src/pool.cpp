@@ -160,12 +160,6 @@ void avg_backward(const PoolGeom& g, const T* __restrict go, T* __restrict gx) {
   }
 }
 
-// Calls f(T{}) for float32 / float64.
-template <class F>
-void dispatch_float(DType t, F&& f) {
-  if (t == kFloat64) f(double{});
-  else f(float{});
-}
 
 // On the device: cuDNN pooling forward and backward (max pooling's
 // backward finds each window's maximum again from x and y).
@@ -185,7 +179,7 @@ Tensor pool_cuda(const char* op, bool max, const Tensor& x_in, const PoolGeom& g
 Tensor max_grad(const PoolGeom& g, const Tensor& idx, const Shape& in_sizes, DType dt, const Tensor& grad) {
   const Tensor go = grad.to(dt).contiguous();
   Tensor gx = zeros(in_sizes, go.dtype());
-  dispatch_float(go.dtype(), [&](auto v) {
+  detail::dispatch_float(go.dtype(), [&](auto v) {
     using T = decltype(v);
     const T* pg = go.data_ptr<T>();
     const int64_t* pi = idx.data_ptr<int64_t>();
@@ -200,7 +194,7 @@ Tensor max_grad(const PoolGeom& g, const Tensor& idx, const Shape& in_sizes, DTy
 Tensor avg_grad(const PoolGeom& g, const Shape& in_sizes, DType dt, const Tensor& grad) {
   const Tensor go = grad.to(dt).contiguous();
   Tensor gx = zeros(in_sizes, go.dtype());
-  dispatch_float(go.dtype(), [&](auto v) {
+  detail::dispatch_float(go.dtype(), [&](auto v) {
     using T = decltype(v);
     avg_backward<T>(g, go.data_ptr<T>(), gx.data_ptr<T>());
   });
@@ -227,7 +221,7 @@ Tensor pool_backward(const char* op, bool max, const Tensor& grad, const Tensor&
   }
   if (!max) return avg_grad(g, x.sizes(), x.dtype(), grad);
   Tensor y = empty(out, x.dtype()), idx = empty(out, kInt64);
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     max_forward<T>(g, x.data_ptr<T>(), y.data_ptr<T>(), idx.data_ptr<int64_t>());
   });
@@ -239,7 +233,7 @@ Tensor max_pool_impl(const Tensor& x_in, const PoolGeom& g) {
   const Tensor x = x_in.contiguous().detach();
   Tensor out = empty(out_shape(x, g), x.dtype());
   Tensor idx = empty(out.sizes(), kInt64);
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     max_forward<T>(g, x.data_ptr<T>(), out.data_ptr<T>(), idx.data_ptr<int64_t>());
   });
@@ -253,7 +247,7 @@ Tensor avg_pool_impl(const Tensor& x_in, const PoolGeom& g) {
   if (x_in.device() == Device::CUDA) return pool_cuda("avg_pool2d", false, x_in, g);
   const Tensor x = x_in.contiguous().detach();
   Tensor out = empty(out_shape(x, g), x.dtype());
-  dispatch_float(x.dtype(), [&](auto v) {
+  detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     avg_forward<T>(g, x.data_ptr<T>(), out.data_ptr<T>());
   });

@@ -61,6 +61,14 @@ inline constexpr size_t kStorageAlignment = 64;
 // ops never touch a null storage.
 void check_defined(std::string_view op, const Tensor& t);
 
+// Calls f(T{}) with T = double for float64, else float (the kernels of the
+// ops that take float32 and float64 only, reduced floats computed in float32).
+template <class F>
+void dispatch_float(DType t, F&& f) {
+  if (t == kFloat64) f(double{});
+  else f(float{});
+}
+
 // `dim` in [-ndim, ndim) mapped to [0, ndim); throws naming `op` and `shape`.
 // A 0-d tensor accepts dim 0 and -1, as in PyTorch.
 int64_t wrap_dim(std::string_view op, int64_t dim, const Shape& shape);
