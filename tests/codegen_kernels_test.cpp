@@ -667,6 +667,8 @@ TEST(ConvEpilogue, SourceFusesReluIntoTheConvolution) {
 }
 
 TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
+  // The second conv2d is small enough for the direct loop; this is about the library's.
+  const int64_t direct = graph::detail::set_direct_conv_limit(0);
   const Tensor x = values({2, 4, 9, 8}, 1), b1 = values({6}, 3), w2 = graph::mul(values({4, 3, 3, 3}, 4), 0.2);
   Tensor w1 = graph::mul(values({6, 4, 3, 3}, 2), 0.3);
   const auto eager = [&](const Tensor& w) {
@@ -690,6 +692,7 @@ TEST(ConvEpilogue, MatchesEagerAndSeesWeightUpdates) {
     }
     if (round == 1) w1.add_(graph::full({6, 4, 3, 3}, 0.05, graph::kFloat32));  // bumps w1's version
   }
+  graph::detail::set_direct_conv_limit(direct);
 }
 
 // ---------------------------------------------------------------------------

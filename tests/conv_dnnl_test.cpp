@@ -92,6 +92,32 @@ Tensor conv(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b) {
   return graph::conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
 }
 
+// These tests are about the library paths: tiny convolutions would take the
+// direct loop (checked against them in DirectConv below).
+[[maybe_unused]] const int64_t kDirectLimit = graph::detail::set_direct_conv_limit(0);
+
+// The direct loop (conv.cpp's conv_direct, which every convolution of at
+// most ~16k multiply-adds takes) against oneDNN (float32) and im2col + GEMM
+// (float64) on every geometry above: strides, padding, dilation, groups.
+TEST(DirectConv, MatchesTheLibraryPathsOnEveryGeometry) {
+  int seed = 900;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    const Tensor x = values(c.x, -1, 1, seed++), w = values(c.w, -1, 1, seed++);
+    const Tensor b = c.bias ? values({c.w[0]}, -1, 1, seed++) : Tensor();
+    const int64_t before = graph::detail::set_direct_conv_limit(std::numeric_limits<int64_t>::max());
+    const auto s0 = graph::detail::dnnl_conv_stats();
+    const Tensor d32 = conv(c, f32(x), f32(w), f32(b)), d64 = conv(c, x, w, b);
+    const auto s1 = graph::detail::dnnl_conv_stats();
+    graph::detail::set_direct_conv_limit(0);
+    const Tensor l32 = conv(c, f32(x), f32(w), f32(b)), l64 = conv(c, x, w, b);
+    graph::detail::set_direct_conv_limit(before);
+    EXPECT_EQ(s1.forward, s0.forward) << "oneDNN ran where the direct loop should have";
+    expect_close(d32, l32, 2e-5, "float32");
+    expect_close(d64, l64, 1e-12, "float64");
+  }
+}
+
 TEST(DnnlConv, ForwardMatchesFloat64) {
   int seed = 300;
   for (const Case& c : cases()) {

@@ -330,6 +330,10 @@ TEST_F(Cuda, WhereCatStackEmbeddingAndFactories) {
   expect_close(graph::stack({cuda(p), cuda(p)}, 1), graph::stack({p, p}, 1), 0, "stack");
   expect_grads_close([](const std::vector<Tensor>& in) { return graph::cat({in[0], in[1]}, 1); }, {p, q}, {2, 7}, 0,
                      "cat");
+  // pad: one fill and a strided copy on the device; its gradient is pad again.
+  expect_close(graph::pad(cuda(q), {1, -2, 2, 0}, 0.5), graph::pad(q, {1, -2, 2, 0}, 0.5), 0, "pad");
+  expect_grads_close([](const std::vector<Tensor>& in) { return graph::pad(in[0], {-1, 2, 0, 1}, -1.0); }, {q},
+                     {3, 5}, 0, "pad");
   const Tensor table = signed_values({10, 6}), idx = graph::tensor({3, 0, 9, 3});
   expect_close(graph::embedding(cuda(table), cuda(idx)), graph::embedding(table, idx), 0, "embedding");
   expect_grads_close([&](const std::vector<Tensor>& in) { return graph::embedding(in[0], in[0].device() == graph::kCUDA ? cuda(idx) : idx); },

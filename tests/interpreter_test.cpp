@@ -118,6 +118,8 @@ std::vector<OpCase> op_cases() {
   add("scatter_add", "  %y : Tensor = scatter_add{dim=1}(%a, %b, %c)\n", {a, idx.reshape({1, 3}), b},
       [=] { return a.scatter_add(1, idx.reshape({1, 3}), b); });
   add("argsort", "  %y : Tensor = argsort{dim=1, descending=true}(%a)\n", {a}, [=] { return argsort(a, 1, true); });
+  add("argsort", "  %y : Tensor = argsort{dim=1, descending=false, k=2}(%a)\n", {a},
+      [=] { return std::get<1>(topk(a, 2, 1, false)); });
   add("softmax", "  %y : Tensor = softmax{dim=1}(%a)\n", {a}, [=] { return softmax(a, 1); });
   add("log_softmax", "  %y : Tensor = log_softmax{dim=0}(%a)\n", {a}, [=] { return log_softmax(a, 0); });
   add("linear", "  %y : Tensor = linear(%a, %b, %c)\n", {a, b, pattern({2}, 0.4f, 0.0f)},
@@ -127,6 +129,8 @@ std::vector<OpCase> op_cases() {
   add("max_pool2d", "  %y : Tensor = max_pool2d{kernel=[2, 2], stride=[2, 1], padding=[1, 0]}(%a)\n", {img},
       [=] { return max_pool2d(img, {2, 2}, {2, 1}, {1, 0}); });
   add("avg_pool2d", "  %y : Tensor = avg_pool2d{kernel=[3, 3]}(%a)\n", {img}, [=] { return avg_pool2d(img, {3, 3}); });
+  add("pad", "  %y : Tensor = pad{pad=[1, -1, 2, 0], value=0.5}(%a)\n", {img},
+      [=] { return pad(img, {1, -1, 2, 0}, 0.5); });
   add("adaptive_avg_pool2d", "  %y : Tensor = adaptive_avg_pool2d{output_size=[3, 2]}(%a)\n", {img},
       [=] { return adaptive_avg_pool2d(img, {3, 2}); });
   add("embedding", "  %y : Tensor = embedding(%a, %b)\n", {b.t(), idx}, [=] { return embedding(b.t(), idx); });

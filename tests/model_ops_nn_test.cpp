@@ -196,12 +196,34 @@ TEST(NnDecompositions, BadInputNamesTheOpAndShapes) {
   expect_error([] { graph::one_hot(graph::tensor<int64_t>({0, 3}), 3); }, {"index_select", "3"});
   expect_error([] { graph::one_hot(graph::tensor<int64_t>({0}), -1); }, {"arange"});
   expect_error([] { graph::one_hot(graph::tensor({0.0f, 1.0f})); }, {"one_hot", "int64", "float"});
-  // pad: more pairs than dims, a crop past the size, an odd count, more than 4 pairs.
+  // pad: more pairs than dims, a crop past the size, an odd count; the
+  // backward kernel's gradient of the wrong shape.
   expect_error([] { graph::pad(graph::zeros({3}), {1, 1, 1, 1}); }, {"pad", "2 pairs", "[3]"});
-  expect_error([] { graph::pad(graph::zeros({3}), {-2, -2}); }, {"-1"});
+  expect_error([] { graph::pad(graph::zeros({3}), {-2, -2}); }, {"pad", "input size 3", "-2", "negative"});
   expect_error([] { graph::pad(graph::zeros({3}), {1}); }, {"pad", "pairs", "got 1 amounts"});
-  expect_error([] { graph::pad(graph::zeros({1, 1, 1, 1, 1}), {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}); },
-               {"pad", "at most 4 dims", "5 pairs"});
+  expect_error([] { graph::pad(Tensor(), {1, 1}); }, {"pad"});
+  expect_error([] { graph::detail::pad_backward(graph::zeros({4}), graph::zeros({3}), {1, 2}); },
+               {"pad_backward", "[4]", "[6]"});
+}
+
+// pad as its own kernel: five pairs (any number up to the rank), crops to an
+// empty dim, an empty input padded, int and bool fills, a strided view, and
+// the gradient through crops and pads against finite differences.
+TEST(NnDecompositions, PadKernelEdgesAndGradient) {
+  const Tensor x = graph::arange(6).reshape({1, 1, 2, 3, 1}).to(graph::kFloat64);
+  const Tensor y = graph::pad(x, {0, 1, 1, 0, 0, 0, 0, 0, 1, 1}, 9.0);
+  EXPECT_EQ(y.sizes(), (Shape{3, 1, 2, 4, 2}));
+  EXPECT_EQ(doubles(graph::sum(y))[0], 15.0 + 9.0 * (48 - 6));
+  EXPECT_EQ(graph::pad(graph::zeros({2, 3}), {-2, -1}).sizes(), (Shape{2, 0}));
+  EXPECT_EQ(doubles(graph::pad(graph::zeros({0}), {1, 1}, 2.0)), (std::vector<double>{2.0, 2.0}));
+  const Tensor i = graph::pad(graph::arange(3), {1, 0}, 7);
+  EXPECT_EQ(i.dtype(), graph::kInt64);
+  EXPECT_EQ(doubles(i), (std::vector<double>{7, 0, 1, 2}));
+  EXPECT_EQ(doubles(graph::pad(graph::ones({1}, graph::kBool), {0, 1}, false)), (std::vector<double>{1, 0}));
+  const Tensor m = graph::arange(12).reshape({3, 4}).to(graph::kFloat32);
+  EXPECT_EQ(doubles(graph::pad(m.t(), {-1, 1}, -1.0).select(0, 1)), (std::vector<double>{5, 9, -1}));  // m[:, 1] = 1 5 9
+  gradcheck_support::gradcheck([](const std::vector<Tensor>& a) { return graph::pad(a[0], {2, -1, -1, 1}, 0.5) * 3.0; },
+                               {gradcheck_support::values({3, 4}, -1.0, 1.0, 77)});
 }
 
 }  // namespace

@@ -159,6 +159,15 @@ TEST(SortOps, KeysOrderLikeAStableComparisonSortInEveryDtype) {
       // Along dim 0 of the transpose: the same order, through strides.
       EXPECT_EQ(doubles(graph::argsort(x.t().contiguous(), 0, desc).select(1, 0)),
                 std::vector<double>(want.begin(), want.end()));
+      // topk's partial selection: the same first k, ties and NaN included.
+      for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t(want.size()) - 1, int64_t(want.size())}) {
+        const Tensor first = graph::detail::argsort_first(x, 1, desc, k);
+        ASSERT_EQ(first.sizes(), (graph::Shape{3, k}));
+        EXPECT_EQ(doubles(first.select(0, 2)), std::vector<double>(want.begin(), want.begin() + k))
+            << graph::dtype_name(dt) << (desc ? " descending" : " ascending") << " k " << k;
+        EXPECT_EQ(doubles(graph::detail::argsort_first(x.t().contiguous(), 0, desc, k).select(1, 1)),
+                  std::vector<double>(want.begin(), want.begin() + k));
+      }
     }
   }
 }
@@ -177,6 +186,15 @@ TEST(SortOps, TopkValuesIndicesGradientAndErrors) {
   expect_error([&] { graph::topk(x, -1, 0); }, {"topk", "k = -1"});
   expect_error([&] { graph::topk(x, 1, 2); }, {"topk", "dim"});
   expect_error([&] { graph::sort(x, 3); }, {"argsort", "dim"});
+  // The kernel checks k itself (a graph runs it without topk's eager check).
+  expect_error([&] { graph::detail::argsort_first(x, 1, true, 5); }, {"topk", "k = 5", "size 4"});
+  expect_error([&] { graph::detail::argsort_first(x, 2, true, 1); }, {"topk", "dim"});
+  // A middle dim, k between 1 and the size: the indices of the k largest.
+  const Tensor m = graph::tensor({1.0, 9.0, 4.0, 2.0, 3.0, 7.0}).reshape({1, 3, 2});
+  auto [mv, mi] = graph::topk(m, 2, 1);
+  EXPECT_EQ(mv.sizes(), (graph::Shape{1, 2, 2}));
+  EXPECT_EQ(doubles(mv), (std::vector<double>{4.0, 9.0, 3.0, 7.0}));
+  EXPECT_EQ(doubles(mi), (std::vector<double>{1, 0, 2, 2}));
 }
 
 TEST(NormOps, ValuesGradientsAndAZeroNorm) {

@@ -110,6 +110,9 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
     case OpId::bmm: return f + "(" + in(0) + ", " + in(1) + ")";
     case OpId::scatter_add: return f + "(" + in(0) + ", " + attr(nm, n, "dim") + ", " + in(1) + ", " + in(2) + ")";
     case OpId::argsort:
+      if (n->has_attr("k"))
+        return "::graph::detail::argsort_first(" + in(0) + ", " + attr(nm, n, "dim", "int64_t{-1}") + ", " +
+               attr(nm, n, "descending", "false") + ", " + attr(nm, n, "k") + ")";
       return f + "(" + in(0) + ", " + attr(nm, n, "dim", "int64_t{-1}") + ", " + attr(nm, n, "descending", "false") + ")";
     case OpId::to: {
       DType dt{};
@@ -137,6 +140,7 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
       return f + "(" + in(0) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
              attr(nm, n, "padding", "{0, 0}") + ")";
     case OpId::adaptive_avg_pool2d: return f + "(" + in(0) + ", " + attr(nm, n, "output_size") + ")";
+    case OpId::pad: return f + "(" + in(0) + ", " + attr(nm, n, "pad") + ", " + attr(nm, n, "value", "0.0") + ")";
     case OpId::embedding:
     case OpId::mse_loss:
     case OpId::cross_entropy: return f + "(" + in(0) + ", " + in(1) + ")";
@@ -228,6 +232,7 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
              attr(nm, n, "padding", "{0, 0}") + ")";
     case OpId::adaptive_avg_pool2d_backward:
       return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "output_size") + ")";
+    case OpId::pad_backward: return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "pad") + ")";
     case OpId::scaled_dot_product_attention_backward:
       if (n->has_attr("dropout_p") && !ir::dynamic_attr(*n, "dropout_p") && attr(nm, n, "dropout_p") != "0.0")
         throw Error("codegen: '" + n->op() + "': no gradient with dropout_p > 0 (the backward would need the forward's "

@@ -3,8 +3,11 @@
 // attention, masked_fill, triu/tril, index_select, gather, cumsum, bmm, ...), by OpId. Decompositions follow
 // the eager kernels (runtime/src/nn_ops.cpp, pool.cpp, select.cpp) so that
 // ONNX computes the same values.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <variant>
+#include <vector>
 
 #include "graph/detail/backward_kernels.h"
 #include "rule.h"
@@ -87,6 +90,32 @@ void adaptive_avg_pool(Rule& r) {
   r.ex.add_initializer(rows, ::graph::detail::adaptive_averaging(x[x.size() - 2], size.at(0), d));
   r.ex.add_initializer(cols, ::graph::detail::adaptive_averaging(x.back(), size.at(1), d).t().contiguous());
   r.done(r.emit("MatMul", {r.emit("MatMul", {rows, r.x_as(0, d)}), cols}));
+}
+
+// pad{pad, value}: a Slice for the negative amounts (crops), then Pad in
+// constant mode for the positive ones, its pads laid out as ONNX wants
+// (every axis's begin, then every axis's end).
+void pad(Rule& r) {
+  const auto amounts = r.ints("pad");
+  const int64_t rank = r.rank(0);
+  std::vector<int64_t> starts, ends, axes, pads(static_cast<size_t>(2 * rank), 0);
+  for (size_t i = 0; i < amounts.size() / 2; ++i) {
+    const int64_t axis = rank - 1 - static_cast<int64_t>(i), lo = amounts[2 * i], hi = amounts[2 * i + 1];
+    if (lo < 0 || hi < 0) {
+      starts.push_back(std::max<int64_t>(-lo, 0));
+      ends.push_back(hi < 0 ? hi : std::numeric_limits<int64_t>::max());
+      axes.push_back(axis);
+    }
+    pads[static_cast<size_t>(axis)] = std::max<int64_t>(lo, 0);
+    pads[static_cast<size_t>(rank + axis)] = std::max<int64_t>(hi, 0);
+  }
+  std::string x = r.x(0);
+  if (!axes.empty())
+    x = r.emit("Slice", {x, r.ex.const_ints(starts), r.ex.const_ints(ends), r.ex.const_ints(axes)});
+  double value = 0.0;
+  if (r.has("value"))
+    value = std::holds_alternative<bool>(r.at("value")) ? (r.b("value", false) ? 1.0 : 0.0) : r.f("value");
+  r.done(r.emit("Pad", {x, r.ex.const_ints(pads), r.ex.const_scalar(value, r.out_dtype())}));
 }
 
 void layer_norm(Rule& r) {
@@ -253,13 +282,16 @@ void indexing(Rule& r, OpId id) {
 
 // scatter_add{dim}: ScatterElements with reduction "add" (opset 16); src is
 // sliced to the index's shape first (ONNX wants them equal; the eager kernel
-// reads only that part). argsort{dim, descending}: TopK of the whole dim
-// (its ties keep the lower index first: stable, as the eager kernel).
+// reads only that part). argsort{dim, descending, k}: TopK of the first k, or
+// of the whole dim without k (its ties keep the lower index first: stable, as
+// the eager kernel).
 void scatter_or_sort(Rule& r, OpId id) {
   std::string out;
   const int64_t a = r.axis(r.i("dim"), r.rank(0));
   if (id == OpId::argsort) {
-    const std::string k = r.emit("Slice", {r.emit("Shape", {r.x(0)}), r.ex.const_ints({a}), r.ex.const_ints({a + 1})});
+    const std::string k =
+        r.has("k") ? r.ex.const_ints({r.i("k")})
+                           : r.emit("Slice", {r.emit("Shape", {r.x(0)}), r.ex.const_ints({a}), r.ex.const_ints({a + 1})});
     const std::string values = r.ex.fresh(r.hint());
     out = r.ex.fresh(r.hint());
     auto& node = r.ex.node("TopK", {r.x(0), k}, {values, out});
@@ -290,6 +322,7 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::max_pool2d: return pool(r, true);
     case OpId::avg_pool2d: return pool(r, false);
     case OpId::adaptive_avg_pool2d: return adaptive_avg_pool(r);
+    case OpId::pad: return pad(r);
     case OpId::layer_norm: return layer_norm(r);
     case OpId::batch_norm: return batch_norm(r);
     case OpId::softmax:

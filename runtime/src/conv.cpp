@@ -15,6 +15,7 @@
 // block already is the column matrix.
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -23,6 +24,8 @@
 
 #include "blas.h"
 #include "dnnl_conv.h"
+#include "graph/detail/conv_stats.h"
+#include "graph/autocast.h"
 #include "graph/autograd.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/detail/generated_support.h"
@@ -142,15 +145,63 @@ int64_t samples_per_gemm(const ConvGeom& g) {
   return nb;
 }
 
+// Convolutions of at most this many multiply-adds run conv_direct: oneDNN's
+// primitive costs about 3 us a call in set-up alone (a conv1d over a short
+// sequence), about what conv_direct takes for 4k multiply-adds in short rows.
+// Not under bf16 autocast, whose convolutions are oneDNN's bf16 ones.
+constexpr int64_t kDirectConv = 4096;
+std::atomic<int64_t> direct_conv_limit{kDirectConv};  // tests lower it (detail::set_direct_conv_limit)
+bool direct_conv(const ConvGeom& g) {
+  return g.N * g.Cout * g.HWo() * g.K() <= direct_conv_limit.load(std::memory_order_relaxed) && !autocast_bf16();
+}
+
+// out = conv(x, w) + b by rows: each output row adds, for every input
+// channel and kernel tap, a weight times a row of input over the columns
+// whose input lies inside the image (the padding adds nothing), so the
+// inner loop is a contiguous multiply-add when the stride is 1.
+template <class T>
+void conv_direct(const ConvGeom& g, const T* __restrict x, const T* __restrict w, const T* b, T* __restrict out) {
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oc = 0; oc < g.Cout; ++oc) {
+      const int64_t gr = oc / g.Coutg;
+      const T* xg = x + (n * g.C + gr * g.Cg) * g.H * g.W;
+      const T* wo = w + oc * g.K();
+      T* plane = out + (n * g.Cout + oc) * g.HWo();
+      std::fill(plane, plane + g.HWo(), b ? b[oc] : T(0));
+      for (int64_t c = 0; c < g.Cg; ++c)
+        for (int64_t ki = 0; ki < g.kH; ++ki)
+          for (int64_t kj = 0; kj < g.kW; ++kj) {
+            const T wv = wo[(c * g.kH + ki) * g.kW + kj];
+            int64_t lo, hi;
+            valid_range(g.W, g.Wo, g.sW, g.pW, kj * g.dW, lo, hi);
+            for (int64_t oh = 0; oh < g.Ho; ++oh) {
+              const int64_t ih = oh * g.sH - g.pH + ki * g.dH;
+              if (ih < 0 || ih >= g.H) continue;
+              const T* row = xg + (c * g.H + ih) * g.W;
+              const int64_t shift = kj * g.dW - g.pW;
+              T* o = plane + oh * g.Wo;
+              if (g.sW == 1)
+                for (int64_t ow = lo; ow < hi; ++ow) o[ow] += wv * row[ow + shift];
+              else
+                for (int64_t ow = lo; ow < hi; ++ow) o[ow] += wv * row[ow * g.sW + shift];
+            }
+          }
+    }
+}
+
 template <class T>
 Tensor conv_forward(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor& bias) {
   Tensor out = empty({g.N, g.Cout, g.Ho, g.Wo}, x.dtype());
-  if constexpr (std::is_same_v<T, float>)
-    if (cpu::dnnl_conv_forward(dnnl_shape(g), x, w, bias, false, out)) return out;
   const T* px = x.data_ptr<T>();
   const T* pw = w.data_ptr<T>();
   const T* pb = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* po = out.data_ptr<T>();
+  if (direct_conv(g)) {
+    conv_direct<T>(g, px, pw, pb, po);
+    return out;
+  }
+  if constexpr (std::is_same_v<T, float>)
+    if (cpu::dnnl_conv_forward(dnnl_shape(g), x, w, bias, false, out)) return out;
   const int64_t K = g.K(), HWo = g.HWo(), nb = samples_per_gemm(g);
   const int64_t plane = g.H * g.W;
   if (nb == 1) {  // one sample per gemm, written straight into the output
@@ -582,6 +633,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
 
 namespace detail {
 
+int64_t set_direct_conv_limit(int64_t macs) { return direct_conv_limit.exchange(macs); }
+
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Shape stride, Shape padding,
                    Shape dilation, int64_t groups) {
   const auto f32_cpu = [](const Tensor& t) { return t.device() == Device::CPU && t.dtype() == kFloat32; };
@@ -589,7 +642,7 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Sh
       f32_cpu(weight) && (!bias.defined() || f32_cpu(bias)) && !autograd::needs_grad({&x, &weight, &bias})) {
     const ConvGeom g = check_conv(x, weight, bias, stride, padding, dilation, groups, x.sizes());
     Tensor out = empty({g.N, g.Cout, g.Ho, g.Wo}, kFloat32);
-    if (cpu::dnnl_conv_forward(dnnl_shape(g), x.contiguous(), weight.contiguous(),
+    if (!direct_conv(g) && cpu::dnnl_conv_forward(dnnl_shape(g), x.contiguous(), weight.contiguous(),
                                bias.defined() ? bias.contiguous() : Tensor(), true, out))
       return out;
   }

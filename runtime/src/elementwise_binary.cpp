@@ -10,10 +10,12 @@ namespace graph {
 using namespace elementwise;
 
 namespace {
+// Always inlined into the loops (elu's body, with expm1's exp and log, was
+// left a call per element).
 #define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)     \
   struct name##_fn {                                           \
     template <class X, class Y>                                \
-    auto operator()(X x, Y y) const { return scalar::name(x, y); } \
+    [[gnu::always_inline]] auto operator()(X x, Y y) const { return scalar::name(x, y); } \
   };
 #include "graph/ops.def"
 }  // namespace

@@ -337,7 +337,10 @@ Out scatter_add_kernel(const ir::Node& n, In in) {
   return {graph::scatter_add(T(n, in, 0), attr_int(n, "dim"), T(n, in, 1), T(n, in, 2))};
 }
 Out argsort_kernel(const ir::Node& n, In in) {
-  return {graph::argsort(T(n, in, 0), attr_int(n, "dim", -1), attr_bool(n, "descending", false))};
+  const int64_t dim = attr_int(n, "dim", -1);
+  const bool descending = attr_bool(n, "descending", false);
+  if (n.has_attr("k")) return {graph::detail::argsort_first(T(n, in, 0), dim, descending, attr_int(n, "k"))};
+  return {graph::argsort(T(n, in, 0), dim, descending)};
 }
 Out to_kernel(const ir::Node& n, In in) {
   DType dt{};
@@ -365,6 +368,9 @@ Out avg_pool2d_kernel(const ir::Node& n, In in) {
 }
 Out adaptive_avg_pool2d_kernel(const ir::Node& n, In in) {
   return {graph::adaptive_avg_pool2d(T(n, in, 0), attr_shape(n, "output_size"))};
+}
+Out pad_kernel(const ir::Node& n, In in) {
+  return {graph::pad(T(n, in, 0), attr_shape(n, "pad"), n.has_attr("value") ? attr_scalar(n, "value") : Scalar(0.0))};
 }
 Out embedding_kernel(const ir::Node& n, In in) { return {graph::embedding(T(n, in, 0), T(n, in, 1))}; }
 // cat's and stack's operands: one list value (a std::vector the function

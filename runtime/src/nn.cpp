@@ -438,16 +438,6 @@ GroupNormImpl::GroupNormImpl(int64_t groups, int64_t channels, double eps_, bool
 
 namespace graph {
 namespace detail {
-void check_pad(const Tensor& x, const Shape& pad) {
-  const size_t n = pad.size();
-  if (n % 2 != 0)
-    throw Error("pad: expected pairs of amounts (before, after) from the last dim backwards, got " +
-                std::to_string(n) + " amounts");
-  if (n > 8) throw Error("pad: at most 4 dims can be padded (constant mode), got " + std::to_string(n / 2) + " pairs");
-  if (x.defined() && static_cast<int64_t>(n / 2) > x.dim())
-    throw Error("pad: " + std::to_string(n / 2) + " pairs of amounts for a tensor of shape " + shape_str(x.sizes()));
-}
-
 void check_interpolate(const Tensor& x, const Shape& size, double scale_factor, InterpolateMode mode,
                        bool align_corners) {
   const char* op = "interpolate";

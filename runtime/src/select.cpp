@@ -127,9 +127,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value, bool invert, bool promote) {
   if (detail::tracing())
     return detail::trace_op("masked_fill", {x, mask},
-                            {{"value", value.is_floating() ? ir::AttrValue(value.to_double())
-                                       : value.dtype() == kBool ? ir::AttrValue(value.to<bool>())
-                                                                : ir::AttrValue(value.to_int())},
+                            {{"value", detail::scalar_attr(value)},
                              {"invert", invert},
                              {"promote", promote}},
                             [&] { return masked_fill(x, mask, value, invert, promote); });

@@ -407,6 +407,20 @@ TEST(OnnxExport, ScatterAddAndArgsort) {
             (std::map<std::string, std::string>{{"axis", "1"}, {"largest", "1"}, {"sorted", "1"}}));
 }
 
+// topk's argsort{k}: TopK of the first k, k a constant (not the dim's size).
+TEST(OnnxExport, ArgsortFirstKIsTopKOfK) {
+  const auto m = export_text(R"(graph f(%x : f32[3, 4]) {
+  %a : i64[2, 4] = argsort{dim=0, descending=false, k=2}(%x)
+  return (%a)
+})");
+  const auto& n = find_node(m, "TopK");
+  const auto& k = find_initializer(m, n.input(1));
+  ASSERT_EQ(k.int64_data_size(), 1);
+  EXPECT_EQ(k.int64_data(0), 2);
+  for (const auto& a : n.attribute())
+    if (a.name() == "largest" || a.name() == "axis") EXPECT_EQ(a.i(), 0) << a.name();
+}
+
 TEST(OnnxExport, SavedGraphAndCommandLine) {
   const std::string dir = ::testing::TempDir();
   const auto g = ir::parse(R"(graph f(%x : f32[2, 3], %w : f32[3]) {

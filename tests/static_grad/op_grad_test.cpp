@@ -95,6 +95,7 @@ constexpr Entry kEntries[] = {
     {"max_pool2d", Coverage::Cases, "max_pool2d"},
     {"avg_pool2d", Coverage::Cases, "avg_pool2d"},
     {"adaptive_avg_pool2d", Coverage::Cases, "adaptive_avg_pool2d adaptive_pools"},
+    {"pad", Coverage::Cases, "pad"},
     {"embedding", Coverage::Cases, "embedding"},
     {"cat", Coverage::Cases, "cat cat_vector"},
     {"stack", Coverage::Cases, "stack stack_vector"},
@@ -135,6 +136,7 @@ constexpr Entry kEntries[] = {
     {"max_pool2d_backward", Coverage::GradientOp, ""},
     {"avg_pool2d_backward", Coverage::GradientOp, ""},
     {"adaptive_avg_pool2d_backward", Coverage::GradientOp, ""},
+    {"pad_backward", Coverage::GradientOp, ""},
     {"embedding_backward", Coverage::GradientOp, ""},
     {"mse_loss_backward", Coverage::GradientOp, ""},
     {"cross_entropy_backward", Coverage::GradientOp, ""},
@@ -393,7 +395,7 @@ constexpr std::string_view kComposites[] = {
     "bce", "bce_weight_none", "bce_logits", "bce_logits_pos_weight",
     "select", "narrow", "unbind", "split", "chunk", "max_dim",
     "group_norm", "group_norm_plain", "conv1d", "conv1d_groups", "max_pool1d", "avg_pool1d",
-    "pad", "like", "one_hot", "sort", "topk", "norm", "norm_all",
+    "like", "one_hot", "sort", "topk", "norm", "norm_all",
     "adaptive_pools", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear",
 };
 

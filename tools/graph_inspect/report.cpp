@@ -258,8 +258,9 @@ argument order, each lowered whole with a static backward):
   time, as `index_select`s of source rows, so the gradient is theirs (and, like
   `index_select`, CPU only for now). Bad input is `interpolate`'s error eagerly; a graph
   does not run that check;
-- `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, up to 4 pairs,
-  negative amounts crop (`cat` of `expand`ed fills, `slice`);
+- `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, a pair per dim
+  at most, negative amounts crop; an op of the table (one fill and one strided copy),
+  whose gradient is `pad` of the gradient with the amounts negated;
 - `one_hot(indices, num_classes)`: int64 `[..., num_classes]` (each index compared
   with `arange(num_classes)`; an index out of range is `index_select`'s error);
   `one_hot(indices)` (max + 1 classes) runs eagerly only;

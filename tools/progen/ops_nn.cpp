@@ -2,6 +2,7 @@
 // GRAPH_OTHER_OP entries): weights, biases and indices are new inputs of the
 // function, images and sequences are reshapes of a drawn value.
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "gen.h"
@@ -113,6 +114,25 @@ Val emit_adaptive_pool2d(Gen& g, OpId id, Val x) {
   const int64_t oh = g.uni(1, xs[2]), ow = g.uni(1, xs[3]);
   const std::string code = "adaptive_avg_pool2d(" + x.code + ", {" + s(oh) + ", " + s(ow) + "})";
   return g.op(id, code, {xs[0], xs[1], oh, ow}, x.bound, {&x});
+}
+
+// One to three pairs from the last dim, each amount in [-1, 2] (negative
+// crops) as long as the dim keeps at least one element; a fill of 0 or not.
+Val emit_pad(Gen& g, OpId id, Val x) {
+  if (x.shape.empty()) x = g.to_rank(x, 1);
+  Dims out = x.shape;
+  const int pairs = static_cast<int>(g.uni(1, std::min<int64_t>(3, static_cast<int64_t>(out.size()))));
+  std::string amounts;
+  for (int i = 0; i < pairs; ++i) {
+    int64_t& size = out[out.size() - 1 - static_cast<size_t>(i)];
+    int64_t lo = g.uni(-1, 2), hi = g.uni(-1, 2);
+    if (size + lo + hi < 1) lo = hi = 0;
+    size += lo + hi;
+    amounts += (i ? ", " : "") + s(lo) + ", " + s(hi);
+  }
+  const double value = g.coin() ? 0.0 : 0.5 * static_cast<double>(g.uni(-2, 2));
+  const std::string code = "pad(" + x.code + ", {" + amounts + "}, " + g.fmt(value) + ")";
+  return g.op(id, code, out, std::max(x.bound, std::abs(value)), {&x});
 }
 
 Val emit_embedding(Gen& g, OpId id, Val x) {
@@ -290,7 +310,8 @@ Val emit_scatter_add(Gen& g, OpId id, Val x) {
   return g.bounded(g.op(id, code, xs, x.bound + static_cast<double>(is[d]), {&x, &*src}));
 }
 
-// argsort, as sort's or topk's values are built (gather at its indices, all or the first k).
+// argsort, as sort's or topk's values are built (gather at its indices, all or the
+// first k, or topk itself).
 Val emit_sorted(Gen& g, OpId id, Val x) {
   if (x.shape.empty()) x = g.to_rank(x, 1);
   const int r = x.shape.size();
@@ -302,8 +323,10 @@ Val emit_sorted(Gen& g, OpId id, Val x) {
   }
   Dims out = x.shape;
   out[d] = g.uni(1, x.shape[d]);
-  const std::string code = x.code + ".gather(" + s(d) + ", " + x.code + ".argsort(" + s(d) + ", " + desc +
-                           ").narrow(" + s(d) + ", 0, " + s(out[d]) + "))";
+  // topk's own argsort (the first k only), or the full one narrowed.
+  const std::string code = g.coin() ? "std::get<0>(" + x.code + ".topk(" + s(out[d]) + ", " + s(d) + ", " + desc + "))"
+                                    : x.code + ".gather(" + s(d) + ", " + x.code + ".argsort(" + s(d) + ", " + desc +
+                                          ").narrow(" + s(d) + ", 0, " + s(out[d]) + "))";
   return g.op(id, code, out, x.bound, {&x});
 }
 
@@ -359,6 +382,7 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
     case OpId::conv_transpose2d: return emit_conv_transpose2d(*this, id, x);
     case OpId::max_pool2d: case OpId::avg_pool2d: return emit_pool2d(*this, id, x);
     case OpId::adaptive_avg_pool2d: return emit_adaptive_pool2d(*this, id, x);
+    case OpId::pad: return emit_pad(*this, id, x);
     case OpId::embedding: return emit_embedding(*this, id, x);
     case OpId::cross_entropy: return emit_cross_entropy(*this, id, x);
     case OpId::scaled_dot_product_attention: return emit_attention(*this, id, x);

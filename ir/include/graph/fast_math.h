@@ -17,15 +17,18 @@
 //         clamped to 9.1 where tanh is 1 in float; NaN stays NaN.
 //   log : x = m 2^e, m in [sqrt(1/2), sqrt(2)) from the bits, then Cephes'
 //         polynomial (float) / rational (double) in m - 1; log1p through
-//         log(1 + x) * x / ((1 + x) - 1).
+//         log(1 + x) * x / ((1 + x) - 1), expm1 through
+//         (exp(x) - 1) * x / log(exp(x)).
 //
 // Measured (tests/fast_math_test.cpp): float32 results within 1 ulp of the
 // correctly rounded value (std:: in double, rounded) over all float inputs
 // checked (log1p: 2); double within 2 ulp of std:: (log1p: 3 allowed, 2 seen).
-// ops.def's exp, tanh, log, log1p, erf, sigmoid, silu, softplus and gelu call them.
+// ops.def's exp, expm1, tanh, log, log1p, erf, sigmoid, silu, softplus, elu and gelu
+// call them.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #if !defined(__CUDA_ARCH__)
 #include <bit>
 #endif
@@ -38,8 +41,9 @@
 #endif
 #endif
 
-// erf is larger than the other bodies: GCC's inliner left it a call inside
-// big fused loops (a GPT block's), which then ran it one element at a time.
+// Forced inline (exp, log, erf, expm1): GCC's inliner left them a call
+// inside big fused loops (a GPT block's erf) and in elu's loop (expm1's exp
+// and log), which then ran them one element at a time.
 #if defined(__CUDACC__)
 #define GRAPH_MATH_FORCE_INLINE __forceinline__
 #elif defined(__GNUC__)
@@ -91,7 +95,7 @@ GRAPH_HOST_DEVICE inline T select(bool c, T a, T b) {
 namespace detail {
 
 // e^x = y * 2^n with y = e^r, x = n ln2 + r, |r| <= ln2/2 (|x| < 2^21).
-GRAPH_HOST_DEVICE inline float exp_reduced(float x, int32_t& ni) {
+GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE float exp_reduced(float x, int32_t& ni) {
   // n = round(x / ln2): adding 1.5 * 2^23 rounds to an integer, whose value
   // then sits in the low mantissa bits.
   constexpr float kMagic = 12582912.0f;
@@ -113,7 +117,7 @@ GRAPH_HOST_DEVICE inline float exp_reduced(float x, int32_t& ni) {
 
 }  // namespace detail
 
-GRAPH_HOST_DEVICE inline float exp(float x) {
+GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE float exp(float x) {
   // exp(88.8) overflows and exp(-104) rounds to 0, so clamping changes no
   // result; NaN passes both selects and poisons the polynomial.
   x = detail::select(x > 88.8f, 88.8f, x);
@@ -128,7 +132,7 @@ GRAPH_HOST_DEVICE inline float exp(float x) {
   return y * s1 * s2;
 }
 
-GRAPH_HOST_DEVICE inline double exp(double x) {
+GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE double exp(double x) {
   x = detail::select(x > 709.8, 709.8, x);     // above log(DBL_MAX): +inf
   x = detail::select(x < -746.0, -746.0, x);  // below log(2^-1075): 0
   constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
@@ -209,7 +213,7 @@ GRAPH_HOST_DEVICE inline T tanh(T x) {
 // Cephes' polynomials in f = m - 1 (float: degree 9; double: P/Q of degree
 // 5), with ln2 in two parts. Subnormals are scaled into the normal range
 // first. 0 gives -inf, negatives NaN, +inf +inf, NaN stays NaN.
-GRAPH_HOST_DEVICE inline float log(float x) {
+GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE float log(float x) {
   const bool tiny = x < 1.17549435e-38f;  // subnormal (or 0, negative: fixed below)
   const float xs = detail::select(tiny, x * 8388608.0f, x);  // * 2^23
   // In unsigned arithmetic: a negative x's bits minus these overflow an int
@@ -239,7 +243,7 @@ GRAPH_HOST_DEVICE inline float log(float x) {
   return detail::select(x != x, x, r);
 }
 
-GRAPH_HOST_DEVICE inline double log(double x) {
+GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE double log(double x) {
   const bool tiny = x < 2.2250738585072014e-308;
   const double xs = detail::select(tiny, x * 4503599627370496.0, x);  // * 2^52
   constexpr int64_t kHalfRoot = 0x3fe6a09e667f3bcdLL;  // sqrt(1/2)'s bits
@@ -278,13 +282,35 @@ GRAPH_HOST_DEVICE inline T log(T x) {
 // rounds to 1, x itself.
 template <class T>
 GRAPH_HOST_DEVICE inline T log1p(T x) {
-  const T u = T(1) + x;
-  const T d = u - T(1);
-  T r = graph::math::log(u) * (x / d);
-  r = graph::math::select(d == T(0), x, r);
-  return graph::math::select(x == T(INFINITY), x, r);  // inf / inf above
+  if constexpr (std::is_integral_v<T>) {  // instantiated for bool and ints, never run
+    return static_cast<T>(graph::math::log1p(static_cast<double>(x)));
+  } else {
+    const T u = T(1) + x;
+    const T d = u - T(1);
+    T r = graph::math::log(u) * (x / d);
+    r = graph::math::select(d == T(0), x, r);
+    return graph::math::select(x == T(INFINITY), x, r);  // inf / inf above
+  }
 }
 
+// exp(x) - 1 = (u - 1) * x / log(u), u = exp(x) rounded (Kahan): the factor
+// undoes u's rounding error, as log1p's does; where u rounds to 1, x itself
+// (-0 stays -0); where u - 1 is -1 (x below about -17 in float), -1; +inf
+// stays +inf. Vectorizes where libm's expm1 is a call per element (elu);
+// forced inline as erf, since GCC left it a call inside elu's select.
+template <class T>
+GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE T expm1(T x) {
+  if constexpr (std::is_integral_v<T>) {  // instantiated for bool and ints, never run
+    return static_cast<T>(graph::math::expm1(static_cast<double>(x)));
+  } else {
+    const T u = graph::math::exp(x);
+    const T d = u - T(1);
+    T r = d * (x / graph::math::log(u));
+    r = graph::math::select(u == T(1), x, r);
+    r = graph::math::select(d == T(-1), T(-1), r);
+    return graph::math::select(u == T(INFINITY), u, r);  // inf / inf above
+  }
+}
 
 // ---- erf -----------------------------------------------------------------
 // float: |x| <= 1: x P(x^2), P of degree 6; 1 < |x| < 4: 1 - exp(-x^2) Q(1/|x|),

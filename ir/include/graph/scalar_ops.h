@@ -3,6 +3,8 @@
 // graph::scalar::add(a, b), ... The eager CPU kernels and the generated fused
 // loops call the same functions, so the math is written once. Arguments are
 // already converted to the op's compute type (op_table.h: compute_dtype).
+// Always inlined: a body left a call (elu's, with expm1's exp and log) runs
+// one element at a time in a loop that would otherwise vectorize.
 #include <cmath>
 #include <type_traits>
 
@@ -23,12 +25,12 @@ template <class T, bool ToBool> using result_t = std::conditional_t<ToBool, bool
 #define GRAPH_RULE_IS_BOOL_ToBool true
 #define GRAPH_UNARY_OP(name, rule, cost, body, grad_x)                           \
   template <class T>                                                  \
-  GRAPH_HOST_DEVICE inline result_t<T, GRAPH_RULE_IS_BOOL_##rule> name(T x) { \
+  GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE result_t<T, GRAPH_RULE_IS_BOOL_##rule> name(T x) { \
     return static_cast<result_t<T, GRAPH_RULE_IS_BOOL_##rule>>(body); \
   }
 #define GRAPH_BINARY_OP(name, rule, cost, body, grad_a, grad_b)                                  \
   template <class T>                                                         \
-  GRAPH_HOST_DEVICE inline result_t<T, GRAPH_RULE_IS_BOOL_##rule> name(T a, T b) { \
+  GRAPH_HOST_DEVICE GRAPH_MATH_FORCE_INLINE result_t<T, GRAPH_RULE_IS_BOOL_##rule> name(T a, T b) { \
     return static_cast<result_t<T, GRAPH_RULE_IS_BOOL_##rule>>(body);        \
   }
 #include "graph/ops.def"

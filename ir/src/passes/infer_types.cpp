@@ -153,6 +153,13 @@ class TypeInference {
       } else {
         out = by_op(info, n);
         if (!keeps_shape) out.dims.reset();
+        // topk's run-time k: the size along dim is unknown.
+        if (info.id == OpId::argsort && out.dims && saved.count("k") && !n->has_attr("k")) {
+          const int64_t rank = static_cast<int64_t>(out.dims->size());
+          const auto* d = n->has_attr("dim") ? std::get_if<int64_t>(&n->attrs().at("dim")) : nullptr;
+          if (d && *d >= -rank && *d < rank) (*out.dims)[*d < 0 ? *d + rank : *d] = Dim::unknown();  // checked above
+          else out.dims = std::vector<Dim>(out.dims->size(), Dim::unknown());
+        }
       }
     } catch (...) {
       n->attrs() = saved;

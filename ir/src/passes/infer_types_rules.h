@@ -20,13 +20,28 @@ std::string dims_str(const Dims& d);
 const Dims* dims_of(const Value* v);  // null when the rank is unknown
 [[noreturn]] void shape_error(const Node* n, const std::string& msg);
 std::optional<DType> same_operand_dtype(const Node* n, const Value* a, const Value* b);
+// `d` wrapped into [0, rank), or a shape error.
+int64_t wrap_dim(const Node* n, int64_t d, size_t rank);
+// An int (list) attribute, or the fallback when it is absent or run-time.
+int64_t attr_or(const Node* n, const std::string& k, int64_t fallback);
+std::vector<int64_t> ints_or(const Node* n, const std::string& k, std::vector<int64_t> fallback);
+// Two dims that must be equal: an error only when both are static and differ.
+void require_equal(const Node* n, const Dim& a, const Dim& b, const std::string& what);
 
 Type elementwise(const OpInfo& op, const Node* n);
 Type reduce(const OpInfo& op, const Node* n);
 Type same_dtype(const OpInfo& op, const Node* n);
 Type matmul(const Node* n);
+// The nn ops (infer_types_nn.cpp).
+Type linear(const Node* n);
 Type conv2d(const Node* n);
 Type conv_transpose2d(const Node* n);
+Type pool2d(const OpInfo& op, const Node* n);
+Type adaptive_pool2d(const OpInfo& op, const Node* n);
+Type pad(const OpInfo& op, const Node* n);
+Type layer_norm(const Node* n);
+Type batch_norm(const Node* n);
+Type embedding(const Node* n);
 Type masked_fill(const Node* n);
 Type view(const OpInfo& op, const Node* n);
 Type other(const OpInfo& op, const Node* n);

@@ -159,49 +159,4 @@ inline Tensor interpolate_scale(const Tensor& x, double scale_factor, Interpolat
   return y;
 }
 
-// ---- padding ------------------------------------------------------------------
-namespace detail {
-// x padded along dim D (< 0: from the last) by pad[k] before and pad[k + 1]
-// after, k = -2 D - 2 (negative amounts crop). D is a template argument
-// because slice and cat lower only with a constant dim.
-template <int64_t D>
-inline Tensor pad_dim(const Tensor& x, const Shape& pad, Scalar value) {
-  const int64_t lo = pad.at(-2 * D - 2), hi = pad.at(-2 * D - 1);
-  Tensor y = x.slice(D, std::max<int64_t>(-lo, 0), x.size(D) - std::max<int64_t>(-hi, 0));
-  const int64_t cropped = x.size(D) + std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0);
-  if (cropped < 0) y = y + zeros({cropped});  // a crop past the size: zeros' error (slice would give [0])
-  Shape s = y.sizes();
-  const int64_t at = y.dim() + D;
-  if (lo > 0) {
-    s[at] = lo;
-    y = cat({full_like(y.slice(D, 0, 1), value).expand(s), y}, D);
-  }
-  if (hi > 0) {
-    s[at] = hi;
-    y = cat({y, full_like(y.slice(D, 0, 1), value).expand(s)}, D);
-  }
-  return y;
-}
-}  // namespace detail
-// pad(x, {left, right, top, bottom, ...}, value): torch.nn.functional.pad in
-// constant mode, the pairs from the last dim backwards, up to 4 pairs (a plain
-// signature, not PadFuncOptions). Negative amounts crop. An odd count, more
-// than 4 pairs or more pairs than x has dims is pad's error eagerly (in a
-// graph: an error of the list read or of slice); a dim of size 0 cannot be
-// padded (expand's error).
-namespace detail {
-GRAPH_EAGER_CHECK void check_pad(const Tensor& x, const Shape& pad);
-}  // namespace detail
-inline Tensor pad(const Tensor& x, const Shape& pad, Scalar value = 0.0) {
-  detail::check_pad(x, pad);
-  const int n = pad.size();
-  Tensor y = x;
-  if (n >= 1) y = detail::pad_dim<-1>(y, pad, value);
-  if (n >= 3) y = detail::pad_dim<-2>(y, pad, value);
-  if (n >= 5) y = detail::pad_dim<-3>(y, pad, value);
-  if (n >= 7) y = detail::pad_dim<-4>(y, pad, value);
-  if (n >= 9) y = y.slice(0, 0, pad.at(n));  // more than 4 pairs: the read past the end is the error
-  return y;
-}
-
 }  // namespace graph

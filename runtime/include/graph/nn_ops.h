@@ -40,6 +40,11 @@ GRAPH_OP("avg_pool2d") Tensor avg_pool2d(const Tensor& x, Shape kernel, Shape st
 // for both): PyTorch's windows, [floor(i * H / oh), ceil((i + 1) * H / oh)),
 // which overlap when oh does not divide H. A 1x1 output is a global mean.
 GRAPH_OP("adaptive_avg_pool2d") Tensor adaptive_avg_pool2d(const Tensor& x, Shape output_size);
+// pad(x, {left, right, top, bottom, ...}, value): torch.nn.functional.pad in
+// constant mode, the pairs (before, after) from the last dim backwards, at
+// most one per dim; negative amounts crop. An odd count, more pairs than x
+// has dims, or a size below 0 is pad's error.
+GRAPH_OP("pad") Tensor pad(const Tensor& x, const Shape& pad, Scalar value = 0.0);
 // weight [num, dim]; indices int64 of any shape -> [..., dim]
 GRAPH_OP("embedding") Tensor embedding(const Tensor& weight, const Tensor& indices);
 GRAPH_OP("cat") Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

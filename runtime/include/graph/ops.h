@@ -89,6 +89,11 @@ GRAPH_OP("scatter_add") Tensor scatter_add(const Tensor& self, int64_t dim, cons
 // (equal elements keep their order, as torch.sort(stable=True)); NaN sorts as
 // the largest value. Not differentiable (sort's values are, through gather).
 GRAPH_OP("argsort") Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+namespace detail {
+// The first k indices of argsort along dim, found by a partial selection
+// (topk's kernel); k in [0, size of dim].
+GRAPH_OP("argsort") Tensor argsort_first(const Tensor& x, int64_t dim, bool descending, int64_t k);
+}  // namespace detail
 
 // ---- library ------------------------------------------------------------
 // Matrix product with PyTorch's matmul semantics: 1-D operands are vectors,
@@ -274,9 +279,11 @@ inline Tensor Tensor::argmax() const { return graph::argmax(*this); }
 // sort(x, dim, descending) -> (values, indices) and topk(x, k, dim, largest,
 // sorted) -> the k largest (smallest) along dim, as LibTorch; indices int64.
 // Both are argsort then gather, so the values' gradient is gather's: grad
-// scattered back to the input's shape at the indices. sort is stable; topk
-// always returns its k values sorted (PyTorch leaves the order of sorted=false
-// unspecified, and of ties). k outside [0, size] is an error.
+// scattered back to the input's shape at the indices. topk's argsort selects
+// only the first k (a partial sort of each line). sort is stable; topk always
+// returns its k values sorted, ties in position order (PyTorch leaves the
+// order of sorted=false unspecified, and of ties). k outside [0, size] is an
+// error.
 namespace detail {
 GRAPH_EAGER_CHECK void check_topk(const Tensor& x, int64_t k, int64_t dim);
 }  // namespace detail
@@ -287,7 +294,7 @@ inline std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool d
 inline std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                        bool /*sorted: always*/ = true) {
   detail::check_topk(x, k, dim);
-  Tensor i = narrow(argsort(x, dim, largest), dim, 0, k);  // in a graph, narrow rejects k > size
+  Tensor i = detail::argsort_first(x, dim, largest, k);
   return {gather(x, dim, i), i};
 }
 

@@ -91,6 +91,12 @@ inline bool tracing() { return active_tracer != nullptr; }
 
 using TraceInput = std::variant<Tensor, Scalar>;  // a Scalar becomes a constant
 inline std::vector<int64_t> ints(const Shape& s) { return {s.begin(), s.end()}; }
+// A Scalar argument as an attribute of its category (float, bool or int).
+inline ir::AttrValue scalar_attr(const Scalar& v) {
+  if (v.is_floating()) return v.to_double();
+  if (v.dtype() == kBool) return v.to<bool>();
+  return v.to_int();
+}
 // A reduction over `dims` of a tensor of rank `rank` (no dims: all of them):
 // no attribute for a whole reduction, else dim (an int for one) and keepdim.
 ir::Attributes reduce_attrs(const Shape& dims, bool keepdim, int64_t rank);

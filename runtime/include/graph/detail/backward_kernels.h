@@ -101,6 +101,9 @@ Tensor avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& ker
                            const Shape& padding);
 // x's gradient of adaptive_avg_pool2d: each output's gradient shared over its window.
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x, const Shape& output_size);
+// x's gradient of pad (pad.cpp): pad(grad, -pad, 0), which crops what was
+// padded and gives zeros where x was cropped.
+Tensor pad_backward(const Tensor& grad, const Tensor& x, const Shape& pad);
 // The [out, in] matrix averaging adaptive_avg_pool2d's windows along one dim
 // (row i: 1 / size over window i): the op is two products with these, which
 // is how it runs on the device and how the ONNX export writes it.

@@ -18,5 +18,11 @@ void clear_dnnl_conv_cache();
 // Off: every conv2d runs conv.cpp's im2col + GEMM, as before oneDNN's
 // primitives (bench/: the "_im2col" rows). Process-wide; on by default.
 void set_dnnl_conv_enabled(bool enabled);
+// Convolutions of at most `macs` multiply-adds (N * C_out * H_out * W_out *
+// C_in / groups * kH * kW) run a direct loop instead (a conv1d over a short
+// sequence: oneDNN's set-up alone costs several times the arithmetic); not
+// under bf16 autocast.
+// Returns the previous limit; tests set 0 to reach the library paths.
+int64_t set_direct_conv_limit(int64_t macs);
 
 }  // namespace graph::detail
