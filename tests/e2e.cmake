@@ -32,18 +32,19 @@ add_test(NAME e2e_graph_break_nested_check COMMAND e2e_test --gtest_filter=Graph
 set_tests_properties(e2e_graph_break_nested_check PROPERTIES ENVIRONMENT GRAPH_CHECK=1 LABELS e2e
   PASS_REGULAR_EXPRESSION "graph check: breaks::nested_if\\(graph::Tensor, bool\\) \\(break_functions.cpp:69\\): output 0 max \\|graph - eager\\| = 0\n"
   FAIL_REGULAR_EXPRESSION "FAILED|= [1-9]")
-# GRAPH_EXPLAIN=1: a region whose guard fails says so, naming the function's line.
-add_test(NAME e2e_graph_break_explain COMMAND e2e_test --gtest_filter=GraphBreak.GuardFailureRunsTheRegionEagerly)
+# GRAPH_EXPLAIN=1: a region whose guard fails on dtypes alone says that it runs
+# its graph specialized for them, naming the function's line and the guard.
+add_test(NAME e2e_graph_break_explain COMMAND e2e_test --gtest_filter=GraphBreak.Float64CallRunsTheRegionsSpecialized)
 set_tests_properties(e2e_graph_break_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAIN=1 LABELS e2e
-  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got double"
-  FAIL_REGULAR_EXPRESSION "FAILED")
+  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 runs its graph specialized at run time for the call's dtypes, on the interpreter \\(the compiled code's guard: input 0 'x': expected a float tensor, got double\\)"
+  FAIL_REGULAR_EXPRESSION "FAILED|ran eagerly")
 # Interpret mode refuses the same call with the same words: it checks the
 # inputs against the generated source's signature table with the same checker.
-add_test(NAME e2e_graph_break_explain_interpret COMMAND e2e_test --gtest_filter=GraphBreak.GuardFailureRunsTheRegionEagerly)
+add_test(NAME e2e_graph_break_explain_interpret COMMAND e2e_test --gtest_filter=GraphBreak.Float64CallRunsTheRegionsSpecialized)
 set_tests_properties(e2e_graph_break_explain_interpret PROPERTIES ENVIRONMENT "GRAPH_EXPLAIN=1;GRAPH_MODE=interpret"
   LABELS "e2e;interpreter"
-  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got double"
-  FAIL_REGULAR_EXPRESSION "FAILED")
+  PASS_REGULAR_EXPRESSION "graph: break_functions.cpp:13 runs its graph specialized at run time for the call's dtypes, on the interpreter \\(the compiled code's guard: input 0 'x': expected a float tensor, got double\\)"
+  FAIL_REGULAR_EXPRESSION "FAILED|ran eagerly")
 
 # The C++ subset: tuples, optional tensors, shapes as host ints, switch,
 # do-while, integer / and % (subset_functions.cpp), compiled and interpreted.
@@ -60,6 +61,13 @@ if(NOT CXXGRAPH_SANITIZE)
     ${CMAKE_CURRENT_LIST_DIR}/e2e/conversion_functions.cpp ${CMAKE_CURRENT_LIST_DIR}/e2e/host_read_functions.cpp
     GENERATOR_FLAGS -Werror=graph-fallback)
   gtest_discover_tests(e2e_subset_test PROPERTIES LABELS e2e)
+  # Dtypes a graph cannot be specialized for run the eager body, which says why
+  # (the specialization's own type error, at its line).
+  add_test(NAME conversion_any_dtype_explain COMMAND e2e_subset_test
+    --gtest_filter=AnyDtype.DtypesTheGraphCannotTakeRunTheEagerBody)
+  set_tests_properties(conversion_any_dtype_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAIN=1 LABELS e2e
+    PASS_REGULAR_EXPRESSION "graph: conversion_functions.cpp:67 ran eagerly: a guard failed: input 0 'x': expected a float tensor, got long; specialized for the call's dtypes, the graph cannot run: infer_types: 'matmul' at [^\n]*conversion_functions.cpp:67:[0-9]+: operands have different dtypes: i64 and f32"
+    FAIL_REGULAR_EXPRESSION "FAILED")
   add_test(NAME e2e_subset_interpret COMMAND e2e_subset_test)
   set_tests_properties(e2e_subset_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
     FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")

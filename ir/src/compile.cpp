@@ -73,20 +73,25 @@ bool is_train_step(const Graph& g) {
   return found;
 }
 
-CompiledGraphs compile(const Graph& lowered) {
-  CompiledGraphs c;
-  c.optimized = clone(lowered);
-  const bool train_step = is_train_step(lowered);
-  if (train_step) {
+std::unique_ptr<Graph> optimize(const Graph& lowered) {
+  std::unique_ptr<Graph> g = clone(lowered);
+  if (is_train_step(lowered)) {
     // loss.backward() becomes the gradient and a set_grads before the rest of
     // the pipeline, so forward and backward are optimized and fused as one.
-    run_pipeline(*c.optimized, parse_pipeline(kBeforeGradient));
-    expand_backward(*c.optimized);
+    run_pipeline(*g, parse_pipeline(kBeforeGradient));
+    expand_backward(*g);
   }
   // Verified once at the end: after every pass it costs more than all the
   // passes together on long functions (the pass tests verify each step).
-  run_pipeline(*c.optimized, default_pipeline());
-  verify_or_throw(*c.optimized);
+  run_pipeline(*g, default_pipeline());
+  verify_or_throw(*g);
+  return g;
+}
+
+CompiledGraphs compile(const Graph& lowered) {
+  CompiledGraphs c;
+  c.optimized = optimize(lowered);
+  const bool train_step = is_train_step(lowered);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.signature = signature(*c.optimized);
   if (train_step)

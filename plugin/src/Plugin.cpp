@@ -311,7 +311,7 @@ class Consumer : public ASTConsumer {
     c.gradient = std::make_unique<graph::codegen::GradientUnit>(std::move(compiled.gradient));
     graph::codegen::keep_printable_gradient(*c.gradient);
     c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get(),
-                                       compiled.cuda_graph_blocker};
+                                       compiled.cuda_graph_blocker, text};
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
     if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");
     c.lowered_text = text;

@@ -22,6 +22,7 @@
 #include "graph/interpreter.h"
 #include "graph/detail/static_autograd.h"
 #include "input_walk.h"
+#include "specialize.h"
 #include "graph/ir/ir.h"
 #include "graph/trace.h"
 #include "device.h"
@@ -139,12 +140,9 @@ bool any_cuda_input(const IValue* in, size_t n_in) {
   return any_input_tensor(in, n_in, [](const Tensor& t) { return t.defined() && t.device() == Device::CUDA; });
 }
 
-bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
-  // The generated function's own check, on the same signature table: both
-  // modes accept the same calls and explain a refused one alike.
-  if (!check_inputs(g.signature, g.num_inputs, in, n_in, why)) return false;
-  const ir::Graph& ir = parsed(g);
-  // A train step's optimizer guards (inputs only), before any effect runs.
+// Runs `ir` on the interpreter; false (and why) when a train step's optimizer
+// guard fails, before any effect runs.
+bool run_interpreted(const ir::Graph& ir, const IValue* in, size_t n_in, IValue* out, std::string* why) {
   for (const auto& n : ir.top()->nodes()) {
     if (!n->is(OpId::optimizer_guard)) continue;
     const ir::Value* h = n->input(0);
@@ -156,6 +154,13 @@ bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
   std::vector<IValue> results = graph::run(ir, std::vector<IValue>(in, in + n_in));
   std::move(results.begin(), results.end(), out);
   return true;
+}
+
+bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
+  // The generated function's own check, on the same signature table: both
+  // modes accept the same calls and explain a refused one alike.
+  if (!check_inputs(g.signature, g.num_inputs, in, n_in, why)) return false;
+  return run_interpreted(parsed(g), in, n_in, out, why);
 }
 
 // Whether a parameter the graph reads has a post-accumulate hook (DDP's
@@ -170,7 +175,8 @@ bool has_post_accumulate_hook(const IValue* in, size_t n_in) {
 
 // A static train step writes .grad itself (set_grads): its ops record no
 // tape, whatever requires grad, and it is never captured into a CUDA graph.
-bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why) {
+bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, std::string* why,
+                    const ir::Graph* specialized) {
   if (!autograd::grad_mode_enabled()) {
     *why = "grad mode is off, and the body calls loss.backward() (which throws eagerly then)";
     return false;
@@ -181,6 +187,7 @@ bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValu
     return false;
   }
   autograd::NoGradGuard no_grad;
+  if (specialized) return run_interpreted(*specialized, in, n_in, out, why);
   if (mode() == Mode::Interpret ? interpret(g, in, n_in, out, why) : g.fn(in, n_in, out, why)) return true;
   *why = "a guard failed: " + *why;
   return false;
@@ -189,7 +196,19 @@ bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValu
 // Runs the graph the way the mode and the inputs ask for; false (and why)
 // when the eager body must run instead.
 bool run_graph(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
-  if (g.train_step) return run_train_step(g, in, n_in, out, why);
+  // Other dtypes than the compiled code's: the graph specialized for them
+  // (specialize.h). The interpreter runs eager ops, so autograd records
+  // through it as in interpret mode.
+  if (const Specialization* s = specialization(g, in, n_in)) {
+    if (!s->graph) {
+      check_inputs(g.signature, g.num_inputs, in, n_in, why);
+      *why = "a guard failed: " + *why + "; specialized for the call's dtypes, the graph cannot run: " + s->error;
+      return false;
+    }
+    return g.train_step ? run_train_step(g, in, n_in, out, why, s->graph.get())
+                        : run_interpreted(*s->graph, in, n_in, out, why);
+  }
+  if (g.train_step) return run_train_step(g, in, n_in, out, why, nullptr);
   if (mode() == Mode::Interpret) {
     // The interpreter runs eager ops: eager autograd records through it.
     if (interpret(g, in, n_in, out, why)) return true;

@@ -140,9 +140,9 @@ TEST_F(GraphBreak, MemberFunctionReadsThis) {
   expect_close(x * s.w + s.w, s.forward(x));
 }
 
-// The regions' guards: a float64 input misses the float32 graphs' guard and
-// the region runs eagerly; the result is still right.
-TEST_F(GraphBreak, GuardFailureRunsTheRegionEagerly) {
+// The regions' guards: a float64 input misses the float32 code's guard and
+// each region runs its graph specialized for float64; the result is eager's.
+TEST_F(GraphBreak, Float64CallRunsTheRegionsSpecialized) {
   Tensor x = pattern({3}, 0.4f, -0.2f).to(graph::kFloat64);
   Tensor r = breaks::print_between(x, 2.0f);
   Tensor y = graph::relu(x) * 2.0f + 1;

@@ -53,4 +53,17 @@ using namespace graph;
   return y;
 }
 
+// ---- any dtype: compiled for float32, specialized at run time for the rest -------
+[[graph::static]] Tensor mlp_any(Tensor x, Tensor w, Tensor b) {
+  Tensor h = relu(matmul(x, w) + b);
+  return h * h.mean(1, true) + exp(-h) - x.sum(1, true) * 0.5;
+}
+
+[[graph::static]] Tensor int_math(Tensor x, int64_t k) {
+  Tensor y = x * k + 1;
+  return y.sum(0) + (x > 2).to(kInt64).sum() + y.amax() - x.size(0);
+}
+
+[[graph::static]] Tensor matmul_only(Tensor x, Tensor w) { return matmul(x, w) * 2; }
+
 }  // namespace conv

@@ -17,5 +17,8 @@ Tensor host_casts(Tensor x, int n, double d);
 Tensor aranges(Tensor x, int n, double step);
 Tensor arange_ints(Tensor x, int64_t step);
 Tensor sizes_in_loops(Tensor x, int n);
+Tensor mlp_any(Tensor x, Tensor w, Tensor b);
+Tensor int_math(Tensor x, int64_t k);
+Tensor matmul_only(Tensor x, Tensor w);
 
 }  // namespace conv

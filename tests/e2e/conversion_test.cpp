@@ -122,4 +122,67 @@ TEST(Conversions, FactoriesWithRunTimeSizesInIfsAndLoops) {
     static_vs_eager("sizes_in_loops", [&] { return conv::sizes_in_loops(x, n); });
 }
 
+// Graphs take every dtype: the generated code is built for float32 tensors,
+// and a call with other dtypes runs the same graph specialized for them at
+// run time (on the interpreter), not the eager body: the graph's call count
+// rises, and the result has eager's dtype and values.
+TEST(AnyDtype, Float64CallsRunTheGraphSpecialized) {
+  const Tensor x = pattern({4, 3}, 0.7f, -0.2f).to(graph::kFloat64), w = pattern({3, 5}, 0.3f, 0.1f).to(graph::kFloat64),
+               b = pattern({5}, 0.9f, -0.4f).to(graph::kFloat64);
+  for (int call = 0; call < 2; ++call) {  // the second call reuses the specialization
+    Tensor y = static_vs_eager("mlp_any", [&] { return conv::mlp_any(x, w, b); }, 1e-12);
+    EXPECT_EQ(y.dtype(), graph::kFloat64);
+  }
+  // float32 still runs the generated code; mixed dtypes promote as eagerly.
+  static_vs_eager("mlp_any", [&] { return conv::mlp_any(x.to(graph::kFloat32), w.to(graph::kFloat32),
+                                                         b.to(graph::kFloat32)); });
+  EXPECT_EQ(static_vs_eager("mlp_any", [&] { return conv::mlp_any(x, w, b.to(graph::kFloat32)); }).dtype(),
+            graph::kFloat64);
+}
+
+TEST(AnyDtype, Float64GradientsMatchCentralDifferences) {
+  graph::set_mode(compiled_mode());
+  const Tensor x = pattern({3, 4}, 0.5f, 0.3f).to(graph::kFloat64), b = pattern({2}, 0.8f, 0.1f).to(graph::kFloat64);
+  Tensor w = pattern({4, 2}, 0.4f, -0.3f).to(graph::kFloat64).requires_grad_();
+  const uint64_t before = calls("mlp_any");
+  conv::mlp_any(x, w, b).sum().backward();
+  EXPECT_EQ(calls("mlp_any"), before + 1);
+  const Tensor g = w.grad();
+  ASSERT_TRUE(g.defined());
+  ASSERT_EQ(g.dtype(), graph::kFloat64);
+  graph::autograd::NoGradGuard no_grad;
+  Tensor v = w.detach().clone();
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    double* p = v.data_ptr<double>() + i;
+    const double keep = *p, h = 1e-6;
+    *p = keep + h;
+    const double up = conv::mlp_any(x, v, b).sum().item<double>();
+    *p = keep - h;
+    const double down = conv::mlp_any(x, v, b).sum().item<double>();
+    *p = keep;
+    EXPECT_NEAR(g.data_ptr<double>()[i], (up - down) / (2 * h), 1e-7) << "element " << i;
+  }
+}
+
+TEST(AnyDtype, IntegerCallsRunTheGraphSpecialized) {
+  const Tensor x = graph::arange(0, 12).view({4, 3});  // int64
+  Tensor y = static_vs_eager("int_math", [&] { return conv::int_math(x, 3); }, 0);
+  EXPECT_EQ(y.dtype(), graph::kInt64);
+  // (3x + 1) summed over rows: 3 * {18, 22, 26} + 4, plus 9 elements > 2, plus max 34, minus 4 rows.
+  EXPECT_EQ(y.data_ptr<int64_t>()[0], 58 + 9 + 34 - 4);
+  Tensor y32 = static_vs_eager("int_math", [&] { return conv::int_math(x.to(graph::kInt32), 3); }, 0);
+  EXPECT_EQ(y32.dtype(), graph::kInt64);  // int32 * an int64 host int stays int32; the int64 sum promotes
+}
+
+// Dtypes the graph cannot take (matmul of an int64 and a float32 tensor):
+// the specialization fails once, and the eager body runs and raises its own
+// error (GRAPH_EXPLAIN says why: conversion_any_dtype_explain).
+TEST(AnyDtype, DtypesTheGraphCannotTakeRunTheEagerBody) {
+  graph::set_mode(compiled_mode());
+  const Tensor x = graph::arange(0, 6).view({2, 3}), w = pattern({3, 2}, 0.3f, 0.1f);
+  const uint64_t before = calls("matmul_only");
+  for (int call = 0; call < 2; ++call) EXPECT_THROW(conv::matmul_only(x, w), graph::Error);
+  EXPECT_EQ(calls("matmul_only"), before);
+}
+
 }  // namespace

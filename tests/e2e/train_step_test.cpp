@@ -334,9 +334,9 @@ TEST(TrainStep, FrozenParameterGetsNoGradient) {
 }
 
 TEST(TrainStep, GradientsMatchFloat64FiniteDifferences) {
-  // Graphs take float32 tensors (a float64 call runs eagerly), so the graph's
-  // float32 .grad is checked against central differences of the loss of the
-  // same model in float64, computed eagerly.
+  // The graph's float32 .grad against central differences of the loss of
+  // the same model in float64 (its forward runs the graph specialized for
+  // float64 on the interpreter).
   ts::MLP m = make_mlp(5, 4, 3), m64 = make_mlp(5, 4, 3, graph::kFloat64);
   const Tensor x = e2e::pattern({6, 5}, 0.3f, -0.1f), y = e2e::pattern({6, 3}, 0.5f, 0.4f);
   const Tensor x64 = x.to(graph::kFloat64), y64 = y.to(graph::kFloat64);

@@ -84,6 +84,11 @@ struct CompiledGraph {
   // A static train step (ir/compile.h's is_train_step): it writes .grad
   // itself, so it runs with grad mode off and GRAPH_CHECK does not rerun it.
   bool train_step = false;
+  // The graph as lowered, before any pass ("" when unknown): a call whose
+  // tensors have other dtypes than `signature`'s runs this graph specialized
+  // for them (optimized at run time, cached, on the interpreter) instead of
+  // the eager body.
+  const char* lowered_ir = "";
   std::atomic<uint64_t> calls{0};  // completed graph runs
 };
 

@@ -32,6 +32,10 @@ struct GraphUnit {
   // Why it must not be captured into a CUDA Graph, "" when it may be: decided
   // at build time (ir/compile.h) and printed into its registration.
   std::string cuda_graph_blocker{};
+  // The graph as lowered, before any pass (empty: none). Printed into the
+  // registration so the runtime can specialize the graph for a call whose
+  // dtypes the compiled code refuses (static.h's CompiledGraph::lowered_ir).
+  std::string lowered_ir{};
 };
 
 // One C++ source for all graphs of one annotated source file. Throws

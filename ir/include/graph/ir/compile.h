@@ -49,6 +49,12 @@ struct CompiledGraphs {
 // gradient.unsupported.
 CompiledGraphs compile(const Graph& lowered);
 
+// The optimized graph alone: the default pipeline (after expanding a train
+// step's backward) and the verifier. compile() starts with it; the runtime
+// calls it to specialize a graph for a call's dtypes (static.h). Throws
+// GraphError as compile() does.
+std::unique_ptr<Graph> optimize(const Graph& lowered);
+
 // Whether `g` is a static train step: it holds loss.backward()
 // (backward_loss), or set_grads after compile() expanded it. compile() then
 // expands it (passes.h's expand_backward) before the default pipeline, and
