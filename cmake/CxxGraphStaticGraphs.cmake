@@ -1,4 +1,4 @@
-# cxxgraph_static_graphs(<target> [SOURCES <src>...] [GENERATOR_FLAGS <flag>...] [CPU_ONLY])
+# cxxgraph_static_graphs(<target> [SOURCES <src>...] [GENERATOR_FLAGS <flag>...] [DTYPES <dtype>...] [CPU_ONLY])
 #
 # For each C++ source of <target> (or only the SOURCES given), adds a
 # generator step that runs clang 19 with the cxxgraph plugin using the
@@ -17,6 +17,11 @@
 # step. GENERATOR_FLAGS go to the generator only (e.g. -Werror=graph-fallback).
 # CPU_ONLY: no CUDA kernels even when cxxgraph has CUDA (they are compiled
 # by nvcc, often the longest step; the graphs then run on CPU tensors only).
+# DTYPES: each graph is also compiled with these dtypes (float64, int64, ...)
+# for the tensor inputs it is otherwise compiled for as float32; a call in
+# one of them runs that code. Calls in dtypes not listed run the graph
+# specialized at run time, on the interpreter. Each dtype adds the graph
+# functions and loops once more to the build.
 # The generated kernels are compiled at -O2 at least, whatever the build type
 # (set CXXGRAPH_DEBUG_GENERATED=ON to build them with the build type's flags).
 #
@@ -46,7 +51,7 @@ function(cxxgraph_set_generator)
 endfunction()
 
 function(cxxgraph_static_graphs target)
-  cmake_parse_arguments(ARG "CPU_ONLY" "" "SOURCES;GENERATOR_FLAGS" ${ARGN})
+  cmake_parse_arguments(ARG "CPU_ONLY" "" "SOURCES;GENERATOR_FLAGS;DTYPES" ${ARGN})
   get_property(clang GLOBAL PROPERTY CXXGRAPH_GENERATOR_CLANG)
   get_property(plugin GLOBAL PROPERTY CXXGRAPH_GENERATOR_PLUGIN_TARGET)
   get_property(runtime GLOBAL PROPERTY CXXGRAPH_GENERATOR_RUNTIME_TARGET)
@@ -80,6 +85,11 @@ function(cxxgraph_static_graphs target)
   if(has_cuda AND "CUDA" IN_LIST languages AND NOT ARG_CPU_ONLY)
     set(with_cuda ON)
   endif()
+  set(dtypes_option "")
+  if(ARG_DTYPES)
+    list(JOIN ARG_DTYPES "," dtypes)
+    set(dtypes_option -fplugin-arg-cxxgraph-dtypes=${dtypes})
+  endif()
   foreach(src IN LISTS sources)
     if(NOT src MATCHES "\\.(cpp|cc|cxx|C)$" OR src MATCHES "^\\$<")
       continue()
@@ -110,7 +120,7 @@ function(cxxgraph_static_graphs target)
               -fplugin-arg-cxxgraph-copy=${copy}
               -fplugin-arg-cxxgraph-kernels=${kernels}
               -fplugin-arg-cxxgraph-loops=${loops}
-              ${cuda_option}
+              ${cuda_option} ${dtypes_option}
               -fplugin-arg-cxxgraph-graph-dir=${gen_dir}/${stem}
               -MD -MF ${depfile} -MT ${copy}
               ${abs}

@@ -706,12 +706,12 @@ TEST(Generated, SourceIsReadable) {
   // may be captured ("": yes), whether it is a static train step (no), and
   // the IR as lowered, for calls with other dtypes ("": none given).
   EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, signature_graph_chain, " +
-                     ir::quote(ir::print(*g)) + ", \"\", false, \"\", {}}"),
+                     ir::quote(ir::print(*g)) + ", \"\", false, \"\", nullptr, {}}"),
             std::string::npos);
   graph::codegen::GraphUnit blocked{g.get(), "_Z5chainv", "h", "m.cpp:1", nullptr, "dropout: random numbers",
                                     "graph chain()\n"};
   EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp")
-                .find(", \"dropout: random numbers\", false, \"graph chain()\\n\", {}}"),
+                .find(", \"dropout: random numbers\", false, \"graph chain()\\n\", nullptr, {}}"),
             std::string::npos);
 }
 

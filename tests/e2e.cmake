@@ -73,6 +73,25 @@ if(NOT CXXGRAPH_SANITIZE)
     FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
 endif()
 
+# Dtype variants (DTYPES): each graph also compiled for float64 and int64
+# tensor inputs; the generator's warnings for a variant that cannot be made
+# are expected here. Compiled and interpreted.
+if(NOT CXXGRAPH_SANITIZE)
+  add_executable(dtype_variant_test ${CMAKE_CURRENT_LIST_DIR}/e2e/dtype_variant_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/e2e/dtype_variant_functions.cpp)
+  target_link_libraries(dtype_variant_test PRIVATE cxxgraph::runtime GTest::gtest_main)
+  cxxgraph_static_graphs(dtype_variant_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/dtype_variant_functions.cpp
+    DTYPES float64 int64)
+  gtest_discover_tests(dtype_variant_test PROPERTIES LABELS e2e)
+  add_test(NAME dtype_variant_interpret COMMAND dtype_variant_test)
+  set_tests_properties(dtype_variant_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
+    FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+  # A listed dtype runs its variant's code: nothing is specialized, nothing eager.
+  add_test(NAME dtype_variant_explain COMMAND dtype_variant_test --gtest_filter=DtypeVariants.Float64CallsRunTheFloat64Code)
+  set_tests_properties(dtype_variant_explain PROPERTIES ENVIRONMENT GRAPH_EXPLAIN=1 LABELS e2e
+    FAIL_REGULAR_EXPRESSION "FAILED|specialized|ran eagerly: a guard")
+endif()
+
 # Modules with state in static forwards (module_state_*.cpp): is_training(),
 # buffers updated in place and written back, BatchNorm and Dropout modules;
 # compiled and interpreted. The gradient check reads the plugin's graphs.

@@ -321,7 +321,34 @@ TEST(Outputs, UnwritableFilesAreErrorsNotCrashes) {
 
 TEST(Outputs, UnknownOptionIsAnError) {
   std::string subtle = (fs::path(CXXGRAPH_CORPUS) / "subtle.cpp").string();
-  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-bogus=1", subtle), "unknown plugin option 'bogus=1'");
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-bogus=1", subtle), "unknown plugin option or value 'bogus=1'");
+  // dtypes= takes dtypes other than float32 (the build's own) and bool.
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-dtypes=float64,float8", subtle),
+                     "unknown plugin option or value 'dtypes=float64,float8'");
+  expect_clean_error(generate_with("-fplugin-arg-cxxgraph-dtypes=f32", subtle),
+                     "unknown plugin option or value 'dtypes=f32'");
+}
+
+// dtypes=: a variant the graph's type rules refuse is a -Wgraph-fallback
+// warning naming the dtype, the function and the rule, and the build goes on.
+TEST(Outputs, DtypeVariantThatCannotBeCompiledWarns) {
+  const std::string source =
+      (fs::path(CXXGRAPH_CORPUS).parent_path().parent_path() / "e2e" / "dtype_variant_functions.cpp").string();
+  const Result r = generate_with("-fplugin-arg-cxxgraph-kernels=/dev/null -fplugin-arg-cxxgraph-dtypes=float64", source);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("dtype_variant_functions.cpp:17:26: warning: no f64 variant of 'needs_float' can be "
+                          "compiled (infer_types: 'matmul' at "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("operands have different dtypes: f64 and f32); its calls with f64 tensors will run the graph "
+                          "specialized at run time, on the interpreter [-Wgraph-fallback]"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("variant of 'layer'"), std::string::npos) << r.output;
+  expect_clean_error(generate_with("-Werror=graph-fallback -fplugin-arg-cxxgraph-kernels=/dev/null "
+                                   "-fplugin-arg-cxxgraph-dtypes=f64",
+                                   source),
+                     "error: no f64 variant of 'needs_float' can be compiled");
 }
 
 TEST(Outputs, SourceFromStandardInput) {

@@ -621,7 +621,7 @@ std::string cpu_source(const std::vector<GraphUnit>& units, const std::string& o
            ir::quote(u.body_hash) + ", " + ir::quote(u.source) + ", &" + fn + ", " +
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
            detail::Emitter::signature_name(fn) + ", " + ir::quote(ir::print(*u.graph)) + ", " + ir::quote(u.cuda_graph_blocker) + ", " +
-           (ir::is_train_step(*u.graph) ? "true" : "false") + ", " + ir::quote(u.lowered_ir) + ", {}};");
+           (ir::is_train_step(*u.graph) ? "true" : "false") + ", " + ir::quote(u.lowered_ir) + ", nullptr, {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
     if (u.gradient) e.raw(detail::gradient_registration(*u.gradient, fn, u.mangled_name, u.body_hash));
   }

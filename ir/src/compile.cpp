@@ -15,6 +15,12 @@ namespace {
 // The default pipeline up to fusion: what differentiation starts from.
 constexpr const char* kBeforeGradient = "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types";
 
+PipelineOptions options_for(DType tensor_default) {
+  PipelineOptions o;
+  o.tensor_default = tensor_default;
+  return o;
+}
+
 bool floating_tensor(const Type& t) { return t.is_tensor() && t.dtype && is_floating(*t.dtype); }
 
 // The backward's inputs as typed as the forward outputs they receive: saved
@@ -30,11 +36,11 @@ void type_backward_inputs(const GradientGraphs& u) {
 
 }  // namespace
 
-GradientGraphs gradient_graphs(const Graph& lowered) {
+GradientGraphs gradient_graphs(const Graph& lowered, DType tensor_default) {
   GradientGraphs u;
   // The default pipeline up to fusion; the rest runs on each half.
   std::unique_ptr<Graph> g = clone(lowered);
-  run_pipeline(*g, parse_pipeline(kBeforeGradient));
+  run_pipeline(*g, parse_pipeline(kBeforeGradient), options_for(tensor_default));
   std::vector<bool> requires_grad;
   bool any = false;
   for (const auto& in : g->inputs()) {
@@ -73,31 +79,31 @@ bool is_train_step(const Graph& g) {
   return found;
 }
 
-std::unique_ptr<Graph> optimize(const Graph& lowered) {
+std::unique_ptr<Graph> optimize(const Graph& lowered, DType tensor_default) {
   std::unique_ptr<Graph> g = clone(lowered);
   if (is_train_step(lowered)) {
     // loss.backward() becomes the gradient and a set_grads before the rest of
     // the pipeline, so forward and backward are optimized and fused as one.
-    run_pipeline(*g, parse_pipeline(kBeforeGradient));
+    run_pipeline(*g, parse_pipeline(kBeforeGradient), options_for(tensor_default));
     expand_backward(*g);
   }
   // Verified once at the end: after every pass it costs more than all the
   // passes together on long functions (the pass tests verify each step).
-  run_pipeline(*g, default_pipeline());
+  run_pipeline(*g, default_pipeline(), options_for(tensor_default));
   verify_or_throw(*g);
   return g;
 }
 
-CompiledGraphs compile(const Graph& lowered) {
+CompiledGraphs compile(const Graph& lowered, DType tensor_default) {
   CompiledGraphs c;
-  c.optimized = optimize(lowered);
+  c.optimized = optimize(lowered, tensor_default);
   const bool train_step = is_train_step(lowered);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.signature = signature(*c.optimized);
   if (train_step)
     c.gradient.unsupported = "the graph is a train step: it writes .grad itself (loss.backward())";
   else
-    c.gradient = gradient_graphs(lowered);
+    c.gradient = gradient_graphs(lowered, tensor_default);
   return c;
 }
 

@@ -65,6 +65,8 @@ class Diagnostics {
     for (const auto& [loc, what] : notes)
       if (loc.isValid()) engine_.Report(loc, note_) << styled(what);
   }
+  // An extra dtype variant (option dtypes=) that cannot be compiled.
+  void variant(SourceLocation at, const std::string& why) { engine_.Report(at, fallback_) << styled(why); }
   void error(SourceLocation at, const std::string& what) { engine_.Report(at, error_) << styled(what); }
   void internal(const FunctionDecl* fd, const std::string& what) {
     engine_.Report(fd->getLocation(), internal_) << display(fd) << styled(what);

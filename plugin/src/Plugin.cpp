@@ -25,6 +25,7 @@
 #include "Attribute.h"
 #include "Diagnostics.h"
 #include "Lower.h"
+#include "Options.h"
 #include "Rewrite.h"
 #include "Split.h"
 #include "clang/AST/ASTConsumer.h"
@@ -47,39 +48,6 @@ namespace cxxgraph {
 using namespace clang;
 
 namespace {
-
-// ---- options ------------------------------------------------------------
-// Every option, its parsing and its -help line in one place.
-struct Options {
-  std::string copy;       // rewritten source
-  std::string kernels;    // generated .graph.cpp
-  std::string loops;      // its fused loops' own unit (.loops.cpp); "": in .graph.cpp
-  std::string cuda;       // generated .graph.cu
-  std::string graph_dir;  // .graph files
-  bool active() const { return !copy.empty() || !kernels.empty() || !cuda.empty(); }
-
-  static constexpr const char* kHelp =
-      "cxxgraph plugin options (-fplugin-arg-cxxgraph-KEY=VALUE):\n"
-      "  copy=PATH       write the source with dispatch prologues to PATH\n"
-      "  kernels=PATH    write the generated CPU kernels to PATH\n"
-      "  loops=PATH      write their fused loops to PATH, a unit of their own (with kernels=)\n"
-      "  cuda=PATH       write the generated CUDA kernels (.graph.cu) to PATH\n"
-      "  graph-dir=DIR   write <function>.graph and <function>.opt.graph to DIR\n";
-
-  // Takes KEY=VALUE (or `help`); false for an unknown key.
-  bool set(const std::string& arg) {
-    auto eq = arg.find('=');
-    std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "copy") copy = value;
-    else if (key == "kernels") kernels = value;
-    else if (key == "loops") loops = value;
-    else if (key == "cuda") cuda = value;
-    else if (key == "graph-dir") graph_dir = value;
-    else if (key == "help") llvm::errs() << kHelp;
-    else return false;
-    return true;
-  }
-};
 
 // ---- the consumer -------------------------------------------------------
 
@@ -160,6 +128,7 @@ class Consumer : public ASTConsumer {
     SourceLocation lbrace;
     std::string prologue;
     std::string stem, lowered_text;  // <stem>.graph holds lowered_text
+    std::vector<Compiled> variants;  // the same graph for the dtypes= option's dtypes
   };
 
   void generate(ASTContext& ctx) {
@@ -231,6 +200,14 @@ class Consumer : public ASTConsumer {
         units.push_back(c.unit);
         optimized.push_back(std::move(c.optimized));
         gradients.push_back(std::move(c.gradient));
+        for (Compiled& v : c.variants) {
+          if (!opts_.graph_dir.empty())
+            graph_files.push_back({opts_.graph_dir + "/" + c.stem + "." + v.stem + ".opt.graph",
+                                   graph::ir::print(*v.optimized)});
+          units.push_back(v.unit);
+          optimized.push_back(std::move(v.optimized));
+          gradients.push_back(std::move(v.gradient));
+        }
       }
     }
 
@@ -315,7 +292,37 @@ class Consumer : public ASTConsumer {
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
     if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");
     c.lowered_text = text;
+    for (graph::DType d : opts_.dtypes)
+      if (std::optional<Compiled> v = variant(fd, *lowered.graph, c.unit, d)) c.variants.push_back(std::move(*v));
     return c;
+  }
+
+  // The graph compiled again with `d` for its float32 tensor inputs (option
+  // dtypes=), registered as (mangled, hash:<dtype>): the runtime runs it for
+  // calls in that dtype. One that cannot be made is a -Wgraph-fallback
+  // warning; those calls are then specialized at run time.
+  std::optional<Compiled> variant(const FunctionDecl* fd, const graph::ir::Graph& lowered,
+                                  const graph::codegen::GraphUnit& main, graph::DType d) {
+    const std::string token(graph::dtype_token(d));
+    Compiled v;
+    try {
+      graph::ir::CompiledGraphs compiled = graph::ir::compile(lowered, d);
+      v.optimized = std::move(compiled.optimized);
+      v.optimized->set_name(v.optimized->name() + "_" + token);
+      v.gradient = std::make_unique<graph::codegen::GradientUnit>(std::move(compiled.gradient));
+      graph::codegen::keep_printable_gradient(*v.gradient);
+      v.unit = graph::codegen::GraphUnit{v.optimized.get(), main.mangled_name, main.body_hash + ":" + token,
+                                         main.source, v.gradient.get(), compiled.cuda_graph_blocker, ""};
+      graph::codegen::generate_cpu_source({v.unit}, "");
+      if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({v.unit}, "");
+    } catch (const std::exception& e) {
+      diags_.variant(fd->getLocation(), "no " + token + " variant of " + quote(fd->getNameAsString()) +
+                                            " can be compiled (" + e.what() + "); its calls with " + token +
+                                            " tensors will run the graph specialized at run time, on the interpreter");
+      return std::nullopt;
+    }
+    v.stem = token;
+    return v;
   }
 
   static std::string stem(const std::string& base, std::map<std::string, int>& file_names) {
@@ -367,7 +374,7 @@ class Action : public PluginASTAction {
     try {
       for (const std::string& a : args)
         if (!opts_.set(a)) {
-          d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: unknown plugin option '%0'")) << a;
+          d.Report(d.getCustomDiagID(DiagnosticsEngine::Error, "cxxgraph: unknown plugin option or value '%0'")) << a;
           return false;
         }
       return true;

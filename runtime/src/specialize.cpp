@@ -22,16 +22,6 @@ const Tensor* defined_tensor(const IValue& a) {
   return t && t->defined() ? t : nullptr;
 }
 
-// Whether some tensor input has another dtype than its row: the one test
-// every call pays, so it allocates nothing.
-bool dtype_differs(const CompiledGraph& g, const IValue* in, size_t n_in) {
-  for (size_t i = 0; i < n_in && i < g.num_inputs; ++i)
-    if (const Tensor* t = defined_tensor(in[i]); t && g.signature[i].kind == ir::InputKind::Tensor &&
-                                                 t->dtype() != g.signature[i].dtype)
-      return true;
-  return false;
-}
-
 // The signature with the call's dtypes, and whether the call passes it:
 // then nothing but dtypes kept the compiled code from the call.
 bool only_dtypes_differ(const CompiledGraph& g, const IValue* in, size_t n_in, std::vector<DType>* key) {
@@ -76,6 +66,14 @@ void explain_made(const CompiledGraph& g, const IValue* in, size_t n_in, const S
 }
 
 }  // namespace
+
+bool dtype_differs(const CompiledGraph& g, const IValue* in, size_t n_in) {
+  for (size_t i = 0; i < n_in && i < g.num_inputs; ++i)
+    if (const Tensor* t = defined_tensor(in[i]); t && g.signature[i].kind == ir::InputKind::Tensor &&
+                                                 t->dtype() != g.signature[i].dtype)
+      return true;
+  return false;
+}
 
 const Specialization* specialization(const CompiledGraph& g, const IValue* in, size_t n_in) {
   if (!g.lowered_ir || !*g.lowered_ir || n_in != g.num_inputs || !dtype_differs(g, in, n_in)) return nullptr;

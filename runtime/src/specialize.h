@@ -16,6 +16,10 @@ struct Specialization {
   std::string error;                 // why not, when graph is null
 };
 
+// Whether some defined tensor input has another dtype than `g`'s signature
+// row (no allocation: every call pays it).
+bool dtype_differs(const CompiledGraph& g, const IValue* in, size_t n_in);
+
 // The specialization for this call, made on first use; nullptr when the call
 // is not one the graph takes apart from tensor dtypes (the compiled code's
 // own guard then explains it), or the registration has no lowered graph.

@@ -73,9 +73,31 @@ CompiledGraph* load(CompiledGraph*& slot) {
 
 }  // namespace
 
+namespace {
+
+// Whether `v` is a dtype variant of `main` (body hash "<main's hash>:<dtype>").
+bool variant_of(const CompiledGraph& v, const CompiledGraph& main) {
+  const std::string_view h = v.body_hash, m = main.body_hash;
+  return std::string_view(v.mangled_name) == main.mangled_name && h.size() > m.size() && h.starts_with(m) &&
+         h[m.size()] == ':';
+}
+
+void append_variant(CompiledGraph& main, CompiledGraph* v) {
+  CompiledGraph* at = &main;
+  while (CompiledGraph* next = load(at->variant)) at = next;
+  std::atomic_ref<CompiledGraph*>(at->variant).store(v, std::memory_order_release);
+}
+
+}  // namespace
+
 void register_graph(CompiledGraph* g) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
+  // Variants join their function's graph, whichever registers first.
+  for (CompiledGraph* other : r.graphs) {
+    if (variant_of(*g, *other)) append_variant(*other, g);
+    if (variant_of(*other, *g)) append_variant(*g, other);
+  }
   r.graphs.push_back(g);
 }
 
@@ -92,7 +114,7 @@ uint64_t graph_calls(std::string_view mangled_name) {
   std::lock_guard<std::mutex> lock(r.mu);
   uint64_t n = 0;
   for (CompiledGraph* g : r.graphs)
-    if (mangled_name == g->mangled_name) n += g->calls.load();
+    if (mangled_name == g->mangled_name && !std::strchr(g->body_hash, ':')) n += g->calls.load();
   return n;
 }
 
@@ -196,9 +218,19 @@ bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValu
 // Runs the graph the way the mode and the inputs ask for; false (and why)
 // when the eager body must run instead.
 bool run_graph(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* out, size_t n_out, std::string* why) {
-  // Other dtypes than the compiled code's: the graph specialized for them
-  // (specialize.h). The interpreter runs eager ops, so autograd records
-  // through it as in interpret mode.
+  if (dtype_differs(g, in, n_in)) {
+    // Other dtypes than the compiled code's: a variant compiled for them, if
+    // the build made one (the plugin's dtypes= option)...
+    for (CompiledGraph* v = load(const_cast<CompiledGraph&>(g).variant); v; v = load(v->variant))
+      if (check_inputs(v->signature, v->num_inputs, in, n_in, nullptr)) {
+        if (!run_graph(*v, in, n_in, out, n_out, why)) return false;
+        v->calls.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+  }
+  // ...or the graph specialized for them at run time (specialize.h). The
+  // interpreter runs eager ops, so autograd records through it as in
+  // interpret mode.
   if (const Specialization* s = specialization(g, in, n_in)) {
     if (!s->graph) {
       check_inputs(g.signature, g.num_inputs, in, n_in, why);

@@ -114,10 +114,14 @@ struct Checker {
   uint64_t seed;
   int findings = 0, known = 0;
 
+  // The `isa` of the float64 pass's findings.
+  static constexpr int kFloat64Pass = -1;
+
   void finding(size_t v, int isa, Mode m, const std::string& what) {
     ++findings;
     std::printf("FINDING %s variant %zu (n=%d, s=%g) isa=%s mode=%s: %s\n", c.name, v, c.hosts[v].first,
-                c.hosts[v].second, graph::cpu::isa_name(isa), mode_name(m), what.c_str());
+                c.hosts[v].second, isa == kFloat64Pass ? "any (float64 inputs)" : graph::cpu::isa_name(isa),
+                mode_name(m), what.c_str());
   }
 
   void check(const Result& got, const Result& want, size_t v, int isa, Mode m, bool grad) {
@@ -166,8 +170,19 @@ struct Checker {
           for (Mode m : {Mode::Static, Mode::Interpret}) check(call(c, m, in, n, s, grad), want, v, isa, m, grad);
         }
         graph::cpu::set_isa(graph::cpu::best_isa());
+        // The same inputs in float64: the generated code is float32's, so the
+        // graph runs specialized for float64 at run time (the interpreter).
+        const std::vector<Tensor> in64 = to_float64(in);
+        const Result want64 = call(c, Mode::Eager, in64, n, s, grad);
+        check(call(c, Mode::Static, in64, n, s, grad), want64, v, kFloat64Pass, Mode::Static, grad);
       }
     }
+  }
+
+  static std::vector<Tensor> to_float64(const std::vector<Tensor>& in) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : in) out.push_back(t.dtype() == graph::kFloat32 ? t.to(graph::kFloat64) : t);
+    return out;
   }
 };
 
@@ -203,7 +218,7 @@ int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char
   }
   const int isas = graph::cpu::best_isa() - graph::cpu::kBaseline + 1;
   std::printf("progen: seed %llu: %d functions, each on its host variants x %d ISA variant(s) x {static, interpret} "
-              "vs eager, forward and backward: %d finding(s)\n",
+              "and in float64 (specialized) vs eager, forward and backward: %d finding(s)\n",
               (unsigned long long)seed, ran, isas, findings);
   return findings ? 1 : 0;
 }

@@ -89,13 +89,18 @@ struct CompiledGraph {
   // for them (optimized at run time, cached, on the interpreter) instead of
   // the eager body.
   const char* lowered_ir = "";
+  // The next variant of the same function compiled for other dtypes (the
+  // plugin's dtypes= option; its body_hash is "<hash>:<dtype>"), linked at
+  // registration; null at the end of the list.
+  CompiledGraph* variant = nullptr;
   std::atomic<uint64_t> calls{0};  // completed graph runs
 };
 
 void register_graph(CompiledGraph* g);
 // The registered graph for (mangled, hash), or nullptr.
 CompiledGraph* find_graph(std::string_view mangled_name, std::string_view body_hash);
-// Completed graph runs of the function `mangled_name` (any hash); for tests.
+// Completed graph runs of the function `mangled_name` (any hash, dtype
+// variants not counted twice); for tests.
 uint64_t graph_calls(std::string_view mangled_name);
 // Every registered graph, in registration order.
 std::vector<const CompiledGraph*> registered_graphs();

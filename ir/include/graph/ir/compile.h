@@ -47,13 +47,18 @@ struct CompiledGraphs {
 // that cannot work, at its location). A graph autodiff refuses (dropout while
 // training, a Loop inside a Loop) is no error: the reason goes to
 // gradient.unsupported.
-CompiledGraphs compile(const Graph& lowered);
+//
+// `tensor_default` is the dtype of the tensor inputs whose dtype the front end
+// left open (infer_types; index inputs are int64 whatever it is): float32 for
+// the generated code, another for a build's extra dtype variants (the plugin's
+// dtypes= option).
+CompiledGraphs compile(const Graph& lowered, DType tensor_default = DType::Float32);
 
 // The optimized graph alone: the default pipeline (after expanding a train
 // step's backward) and the verifier. compile() starts with it; the runtime
 // calls it to specialize a graph for a call's dtypes (static.h). Throws
 // GraphError as compile() does.
-std::unique_ptr<Graph> optimize(const Graph& lowered);
+std::unique_ptr<Graph> optimize(const Graph& lowered, DType tensor_default = DType::Float32);
 
 // Whether `g` is a static train step: it holds loss.backward()
 // (backward_loss), or set_grads after compile() expanded it. compile() then
@@ -63,6 +68,6 @@ bool is_train_step(const Graph& g);
 
 // The gradient part of compile() alone, with respect to every floating
 // tensor input.
-GradientGraphs gradient_graphs(const Graph& lowered);
+GradientGraphs gradient_graphs(const Graph& lowered, DType tensor_default = DType::Float32);
 
 }  // namespace graph::ir
