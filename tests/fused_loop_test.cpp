@@ -5,6 +5,7 @@
 // driver keeps inline, and ranges split across cores mid-row.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -25,7 +26,11 @@ struct Scalars {
   float scale;
 };
 
+// Elements each kernel ran, to see which one the driver picked.
+std::atomic<int64_t> dense_elements{0}, strided_elements{0};
+
 void dense(int64_t begin, int64_t end, char* const* p, const void* s) {
+  dense_elements += end - begin;
   const auto& sc = *static_cast<const Scalars*>(s);
   float* o = reinterpret_cast<float*>(p[0]);
   for (int64_t i = begin; i < end; ++i) {
@@ -36,6 +41,7 @@ void dense(int64_t begin, int64_t end, char* const* p, const void* s) {
 }
 
 void strided(int64_t n, char* const* p, const int64_t* st, const void* s) {
+  strided_elements += n;
   const auto& sc = *static_cast<const Scalars*>(s);
   float* o = reinterpret_cast<float*>(p[0]);
   for (int64_t i = 0; i < n; ++i) {
@@ -102,6 +108,27 @@ TEST(FusedLoop, BroadcastTransposedAndSteppedOperands) {
   expect_equal(fused_sum({4, 5}, {t, stepped, col}, 2.0f), eager_sum({t, stepped, col}, 2.0f));
   // All contiguous: one dense run.
   expect_equal(fused_sum({4, 5}, {a, a, a}, 1.0f), eager_sum({a, a, a}, 1.0f));
+}
+
+// Rows of 16 or more where an input is one value per row (stride 0, as
+// `x * x.sum(1, true)`) go to the dense (vectorized) kernel, that input
+// spread along the row; shorter rows and other strides keep the strided one.
+TEST(FusedLoop, ValuesBroadcastAlongLongRowsTakeTheDenseKernel) {
+  graph::manual_seed(6);
+  for (int64_t row : {16, 40, 8}) {
+    SCOPED_TRACE("row " + std::to_string(row));
+    const Tensor a = graph::randn({6, row}), col = graph::randn({6, 1}), other = graph::randn({6, 1}) * 3;
+    dense_elements = strided_elements = 0;
+    const std::vector<Tensor> in{col, a, other};
+    expect_equal(fused_sum({6, row}, in, 0.5f), eager_sum(in, 0.5f));
+    EXPECT_EQ(dense_elements.load(), row >= 16 ? 6 * row : 0);
+    EXPECT_EQ(strided_elements.load(), row >= 16 ? 0 : 6 * row);
+  }
+  // A transposed input in the row: strided.
+  const Tensor t = graph::randn({20, 3}).t(), col = graph::randn({3, 1});
+  dense_elements = strided_elements = 0;
+  expect_equal(fused_sum({3, 20}, {t, col, t}, 1.0f), eager_sum({t, col, t}, 1.0f));
+  EXPECT_EQ(strided_elements.load(), 60);
 }
 
 TEST(FusedLoop, MoreOperandsThanKeptInline) {

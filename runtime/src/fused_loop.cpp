@@ -8,6 +8,8 @@
 #include "graph/detail/fused_loop.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "graph/cpu_loop.h"
 #include "graph/error.h"
@@ -110,6 +112,51 @@ class Walk {
   int64_t numel_ = 1;
 };
 
+// Runs at least this long whose operands step by 0 or 1 go to the dense
+// kernel with the stride-0 operands spread (below); shorter ones keep the
+// strided kernel.
+constexpr int64_t kSpreadMin = 16;
+
+// Copies the one element at `src` `len` times to `dst` (element size `esize`).
+void spread(char* dst, const char* src, int64_t len, int64_t esize) {
+  auto fill = [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, src, sizeof(T));
+    std::fill_n(reinterpret_cast<T*>(dst), len, v);
+  };
+  switch (esize) {
+    case 1: return fill(uint8_t{});
+    case 2: return fill(uint16_t{});
+    case 4: return fill(uint32_t{});
+    default: return fill(uint64_t{});
+  }
+}
+
+// A run where every operand steps by 1 or by 0 (an input broadcast along
+// the run, as `x * x.sum(1, true)`), for the dense kernel: each stride-0
+// input is spread into this thread's scratch and p points there. The
+// strided kernel is scalar code; the dense one is vectorized. Outputs are
+// fresh dense buffers, so only inputs have stride 0.
+bool spread_run(int64_t len, const int64_t* st, const SmallVector<int64_t, 16>& esize, SmallVector<char*, 16>& p) {
+  if (len < kSpreadMin) return false;
+  int64_t bytes_needed = 0;
+  for (size_t j = 0; j < p.size(); ++j) {
+    if (st[j] != 0 && st[j] != 1) return false;
+    if (st[j] == 0) bytes_needed += len * esize[j];
+  }
+  thread_local std::vector<char> scratch;  // grows to the longest run, then allocates no more
+  if (static_cast<int64_t>(scratch.size()) < bytes_needed) scratch.resize(static_cast<size_t>(bytes_needed));
+  char* at = scratch.data();
+  for (size_t j = 0; j < p.size(); ++j) {
+    if (st[j] != 0) continue;
+    spread(at, p[j], len, esize[j]);
+    p[j] = at;
+    at += len * esize[j];
+  }
+  return true;
+}
+
 }  // namespace
 
 void run_fused_strided(const FusedKernels& k, const Shape& shape, std::initializer_list<const Tensor*> operands) {
@@ -141,7 +188,7 @@ void run_fused_strided(const FusedKernels& k, const Shape& shape, std::initializ
         p[j] = base[j] + off[j] * esize[j];
         unit = unit && st[j] == 1;
       }
-      if (unit) k.dense(0, len, p.data(), k.scalars);
+      if (unit || spread_run(len, st, esize, p)) k.dense(0, len, p.data(), k.scalars);
       else k.strided(len, p.data(), st, k.scalars);
     });
   });
