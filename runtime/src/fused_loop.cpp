@@ -138,14 +138,14 @@ void spread(char* dst, const char* src, int64_t len, int64_t esize) {
 // input is spread into this thread's scratch and p points there. The
 // strided kernel is scalar code; the dense one is vectorized. Outputs are
 // fresh dense buffers, so only inputs have stride 0.
-bool spread_run(int64_t len, const int64_t* st, const SmallVector<int64_t, 16>& esize, SmallVector<char*, 16>& p) {
+bool spread_run(int64_t len, const int64_t* st, const SmallVector<int64_t, 16>& esize, SmallVector<char*, 16>& p,
+                std::vector<char>& scratch) {
   if (len < kSpreadMin) return false;
   int64_t bytes_needed = 0;
   for (size_t j = 0; j < p.size(); ++j) {
     if (st[j] != 0 && st[j] != 1) return false;
     if (st[j] == 0) bytes_needed += len * esize[j];
   }
-  thread_local std::vector<char> scratch;  // grows to the longest run, then allocates no more
   if (static_cast<int64_t>(scratch.size()) < bytes_needed) scratch.resize(static_cast<size_t>(bytes_needed));
   char* at = scratch.data();
   for (size_t j = 0; j < p.size(); ++j) {
@@ -182,13 +182,16 @@ void run_fused_strided(const FusedKernels& k, const Shape& shape, std::initializ
   }
   cpu::parallel_for(walk.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
     SmallVector<char*, 16> p(n, nullptr);
+    // Per thread, it grows to the longest spread run, then allocates no more.
+    thread_local std::vector<char> scratch;
+    std::vector<char>& spread_to = scratch;  // one TLS lookup per range, not per run
     walk.run_range(begin, end, [&](int64_t len, const int64_t* off, const int64_t* st) {
       bool unit = true;
       for (size_t j = 0; j < n; ++j) {
         p[j] = base[j] + off[j] * esize[j];
         unit = unit && st[j] == 1;
       }
-      if (unit || spread_run(len, st, esize, p)) k.dense(0, len, p.data(), k.scalars);
+      if (unit || spread_run(len, st, esize, p, spread_to)) k.dense(0, len, p.data(), k.scalars);
       else k.strided(len, p.data(), st, k.scalars);
     });
   });
