@@ -174,6 +174,19 @@ TEST(AnyDtype, IntegerCallsRunTheGraphSpecialized) {
   EXPECT_EQ(y32.dtype(), graph::kInt64);  // int32 * an int64 host int stays int32; the int64 sum promotes
 }
 
+TEST(AnyDtype, ReducedFloatsAndBoolRunTheGraphSpecialized) {
+  const Tensor x = pattern({4, 3}, 0.7f, -0.2f), w = pattern({3, 5}, 0.3f, 0.1f), b = pattern({5}, 0.9f, -0.4f);
+  for (graph::DType d : {graph::kBFloat16, graph::kFloat16}) {
+    SCOPED_TRACE(std::string(graph::dtype_name(d)));
+    Tensor y = static_vs_eager("mlp_any", [&] { return conv::mlp_any(x.to(d), w.to(d), b.to(d)); }, 0);
+    EXPECT_EQ(y.dtype(), d);
+  }
+  // bool * int64 host int is int64, as eagerly.
+  const Tensor mask = graph::arange(0, 12).view({4, 3}) > 4;
+  Tensor m = static_vs_eager("int_math", [&] { return conv::int_math(mask, 3); }, 0);
+  EXPECT_EQ(m.dtype(), graph::kInt64);
+}
+
 // Dtypes the graph cannot take (matmul of an int64 and a float32 tensor):
 // the specialization fails once, and the eager body runs and raises its own
 // error (GRAPH_EXPLAIN says why: conversion_any_dtype_explain).
