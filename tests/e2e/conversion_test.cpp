@@ -147,21 +147,7 @@ TEST(AnyDtype, Float64GradientsMatchCentralDifferences) {
   const uint64_t before = calls("mlp_any");
   conv::mlp_any(x, w, b).sum().backward();
   EXPECT_EQ(calls("mlp_any"), before + 1);
-  const Tensor g = w.grad();
-  ASSERT_TRUE(g.defined());
-  ASSERT_EQ(g.dtype(), graph::kFloat64);
-  graph::autograd::NoGradGuard no_grad;
-  Tensor v = w.detach().clone();
-  for (int64_t i = 0; i < v.numel(); ++i) {
-    double* p = v.data_ptr<double>() + i;
-    const double keep = *p, h = 1e-6;
-    *p = keep + h;
-    const double up = conv::mlp_any(x, v, b).sum().item<double>();
-    *p = keep - h;
-    const double down = conv::mlp_any(x, v, b).sum().item<double>();
-    *p = keep;
-    EXPECT_NEAR(g.data_ptr<double>()[i], (up - down) / (2 * h), 1e-7) << "element " << i;
-  }
+  e2e::expect_central_differences(w.grad(), w, [&](const Tensor& v) { return conv::mlp_any(x, v, b); });
 }
 
 TEST(AnyDtype, IntegerCallsRunTheGraphSpecialized) {

@@ -84,21 +84,7 @@ TEST_F(DtypeVariants, Float64GradientsComeFromTheVariantsBackward) {
     EXPECT_EQ(y.autograd_meta()->grad_fn->name.rfind("static graph (", 0), 0u) << y.autograd_meta()->grad_fn->name;
   }
   y.sum().backward();
-  const Tensor g = w.grad();
-  ASSERT_TRUE(g.defined());
-  ASSERT_EQ(g.dtype(), graph::kFloat64);
-  graph::autograd::NoGradGuard no_grad;
-  Tensor v = w.detach().clone();
-  for (int64_t i = 0; i < v.numel(); ++i) {
-    double* p = v.data_ptr<double>() + i;
-    const double keep = *p, h = 1e-6;
-    *p = keep + h;
-    const double up = variants::layer(x, v, b).sum().item<double>();
-    *p = keep - h;
-    const double down = variants::layer(x, v, b).sum().item<double>();
-    *p = keep;
-    EXPECT_NEAR(g.data_ptr<double>()[i], (up - down) / (2 * h), 1e-7) << "element " << i;
-  }
+  e2e::expect_central_differences(w.grad(), w, [&](const Tensor& v) { return variants::layer(x, v, b); });
 }
 
 TEST_F(DtypeVariants, Int64CallsRunTheInt64CodeAndInt32IsSpecialized) {

@@ -32,6 +32,27 @@ inline uint64_t calls(const std::string& fragment) {
   return found ? found->calls.load() : 0;
 }
 
+// Each element of `grad` (float64, the gradient of sum(f(w)) at w) against
+// central differences of sum(f(v)) with one element of v = w moved by +-h.
+template <class F>
+void expect_central_differences(const graph::Tensor& grad, const graph::Tensor& w, F&& f, double tol = 1e-7) {
+  ASSERT_TRUE(grad.defined());
+  ASSERT_EQ(grad.dtype(), graph::kFloat64);
+  graph::autograd::NoGradGuard no_grad;
+  graph::Tensor v = w.detach().clone();
+  const graph::Tensor g = grad.contiguous();
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    double* p = v.data_ptr<double>() + i;
+    const double keep = *p, h = 1e-6;
+    *p = keep + h;
+    const double up = f(v).sum().template item<double>();
+    *p = keep - h;
+    const double down = f(v).sum().template item<double>();
+    *p = keep;
+    EXPECT_NEAR(g.data_ptr<double>()[i], (up - down) / (2 * h), tol) << "element " << i;
+  }
+}
+
 inline graph::Mode compiled_mode() {
   const char* m = std::getenv("GRAPH_MODE");
   return m && std::string(m) == "interpret" ? graph::Mode::Interpret : graph::Mode::Static;

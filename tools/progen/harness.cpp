@@ -113,6 +113,7 @@ struct Checker {
   const Case& c;
   uint64_t seed;
   int findings = 0, known = 0;
+  int float64_eager = 0;  // float64 calls whose graph could not be specialized
 
   // The `isa` of the float64 pass's findings.
   static constexpr int kFloat64Pass = -1;
@@ -125,6 +126,14 @@ struct Checker {
   }
 
   void check(const Result& got, const Result& want, size_t v, int isa, Mode m, bool grad) {
+    // The float64 pass: a graph whose type rules refuse float64 (a cast to
+    // float32 meeting a float64 input in a matmul, say) runs the eager body
+    // by design (docs/user-guide.md, "Any dtype"), which eager's values then
+    // match trivially; counted for the summary, not a finding.
+    if (isa == kFloat64Pass && m == Mode::Static && !got.ran_graph && got.error.empty() && want.error.empty()) {
+      ++float64_eager;
+      return;
+    }
     if (got.error != want.error) {
       finding(v, isa, m, "error '" + got.error + "' where eager gave '" + want.error + "'");
       return;
@@ -212,6 +221,9 @@ int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char
     Checker ch{*c, seed};
     ch.run();
     findings += ch.findings;
+    if (ch.float64_eager)
+      std::printf("float64: %s's graph cannot be specialized for float64 (its type rules refuse it); %d call(s) ran "
+                  "the eager body\n", c->name, ch.float64_eager);
     if (ch.known) std::printf("known finding %s (docs/fuzzing.md): %s's grad calls ran eagerly %d times\n", c->known,
                               c->name, ch.known);
     ++ran;

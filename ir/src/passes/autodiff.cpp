@@ -296,7 +296,7 @@ void Scope::node(Node* n) {
 // The backward of `n` inside `If(flag)`: the gradients it adds to are the
 // If's outputs, their old values when the flag does not hold; those it starts
 // are conditional on `flag` in turn. Inside, gradients count as unconditional
-// (a nested branch still gates its own values).
+// but n's own outputs' (a nested branch still gates its own values).
 void Scope::gated(Node* n, const std::vector<Value*>& out_grads, Value* flag) {
   // Forward values the rules read, mapped out here so that the mapping is
   // usable after the If; what is mapped inside stays inside.
@@ -306,6 +306,11 @@ void Scope::gated(Node* n, const std::vector<Value*>& out_grads, Value* flag) {
   const auto before = grads_;
   const auto reach = reach_;
   reach_.clear();
+  // n's outputs keep their own flags inside: an If's backward passes each to
+  // its branches (if_), so a branch value only an untaken output reads stays
+  // gated there, where the gate's flag (any output's) may hold (K6).
+  for (Value* o : n->outputs())
+    if (auto it = reach.find(o); it != reach.end()) reach_.insert(*it);
   Node* gate = emit("If", {flag}, 0);
   Block* then_b = gate->add_block();
   Block* else_b = gate->add_block();
@@ -370,7 +375,11 @@ void Scope::if_(Node* n, const std::vector<Value*>& out_grads) {
   std::vector<Value*> outer;
   for (size_t b = 0; b < 2; ++b) {
     auto s = std::make_unique<Scope>(d_, this, Kind::Branch, n->block(b), bif->add_block(), n, b);
-    for (size_t i = 0; i < out_grads.size(); ++i) s->accumulate(n->block(b)->returns()[i], out_grads[i]);
+    // A conditional output gradient stays conditional inside: a node there
+    // whose gradients all are runs its backward gated (gated), so a value
+    // only the untaken return path reads adds no 0 * NaN (K6, docs/fuzzing.md).
+    for (size_t i = 0; i < out_grads.size(); ++i)
+      s->accumulate(n->block(b)->returns()[i], out_grads[i], out_grads[i] ? reached(n->output(i)) : nullptr);
     s->run();
     for (Value* v : s->outer_grads())
       if (std::find(outer.begin(), outer.end(), v) == outer.end()) outer.push_back(v);

@@ -91,6 +91,26 @@ using namespace graph;
   return v + v;
 }
 
+// K7: an If whose two outputs are each read by a different early return.
+// Both gradients are conditional, so the If's backward runs gated on either
+// output's flag (K5), and inside it the branches ran their backward with all
+// gradients unconditional: the branch that made `b` ran on a zero gradient,
+// and 0 * NaN (tanh's backward of a NaN) reached x, where eager's gradient is
+// finite (3 w on the middle return's calls). Reduced from seed 3066, pg27,
+// whose branch held a while loop over scaled_dot_product_attention of a log1p.
+[[graph::static]] Tensor k7_if_output_of_untaken_return(const Tensor& x, int n, double s) {
+  Tensor a = x;
+  Tensor b = x;
+  if (sum(x) > 100.0) {  // not taken for every input drawn
+    a = tanh(a);
+  } else {
+    b = tanh(log1p(x - 3.0) * 0.5);  // NaN wherever x < 2: every input drawn
+  }
+  if (s > 0.0) return x + a * 2.0;
+  if (n > 1) return x * 3.0;
+  return x + b;
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -110,6 +130,10 @@ const progen::Case kCases[] = {
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k5_untaken_branch_nan(in[0], n, s)); }},
     {"k6_return_in_loop_body", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {3, -100.0}, {3, 100.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k6_return_in_loop_body(in[0], n, s)); }},
+    {"k7_if_output_of_untaken_return", {{"x0", {2, 3}, false, 0}}, {{0, 1.0}, {2, -1.0}, {0, -1.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k7_if_output_of_untaken_return(in[0], n, s));
+     }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
 
