@@ -75,13 +75,14 @@ endif()
 
 # Dtype variants (DTYPES): each graph also compiled for float64 and int64
 # tensor inputs; the generator's warnings for a variant that cannot be made
-# are expected here. Compiled and interpreted.
+# are expected here. Compiled and interpreted; CPU_ONLY: no nvcc for code no
+# test here runs.
 if(NOT CXXGRAPH_SANITIZE)
   add_executable(dtype_variant_test ${CMAKE_CURRENT_LIST_DIR}/e2e/dtype_variant_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/e2e/dtype_variant_functions.cpp)
   target_link_libraries(dtype_variant_test PRIVATE cxxgraph::runtime GTest::gtest_main)
   cxxgraph_static_graphs(dtype_variant_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/e2e/dtype_variant_functions.cpp
-    DTYPES float64 int64)
+    DTYPES float64 int64 CPU_ONLY)
   gtest_discover_tests(dtype_variant_test PROPERTIES LABELS e2e)
   add_test(NAME dtype_variant_interpret COMMAND dtype_variant_test)
   set_tests_properties(dtype_variant_interpret PROPERTIES ENVIRONMENT GRAPH_MODE=interpret LABELS "e2e;interpreter"
