@@ -22,19 +22,24 @@ const Tensor* defined_tensor(const IValue& a) {
   return t && t->defined() ? t : nullptr;
 }
 
-// The signature with the call's dtypes, and whether the call passes it:
-// then nothing but dtypes kept the compiled code from the call.
-bool only_dtypes_differ(const CompiledGraph& g, const IValue* in, size_t n_in, std::vector<DType>* key) {
-  std::vector<InputGuard> rows(g.signature, g.signature + g.num_inputs);
-  for (size_t i = 0; i < n_in; ++i) {
-    if (const Tensor* t = defined_tensor(in[i]); t && rows[i].kind == ir::InputKind::Tensor) rows[i].dtype = t->dtype();
-    key->push_back(rows[i].dtype);
-  }
-  return check_inputs(rows.data(), rows.size(), in, n_in, nullptr);
+// The dtype the call gives input i where the guard row checks one: a defined
+// tensor's own, else the row's.
+DType call_dtype(const InputGuard& row, const IValue& a) {
+  const Tensor* t = defined_tensor(a);
+  return t && row.kind == ir::InputKind::Tensor ? t->dtype() : row.dtype;
 }
 
-std::unique_ptr<Specialization> make(const CompiledGraph& g, const IValue* in, size_t n_in) {
+// Whether `s` was made for this call's dtypes (no allocation).
+bool made_for(const Specialization& s, const CompiledGraph& g, const IValue* in, size_t n_in) {
+  for (size_t i = 0; i < n_in; ++i)
+    if (call_dtype(g.signature[i], in[i]) != s.rows[i].dtype) return false;
+  return true;
+}
+
+std::unique_ptr<Specialization> make(const CompiledGraph& g, const IValue* in, size_t n_in,
+                                     std::vector<InputGuard> rows) {
   auto s = std::make_unique<Specialization>();
+  s->rows = std::move(rows);
   try {
     std::unique_ptr<ir::Graph> lowered = ir::parse(g.lowered_ir);
     if (lowered->inputs().size() != n_in) throw Error("the lowered graph has another number of inputs");
@@ -69,25 +74,37 @@ void explain_made(const CompiledGraph& g, const IValue* in, size_t n_in, const S
 
 bool dtype_differs(const CompiledGraph& g, const IValue* in, size_t n_in) {
   for (size_t i = 0; i < n_in && i < g.num_inputs; ++i)
-    if (const Tensor* t = defined_tensor(in[i]); t && g.signature[i].kind == ir::InputKind::Tensor &&
-                                                 t->dtype() != g.signature[i].dtype)
-      return true;
+    if (call_dtype(g.signature[i], in[i]) != g.signature[i].dtype) return true;
   return false;
 }
 
 const Specialization* specialization(const CompiledGraph& g, const IValue* in, size_t n_in) {
-  if (!g.lowered_ir || !*g.lowered_ir || n_in != g.num_inputs || !dtype_differs(g, in, n_in)) return nullptr;
-  std::vector<DType> key;
-  if (!only_dtypes_differ(g, in, n_in, &key)) return nullptr;
+  if (!g.lowered_ir || !*g.lowered_ir || n_in != g.num_inputs) return nullptr;
+  // A loop calls one graph with the same dtypes again and again: the last
+  // specialization this thread used spares the allocations, the lock and the
+  // lookup. Its rows still check the call: only dtypes may differ from the
+  // compiled code's guard; a shape or kind it refuses is refused here too.
+  thread_local const CompiledGraph* last_graph = nullptr;
+  thread_local const Specialization* last = nullptr;
+  if (last_graph == &g && made_for(*last, g, in, n_in))
+    return check_inputs(last->rows.data(), n_in, in, n_in, nullptr) ? last : nullptr;
+
+  std::vector<InputGuard> rows(g.signature, g.signature + n_in);
+  for (size_t i = 0; i < n_in; ++i) rows[i].dtype = call_dtype(g.signature[i], in[i]);
+  if (!check_inputs(rows.data(), n_in, in, n_in, nullptr)) return nullptr;  // the caller explains it
+  std::vector<DType> key(n_in);
+  for (size_t i = 0; i < n_in; ++i) key[i] = rows[i].dtype;
   static std::mutex mu;
   static std::map<std::pair<const CompiledGraph*, std::vector<DType>>, std::unique_ptr<Specialization>> cache;
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[{&g, key}];
+  auto& slot = cache[{&g, std::move(key)}];
   if (!slot) {
-    slot = make(g, in, n_in);  // once per graph and dtypes: the pipeline takes milliseconds
+    slot = make(g, in, n_in, std::move(rows));  // once per graph and dtypes: the pipeline takes milliseconds
     explain_made(g, in, n_in, *slot);
   }
-  return slot.get();
+  last_graph = &g;
+  last = slot.get();  // never freed: the pointer stays valid
+  return last;
 }
 
 }  // namespace graph::detail

@@ -234,18 +234,18 @@ bool run_graph(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
         v->calls.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
-  }
-  // ...or the graph specialized for them at run time (specialize.h). The
-  // interpreter runs eager ops, so autograd records through it as in
-  // interpret mode.
-  if (const Specialization* s = specialization(g, in, n_in)) {
-    if (!s->graph) {
-      check_inputs(g.signature, g.num_inputs, in, n_in, why);
-      *why = "a guard failed: " + *why + "; specialized for the call's dtypes, the graph cannot run: " + s->error;
-      return false;
+    // ...or the graph specialized for them at run time (specialize.h). The
+    // interpreter runs eager ops, so autograd records through it as in
+    // interpret mode.
+    if (const Specialization* s = specialization(g, in, n_in)) {
+      if (!s->graph) {
+        check_inputs(g.signature, g.num_inputs, in, n_in, why);
+        *why = "a guard failed: " + *why + "; specialized for the call's dtypes, the graph cannot run: " + s->error;
+        return false;
+      }
+      return g.train_step ? run_train_step(g, in, n_in, out, why, s->graph.get())
+                          : run_interpreted(*s->graph, in, n_in, out, why, kSpecializedRun);
     }
-    return g.train_step ? run_train_step(g, in, n_in, out, why, s->graph.get())
-                        : run_interpreted(*s->graph, in, n_in, out, why, kSpecializedRun);
   }
   if (g.train_step) return run_train_step(g, in, n_in, out, why, nullptr);
   if (mode() == Mode::Interpret) {

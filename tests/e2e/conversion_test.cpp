@@ -140,6 +140,27 @@ TEST(AnyDtype, Float64CallsRunTheGraphSpecialized) {
             graph::kFloat64);
 }
 
+// A call with the dtypes of the specialization the last call used still goes
+// through its guard: an undefined tensor runs the eager body (whose error has
+// no graph location), never the specialized graph (whose error would name it).
+TEST(AnyDtype, ARepeatedSpecializationStillChecksItsGuard) {
+  graph::set_mode(compiled_mode());
+  const Tensor x = pattern({4, 3}, 0.7f, -0.2f).to(graph::kFloat64), w = pattern({3, 5}, 0.3f, 0.1f).to(graph::kFloat64),
+               b = pattern({5}, 0.9f, -0.4f);
+  const uint64_t before = calls("mlp_any");
+  conv::mlp_any(x, w, b);  // (float64, float64, float32): specialized
+  EXPECT_EQ(calls("mlp_any"), before + 1);
+  try {
+    conv::mlp_any(x, w, Tensor());  // the same dtypes as far as the guard rows go
+    FAIL() << "expected graph::Error";
+  } catch (const graph::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("expected a defined tensor"), std::string::npos) << what;
+    EXPECT_EQ(what.find("in graph 'mlp_any'"), std::string::npos) << what;
+  }
+  EXPECT_EQ(calls("mlp_any"), before + 1);
+}
+
 TEST(AnyDtype, Float64GradientsMatchCentralDifferences) {
   graph::set_mode(compiled_mode());
   const Tensor x = pattern({3, 4}, 0.5f, 0.3f).to(graph::kFloat64), b = pattern({2}, 0.8f, 0.1f).to(graph::kFloat64);
