@@ -33,6 +33,23 @@ TEST(DType, PromotionTableMatchesPyTorch) {
   EXPECT_EQ(graph::promote_with_scalar(f32, b), f32);
 }
 
+// The names users write (the build's DTYPES list, the plugin's dtypes=):
+// PyTorch's attribute names and the IR tokens; LibTorch's C++ aliases are not.
+TEST(DType, NamedAsPyTorchOrByToken) {
+  const std::pair<const char*, DType> names[] = {
+      {"float32", graph::kFloat32}, {"float64", graph::kFloat64}, {"float16", graph::kFloat16},
+      {"bfloat16", graph::kBFloat16}, {"int32", graph::kInt32},   {"int64", graph::kInt64},
+      {"bool", graph::kBool},         {"f64", graph::kFloat64},    {"bf16", graph::kBFloat16},
+      {"i1", graph::kBool}};
+  for (const auto& [name, want] : names) {
+    DType d = graph::kBool;
+    EXPECT_TRUE(graph::dtype_from_name(name, d)) << name;
+    EXPECT_EQ(d, want) << name;
+  }
+  DType d;
+  for (const char* bad : {"double", "long", "float8", "", "Float64", "f64 "}) EXPECT_FALSE(graph::dtype_from_name(bad, d)) << bad;
+}
+
 TEST(DType, HalfAndBFloat16Conversions) {
   EXPECT_EQ(static_cast<float>(graph::Half(1.0f / 3)), 0.333251953125f);  // nearest binary16
   EXPECT_EQ(static_cast<float>(graph::BFloat16(1.0f / 3)), 0.333984375f);

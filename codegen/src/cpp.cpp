@@ -43,7 +43,7 @@ const char* element_type(DType d) { return dtype_cpp_type(d).data(); }
 
 std::string dtype_expr(DType d) {
   switch (d) {
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   case DType::name: return "::graph::DType::" #name;
     GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X

@@ -53,12 +53,8 @@ struct Options {
       const size_t comma = list.find(',');
       std::string_view name = list.substr(0, comma);
       list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
-      if (name.starts_with("float")) name = name == "float64" ? "f64" : name == "float16" ? "f16" : name;
-      else if (name == "bfloat16") name = "bf16";
-      else if (name == "int32") name = "i32";
-      else if (name == "int64") name = "i64";
       graph::DType d;
-      if (!graph::dtype_from_token(name, d) || d == graph::DType::Float32 || d == graph::DType::Bool) return false;
+      if (!graph::dtype_from_name(name, d) || d == graph::DType::Float32 || d == graph::DType::Bool) return false;
       dtypes.push_back(d);
     }
     return true;

@@ -28,7 +28,7 @@ namespace {
 // element type T, so a device tensor or another dtype gets its message.
 char* operand_bytes(const Tensor& t, DType as) {
   switch (as) {
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   case DType::name:                       \
     return bytes(t.data_ptr<type>());
     GRAPH_DTYPES(GRAPH_X)

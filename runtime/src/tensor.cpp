@@ -200,7 +200,7 @@ T* Tensor::data_ptr() const {
   }
   return static_cast<T*>(storage_->data) + offset_;
 }
-#define GRAPH_X(name, type, token, torch) template type* Tensor::data_ptr<type>() const;
+#define GRAPH_X(name, type, token, torch, attr) template type* Tensor::data_ptr<type>() const;
 GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
 

@@ -9,19 +9,20 @@
 
 namespace graph {
 
-// Every dtype, once: enum name, C++ storage type, IR token, LibTorch name.
-// Order matters nowhere; promotion uses the tables below.
-#define GRAPH_DTYPES(X)                         \
-  X(Float32, float, "f32", "float")             \
-  X(Float64, double, "f64", "double")           \
-  X(Float16, ::graph::Half, "f16", "half")      \
-  X(BFloat16, ::graph::BFloat16, "bf16", "bfloat16") \
-  X(Int32, int32_t, "i32", "int")               \
-  X(Int64, int64_t, "i64", "long")              \
-  X(Bool, bool, "i1", "bool")
+// Every dtype, once: enum name, C++ storage type, IR token, LibTorch name,
+// PyTorch's attribute name (torch.float64). Order matters nowhere; promotion
+// uses the tables below.
+#define GRAPH_DTYPES(X)                                        \
+  X(Float32, float, "f32", "float", "float32")                 \
+  X(Float64, double, "f64", "double", "float64")               \
+  X(Float16, ::graph::Half, "f16", "half", "float16")          \
+  X(BFloat16, ::graph::BFloat16, "bf16", "bfloat16", "bfloat16") \
+  X(Int32, int32_t, "i32", "int", "int32")                     \
+  X(Int64, int64_t, "i64", "long", "int64")                    \
+  X(Bool, bool, "i1", "bool", "bool")
 
 enum class DType : uint8_t {
-#define GRAPH_X(name, type, token, torch) name,
+#define GRAPH_X(name, type, token, torch, attr) name,
   GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
 };
@@ -35,14 +36,14 @@ inline constexpr DType kInt64 = DType::Int64;
 inline constexpr DType kBool = DType::Bool;
 
 inline constexpr DType kAllDTypes[] = {
-#define GRAPH_X(name, type, token, torch) DType::name,
+#define GRAPH_X(name, type, token, torch, attr) DType::name,
     GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
 };
 
 inline constexpr size_t element_size(DType t) {
   switch (t) {
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   case DType::name: return sizeof(type);
     GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
@@ -53,7 +54,7 @@ inline constexpr size_t element_size(DType t) {
 // Names as LibTorch prints them ("float", "long", "bool").
 inline constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   case DType::name: return torch;
     GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
@@ -64,7 +65,7 @@ inline constexpr std::string_view dtype_name(DType t) {
 // The IR text token ("f32", "i64", "i1").
 inline constexpr std::string_view dtype_token(DType t) {
   switch (t) {
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   case DType::name: return token;
     GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
@@ -75,7 +76,7 @@ inline constexpr std::string_view dtype_token(DType t) {
 // The C++ spelling of the storage type, for generated code.
 inline constexpr std::string_view dtype_cpp_type(DType t) {
   switch (t) {
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   case DType::name: return #type;
     GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
@@ -87,6 +88,16 @@ inline constexpr std::string_view dtype_cpp_type(DType t) {
 inline constexpr bool dtype_from_token(std::string_view token, DType& out) {
   for (DType d : kAllDTypes)
     if (dtype_token(d) == token) return out = d, true;
+  return false;
+}
+
+// The dtype a user names as PyTorch does (float64, bfloat16, int64) or by its
+// IR token (f64); false when there is none.
+inline constexpr bool dtype_from_name(std::string_view name, DType& out) {
+#define GRAPH_X(enum_name, type, token, torch, attr) \
+  if (name == attr || name == token) return out = DType::enum_name, true;
+  GRAPH_DTYPES(GRAPH_X)
+#undef GRAPH_X
   return false;
 }
 
@@ -129,7 +140,7 @@ inline constexpr DType opmath_dtype(DType t) { return is_reduced_float(t) ? DTyp
 
 // C++ type <-> DType.
 template <class T> struct dtype_of;
-#define GRAPH_X(name, type, token, torch) \
+#define GRAPH_X(name, type, token, torch, attr) \
   template <> struct dtype_of<type> { static constexpr DType value = DType::name; };
 GRAPH_DTYPES(GRAPH_X)
 #undef GRAPH_X
