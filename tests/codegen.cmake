@@ -9,7 +9,7 @@ find_package(GTest REQUIRED)
 include(GoogleTest)
 
 set(_cxxgraph_codegen_cases chain8 if_tensor loop scalar_mix seed matmul_epilogue reduce_fused strip_mined reduce_nest
-  views packed_mlp conv_relu linear_gelu)
+  views packed_mlp conv_relu linear_gelu mask_mul)
 set(_cxxgraph_codegen_generated)
 foreach(_case IN LISTS _cxxgraph_codegen_cases)
   set(_in ${CMAKE_CURRENT_LIST_DIR}/codegen_cases/${_case}.graph)
@@ -25,7 +25,8 @@ foreach(_case IN LISTS _cxxgraph_codegen_cases)
 endforeach()
 
 add_executable(codegen_test ${CMAKE_CURRENT_LIST_DIR}/codegen_test.cpp ${CMAKE_CURRENT_LIST_DIR}/codegen_cuda_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/codegen_kernels_test.cpp ${_cxxgraph_codegen_generated})
+  ${CMAKE_CURRENT_LIST_DIR}/codegen_kernels_test.cpp ${CMAKE_CURRENT_LIST_DIR}/codegen_driver_test.cpp
+  ${_cxxgraph_codegen_generated})
 target_compile_definitions(codegen_test PRIVATE
   CXXGRAPH_CODEGEN_CASES="${CMAKE_CURRENT_LIST_DIR}/codegen_cases")
 target_link_libraries(codegen_test PRIVATE cxxgraph_runtime cxxgraph_codegen GTest::gtest_main)
@@ -61,7 +62,7 @@ endif()
 # The dense path of a generated fused loop must stay vectorized (GCC's
 # remarks name the loop's line; see codegen_vectorize.cmake).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  foreach(_case chain8 matmul_epilogue strip_mined reduce_nest)
+  foreach(_case chain8 matmul_epilogue strip_mined reduce_nest mask_mul)
     add_test(NAME codegen_vectorized_${_case}
       COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER}
         -DSOURCE=${CMAKE_CURRENT_BINARY_DIR}/codegen_cases/${_case}.graph.cpp

@@ -2,11 +2,13 @@
 //
 //   graph-codegen <in.graph> <out.cpp> [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]
 //
-// Parses every graph of the file, runs the default pass pipeline (pipeline.h;
-// GRAPH_DUMP_AFTER shows the IR after each pass), verified after every pass,
-// and writes the CPU source that
-// registers each graph. The plugin's generator does the same in process; this
-// tool makes codegen testable and inspectable without Clang. --mangled names
+// Parses every graph of the file (lowered IR, as the plugin writes it to
+// <fn>.graph), compiles each through codegen::compile_unit, the path the
+// plugin takes: ir::compile (compile.h: the passes, verified after each, and
+// the gradient graphs; GRAPH_DUMP_AFTER shows the IR after each pass), then
+// writes the CPU source that registers each graph with its gradient and its
+// lowered IR (so calls in other dtypes run it specialized). This tool makes
+// codegen testable and inspectable without Clang. --mangled names
 // the first graph's registry key (default: the graph's name); --hash is the
 // body hash for all of them (default "0"); --print-ir prints the optimized IR;
 // --cuda also writes the CUDA kernels of the fusion groups (.graph.cu).
@@ -20,20 +22,22 @@
 
 #include "cli.h"
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/unit.h"
 #include "graph/error.h"
-#include "graph/ir/device_control.h"
 #include "graph/ir/ir.h"
-#include "graph/ir/pipeline.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: graph-codegen IN.graph OUT.cpp [--mangled NAME] [--hash H] [--print-ir] [--cuda OUT.cu]
        graph-codegen -h|--help|--version
-  Runs the pass pipeline on every graph of IN.graph (IR text) and writes the
-  C++ source that implements and registers them.
+  Compiles every graph of IN.graph (lowered IR text, as the plugin writes it)
+  as the plugin does (ir::compile: the passes and the gradient graphs) and
+  writes the C++ source that implements and registers them, with their
+  gradients and their lowered IR (calls in other dtypes run it specialized).
+  GRAPH_DUMP_AFTER=all (or =pass,pass) prints the IR after those passes.
   --mangled NAME  the first graph's registry key (default: its name)
   --hash H        the body hash every graph is registered with (default: 0)
-  --print-ir      print the optimized IR on stdout
+  --print-ir      print the optimized IR on stdout (not the gradient graphs)
   --cuda OUT.cu   also write the CUDA kernels of the fusion groups
 exit status: 0 success, 1 an unreadable or invalid graph, 2 bad arguments
 )";
@@ -81,16 +85,17 @@ int main(int argc, char** argv) {
   text << in.rdbuf();
 
   try {
-    auto graphs = graph::ir::parse_all(text.str());
-    graph::ir::PipelineOptions pipeline;
-    pipeline.verify = true;  // a tool for inspection: name the pass that broke a graph
-    graph::ir::run_pipeline(graphs, graph::ir::default_pipeline(), pipeline);
+    const auto lowered = graph::ir::parse_all(text.str());
+    std::vector<graph::codegen::CompiledUnit> compiled;
     std::vector<graph::codegen::GraphUnit> units;
-    for (size_t i = 0; i < graphs.size(); ++i) {
-      graph::ir::Graph& g = *graphs[i];
-      if (print_ir) std::cout << graph::ir::print(g);
-      units.push_back({&g, i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path), nullptr,
-                       graph::ir::cuda_graph_blocker(g)});
+    for (size_t i = 0; i < lowered.size(); ++i) {
+      const graph::ir::Graph& g = *lowered[i];
+      graph::codegen::UnitOptions o{i == 0 && !mangled.empty() ? mangled : g.name(), hash, source_of(g, in_path)};
+      o.verify_each_pass = true;  // a tool for inspection: name the pass that broke a graph
+      o.module = &lowered;        // call{callee=...} of another graph of the file
+      compiled.push_back(graph::codegen::compile_unit(g, o));
+      if (print_ir) std::cout << graph::ir::print(*compiled.back().optimized);
+      units.push_back(compiled.back().unit);
     }
     const std::string source = graph::codegen::generate_cpu_source(units, in_path);
     std::ofstream out(out_path);

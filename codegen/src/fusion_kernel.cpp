@@ -56,6 +56,11 @@ bool hoisted(const ir::Node* m) {
 namespace {
 
 
+// What a loop kernel reads a tensor input as: a bool tensor (0 or 1 per
+// byte) as uint8_t, since GCC vectorizes no loop that converts a loaded bool
+// to float, and a uint8_t it does (stage_statements keeps it uint8_t).
+std::string loop_pointee(const std::string& element) { return element == "bool" ? "uint8_t" : element; }
+
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
@@ -345,7 +350,7 @@ std::string Emitter::dense_kernel(const LoopSpec& spec, const std::vector<const 
     args.push_back("o" + std::to_string(j));
   }
   for (size_t k = 0; k < tensor_params.size(); ++k) {
-    params.push_back("const " + in_t[k] + "* __restrict i" + std::to_string(k));
+    params.push_back("const " + loop_pointee(in_t[k]) + "* __restrict i" + std::to_string(k));
     args.push_back("i" + std::to_string(k));
     load[tensor_params[k]] = "i" + std::to_string(k);
   }
@@ -535,7 +540,7 @@ std::string Emitter::kernel_entries(const LoopSpec& spec, const std::vector<std:
   for (size_t j = 0; j < n_out + in_t.size(); ++j) {
     const std::string k = std::to_string(j);
     const bool out = j < n_out;
-    const std::string t = out ? out_t[j] + "*" : "const " + in_t[j - n_out] + "*";
+    const std::string t = out ? out_t[j] + "*" : "const " + loop_pointee(in_t[j - n_out]) + "*";
     const std::string local = out ? "o" + k : "i" + std::to_string(j - n_out);
     args.push_back("reinterpret_cast<" + t + ">(p[" + k + "]) + begin");
     typed.push_back(t + " " + local + " = reinterpret_cast<" + t + ">(p[" + k + "]);");
@@ -577,12 +582,13 @@ std::string Emitter::stage_statements(const std::vector<const ir::Node*>& ops,
   };
   std::string out;
   for (const auto& [v, expr] : sources) {
-    // A bool read back from a block buffer stays int32_t (0 or 1): GCC
-    // vectorizes no loop that converts a loaded bool to float.
+    // A loaded bool stays an integer, 0 or 1: int32_t from a block buffer,
+    // uint8_t from an input (loop_pointee). GCC vectorizes no loop that
+    // converts a loaded bool to float.
     const bool from_buffer = expr.compare(0, 2, "t_") == 0;
     const DType d = *v->type().dtype;
-    out += indent + "const " + (d == DType::Bool && from_buffer ? "int32_t" : element_type(d)) + " " + local(v) +
-           " = " + expr + ";\n";
+    const std::string t = d != DType::Bool ? element_type(d) : from_buffer ? "int32_t" : "uint8_t";
+    out += indent + "const " + t + " " + local(v) + " = " + expr + ";\n";
   }
   for (const ir::Node* m : ops) out += indent + scalar_call(m, el, local(m->output())) + "\n";
   for (const auto& [target, v] : writes) out += indent + target + " = " + el.at(v) + ";\n";
@@ -599,8 +605,15 @@ std::string Emitter::scalar_call(const ir::Node* m, const std::unordered_map<con
   std::string args;
   for (const ir::Value* v : m->inputs()) {
     if (!args.empty()) args += ", ";
-    if (v->type().is_tensor())
-      args += *v->type().dtype == compute ? el.at(v) : "static_cast<" + ct + ">(" + el.at(v) + ")";
+    const DType vd = v->type().is_tensor() ? *v->type().dtype : DType::Float32;
+    if (v->type().is_tensor() && vd == DType::Bool && (compute == DType::Float32 || compute == DType::Float64))
+      // A mask (relu's `grad * (h > 0)`) to float through int32_t: GCC's
+      // baseline x86-64 (SSE2) vectorizes no bool-to-float conversion
+      // ("type conversion to/from bit-precision unsupported"), int32 to float
+      // it does. Same value, 0 or 1.
+      args += "static_cast<" + ct + ">(static_cast<int32_t>(" + el.at(v) + "))";
+    else if (v->type().is_tensor())
+      args += vd == compute ? el.at(v) : "static_cast<" + ct + ">(" + el.at(v) + ")";
     else
       args += cpp_type(v->type()) == ct ? name(v) : "static_cast<" + ct + ">(" + name(v) + ")";
   }

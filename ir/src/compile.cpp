@@ -15,9 +15,10 @@ namespace {
 // The default pipeline up to fusion: what differentiation starts from.
 constexpr const char* kBeforeGradient = "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types";
 
-PipelineOptions options_for(DType tensor_default) {
+PipelineOptions options_for(const CompileOptions& c) {
   PipelineOptions o;
-  o.tensor_default = tensor_default;
+  o.tensor_default = c.tensor_default;
+  o.verify = c.verify_each_pass;
   return o;
 }
 
@@ -37,10 +38,14 @@ void type_backward_inputs(const GradientGraphs& u) {
 }  // namespace
 
 GradientGraphs gradient_graphs(const Graph& lowered, DType tensor_default) {
+  return gradient_graphs(lowered, CompileOptions{tensor_default});
+}
+
+GradientGraphs gradient_graphs(const Graph& lowered, const CompileOptions& options) {
   GradientGraphs u;
   // The default pipeline up to fusion; the rest runs on each half.
   std::unique_ptr<Graph> g = clone(lowered);
-  run_pipeline(*g, parse_pipeline(kBeforeGradient), options_for(tensor_default));
+  run_pipeline(*g, parse_pipeline(kBeforeGradient), options_for(options), options.module);
   std::vector<bool> requires_grad;
   bool any = false;
   for (const auto& in : g->inputs()) {
@@ -65,8 +70,10 @@ GradientGraphs gradient_graphs(const Graph& lowered, DType tensor_default) {
   u.grad_inputs = gg.grad_inputs;
   type_backward_inputs(u);
   const std::vector<Pass> rest = gradient_pipeline();
-  run_pipeline(*u.forward, rest);
-  run_pipeline(*u.backward, rest);
+  PipelineOptions halves;  // typed already: no tensor default
+  halves.verify = options.verify_each_pass;
+  run_pipeline(*u.forward, rest, halves);
+  run_pipeline(*u.backward, rest, halves);
   verify_or_throw(*u.forward);
   verify_or_throw(*u.backward);
   return u;
@@ -80,30 +87,39 @@ bool is_train_step(const Graph& g) {
 }
 
 std::unique_ptr<Graph> optimize(const Graph& lowered, DType tensor_default) {
+  return optimize(lowered, CompileOptions{tensor_default});
+}
+
+std::unique_ptr<Graph> optimize(const Graph& lowered, const CompileOptions& options) {
   std::unique_ptr<Graph> g = clone(lowered);
   if (is_train_step(lowered)) {
     // loss.backward() becomes the gradient and a set_grads before the rest of
     // the pipeline, so forward and backward are optimized and fused as one.
-    run_pipeline(*g, parse_pipeline(kBeforeGradient), options_for(tensor_default));
+    run_pipeline(*g, parse_pipeline(kBeforeGradient), options_for(options), options.module);
     expand_backward(*g);
   }
-  // Verified once at the end: after every pass it costs more than all the
-  // passes together on long functions (the pass tests verify each step).
-  run_pipeline(*g, default_pipeline(), options_for(tensor_default));
+  // By default verified once at the end: after every pass it costs more
+  // than all the passes together on long functions (the pass tests verify
+  // each step).
+  run_pipeline(*g, default_pipeline(), options_for(options), options.module);
   verify_or_throw(*g);
   return g;
 }
 
 CompiledGraphs compile(const Graph& lowered, DType tensor_default) {
+  return compile(lowered, CompileOptions{tensor_default});
+}
+
+CompiledGraphs compile(const Graph& lowered, const CompileOptions& options) {
   CompiledGraphs c;
-  c.optimized = optimize(lowered, tensor_default);
+  c.optimized = optimize(lowered, options);
   const bool train_step = is_train_step(lowered);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.signature = signature(*c.optimized);
   if (train_step)
     c.gradient.unsupported = "the graph is a train step: it writes .grad itself (loss.backward())";
   else
-    c.gradient = gradient_graphs(lowered, tensor_default);
+    c.gradient = gradient_graphs(lowered, options);
   return c;
 }
 

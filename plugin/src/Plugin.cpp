@@ -38,6 +38,7 @@
 #include "graph/codegen/call_contract.h"
 #include "graph/codegen/cpp.h"
 #include "graph/codegen/grad.h"
+#include "graph/codegen/unit.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/compile.h"
 #include "graph/ir/verifier.h"
@@ -265,33 +266,27 @@ class Consumer : public ASTConsumer {
   Compiled finish(ASTContext& ctx, FunctionDecl* fd, Lowered& lowered, const std::string& mangled,
                   const std::string& hash) {
     SourceManager& sm = ctx.getSourceManager();
-    // The graph as lowered, then (ir::compile) a verified, optimized copy and
-    // its gradient graphs for codegen.
+    PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
+    std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
+                                               std::to_string(where.getLine())
+                                         : "";
+    // The graph as lowered, then (codegen::compile_unit, ir::compile) a
+    // verified, optimized copy and its gradient graphs for codegen.
     Compiled c;
-    std::string text = graph::ir::print(*lowered.graph);
-    graph::ir::verify_or_throw(*lowered.graph);
-    graph::ir::CompiledGraphs compiled;
+    graph::codegen::CompiledUnit compiled;
     try {
-      compiled = graph::ir::compile(*lowered.graph);
+      compiled = graph::codegen::compile_unit(*lowered.graph, {mangled, hash, source});
     } catch (const graph::ir::GraphError& e) {
       // A shape or dtype that can never work: the user's error, at its line.
       throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message, {}, false};
     }
     c.optimized = std::move(compiled.optimized);
     c.signature = std::move(compiled.signature);
-
-    PresumedLoc where = sm.getPresumedLoc(fd->getLocation());
-    std::string source = where.isValid() ? std::filesystem::path(where.getFilename()).filename().string() + ":" +
-                                               std::to_string(where.getLine())
-                                         : "";
-    // Autodiff refusing the graph is no fallback: only grad calls run eagerly.
-    c.gradient = std::make_unique<graph::codegen::GradientUnit>(std::move(compiled.gradient));
-    graph::codegen::keep_printable_gradient(*c.gradient);
-    c.unit = graph::codegen::GraphUnit{c.optimized.get(), mangled, hash, source, c.gradient.get(),
-                                       compiled.cuda_graph_blocker, text};
+    c.gradient = std::move(compiled.gradient);
+    c.unit = std::move(compiled.unit);
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
     if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({c.unit}, "");
-    c.lowered_text = text;
+    c.lowered_text = c.unit.lowered_ir;
     for (graph::DType d : opts_.dtypes)
       if (std::optional<Compiled> v = variant(fd, *lowered.graph, c.unit, d)) c.variants.push_back(std::move(*v));
     return c;
@@ -306,13 +301,11 @@ class Consumer : public ASTConsumer {
     const std::string token(graph::dtype_token(d));
     Compiled v;
     try {
-      graph::ir::CompiledGraphs compiled = graph::ir::compile(lowered, d);
+      graph::codegen::CompiledUnit compiled =
+          graph::codegen::compile_unit(lowered, {main.mangled_name, main.body_hash, main.source, d});
       v.optimized = std::move(compiled.optimized);
-      v.optimized->set_name(v.optimized->name() + "_" + token);
-      v.gradient = std::make_unique<graph::codegen::GradientUnit>(std::move(compiled.gradient));
-      graph::codegen::keep_printable_gradient(*v.gradient);
-      v.unit = graph::codegen::GraphUnit{v.optimized.get(), main.mangled_name, main.body_hash + ":" + token,
-                                         main.source, v.gradient.get(), compiled.cuda_graph_blocker, ""};
+      v.gradient = std::move(compiled.gradient);
+      v.unit = std::move(compiled.unit);
       graph::codegen::generate_cpu_source({v.unit}, "");
       if (!opts_.cuda.empty()) graph::codegen::generate_cuda_source({v.unit}, "");
     } catch (const std::exception& e) {

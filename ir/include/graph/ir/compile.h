@@ -42,22 +42,34 @@ struct CompiledGraphs {
   Signature signature;
 };
 
+struct CompileOptions {
+  // The dtype of the tensor inputs whose dtype the front end left open
+  // (infer_types; index inputs are int64 whatever it is): float32 for the
+  // generated code, another for a build's extra dtype variants (the plugin's
+  // dtypes= option).
+  DType tensor_default = DType::Float32;
+  // Verify before and after every pass, so a broken graph names the pass
+  // that broke it (graph-codegen, a tool for inspection). Off: verified once
+  // at the end, which on long functions costs less than the passes.
+  bool verify_each_pass = false;
+  // The callees of inline_calls (graph-codegen: the other graphs of its
+  // file); the plugin inlines while lowering and passes none.
+  const std::vector<std::unique_ptr<Graph>>* module = nullptr;
+};
+
 // `lowered` as a front end made it (verified, not optimized) is not changed.
 // Throws GraphError when the optimized graph can never run (a shape or dtype
 // that cannot work, at its location). A graph autodiff refuses (dropout while
 // training, a Loop inside a Loop) is no error: the reason goes to
 // gradient.unsupported.
-//
-// `tensor_default` is the dtype of the tensor inputs whose dtype the front end
-// left open (infer_types; index inputs are int64 whatever it is): float32 for
-// the generated code, another for a build's extra dtype variants (the plugin's
-// dtypes= option).
+CompiledGraphs compile(const Graph& lowered, const CompileOptions& options);
 CompiledGraphs compile(const Graph& lowered, DType tensor_default = DType::Float32);
 
 // The optimized graph alone: the default pipeline (after expanding a train
 // step's backward) and the verifier. compile() starts with it; the runtime
 // calls it to specialize a graph for a call's dtypes (static.h). Throws
 // GraphError as compile() does.
+std::unique_ptr<Graph> optimize(const Graph& lowered, const CompileOptions& options);
 std::unique_ptr<Graph> optimize(const Graph& lowered, DType tensor_default = DType::Float32);
 
 // Whether `g` is a static train step: it holds loss.backward()
@@ -68,6 +80,7 @@ bool is_train_step(const Graph& g);
 
 // The gradient part of compile() alone, with respect to every floating
 // tensor input.
+GradientGraphs gradient_graphs(const Graph& lowered, const CompileOptions& options);
 GradientGraphs gradient_graphs(const Graph& lowered, DType tensor_default = DType::Float32);
 
 }  // namespace graph::ir
