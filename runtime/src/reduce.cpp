@@ -355,7 +355,10 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
     else out_shape.erase(out_shape.begin() + d);
     return detail::cuda_reduce("argmax", x, {d}, out_shape, kInt64);
   }
-  const Tensor rows = rows_along(x, d);
+  const bool last = d == x.dim() - 1;
+  // Rows in place when they already are (no handle copy either), as softmax.
+  const Tensor moved = last && x.is_contiguous() ? Tensor() : rows_along(x, d);
+  const Tensor& rows = moved.defined() ? moved : x;
   const int64_t n = rows.size(-1), r = rows.numel() / n;
   Shape out_shape = rows.sizes();
   out_shape.back() = 1;
@@ -380,7 +383,7 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
       o[i] = best;
     }
   });
-  Tensor res = out.transpose(d, x.dim() - 1).contiguous();
+  Tensor res = last ? out : out.transpose(d, x.dim() - 1).contiguous();
   return keepdim ? res : res.reshape([&] {
     Shape s = x.sizes();
     s.erase(s.begin() + d);
