@@ -358,10 +358,12 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
 // Where batch element `index` of a [..., r, c] tensor starts, in elements
 // from its data pointer.
 int64_t matrix_offset(const Tensor& t, int64_t index) {
+  const Shape& size = t.sizes();  // not size(d), which wraps d per call
+  const Shape& stride = t.strides();
   int64_t off = 0;
   for (int64_t d = t.dim() - 3; d >= 0; --d) {
-    off += (index % t.size(d)) * t.stride(d);
-    index /= t.size(d);
+    off += (index % size[d]) * stride[d];
+    index /= size[d];
   }
   return off;
 }
@@ -396,11 +398,13 @@ Tensor batched(const Tensor& a, const Tensor& b) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
                   std::is_same_v<T, int64_t>) {
-      const int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
+      const size_t r = shape.size();  // a's and b's rank too
+      const int64_t n = a.sizes()[r - 2], k = a.sizes()[r - 1], m = b.sizes()[r - 1];
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         // Small products: no Tensor per batch matrix (its cost is the product's).
         if (small_product<T>(n, k, m)) {
-          const int64_t as[2] = {a.stride(-2), a.stride(-1)}, bs[2] = {b.stride(-2), b.stride(-1)};
+          const int64_t as[2] = {a.strides()[r - 2], a.strides()[r - 1]};
+          const int64_t bs[2] = {b.strides()[r - 2], b.strides()[r - 1]};
           const T* pa = a.data_ptr<T>();
           const T* pb = b.data_ptr<T>();
           T* po = o3.data_ptr<T>();
