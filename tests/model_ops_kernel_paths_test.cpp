@@ -194,4 +194,38 @@ TEST(KernelPaths, TriangleOfEveryDiagonalAndDtype) {
   EXPECT_EQ(graph::tril(graph::zeros({3, 0})).sizes(), (Shape{3, 0}));
 }
 
+// Products narrower than a column block (bmm of small matrices): rows in
+// fours and their remainder, columns in vectors and their remainder, against
+// the naive loop in the same order (the kernels never fuse multiply-adds).
+template <class T>
+void expect_naive_products(graph::DType dt) {
+  graph::manual_seed(10);
+  for (int64_t n : {1, 4, 7}) {
+    for (int64_t m : {1, 3, 4, 5, 8, 13}) {
+      const int64_t k = 6;
+      const Tensor a = graph::randn({2, n, k}, dt), b = graph::randn({2, k, m}, dt);
+      const Tensor c = graph::bmm(a, b);
+      const T* pa = a.data_ptr<T>();
+      const T* pb = b.data_ptr<T>();
+      std::vector<double> want;
+      for (int64_t s = 0; s < 2; ++s)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < m; ++j) {
+            T acc = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const T prod = pa[(s * n + i) * k + p] * pb[(s * k + p) * m + j];
+              acc = acc + prod;
+            }
+            want.push_back(acc);
+          }
+      EXPECT_EQ(doubles(c), want) << "n " << n << ", m " << m;
+    }
+  }
+}
+
+TEST(KernelPaths, NarrowProductsMatchTheNaiveLoop) {
+  expect_naive_products<float>(graph::kFloat32);
+  expect_naive_products<double>(graph::kFloat64);
+}
+
 }  // namespace

@@ -137,25 +137,43 @@ GRAPH_INLINE_BODY void dot_columns(int64_t k, const T* __restrict arow, const T*
   }
 }
 
-// Columns [j0, m) of one out row in vectors of W values while W fit (the
-// columns a block of small_gemm_body leaves: all of them when m is narrower
-// than a block, as bmm of 8 x 8 matrices, which a scalar loop made 4x
-// slower). Each out[i, j] sums over p in order from 0, as the scalar loop.
-// Returns the first column not done.
-template <class T, int64_t W>
-GRAPH_INLINE_BODY int64_t vector_columns(int64_t j0, int64_t m, int64_t k, const T* arow, int64_t as1, const T* pb,
-                                         int64_t bs0, T* __restrict orow) {
+// Columns [j0, m) of R out rows (i0 on, a dense out of row length m) in
+// vectors of W values while W fit: the columns a block of small_gemm_body
+// leaves, all of them when m is narrower than a block (bmm of 8 x 8
+// matrices, which a scalar loop made 4x slower). The R rows share each
+// vector of b and their independent sums hide the add latency. Each
+// out[i, j] sums over p in order from 0, as the scalar loop. Returns the
+// first column not done.
+template <class T, int64_t W, int64_t R>
+GRAPH_INLINE_BODY int64_t vector_columns(int64_t i0, int64_t j0, int64_t m, int64_t k, const T* pa, int64_t as0,
+                                         int64_t as1, const T* pb, int64_t bs0, T* __restrict po) {
   using V = typename Lanes<T, W>::type;
   for (; j0 + W <= m; j0 += W) {
-    V acc = {};
+    V acc[R] = {};
     for (int64_t p = 0; p < k; ++p) {
       V bv;
       std::memcpy(&bv, pb + p * bs0 + j0, sizeof bv);
-      acc += arow[p * as1] * bv;
+      for (int64_t r = 0; r < R; ++r) acc[r] += pa[(i0 + r) * as0 + p * as1] * bv;
     }
-    std::memcpy(orow + j0, &acc, sizeof acc);
+    for (int64_t r = 0; r < R; ++r) std::memcpy(po + (i0 + r) * m + j0, &acc[r], sizeof acc[r]);
   }
   return j0;
+}
+
+// Rows [i0, i0 + R) of a product narrower than a column block: vectors of 32
+// then 16 bytes, then the scalar loop for what is left.
+template <class T, int64_t R>
+GRAPH_INLINE_BODY void narrow_rows(int64_t i0, int64_t m, int64_t k, const T* pa, int64_t as0, int64_t as1,
+                                   const T* pb, int64_t bs0, T* __restrict po) {
+  int64_t j0 = vector_columns<T, 32 / sizeof(T), R>(i0, 0, m, k, pa, as0, as1, pb, bs0, po);
+  j0 = vector_columns<T, 16 / sizeof(T), R>(i0, j0, m, k, pa, as0, as1, pb, bs0, po);
+  for (int64_t r = 0; r < R && j0 < m; ++r) {
+    T* __restrict orow = po + (i0 + r) * m;
+    const T* arow = pa + (i0 + r) * as0;
+    for (int64_t j = j0; j < m; ++j) orow[j] = 0;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = j0; j < m; ++j) orow[j] += arow[p * as1] * pb[p * bs0 + j];
+  }
 }
 
 // out[n, m] = a[n, k] @ b[k, m], any strides for a and b, out dense. i-p-j
@@ -168,6 +186,14 @@ template <class T, bool UnitB, int64_t Block>
 GRAPH_INLINE_BODY void small_gemm_body(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64_t as1,
                                        const T* pb, int64_t bs0, int64_t bs1, T* __restrict po) {
   const int64_t step = UnitB ? 1 : bs1;
+  if constexpr (UnitB) {
+    if (m < Block) {  // no whole block in a row: rows in fours (see vector_columns)
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4) narrow_rows<T, 4>(i, m, k, pa, as0, as1, pb, bs0, po);
+      for (; i < n; ++i) narrow_rows<T, 1>(i, m, k, pa, as0, as1, pb, bs0, po);
+      return;
+    }
+  }
   for (int64_t i = 0; i < n; ++i) {
     T* __restrict orow = po + i * m;
     const T* arow = pa + i * as0;
@@ -189,8 +215,8 @@ GRAPH_INLINE_BODY void small_gemm_body(int64_t n, int64_t k, int64_t m, const T*
         }
         std::memcpy(orow + j0, acc, sizeof acc);
       }
-      j0 = vector_columns<T, 32 / sizeof(T)>(j0, m, k, arow, as1, pb, bs0, orow);
-      j0 = vector_columns<T, 16 / sizeof(T)>(j0, m, k, arow, as1, pb, bs0, orow);
+      j0 = vector_columns<T, 32 / sizeof(T), 1>(i, j0, m, k, pa, as0, as1, pb, bs0, po);
+      j0 = vector_columns<T, 16 / sizeof(T), 1>(i, j0, m, k, pa, as0, as1, pb, bs0, po);
     } else {  // strided rows of b: 8 scalar sums at a time
       constexpr int64_t S = 8;
       for (; j0 + S <= m; j0 += S) {
