@@ -5,6 +5,8 @@
 //
 // index_select, gather and cumsum are CPU kernels (CpuOnly in ops.def); bmm
 // runs matmul's GEMMs, so it runs wherever matmul does.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -57,6 +59,27 @@ int64_t check_index_op(const char* op, const Tensor& x, int64_t dim, const Tenso
 // Every index in [0, size), else an error naming the op, the index and the shapes.
 void check_range(const char* op, const int64_t* p, int64_t count, int64_t dim, int64_t size, const Tensor& x,
                  const Tensor& index) {
+  // One unsigned compare per index, or-ed without a branch (a negative index
+  // is a huge unsigned one); the loop that names the culprit runs on failure only.
+  // p | (size - 1 - p) has the sign bit set exactly when p < 0 or p >= size
+  // (unsigned arithmetic: no overflow), and subtracts and ors vectorize in
+  // 2-lane SSE2 where 64-bit compares do not. Two accumulators of one
+  // register each (a 32-byte vector went through the stack every step).
+  typedef uint64_t V __attribute__((vector_size(16)));
+  const uint64_t last = static_cast<uint64_t>(size) - 1;
+  V acc0 = {}, acc1 = {};
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    V v0, v1;
+    std::memcpy(&v0, p + i, sizeof v0);
+    std::memcpy(&v1, p + i + 2, sizeof v1);
+    acc0 |= v0 | (last - v0);
+    acc1 |= v1 | (last - v1);
+  }
+  const V acc = acc0 | acc1;
+  uint64_t bits = acc[0] | acc[1];
+  for (; i < count; ++i) bits |= static_cast<uint64_t>(p[i]) | (last - static_cast<uint64_t>(p[i]));
+  if (!(bits >> 63)) return;
   for (int64_t i = 0; i < count; ++i)
     if (p[i] < 0 || p[i] >= size)
       throw Error(std::string(op) + ": index " + std::to_string(p[i]) + " is out of range for dim " +
@@ -80,6 +103,24 @@ Tensor index_select_impl(const Tensor& x_in, int64_t dim, const Tensor& idx) {
   char* dst = static_cast<char*>(out.raw_data());
   const int64_t* p = idx.data_ptr<int64_t>();
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(a.inner, 1));
+  if (a.inner == 1) {  // along the last dim: one element per index, not a memcpy call each
+    const auto run = [&](auto e) {
+      using E = decltype(e);
+      const E* s = reinterpret_cast<const E*>(src);
+      E* d = reinterpret_cast<E*>(dst);
+      cpu::parallel_for(a.outer, std::max<int64_t>(1, grain / std::max<int64_t>(k, 1)), [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o)
+          for (int64_t j = 0; j < k; ++j) d[o * k + j] = s[o * a.n + p[j]];
+      });
+    };
+    switch (element_size(x.dtype())) {
+      case 1: run(uint8_t{}); break;
+      case 2: run(uint16_t{}); break;
+      case 4: run(uint32_t{}); break;
+      default: run(uint64_t{}); break;
+    }
+    return out;
+  }
   cpu::parallel_for(a.outer * k, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t o = r / k, j = r % k;
@@ -122,24 +163,35 @@ Tensor index_select_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, 
 struct GatherPlan {
   Around idx;                   // the index's shape around dim
   int64_t xstride = 1;          // x's stride of dim
-  std::vector<int64_t> outer;   // x offset of each outer position
-  std::vector<int64_t> inner;   // x offset of each inner position
+  // x offsets of each outer and each inner position (inline up to 16: small
+  // gathers allocate nothing here).
+  SmallVector<int64_t, 16> outer;
+  SmallVector<int64_t, 16> inner;
 };
 
-GatherPlan gather_plan(const Shape& xs, const Shape& is, int64_t dim) {
+// x is contiguous, or has the given strides.
+GatherPlan gather_plan(const Shape& xs, const Shape& is, int64_t dim, const Shape* strides = nullptr) {
   GatherPlan g;
   g.idx = around(is, dim);
   const int64_t r = static_cast<int64_t>(xs.size());
-  std::vector<int64_t> stride(r, 1);
-  for (int64_t d = r - 2; d >= 0; --d) stride[d] = stride[d + 1] * xs[d + 1];
+  Shape stride(static_cast<size_t>(r), 1);
+  if (strides) stride = *strides;
+  else
+    for (int64_t d = r - 2; d >= 0; --d) stride[d] = stride[d + 1] * xs[d + 1];
   g.xstride = stride[dim];
+  // The offsets of positions in row-major order, an odometer over dims
+  // [from, to) of the index (no division per position and dim).
   auto offsets = [&](int64_t from, int64_t to, int64_t count) {
-    std::vector<int64_t> off(count, 0);
+    SmallVector<int64_t, 16> off(static_cast<size_t>(count), 0);
+    Shape c(static_cast<size_t>(std::max<int64_t>(to - from, 0)), 0);
+    int64_t at = 0;
     for (int64_t i = 0; i < count; ++i) {
-      int64_t rest = i;
-      for (int64_t d = to - 1; d >= from; --d) {
-        off[i] += (rest % is[d]) * stride[d];
-        rest /= is[d];
+      off[i] = at;
+      for (int64_t d = to - 1; d >= from; --d) {  // the next position
+        at += stride[d];
+        if (++c[d - from] < is[d]) break;
+        at -= c[d - from] * stride[d];
+        c[d - from] = 0;
       }
     }
     return off;
@@ -175,21 +227,29 @@ Index index_of(const Tensor& index, int64_t d, std::initializer_list<Shape> full
 }
 
 // out[r, i] = x[outer(r) + p[r or at] * xstride + inner(i)], elements of type E.
+// Rows r = (o, j) are walked with o and j counted, not divided out of r: an
+// integer division per element was most of a small gather's time. A gather
+// along the last dim (inner 1, as sort's, topk's and max's) is one load per
+// element.
 template <class E>
 void gather_elems(E* dst, const E* src, const int64_t* p, const GatherPlan& g, bool rows) {
-  const int64_t k = g.idx.n, inner = g.idx.inner;
-  cpu::parallel_for(g.idx.outer * k, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(inner, 1)),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t r = begin; r < end; ++r) {
-                        const int64_t base = g.outer[r / k];
-                        if (rows) {
-                          std::memcpy(dst + r * inner, src + base + p[r] * g.xstride, sizeof(E) * inner);
-                          continue;
-                        }
-                        for (int64_t i = 0; i < inner; ++i)
-                          dst[r * inner + i] = src[base + p[r * inner + i] * g.xstride + g.inner[i]];
-                      }
-                    });
+  const int64_t k = g.idx.n, inner = g.idx.inner, xs = g.xstride;
+  if (inner == 0) return;  // nothing to move (and no index value to read for `rows`)
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(inner, 1));
+  cpu::parallel_for(g.idx.outer * k, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin, o = begin / k; r < end; ++o) {
+      const E* s = src + g.outer[o];
+      const int64_t stop = std::min(end, (o + 1) * k);
+      if (rows) {
+        for (; r < stop; ++r) std::memcpy(dst + r * inner, s + p[r] * xs, sizeof(E) * inner);
+      } else if (inner == 1) {
+        for (; r < stop; ++r) dst[r] = s[p[r] * xs];
+      } else {
+        for (; r < stop; ++r)
+          for (int64_t i = 0; i < inner; ++i) dst[r * inner + i] = s[p[r * inner + i] * xs + g.inner[i]];
+      }
+    }
+  });
 }
 
 Tensor gather_impl(const Tensor& x_in, int64_t dim, const Index& ix) {
@@ -214,10 +274,12 @@ Tensor gather_impl(const Tensor& x_in, int64_t dim, const Index& ix) {
 
 // out[P(at)] += src[Q(at)] for every position `at` of the index: P puts the
 // index's value at dim into out's layout, Q the position itself into src's.
-// Sequential: two positions may add to one element. out and src contiguous.
+// Sequential: two positions may add to one element. out contiguous; src read
+// through its strides (contiguous for `rows`).
 void scatter_add_into(Tensor& out, int64_t dim, const Index& ix, const Tensor& src) {
   const GatherPlan P = gather_plan(out.sizes(), ix.shape, dim);
-  const GatherPlan Q = gather_plan(src.sizes(), ix.shape, dim);
+  const GatherPlan Q = gather_plan(src.sizes(), ix.shape, dim, &src.strides());
+  if (P.idx.inner == 0) return;  // an empty index: nothing to add, no value to read for `rows`
   const int64_t* p = ix.idx.data_ptr<int64_t>();
   dispatch_dtype(out.dtype(), [&](auto v) {
     using T = decltype(v);
@@ -225,16 +287,20 @@ void scatter_add_into(Tensor& out, int64_t dim, const Index& ix, const Tensor& s
       const T* ps = src.data_ptr<T>();
       T* po = out.data_ptr<T>();
       const int64_t k = P.idx.n, inner = P.idx.inner;
-      for (int64_t r = 0; r < P.idx.outer * k; ++r) {
-        T* o = po + P.outer[r / k];
-        const T* s = ps + Q.outer[r / k] + (r % k) * Q.xstride;
-        if (ix.rows) {  // a contiguous row of each: vectorizable
-          o += p[r] * P.xstride;
-          for (int64_t i = 0; i < inner; ++i) o[i] += s[i];
-          continue;
+      // (o, j) counted rather than divided out of r, as in gather_elems.
+      for (int64_t o = 0, r = 0; o < P.idx.outer; ++o)
+        for (int64_t j = 0; j < k; ++j, ++r) {
+          T* out_o = po + P.outer[o];
+          const T* s = ps + Q.outer[o] + j * Q.xstride;
+          if (ix.rows) {  // a contiguous row of each: vectorizable
+            out_o += p[r] * P.xstride;
+            for (int64_t i = 0; i < inner; ++i) out_o[i] += s[i];
+          } else if (inner == 1) {
+            out_o[p[r] * P.xstride] += *s;
+          } else {
+            for (int64_t i = 0; i < inner; ++i) out_o[p[r * inner + i] * P.xstride + P.inner[i]] += s[Q.inner[i]];
+          }
         }
-        for (int64_t i = 0; i < inner; ++i) o[p[r * inner + i] * P.xstride + P.inner[i]] += s[Q.inner[i]];
-      }
     }
   });
 }
@@ -279,7 +345,8 @@ int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const
 Tensor scatter_add_impl(const Tensor& self, int64_t d, const Index& ix, const Tensor& src) {
   const DType work = scatter_dtype(self.dtype());
   Tensor out = self.to(work).contiguous().clone();
-  scatter_add_into(out, d, ix, src.to(work).contiguous());
+  // A strided src is read in place (a slice, say), except by whole rows.
+  scatter_add_into(out, d, ix, ix.rows ? src.to(work).contiguous() : src.to(work));
   return out.to(self.dtype());
 }
 
@@ -314,6 +381,28 @@ Tensor scatter_src_grad(const Tensor& grad, const Shape& ssizes, DType sdtype, i
 
 // ---- cumsum -------------------------------------------------------------------
 
+// The running sums of lines [line, line + B) along a dim, in lockstep: each
+// line's sum is a chain of dependent adds, and B independent chains hide each
+// other's latency (one line at a time was bound by it). Every line still adds
+// in its own order, so the bits are those of one line at a time.
+template <int B, class T, class Acc>
+void cumsum_lines(const T* in, T* o, int64_t line, const Around& a, bool reverse) {
+  int64_t base[B];
+  Acc s[B];
+  for (int b = 0; b < B; ++b) {
+    base[b] = ((line + b) / a.inner) * a.n * a.inner + (line + b) % a.inner;
+    s[b] = 0;
+  }
+  const int64_t step = reverse ? -a.inner : a.inner;
+  for (int64_t j = 0, off = reverse ? (a.n - 1) * a.inner : 0; j < a.n; ++j, off += step) {
+#pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) {
+      s[b] += static_cast<Acc>(in[base[b] + off]);
+      o[base[b] + off] = static_cast<T>(s[b]);
+    }
+  }
+}
+
 // The running sum along dim (from the end with `reverse`), accumulated in
 // double (int64 for integers, as PyTorch's CPU kernel); bool and integers
 // give int64.
@@ -330,15 +419,9 @@ Tensor cumsum_impl(const Tensor& x_in, int64_t dim, bool reverse) {
       T* o = out.data_ptr<T>();
       cpu::parallel_for(a.outer * a.inner, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(a.n, 1)),
                         [&](int64_t begin, int64_t end) {
-                          for (int64_t line = begin; line < end; ++line) {
-                            const int64_t base = (line / a.inner) * a.n * a.inner + line % a.inner;
-                            Acc s = 0;
-                            for (int64_t j = 0; j < a.n; ++j) {
-                              const int64_t at = base + (reverse ? a.n - 1 - j : j) * a.inner;
-                              s += static_cast<Acc>(in[at]);
-                              o[at] = static_cast<T>(s);
-                            }
-                          }
+                          int64_t line = begin;
+                          for (; line + 8 <= end; line += 8) cumsum_lines<8, T, Acc>(in, o, line, a, reverse);
+                          for (; line < end; ++line) cumsum_lines<1, T, Acc>(in, o, line, a, reverse);
                         });
     }
   });

@@ -137,6 +137,45 @@ GRAPH_INLINE_BODY void dot_columns(int64_t k, const T* __restrict arow, const T*
   }
 }
 
+// Columns [j0, m) of R out rows (i0 on, a dense out of row length m) in
+// vectors of W values while W fit: the columns a block of small_gemm_body
+// leaves, all of them when m is narrower than a block (bmm of 8 x 8
+// matrices, which a scalar loop made 4x slower). The R rows share each
+// vector of b and their independent sums hide the add latency. Each
+// out[i, j] sums over p in order from 0, as the scalar loop. Returns the
+// first column not done.
+template <class T, int64_t W, int64_t R>
+GRAPH_INLINE_BODY int64_t vector_columns(int64_t i0, int64_t j0, int64_t m, int64_t k, const T* pa, int64_t as0,
+                                         int64_t as1, const T* pb, int64_t bs0, T* __restrict po) {
+  using V = typename Lanes<T, W>::type;
+  for (; j0 + W <= m; j0 += W) {
+    V acc[R] = {};
+    for (int64_t p = 0; p < k; ++p) {
+      V bv;
+      std::memcpy(&bv, pb + p * bs0 + j0, sizeof bv);
+      for (int64_t r = 0; r < R; ++r) acc[r] += pa[(i0 + r) * as0 + p * as1] * bv;
+    }
+    for (int64_t r = 0; r < R; ++r) std::memcpy(po + (i0 + r) * m + j0, &acc[r], sizeof acc[r]);
+  }
+  return j0;
+}
+
+// Rows [i0, i0 + R) of a product narrower than a column block: vectors of 32
+// then 16 bytes, then the scalar loop for what is left.
+template <class T, int64_t R>
+GRAPH_INLINE_BODY void narrow_rows(int64_t i0, int64_t m, int64_t k, const T* pa, int64_t as0, int64_t as1,
+                                   const T* pb, int64_t bs0, T* __restrict po) {
+  int64_t j0 = vector_columns<T, 32 / sizeof(T), R>(i0, 0, m, k, pa, as0, as1, pb, bs0, po);
+  j0 = vector_columns<T, 16 / sizeof(T), R>(i0, j0, m, k, pa, as0, as1, pb, bs0, po);
+  for (int64_t r = 0; r < R && j0 < m; ++r) {
+    T* __restrict orow = po + (i0 + r) * m;
+    const T* arow = pa + (i0 + r) * as0;
+    for (int64_t j = j0; j < m; ++j) orow[j] = 0;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = j0; j < m; ++j) orow[j] += arow[p * as1] * pb[p * bs0 + j];
+  }
+}
+
 // out[n, m] = a[n, k] @ b[k, m], any strides for a and b, out dense. i-p-j
 // order: the inner loop runs along a row of b and of out (unit stride when
 // UnitB), so it vectorizes; columns go in blocks of Block whose sums stay in
@@ -147,6 +186,14 @@ template <class T, bool UnitB, int64_t Block>
 GRAPH_INLINE_BODY void small_gemm_body(int64_t n, int64_t k, int64_t m, const T* pa, int64_t as0, int64_t as1,
                                        const T* pb, int64_t bs0, int64_t bs1, T* __restrict po) {
   const int64_t step = UnitB ? 1 : bs1;
+  if constexpr (UnitB) {
+    if (m < Block) {  // no whole block in a row: rows in fours (see vector_columns)
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4) narrow_rows<T, 4>(i, m, k, pa, as0, as1, pb, bs0, po);
+      for (; i < n; ++i) narrow_rows<T, 1>(i, m, k, pa, as0, as1, pb, bs0, po);
+      return;
+    }
+  }
   for (int64_t i = 0; i < n; ++i) {
     T* __restrict orow = po + i * m;
     const T* arow = pa + i * as0;
@@ -168,6 +215,8 @@ GRAPH_INLINE_BODY void small_gemm_body(int64_t n, int64_t k, int64_t m, const T*
         }
         std::memcpy(orow + j0, acc, sizeof acc);
       }
+      j0 = vector_columns<T, 32 / sizeof(T), 1>(i, j0, m, k, pa, as0, as1, pb, bs0, po);
+      j0 = vector_columns<T, 16 / sizeof(T), 1>(i, j0, m, k, pa, as0, as1, pb, bs0, po);
     } else {  // strided rows of b: 8 scalar sums at a time
       constexpr int64_t S = 8;
       for (; j0 + S <= m; j0 += S) {
@@ -335,10 +384,12 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
 // Where batch element `index` of a [..., r, c] tensor starts, in elements
 // from its data pointer.
 int64_t matrix_offset(const Tensor& t, int64_t index) {
+  const Shape& size = t.sizes();  // not size(d), which wraps d per call
+  const Shape& stride = t.strides();
   int64_t off = 0;
   for (int64_t d = t.dim() - 3; d >= 0; --d) {
-    off += (index % t.size(d)) * t.stride(d);
-    index /= t.size(d);
+    off += (index % size[d]) * stride[d];
+    index /= size[d];
   }
   return off;
 }
@@ -373,11 +424,13 @@ Tensor batched(const Tensor& a, const Tensor& b) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
                   std::is_same_v<T, int64_t>) {
-      const int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
+      const size_t r = shape.size();  // a's and b's rank too
+      const int64_t n = a.sizes()[r - 2], k = a.sizes()[r - 1], m = b.sizes()[r - 1];
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         // Small products: no Tensor per batch matrix (its cost is the product's).
         if (small_product<T>(n, k, m)) {
-          const int64_t as[2] = {a.stride(-2), a.stride(-1)}, bs[2] = {b.stride(-2), b.stride(-1)};
+          const int64_t as[2] = {a.strides()[r - 2], a.strides()[r - 1]};
+          const int64_t bs[2] = {b.strides()[r - 2], b.strides()[r - 1]};
           const T* pa = a.data_ptr<T>();
           const T* pb = b.data_ptr<T>();
           T* po = o3.data_ptr<T>();

@@ -337,6 +337,29 @@ Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
   return reduce_op(Kind::Min, "amin", x, dims, keepdim);
 }
 
+// argmax of rows [i0, i0 + B) of n values each, in lockstep: a row's scan is
+// a chain of dependent compares, and B rows hide each other's latency. The
+// first largest wins; the first NaN wins over everything (as in PyTorch): once
+// a row's best is NaN nothing replaces it.
+template <int B, class T>
+void argmax_rows(const T* in, int64_t* o, int64_t i0, int64_t n) {
+  using C = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+  C bv[B];
+  int64_t best[B];
+  for (int b = 0; b < B; ++b) bv[b] = static_cast<C>(in[(i0 + b) * n]), best[b] = 0;
+  for (int64_t j = 1; j < n; ++j) {
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) {
+      const C c = static_cast<C>(in[(i0 + b) * n + j]);
+      bool take = c > bv[b];
+      if constexpr (std::is_floating_point_v<C>) take = take || (c != c && bv[b] == bv[b]);
+      bv[b] = take ? c : bv[b];
+      best[b] = take ? j : best[b];
+    }
+  }
+  for (int b = 0; b < B; ++b) o[i0 + b] = best[b];
+}
+
 Tensor argmax(const Tensor& x) {
   if (detail::tracing()) return detail::trace_op("argmax", {x}, {}, [&] { return argmax(x); });
   return argmax(x.reshape({-1}), 0, false);
@@ -355,7 +378,10 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
     else out_shape.erase(out_shape.begin() + d);
     return detail::cuda_reduce("argmax", x, {d}, out_shape, kInt64);
   }
-  const Tensor rows = rows_along(x, d);
+  const bool last = d == x.dim() - 1;
+  // Rows in place when they already are (no handle copy either), as softmax.
+  const Tensor moved = last && x.is_contiguous() ? Tensor() : rows_along(x, d);
+  const Tensor& rows = moved.defined() ? moved : x;
   const int64_t n = rows.size(-1), r = rows.numel() / n;
   Shape out_shape = rows.sizes();
   out_shape.back() = 1;
@@ -363,24 +389,12 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   int64_t* o = out.data_ptr<int64_t>();
   dispatch_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
-    using C = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
     const T* in = rows.data_ptr<T>();
-    for (int64_t i = 0; i < r; ++i) {
-      int64_t best = 0;
-      C bv = static_cast<C>(in[i * n]);
-      for (int64_t j = 1; j < n; ++j) {
-        const C c = static_cast<C>(in[i * n + j]);
-        if constexpr (std::is_floating_point_v<C>) {
-          if (std::isnan(bv)) break;  // the first NaN wins, as in PyTorch
-          if (std::isnan(c) || c > bv) bv = c, best = j;
-        } else if (c > bv) {
-          bv = c, best = j;
-        }
-      }
-      o[i] = best;
-    }
+    int64_t i = 0;
+    for (; i + 4 <= r; i += 4) argmax_rows<4>(in, o, i, n);
+    for (; i < r; ++i) argmax_rows<1>(in, o, i, n);
   });
-  Tensor res = out.transpose(d, x.dim() - 1).contiguous();
+  Tensor res = last ? out : out.transpose(d, x.dim() - 1).contiguous();
   return keepdim ? res : res.reshape([&] {
     Shape s = x.sizes();
     s.erase(s.begin() + d);

@@ -1,6 +1,7 @@
 // where(cond, a, b), masked_fill (and where with a host scalar), triu/tril,
 // and the clamp methods.
 #include <algorithm>
+#include <cstring>
 
 #include "graph/autograd.h"
 #include "graph/cpu_loop.h"
@@ -70,20 +71,29 @@ Tensor triangle_impl(const Tensor& x, int64_t diagonal, bool upper) {
   Tensor out = empty(x.sizes(), x.dtype());
   const int64_t rows = x.sizes()[x.dim() - 2], cols = x.sizes()[x.dim() - 1];
   const int64_t lines = cols == 0 ? 0 : x.numel() / cols;  // rows of every matrix
-  dispatch_dtype(x.dtype(), [&](auto v) {
-    using T = decltype(v);
-    const T* in = c.data_ptr<T>();
-    T* o = out.data_ptr<T>();
-    const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(cols, 1));
-    cpu::parallel_for(lines, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t k = begin; k < end; ++k) {
-        const int64_t i = k % rows;  // the row within its matrix
-        for (int64_t j = 0; j < cols; ++j) {
-          const bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
-          o[k * cols + j] = keep ? in[k * cols + j] : T(0);
-        }
+  // Each row is a run of zeros and a run copied (j - i >= diagonal for triu,
+  // j - i <= diagonal for tril): a memset and a memcpy, whatever the dtype, as
+  // every dtype's zero is all zero bytes. A select per element cost 4x more.
+  const size_t es = element_size(x.dtype());
+  const char* in = static_cast<const char*>(c.raw_data());
+  char* o = static_cast<char*>(out.raw_data());
+  const int64_t dg = std::clamp<int64_t>(diagonal, -rows - 1, cols + 1);  // no overflow below
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(cols, 1));
+  cpu::parallel_for(lines, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t i = k % rows;  // the row within its matrix
+      // The first column of the row's second run: copied from there for triu, zeroed for tril.
+      const int64_t split = std::clamp<int64_t>(upper ? i + dg : i + dg + 1, 0, cols);
+      const size_t row = static_cast<size_t>(k * cols) * es, head = static_cast<size_t>(split) * es;
+      const size_t tail = static_cast<size_t>(cols - split) * es;
+      if (upper) {
+        std::memset(o + row, 0, head);
+        std::memcpy(o + row + head, in + row + head, tail);
+      } else {
+        std::memcpy(o + row, in + row, head);
+        std::memset(o + row + head, 0, tail);
       }
-    });
+    }
   });
   return out;
 }

@@ -1,0 +1,231 @@
+// The fast paths of gather, scatter_add, cumsum and triu/tril (issue 19's
+// per-op speed): each against a plain reference loop over every element, in
+// the shapes that pick each path (the last dim, a middle dim, blocks of lines
+// and their remainder), with strided inputs and indices, every dtype, empty
+// tensors and out-of-range indices. Part of op_fixture_test.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "support/gradcheck.h"
+
+namespace {
+
+using graph::Shape;
+using graph::Tensor;
+using gradcheck_support::doubles;
+
+// Row-major strides of a shape.
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+// The position of flat element e of shape s, with dim d's coordinate set to v,
+// flattened in shape t.
+int64_t moved(int64_t e, const Shape& s, int64_t d, int64_t v, const Shape& t) {
+  const std::vector<int64_t> ss = strides_of(s), ts = strides_of(t);
+  int64_t at = 0;
+  for (size_t j = 0; j < s.size(); ++j) {
+    const int64_t c = (e / ss[j]) % s[j];
+    at += (static_cast<int64_t>(j) == d ? v : c) * ts[j];
+  }
+  return at;
+}
+
+std::vector<double> gather_ref(const Tensor& x, int64_t d, const Tensor& index) {
+  const std::vector<double> xv = doubles(x), iv = doubles(index);
+  std::vector<double> out(iv.size());
+  for (size_t e = 0; e < iv.size(); ++e)
+    out[e] = xv[moved(static_cast<int64_t>(e), index.sizes(), d, static_cast<int64_t>(iv[e]), x.sizes())];
+  return out;
+}
+
+std::vector<double> scatter_add_ref(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {
+  std::vector<double> out = doubles(self);
+  const std::vector<double> iv = doubles(index), sv = doubles(src);
+  for (size_t e = 0; e < iv.size(); ++e) {
+    const int64_t from = moved(static_cast<int64_t>(e), index.sizes(), -1, 0, src.sizes());
+    out[moved(static_cast<int64_t>(e), index.sizes(), d, static_cast<int64_t>(iv[e]), self.sizes())] += sv[from];
+  }
+  return out;
+}
+
+// Random indices in [0, n) of the given shape.
+Tensor indices(const Shape& s, int64_t n) { return (graph::rand(s) * static_cast<double>(n)).to(graph::kInt64); }
+
+TEST(KernelPaths, GatherAlongEveryDimInEveryDtype) {
+  graph::manual_seed(7);
+  const Tensor x = graph::randn({5, 6, 7}) * 10.0;
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64, graph::kFloat16, graph::kBFloat16, graph::kInt32,
+                          graph::kInt64, graph::kBool}) {
+    const Tensor xd = x.to(dt);
+    for (int64_t d = 0; d < 3; ++d) {
+      Shape is = {4, 5, 6};
+      const Tensor i = indices(is, x.size(d));
+      EXPECT_EQ(doubles(graph::gather(xd, d, i)), gather_ref(xd, d, i)) << "dim " << d;
+    }
+  }
+  // A strided input and a strided index, along the last dim (the one-load path).
+  const Tensor xt = x.transpose(0, 2);  // [7, 6, 5]
+  const Tensor it = indices({3, 4, 6}, 5).transpose(1, 2);  // [3, 6, 4]
+  EXPECT_EQ(doubles(graph::gather(xt, 2, it)), gather_ref(xt.contiguous(), 2, it.contiguous()));
+  // An index broadcast along the trailing dims (whole rows moved at once).
+  const Tensor rows = indices({4, 1, 1}, 5).expand({4, 6, 7});
+  EXPECT_EQ(doubles(graph::gather(x, 0, rows)), gather_ref(x, 0, rows.contiguous()));
+  // Empty: no index, or an index with an empty trailing dim.
+  EXPECT_EQ(graph::gather(x, 2, graph::zeros({5, 6, 0}, graph::kInt64)).sizes(), (Shape{5, 6, 0}));
+  EXPECT_EQ(graph::gather(x, 0, graph::zeros({2, 6, 0}, graph::kInt64).expand({2, 6, 0})).sizes(), (Shape{2, 6, 0}));
+  EXPECT_EQ(graph::gather(x, 1, graph::zeros({0, 6, 7}, graph::kInt64)).sizes(), (Shape{0, 6, 7}));
+}
+
+TEST(KernelPaths, IndexSelectAlongTheLastDimInEveryDtype) {
+  graph::manual_seed(6);
+  const Tensor x = graph::randn({3, 4, 9}) * 10.0;
+  const Tensor i = graph::tensor<int64_t>({8, 0, 3, 3, 5});
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64, graph::kFloat16, graph::kInt32, graph::kInt64,
+                          graph::kBool}) {
+    const Tensor xd = x.to(dt);
+    const Tensor want = graph::gather(xd, 2, i.reshape({1, 1, 5}).expand({3, 4, 5}).contiguous());
+    EXPECT_EQ(doubles(graph::index_select(xd, 2, i)), doubles(want));
+    EXPECT_EQ(doubles(graph::index_select(xd.transpose(0, 2), 0, i)), doubles(want.transpose(0, 2)));
+  }
+  EXPECT_EQ(graph::index_select(x, 2, graph::zeros({0}, graph::kInt64)).sizes(), (Shape{3, 4, 0}));
+}
+
+TEST(KernelPaths, IndicesOutOfRangeAreErrors) {
+  const Tensor x = graph::zeros({2, 3});
+  for (int64_t bad : {int64_t{-1}, int64_t{3}, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()}) {
+    const Tensor i = graph::tensor<int64_t>({{0, 1}, {2, bad}});
+    try {
+      graph::gather(x, 1, i);
+      ADD_FAILURE() << "gather took index " << bad;
+    } catch (const graph::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("index " + std::to_string(bad) + " is out of range"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(x.scatter_add(1, i, graph::ones({2, 2})), graph::Error);
+  }
+}
+
+TEST(KernelPaths, ScatterAddAlongEveryDim) {
+  graph::manual_seed(8);
+  // Exact sums only (float32 would round each add, the reference adds in double).
+  for (graph::DType dt : {graph::kFloat64, graph::kInt64, graph::kInt32}) {
+    const Tensor self = (graph::randn({4, 5, 6}) * 10.0).to(dt);
+    const Tensor src = (graph::randn({4, 6, 7}) * 10.0).to(dt);
+    for (int64_t d = 0; d < 3; ++d) {
+      const Tensor i = indices({3, 4, 5}, self.size(d));  // repeated positions add up
+      EXPECT_EQ(doubles(self.scatter_add(d, i, src)), scatter_add_ref(self, d, i, src)) << "dim " << d;
+    }
+  }
+  // A strided self, index and src along the last dim.
+  const Tensor self = graph::randn({6, 4}, graph::kFloat64).t(), src = graph::randn({7, 4}, graph::kFloat64).t();
+  const Tensor i = indices({3, 4}, 6).t();
+  EXPECT_EQ(doubles(self.scatter_add(1, i, src)), scatter_add_ref(self.contiguous(), 1, i.contiguous(), src.contiguous()));
+  EXPECT_EQ(doubles(self.scatter_add(1, graph::zeros({4, 0}, graph::kInt64), src)), doubles(self));
+}
+
+// The running sums in double, one line at a time.
+std::vector<double> cumsum_ref(const Tensor& x, int64_t d) {
+  const std::vector<double> xv = doubles(x);
+  std::vector<double> out(xv.size());
+  const std::vector<int64_t> st = strides_of(x.sizes());
+  for (size_t e = 0; e < xv.size(); ++e) {
+    const int64_t j = (static_cast<int64_t>(e) / st[d]) % x.size(d);
+    out[e] = xv[e] + (j ? out[e - st[d]] : 0.0);
+  }
+  return out;
+}
+
+TEST(KernelPaths, CumsumInBlocksOfLinesAndTheirRemainder) {
+  graph::manual_seed(9);
+  // 19 lines (two blocks of 8 and 3 more) along the last dim and along the first.
+  const Tensor x = graph::randn({19, 13}, graph::kFloat64);
+  EXPECT_EQ(doubles(graph::cumsum(x, 1)), cumsum_ref(x, 1));
+  EXPECT_EQ(doubles(graph::cumsum(x.t(), 1)), cumsum_ref(x.t().contiguous(), 1));
+  const Tensor y = graph::randn({3, 5, 11}, graph::kFloat64);
+  for (int64_t d = 0; d < 3; ++d) EXPECT_EQ(doubles(graph::cumsum(y, d)), cumsum_ref(y, d)) << "dim " << d;
+  // float32 sums in double and rounds each running sum once.
+  const Tensor f = graph::randn({9, 40});
+  std::vector<double> want = cumsum_ref(f.to(graph::kFloat64), 1);
+  for (double& w : want) w = static_cast<float>(w);
+  EXPECT_EQ(doubles(graph::cumsum(f, 1)), want);
+  const Tensor n = graph::arange(-30, 30).reshape({10, 6});  // int64
+  EXPECT_EQ(doubles(graph::cumsum(n, 1)), cumsum_ref(n, 1));
+  // The gradient is the reverse running sum, in blocks too.
+  Tensor w = graph::randn({10, 5}, graph::kFloat64).requires_grad_();
+  const Tensor g = graph::randn({10, 5}, graph::kFloat64);
+  (graph::cumsum(w, 1) * g).sum().backward();
+  const std::vector<double> gv = doubles(g);
+  std::vector<double> rev(gv.size());
+  for (int64_t i = 0; i < 10; ++i)
+    for (int64_t j = 4; j >= 0; --j) rev[i * 5 + j] = gv[i * 5 + j] + (j < 4 ? rev[i * 5 + j + 1] : 0.0);
+  EXPECT_EQ(doubles(w.grad()), rev);
+}
+
+TEST(KernelPaths, TriangleOfEveryDiagonalAndDtype) {
+  const Tensor x = graph::arange(1, 1 + 2 * 4 * 6).reshape({2, 4, 6});
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64, graph::kFloat16, graph::kInt32, graph::kBool}) {
+    const Tensor xd = x.to(dt);
+    const std::vector<double> xv = doubles(xd);
+    for (int64_t diag : {small, int64_t{-5}, int64_t{-1}, int64_t{0}, int64_t{2}, int64_t{6}, big}) {
+      std::vector<double> up(xv.size()), low(xv.size());
+      for (size_t e = 0; e < xv.size(); ++e) {
+        const int64_t i = (static_cast<int64_t>(e) / 6) % 4, j = static_cast<int64_t>(e) % 6;
+        // j - i compared without overflow at the extreme diagonals.
+        const bool above = diag == small || (diag != big && j - i >= diag);
+        const bool below = diag == big || (diag != small && j - i <= diag);
+        up[e] = above ? xv[e] : 0.0;
+        low[e] = below ? xv[e] : 0.0;
+      }
+      EXPECT_EQ(doubles(graph::triu(xd, diag)), up) << "diagonal " << diag;
+      EXPECT_EQ(doubles(graph::tril(xd, diag)), low) << "diagonal " << diag;
+    }
+  }
+  const Tensor t = x.transpose(1, 2);  // strided [2, 6, 4]
+  EXPECT_EQ(doubles(graph::tril(t, 1)), doubles(graph::tril(t.contiguous(), 1)));
+  EXPECT_EQ(graph::tril(graph::zeros({3, 0})).sizes(), (Shape{3, 0}));
+}
+
+// Products narrower than a column block (bmm of small matrices): rows in
+// fours and their remainder, columns in vectors and their remainder, against
+// the naive loop in the same order (the kernels never fuse multiply-adds).
+template <class T>
+void expect_naive_products(graph::DType dt) {
+  graph::manual_seed(10);
+  for (int64_t n : {1, 4, 7}) {
+    for (int64_t m : {1, 3, 4, 5, 8, 13}) {
+      const int64_t k = 6;
+      const Tensor a = graph::randn({2, n, k}, dt), b = graph::randn({2, k, m}, dt);
+      const Tensor c = graph::bmm(a, b);
+      const T* pa = a.data_ptr<T>();
+      const T* pb = b.data_ptr<T>();
+      std::vector<double> want;
+      for (int64_t s = 0; s < 2; ++s)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < m; ++j) {
+            T acc = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const T prod = pa[(s * n + i) * k + p] * pb[(s * k + p) * m + j];
+              acc = acc + prod;
+            }
+            want.push_back(acc);
+          }
+      EXPECT_EQ(doubles(c), want) << "n " << n << ", m " << m;
+    }
+  }
+}
+
+TEST(KernelPaths, NarrowProductsMatchTheNaiveLoop) {
+  expect_naive_products<float>(graph::kFloat32);
+  expect_naive_products<double>(graph::kFloat64);
+}
+
+}  // namespace
