@@ -8,6 +8,7 @@
 // graph::scalar::<op>, so the math lives in one place (ops.def).
 #include "graph/codegen/cpp.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -206,9 +207,16 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   needs_ = nullptr;
   needs_top_ = nullptr;
   line("");
-  for (size_t k = 0; k < g.outputs().size(); ++k) {
-    const ir::Value* v = g.outputs()[k];
-    line("out[" + std::to_string(k) + "].emplace<" + cpp_type(v->type()) + ">(" + name(v) + ");");
+  // A local's last use is its output: moved, not copied (a Tensor copy is two
+  // reference counts and two shapes, a tenth of a small graph's call).
+  // Inputs are const references, and a value returned twice is copied first.
+  const auto& outs = g.outputs();
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const ir::Value* v = outs[k];
+    const bool input = std::any_of(g.inputs().begin(), g.inputs().end(), [&](const auto& i) { return i.get() == v; });
+    const bool again = std::find(outs.begin() + k + 1, outs.end(), v) != outs.end();
+    const std::string value = input || again ? name(v) : "std::move(" + name(v) + ")";
+    line("out[" + std::to_string(k) + "].emplace<" + cpp_type(v->type()) + ">(" + value + ");");
   }
   line("return true;");
   --indent_;

@@ -29,7 +29,7 @@ class SmallVector {
   using reference = T&;
   using const_reference = const T&;
 
-  SmallVector() = default;
+  SmallVector() noexcept {}  // user-provided: value-initialization leaves the inline buffer unwritten
   explicit SmallVector(size_t n, const T& v = T()) { assign(n, v); }
   SmallVector(std::initializer_list<T> l) { assign(l.begin(), l.end()); }
   template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>

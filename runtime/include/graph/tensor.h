@@ -90,7 +90,11 @@ struct AutogradMeta;
 
 class Tensor {
  public:
-  Tensor() = default;  // undefined: defined() is false
+  // Undefined: defined() is false. User-provided, so that `Tensor{}` and an
+  // IValue's default do not zero all ~180 bytes first (value-initialization
+  // of a defaulted constructor does): three such fills were most of a small
+  // static call's overhead over eager.
+  Tensor() noexcept {}
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
