@@ -23,6 +23,18 @@ namespace graph {
 
 namespace {
 
+// Calls f with a value of the unsigned type one element of `dtype` wide: these
+// ops move elements without reading them, so one copy per width serves every dtype.
+template <class F>
+void by_element_size(DType dtype, F&& f) {
+  switch (element_size(dtype)) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
 // A contiguous shape seen as [outer, n, inner] around `dim`.
 struct Around {
   int64_t outer = 1, n = 1, inner = 1;
@@ -113,12 +125,7 @@ Tensor index_select_impl(const Tensor& x_in, int64_t dim, const Tensor& idx) {
           for (int64_t j = 0; j < k; ++j) d[o * k + j] = s[o * a.n + p[j]];
       });
     };
-    switch (element_size(x.dtype())) {
-      case 1: run(uint8_t{}); break;
-      case 2: run(uint16_t{}); break;
-      case 4: run(uint32_t{}); break;
-      default: run(uint64_t{}); break;
-    }
+    by_element_size(x.dtype(), run);
     return out;
   }
   cpu::parallel_for(a.outer * k, grain, [&](int64_t begin, int64_t end) {
@@ -261,12 +268,7 @@ Tensor gather_impl(const Tensor& x_in, int64_t dim, const Index& ix) {
     using E = decltype(e);
     gather_elems(static_cast<E*>(out.raw_data()), static_cast<const E*>(x.raw_data()), p, g, ix.rows);
   };
-  switch (element_size(x.dtype())) {
-    case 1: run(uint8_t{}); break;
-    case 2: run(uint16_t{}); break;
-    case 4: run(uint32_t{}); break;
-    default: run(uint64_t{}); break;
-  }
+  by_element_size(x.dtype(), run);
   return out;
 }
 
