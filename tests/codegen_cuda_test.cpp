@@ -26,7 +26,7 @@ TEST(GeneratedCuda, OneKernelPerGroupWithSourceLines) {
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
   ASSERT_EQ(count_ops(*g, "FusionGroup"), 1u);
-  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "_Z5chainv", "h", "m.cpp:1"}};
+  const std::vector<graph::codegen::GraphUnit> units{graph_unit(*g, "_Z5chainv", "h", "m.cpp:1")};
   const std::string cu = graph::codegen::generate_cuda_source(units, "m.cpp");
   EXPECT_EQ(count_of(cu, "__global__"), 1u) << cu;
   // Named after the function and the group; the comment names the ops and lines.
@@ -82,7 +82,7 @@ TEST(GeneratedCuda, GroupsInsideIfAndLoopAreNumberedLikeTheCpuSource) {
   for (const char* file : {"if_tensor.graph", "loop.graph", "scalar_mix.graph", "chain8.graph", "matmul_epilogue.graph",
                            "reduce_fused.graph", "views.graph"})
    for (const auto& g : codegen_case(file)) {
-    const std::vector<graph::codegen::GraphUnit> units{{g.get(), "mangled", "hash", "x.cpp:1"}};
+    const std::vector<graph::codegen::GraphUnit> units{graph_unit(*g, "mangled", "hash", "x.cpp:1")};
     const std::string cu = graph::codegen::generate_cuda_source(units, "x.cpp");
     const std::string cpp = graph::codegen::generate_cpu_source(units, "x.cpp");
     const size_t groups = count_ops(*g, "FusionGroup");
@@ -118,7 +118,7 @@ TEST(GeneratedCuda, ReduceGroupsGetOneFusedReduceKernel) {
   const ir::Graph& g = *graphs[0];
   ASSERT_EQ(g.name(), "red_f32");
   ASSERT_EQ(count_ops(g, "FusionGroup"), 6u);
-  const std::vector<graph::codegen::GraphUnit> units{{&g, "m", "h", "red.cpp:1"}};
+  const std::vector<graph::codegen::GraphUnit> units{graph_unit(g, "m", "h", "red.cpp:1")};
   const std::string cu = graph::codegen::generate_cuda_source(units, "red.cpp");
   const std::string cpp = graph::codegen::generate_cpu_source(units, "red.cpp");
   EXPECT_EQ(count_of(cu, "__global__"), 12u) << cu;  // 6 producer kernels + 6 fused reduce kernels
@@ -166,7 +166,7 @@ TEST(GeneratedCuda, ForwardAndBackwardOfAutogradGetKernelsToo) {
   auto g = ir::parse(kChain8);
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
-  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "_Z5chainv", "h", "m.cpp:1", &grad}};
+  const std::vector<graph::codegen::GraphUnit> units{graph_unit(*g, "_Z5chainv", "h", "m.cpp:1", &grad)};
   const std::string cu = graph::codegen::generate_cuda_source(units, "m.cpp");
   const std::string cpp = graph::codegen::generate_cpu_source(units, "m.cpp");
   const auto registered = registered_keys(cu);
@@ -183,7 +183,7 @@ TEST(GeneratedCuda, ForwardAndBackwardOfAutogradGetKernelsToo) {
 TEST(GeneratedCuda, IntAndBoolScalarsAndComparisons) {
   auto graphs = codegen_case("scalar_mix.graph");
   const auto& g = graphs.at(0);
-  const std::string cu = graph::codegen::generate_cuda_source({{g.get(), "m", "h", ""}}, "x.cpp");
+  const std::string cu = graph::codegen::generate_cuda_source({graph_unit(*g, "m", "h", "")}, "x.cpp");
   // Int scalars reach the kernel as int64_t from FusedScalar::i, floats as
   // double from ::f; the comparison computes in float and gives a bool that
   // the int add widens, as on the CPU.
@@ -206,7 +206,7 @@ TEST(GeneratedCuda, IntAndBoolScalarsAndComparisons) {
 TEST(GeneratedCuda, CublasLtEpiloguesWhereTheyMatch) {
   auto graphs = codegen_case("matmul_epilogue.graph");
   for (auto& g : graphs) ir::fuse_groups(*g);
-  const std::string mlp = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "mlp.cpp");
+  const std::string mlp = graph::codegen::generate_cpu_source({graph_unit(*graphs.at(0), "m", "h", "")}, "mlp.cpp");
   // linear(x, w1, b1) then relu: RELU_BIAS with linear's bias.
   EXPECT_NE(mlp.find("if (::graph::detail::any_on_cuda({&v_x, &v_w1})) {"), std::string::npos) << mlp;
   EXPECT_NE(mlp.find("// On the CUDA device: one cuBLASLt GEMM with its ReluBias epilogue (no separate kernel)."),
@@ -227,7 +227,7 @@ TEST(GeneratedCuda, CublasLtEpiloguesWhereTheyMatch) {
     ir::fuse_elementwise(*g);
     ir::fuse_groups(*g);
     EXPECT_EQ(count_ops(*g, "FusionGroup"), 1u) << ir::print(*g);
-    return graph::codegen::generate_cpu_source({{g.get(), "m", "h", ""}}, "e.cpp");
+    return graph::codegen::generate_cpu_source({graph_unit(*g, "m", "h", "")}, "e.cpp");
   };
   // matmul then add of an input then relu: the added vector is the bias.
   std::string cpp = one(R"(graph e(%x : f32[B, 8], %w : f32[8, 4], %b : f32[4]) {
@@ -305,7 +305,7 @@ TEST(GeneratedCuda, HalfGroupsAndEmptySourcesSayWhy) {
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
   ASSERT_EQ(count_ops(*g, "FusionGroup"), 1u);
-  const std::vector<graph::codegen::GraphUnit> units{{g.get(), "m", "h", ""}};
+  const std::vector<graph::codegen::GraphUnit> units{graph_unit(*g, "m", "h", "")};
   const std::string cu = graph::codegen::generate_cuda_source(units, "h.cpp");
   EXPECT_EQ(cu.find("__global__"), std::string::npos) << cu;
   EXPECT_NE(cu.find("// graph h, group 0: add, relu (h.cpp:2, 3)"), std::string::npos) << cu;
@@ -323,7 +323,7 @@ TEST(GeneratedCuda, HalfGroupsAndEmptySourcesSayWhy) {
 })");
   ir::infer_types(*m);
   ir::fuse_elementwise(*m);
-  const std::string none = graph::codegen::generate_cuda_source({{m.get(), "m", "h", ""}}, "mm.cpp");
+  const std::string none = graph::codegen::generate_cuda_source({graph_unit(*m, "m", "h", "")}, "mm.cpp");
   EXPECT_NE(none.find("(no fusion groups here)"), std::string::npos);
   EXPECT_EQ(none.find("#include"), std::string::npos);
 }

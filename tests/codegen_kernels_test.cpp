@@ -478,7 +478,8 @@ TEST(GeneratedReduce, SourceWritesNoIntermediateTensor) {
   auto graphs = codegen_case("reduce_nest.graph");
   ASSERT_EQ(graphs.size(), 3u);
   ir::fuse_groups(*graphs[0]);
-  const std::string src = graph::codegen::generate_cpu_source({{graphs[0].get(), "_Z3redv", "h", "m.cpp:1"}}, "m.cpp");
+  const std::string src =
+      graph::codegen::generate_cpu_source({graph_unit(*graphs[0], "_Z3redv", "h", "m.cpp:1")}, "m.cpp");
   // Six reductions, each one loop nest with a two-step fallback.
   EXPECT_EQ(count_of(src, "// One loop nest:"), 6u) << src;
   size_t at = 0;
@@ -564,7 +565,7 @@ TEST(Generated, GateSlicesAreReadInPlaceInTheSource) {
   auto graphs = codegen_case("views.graph");
   ASSERT_EQ(graphs.size(), 3u);
   const std::string src =
-      graph::codegen::generate_cpu_source({{graphs[1].get(), "lstm_gates", "h", "gates.cpp:1"}}, "gates.cpp");
+      graph::codegen::generate_cpu_source({graph_unit(*graphs[1], "lstm_gates", "h", "gates.cpp:1")}, "gates.cpp");
   EXPECT_EQ(count_of(src, "const ::graph::detail::LazySlice v_"), 4u) << src;
   EXPECT_EQ(count_of(src, ".slice("), 0u) << src;
   EXPECT_NE(src.find("if (::graph::detail::operand_dense(v_gi, dense_shape_2) && ::graph::detail::operand_dense(v_gf, "
@@ -659,7 +660,7 @@ TEST(ConvEpilogue, SourceFusesReluIntoTheConvolution) {
   for (auto& g : graphs) ir::fuse_groups(*g);
   EXPECT_EQ(join(ir::verify(*graphs.at(0))), "");
   EXPECT_EQ(count_ops(*graphs.at(0), "FusionGroup"), 2u) << ir::print(*graphs.at(0));
-  const std::string src = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "cnn.cpp");
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*graphs.at(0), "m", "h", "")}, "cnn.cpp");
   EXPECT_EQ(count_of(src, "::graph::detail::conv2d_relu(v_x, v_w1, v_b1, "), 1u) << src;
   EXPECT_EQ(count_of(src, "::graph::conv2d("), 1u) << src;  // the second conv2d, then its fused loop
   EXPECT_NE(src.find("matmul epilogue: conv2d, relu"), std::string::npos) << src;
@@ -705,7 +706,7 @@ TEST(LinearGeluEpilogue, SourceFusesOnlyTheSoleUseGelu) {
   for (auto& g : graphs) ir::fuse_groups(*g);
   EXPECT_EQ(join(ir::verify(*graphs.at(0))), "");
   EXPECT_EQ(count_ops(*graphs.at(0), "FusionGroup"), 2u) << ir::print(*graphs.at(0));
-  const std::string src = graph::codegen::generate_cpu_source({{graphs.at(0).get(), "m", "h", ""}}, "ffn.cpp");
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*graphs.at(0), "m", "h", "")}, "ffn.cpp");
   EXPECT_EQ(count_of(src, "::graph::detail::linear_gelu(buffers, "), 1u) << src;
   EXPECT_EQ(count_of(src, ", v_x, v_w1, v_b1)"), 1u) << src;  // the first linear's operands
   EXPECT_EQ(count_of(src, "::graph::detail::gemm(buffers, "), 1u) << src;  // the second, then its loop

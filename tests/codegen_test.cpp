@@ -451,7 +451,7 @@ TEST(Generated, StripMinedSourceSaysSo) {
   auto& g = graphs[0];
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
-  const std::string src = graph::codegen::generate_cpu_source({{g.get(), "_Z5stripv", "h", "m.cpp:1"}}, "m.cpp");
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*g, "_Z5stripv", "h", "m.cpp:1")}, "m.cpp");
   EXPECT_NE(src.find("// Strip-mined: 3 expensive ops"), std::string::npos) << src;
   // One loop per expensive op, the cheap ops before the first in a loop of their own.
   EXPECT_NE(src.find("// mul, add (strip.cpp:2, 3)"), std::string::npos) << src;
@@ -472,8 +472,9 @@ TEST(Generated, OneExpensiveOpKeepsOneLoop) {
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
   // chain8 has four expensive ops (tanh, sigmoid, exp, div): strip-mined.
-  EXPECT_NE(graph::codegen::generate_cpu_source({{g.get(), "_Z5chainv", "h", "m.cpp:1"}}, "m.cpp").find("Strip-mined"),
-            std::string::npos);
+  EXPECT_NE(
+      graph::codegen::generate_cpu_source({graph_unit(*g, "_Z5chainv", "h", "m.cpp:1")}, "m.cpp").find("Strip-mined"),
+      std::string::npos);
   auto one = ir::parse(R"(
 graph one(%x : Tensor, %y : Tensor) {
   %a : Tensor = add(%x, %y)
@@ -484,7 +485,7 @@ graph one(%x : Tensor, %y : Tensor) {
 )");
   ir::infer_types(*one);
   ir::fuse_elementwise(*one);
-  const std::string src = graph::codegen::generate_cpu_source({{one.get(), "_Z3onev", "h", "m.cpp:1"}}, "m.cpp");
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*one, "_Z3onev", "h", "m.cpp:1")}, "m.cpp");
   EXPECT_EQ(src.find("Strip-mined"), std::string::npos) << src;
   EXPECT_EQ(count_of(src, "GRAPH_DENSE_LOOP  //"), 1u) << src;
 }
@@ -612,7 +613,7 @@ TEST(Generated, SeedModel) {
 TEST(Generated, FusedLoopsGoToAUnitOfTheirOwn) {
   const auto graphs = codegen_case("reduce_nest.graph");
   ir::fuse_groups(*graphs[0]);
-  const std::vector<graph::codegen::GraphUnit> units{{graphs[0].get(), "m", "h", "red.cpp:1"}};
+  const std::vector<graph::codegen::GraphUnit> units{graph_unit(*graphs[0], "m", "h", "red.cpp:1")};
   const std::string one = graph::codegen::generate_cpu_source(units, "red.cpp");
   const graph::codegen::CpuSources two = graph::codegen::generate_cpu_sources(units, "red.cpp", "loops_ns");
   const std::string& loops = two.loops;
@@ -658,7 +659,8 @@ TEST(Generated, SameLoopsShareOneKernelStruct) {
   const std::string other = replace_all(replace_all(kChain8, "graph chain(", "graph chain_c("), "tanh(", "sin(");
   auto a = fused_graph(kChain8), b = fused_graph(renamed), c = fused_graph(other);
   const std::string src = graph::codegen::generate_cpu_source(
-      {{a.get(), "_Z1av", "h", "m.cpp:1"}, {b.get(), "_Z1bv", "h", "m.cpp:2"}, {c.get(), "_Z1cv", "h", "m.cpp:3"}},
+      {graph_unit(*a, "_Z1av", "h", "m.cpp:1"), graph_unit(*b, "_Z1bv", "h", "m.cpp:2"),
+       graph_unit(*c, "_Z1cv", "h", "m.cpp:3")},
       "m.cpp");
   EXPECT_EQ(count_of(src, "\nstruct kernel_0 {") + count_of(src, "\nstruct kernel_1 {"), 2u) << src;
   EXPECT_EQ(count_of(src, "\nstruct kernel_2"), 0u) << src;
@@ -671,7 +673,8 @@ TEST(Generated, SameLoopsShareOneKernelStruct) {
 
   // The CUDA kernels likewise: chain_b's key runs chain's launcher.
   const std::string cu = graph::codegen::generate_cuda_source(
-      {{a.get(), "_Z1av", "h", "m.cpp:1"}, {b.get(), "_Z1bv", "h", "m.cpp:2"}, {c.get(), "_Z1cv", "h", "m.cpp:3"}},
+      {graph_unit(*a, "_Z1av", "h", "m.cpp:1"), graph_unit(*b, "_Z1bv", "h", "m.cpp:2"),
+       graph_unit(*c, "_Z1cv", "h", "m.cpp:3")},
       "m.cpp");
   size_t kernels = 0;
   for (size_t at = cu.find("__global__"); at != std::string::npos; at = cu.find("__global__", at + 1)) ++kernels;
@@ -686,7 +689,7 @@ TEST(Generated, SourceIsReadable) {
   auto g = ir::parse(kChain8);
   ir::infer_types(*g);
   ir::fuse_elementwise(*g);
-  const std::string src = graph::codegen::generate_cpu_source({{g.get(), "_Z5chainv", "h", "m.cpp:1"}}, "m.cpp");
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*g, "_Z5chainv", "h", "m.cpp:1")}, "m.cpp");
   EXPECT_NE(src.find("\nGRAPH_GLUE bool graph_chain(const ::graph::IValue* in"), std::string::npos);
   EXPECT_NE(src.find("// fused loop: add, mul, relu, sub, tanh, sigmoid, exp, div (m.cpp:1)"), std::string::npos);
   EXPECT_NE(src.find("::graph::scalar::sigmoid<float>("), std::string::npos);
@@ -708,8 +711,9 @@ TEST(Generated, SourceIsReadable) {
   EXPECT_NE(src.find("{\"_Z5chainv\", \"h\", \"m.cpp:1\", &graph_chain, 3, 1, signature_graph_chain, " +
                      ir::quote(ir::print(*g)) + ", \"\", false, \"\", nullptr, {}}"),
             std::string::npos);
-  graph::codegen::GraphUnit blocked{g.get(), "_Z5chainv", "h", "m.cpp:1", nullptr, "dropout: random numbers",
-                                    "graph chain()\n"};
+  graph::codegen::GraphUnit blocked = graph_unit(*g, "_Z5chainv", "h", "m.cpp:1");
+  blocked.cuda_graph_blocker = "dropout: random numbers";
+  blocked.lowered_ir = "graph chain()\n";
   EXPECT_NE(graph::codegen::generate_cpu_source({blocked}, "m.cpp")
                 .find(", \"dropout: random numbers\", false, \"graph chain()\\n\", nullptr, {}}"),
             std::string::npos);

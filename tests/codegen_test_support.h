@@ -18,6 +18,7 @@
 #include "graph/cpu_isa.h"
 #include "graph/parallel.h"
 #include "graph/codegen/grad.h"
+#include "graph/codegen/unit.h"
 #include "graph/autocast.h"
 #include "graph/detail/conv_stats.h"
 #include "graph/detail/generated_support.h"
@@ -31,6 +32,8 @@ namespace codegen_test {
 using graph::Tensor;
 using graph::IValue;
 namespace ir = graph::ir;
+// GraphUnits of graphs optimized by hand, decided as compile_unit decides.
+using graph::codegen::graph_unit;
 
 inline std::string join(const std::vector<std::string>& v) {
   std::string out;

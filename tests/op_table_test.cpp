@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "graph/codegen/cpp.h"
+#include "graph/codegen/unit.h"
 #include "graph/error.h"
 #include "graph/graph.h"
 #include "graph/interpreter.h"
@@ -109,8 +110,9 @@ TEST(OpTable, EveryOpHasACodegenBinding) {
     auto g = one_node(op);
     // A missing attribute is the node's fault, not the binding's: only "no
     // CPU lowering" means codegen does not know the op.
-    const std::string err =
-        error_of([&] { graph::codegen::generate_cpu_source({{g.get(), "_Z1gv", "h", "m.cpp:1"}}, "m.cpp"); });
+    const std::string err = error_of([&] {
+      graph::codegen::generate_cpu_source({graph::codegen::graph_unit(*g, "_Z1gv", "h", "m.cpp:1")}, "m.cpp");
+    });
     EXPECT_EQ(err.find("no CPU lowering"), std::string::npos)
         << "'" << op.name << "' has no codegen binding (codegen/src/eager_call.cpp): " << err;
   }

@@ -176,7 +176,12 @@ std::string Emitter::at_source(const ir::Node* n, const std::string& what, const
 // ---- the graph function --------------------------------------------------------
 
 void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
-                             bool check_inputs, const ir::OutputReach* needs) {
+                             const ir::Signature* signature, const ir::OutputReach* needs) {
+  // A unit made by hand without its signature would guard too few inputs.
+  if (signature && signature->inputs.size() != g.inputs().size())
+    throw Error("codegen: the signature of graph '" + g.name() +
+                "' does not match its inputs (units come from compile_unit or graph_unit)");
+  const bool check_inputs = signature != nullptr;
   reset_names();
   graph_name_ = g.name();
   needs_ = needs;
@@ -187,7 +192,7 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   line("// graph " + g.name() + (source.empty() ? "" : " (" + source + ")"));
   // What each input must be (ir/signature.h); the registration points to the
   // same table, for interpret mode.
-  if (check_inputs) raw(signature_table(ir::signature(g), signature_name(fn_name), g.name()));
+  if (check_inputs) raw(signature_table(*signature, signature_name(fn_name), g.name()));
   // A graph without inputs (a region of constants) never reads `in`: said so,
   // so the generated source compiles warning-free at -Wall -Wextra.
   const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::IValue* in"
@@ -589,7 +594,7 @@ std::string cpu_source(const std::vector<GraphUnit>& units, const std::string& o
     detail::Emitter body;
     body.set_pool(&pool);
     body.set_cuda(fn, u.mangled_name, u.body_hash);
-    body.graph_function(*u.graph, fn, u.source);
+    body.graph_function(*u.graph, fn, u.source, &u.signature);
     functions.line("// The buffers " + fn + " writes, kept between calls (generated_support.h).");
     functions.line("::graph::detail::GraphBuffers " + detail::Emitter::buffers_name(fn) + "{" +
                    std::to_string(body.slots()) + "};");
@@ -629,7 +634,7 @@ std::string cpu_source(const std::vector<GraphUnit>& units, const std::string& o
            ir::quote(u.body_hash) + ", " + ir::quote(u.source) + ", &" + fn + ", " +
            std::to_string(u.graph->inputs().size()) + ", " + std::to_string(u.graph->outputs().size()) + ", " +
            detail::Emitter::signature_name(fn) + ", " + ir::quote(ir::print(*u.graph)) + ", " + ir::quote(u.cuda_graph_blocker) + ", " +
-           (ir::is_train_step(*u.graph) ? "true" : "false") + ", " + ir::quote(u.lowered_ir) + ", nullptr, {}};");
+           (u.train_step ? "true" : "false") + ", " + ir::quote(u.lowered_ir) + ", nullptr, {}};");
     e.line("const ::graph::detail::Registrar register_" + fn + "{&compiled_" + fn + "};");
     if (u.gradient) e.raw(detail::gradient_registration(*u.gradient, fn, u.mangled_name, u.body_hash));
   }

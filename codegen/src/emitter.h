@@ -10,6 +10,7 @@
 
 #include "graph/ir/ir.h"
 #include "graph/ir/output_reach.h"
+#include "graph/ir/signature.h"
 #include "graph/op_table.h"
 
 namespace graph::codegen::detail {
@@ -163,13 +164,14 @@ class Emitter {
   void reset_names();
 
   // ---- graphs, blocks, nodes (cpp.cpp) ----
-  // Without check_inputs the inputs are bound unchecked (a backward graph,
-  // whose inputs the runtime made itself).
+  // The inputs are checked against `signature`, the one the driver made for
+  // `g` (ir::compile); without one they are bound unchecked (a backward
+  // graph, whose inputs the runtime made itself).
   // With `needs` (a backward graph's output reach) the function takes
   // `const bool* needed`, one flag per graph output, after n_in
   // (detail::BackwardFn), and does only the work wanted outputs need.
   void graph_function(const ir::Graph& g, const std::string& fn_name, const std::string& source,
-                      bool check_inputs = true, const ir::OutputReach* needs = nullptr);
+                      const ir::Signature* signature, const ir::OutputReach* needs = nullptr);
   // The GraphBuffers object of graph function `fn_name`, and how many slots
   // the last graph_function took from it.
   static std::string buffers_name(const std::string& fn_name);

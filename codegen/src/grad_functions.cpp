@@ -131,7 +131,7 @@ std::string gradient_functions(const GradientUnit& u, const std::string& fn, con
     Emitter f;
     f.set_pool(pool);
     f.set_cuda(fn + "_forward", mangled_name, body_hash + "/forward");
-    f.graph_function(*u.forward, fn + "_forward", source);
+    f.graph_function(*u.forward, fn + "_forward", source, &u.forward_signature);
     e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_forward") + "{" + std::to_string(f.slots()) + "};");
     e.raw(f.take());
   }
@@ -142,7 +142,7 @@ std::string gradient_functions(const GradientUnit& u, const std::string& fn, con
   b.set_pool(pool);
   b.set_cuda(fn + "_backward", mangled_name, body_hash + "/backward");
   const ir::OutputReach reach(*u.backward);
-  b.graph_function(*u.backward, fn + "_backward", source, /*check_inputs=*/false, &reach);
+  b.graph_function(*u.backward, fn + "_backward", source, /*signature=*/nullptr, &reach);
   e.line("::graph::detail::GraphBuffers " + Emitter::buffers_name(fn + "_backward") + "{" + std::to_string(b.slots()) + "};");
   e.raw(b.take());
   return (pool == &own ? own.text() : std::string()) + e.take();

@@ -76,6 +76,7 @@ GradientGraphs gradient_graphs(const Graph& lowered, const CompileOptions& optio
   run_pipeline(*u.backward, rest, halves);
   verify_or_throw(*u.forward);
   verify_or_throw(*u.backward);
+  u.forward_signature = signature(*u.forward);
   return u;
 }
 
@@ -116,6 +117,7 @@ CompiledGraphs compile(const Graph& lowered, const CompileOptions& options) {
   const bool train_step = is_train_step(lowered);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.signature = signature(*c.optimized);
+  c.train_step = is_train_step(*c.optimized);
   if (train_step)
     c.gradient.unsupported = "the graph is a train step: it writes .grad itself (loss.backward())";
   else

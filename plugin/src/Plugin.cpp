@@ -123,9 +123,8 @@ class Consumer : public ASTConsumer {
   // What one lowered function contributes to the outputs.
   struct Compiled {
     std::unique_ptr<graph::ir::Graph> optimized;
-    graph::ir::Signature signature;  // of `optimized`: what the prologue passes
     std::unique_ptr<graph::codegen::GradientUnit> gradient;  // for calls that require grad
-    graph::codegen::GraphUnit unit;
+    graph::codegen::GraphUnit unit;  // unit.signature: what the prologue passes
     SourceLocation lbrace;
     std::string prologue;
     std::string stem, lowered_text;  // <stem>.graph holds lowered_text
@@ -281,7 +280,6 @@ class Consumer : public ASTConsumer {
       throw Unsupported{location(sm, e.loc, fd->getLocation()), "this graph can never run: " + e.message, {}, false};
     }
     c.optimized = std::move(compiled.optimized);
-    c.signature = std::move(compiled.signature);
     c.gradient = std::move(compiled.gradient);
     c.unit = std::move(compiled.unit);
     graph::codegen::generate_cpu_source({c.unit}, "");  // fails here, not for the whole file
@@ -339,7 +337,7 @@ class Consumer : public ASTConsumer {
     c.stem = stem(identifier(fd->getNameAsString()), file_names);
 
     c.lbrace = body->getLBracLoc();
-    c.prologue = graph::codegen::prologue({mangled, hash, lowered.result_type, lowered.call_args}, c.signature,
+    c.prologue = graph::codegen::prologue({mangled, hash, lowered.result_type, lowered.call_args}, c.unit.signature,
                                           eager_call(fd, lowered.result_type));
     return c;
   }

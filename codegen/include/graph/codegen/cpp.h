@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph/ir/ir.h"
+#include "graph/ir/signature.h"
 
 namespace graph::ir {
 struct GradientGraphs;  // graph/ir/compile.h
@@ -22,6 +23,10 @@ namespace graph::codegen {
 
 using GradientUnit = ir::GradientGraphs;  // grad.h
 
+// What the printer writes: the graph and what the build decided about it.
+// The printer only reads these; compile_unit (unit.h) fills them from
+// ir::compile, so the guards and the registration say what the driver
+// decided.
 struct GraphUnit {
   const ir::Graph* graph;     // has run infer_types and fuse_elementwise
   std::string mangled_name;   // the annotated function's mangled name
@@ -36,6 +41,12 @@ struct GraphUnit {
   // registration so the runtime can specialize the graph for a call whose
   // dtypes the compiled code refuses (static.h's CompiledGraph::lowered_ir).
   std::string lowered_ir{};
+  // The call contract of `graph` (ir::compile's signature): its guards and
+  // its registration's table. Must describe every input of `graph`.
+  ir::Signature signature{};
+  // Whether `graph` is a static train step (ir::compile's train_step),
+  // printed into its registration.
+  bool train_step = false;
 };
 
 // One C++ source for all graphs of one annotated source file. Throws

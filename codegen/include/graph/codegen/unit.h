@@ -31,12 +31,17 @@ struct UnitOptions {
 struct CompiledUnit {
   std::unique_ptr<ir::Graph> optimized;
   std::unique_ptr<GradientUnit> gradient;
-  ir::Signature signature;  // of `optimized`: the prologue's argument order
-  GraphUnit unit;
+  GraphUnit unit;  // unit.signature: the prologue's argument order
 };
 
 // `lowered` must verify (it is checked first). Throws ir::GraphError when the
 // graph can never run (ir::compile), graph::Error when it does not verify.
 CompiledUnit compile_unit(const ir::Graph& lowered, const UnitOptions& options);
+
+// A GraphUnit for a graph optimized without compile_unit (the codegen tests
+// run single passes): its signature and train step decided from `optimized`
+// as ir::compile decides them. `optimized` and `gradient` must outlive it.
+GraphUnit graph_unit(const ir::Graph& optimized, std::string mangled_name, std::string body_hash,
+                     std::string source, const GradientUnit* gradient = nullptr);
 
 }  // namespace graph::codegen

@@ -29,6 +29,9 @@ struct GradientGraphs {
   size_t num_saved = 0;
   std::vector<size_t> grad_inputs;  // the inputs backward returns gradients of
   std::string unsupported;          // why there is no gradient, or empty
+  // The call contract of `forward` (signature.h), made with it, so codegen
+  // prints its input guards without deciding them.
+  Signature forward_signature;
 };
 
 struct CompiledGraphs {
@@ -40,6 +43,9 @@ struct CompiledGraphs {
   // The call contract of `optimized` (signature.h): the prologue's argument
   // order; codegen writes the same table for the guards and interpret mode.
   Signature signature;
+  // is_train_step(optimized): the registration says so, and the runtime then
+  // runs it without a tape and never captures it into a CUDA Graph.
+  bool train_step = false;
 };
 
 struct CompileOptions {
