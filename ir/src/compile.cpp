@@ -114,11 +114,12 @@ CompiledGraphs compile(const Graph& lowered, DType tensor_default) {
 CompiledGraphs compile(const Graph& lowered, const CompileOptions& options) {
   CompiledGraphs c;
   c.optimized = optimize(lowered, options);
-  const bool train_step = is_train_step(lowered);
   c.cuda_graph_blocker = cuda_graph_blocker(*c.optimized);
   c.signature = signature(*c.optimized);
-  c.train_step = is_train_step(*c.optimized);
-  if (train_step)
+  // Decided on the lowered graph: its backward_loss always becomes a kept
+  // set_grads in the optimized one, so both give the same answer.
+  c.train_step = is_train_step(lowered);
+  if (c.train_step)
     c.gradient.unsupported = "the graph is a train step: it writes .grad itself (loss.backward())";
   else
     c.gradient = gradient_graphs(lowered, options);

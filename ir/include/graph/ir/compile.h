@@ -43,7 +43,7 @@ struct CompiledGraphs {
   // The call contract of `optimized` (signature.h): the prologue's argument
   // order; codegen writes the same table for the guards and interpret mode.
   Signature signature;
-  // is_train_step(optimized): the registration says so, and the runtime then
+  // is_train_step(lowered): the registration says so, and the runtime then
   // runs it without a tape and never captures it into a CUDA Graph.
   bool train_step = false;
 };
