@@ -87,6 +87,55 @@ TEST(InferTypes, ScalarsFollowCxxArithmetic) {
 )");
 }
 
+// Ops whose eager kernels refuse integral inputs (the table's Floating rule)
+// and an attention of mixed dtypes are type errors naming the op and line, so
+// a run-time dtype specialization is refused and the eager body says why.
+TEST(InferTypes, FloatingOnlyOpsAndMixedAttentionAreRefused) {
+  auto error_of = [](const std::string& text) -> std::string {
+    auto g = ir::parse(text);
+    try {
+      ir::infer_types(*g);
+    } catch (const graph::Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (const char* op : {"mean", "softmax{dim=0}", "log_softmax{dim=0}", "dropout{p=0.5, training=true}"}) {
+    const std::string text = std::string("graph g(%x : i64[3]) {\n  %y : Tensor = ") + op + "(%x)\n  return (%y)\n}\n";
+    EXPECT_NE(error_of(text).find("expected a floating input, got i64"), std::string::npos) << op << ": " << error_of(text);
+  }
+  EXPECT_NE(error_of(R"(graph g(%x : i1[2, 4], %w : f32[3, 4]) {
+  %y : Tensor = linear(%x, %w, %w)
+  return (%y)
+}
+)").find("'linear'"),
+            std::string::npos);
+  const std::string mixed = error_of(R"(graph g(%q : f32[2, 3], %k : f64[2, 3]) {
+  %m : Tensor = undefined()
+  %y : Tensor = scaled_dot_product_attention(%q, %k, %k, %m)
+  return (%y)
+}
+)");
+  EXPECT_NE(mixed.find("operands have different dtypes: f32 and f64"), std::string::npos) << mixed;
+  // Floating inputs, and a float32 mean after an integral one is converted, still type.
+  EXPECT_EQ(infer(R"(graph g(%x : i64[3], %q : f64[2, 3]) {
+  %f : Tensor = to{dtype="f32"}(%x)
+  %m : Tensor = mean(%f)
+  %u : Tensor = undefined()
+  %a : Tensor = scaled_dot_product_attention(%q, %q, %q, %u)
+  return (%m, %a)
+}
+)"),
+            R"(graph g(%x : i64[3], %q : f64[2, 3]) {
+  %f : f32[3] = to{dtype="f32"}(%x)
+  %m : f32[] = mean(%f)
+  %u : Tensor = undefined()
+  %a : f64[2, 3] = scaled_dot_product_attention(%q, %q, %q, %u)
+  return (%m, %a)
+}
+)");
+}
+
 TEST(InferTypes, IfJoinsBranches) {
   EXPECT_EQ(infer(R"(graph g(%c : bool, %x : Tensor[N], %k : i64[N]) {
   %same : Tensor, %diff : Tensor = If(%c)

@@ -239,7 +239,7 @@ TEST(GraphInspect, OpsMarkdownIsTheCommittedDocsTable) {
   EXPECT_NE(r.output.find("| `sin` | elementwise | floating (integral: float32) | yes | yes | yes |\n"),
             std::string::npos);
   EXPECT_NE(r.output.find("| `argmax` | reduce | int64 | no | yes | yes |\n"), std::string::npos);
-  EXPECT_NE(r.output.find("| `dropout` | other | promoted inputs | yes | yes | partly |\n"), std::string::npos);
+  EXPECT_NE(r.output.find("| `dropout` | other | floating inputs only | yes | yes | partly |\n"), std::string::npos);
   EXPECT_EQ(r.output.find("matmul_backward"), std::string::npos);  // gradient ops are internal
   const Result bad = inspect("list --markdown");
   EXPECT_EQ(bad.status, 2);

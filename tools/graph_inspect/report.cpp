@@ -180,6 +180,7 @@ const char* rule_text(DTypeRule r) {
     case DTypeRule::FirstInput: return "the first input's";
     case DTypeRule::SecondInput: return "the second input's";
     case DTypeRule::Attribute: return "the dtype attribute";
+    case DTypeRule::Floating: return "floating inputs only";
   }
   return "?";
 }

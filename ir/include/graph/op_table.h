@@ -27,7 +27,7 @@ enum class OpKind : uint8_t {
 // Same: the promoted inputs; FirstInput: input 0's (index_select: the
 // indices do not promote); SecondInput: input 1's (type_as); Attribute: the
 // `dtype` attribute's (to).
-enum class DTypeRule : uint8_t { Same, ToFloat, ToBool, Accumulate, ToIndex, FirstInput, SecondInput, Attribute };
+enum class DTypeRule : uint8_t { Same, ToFloat, ToBool, Accumulate, ToIndex, FirstInput, SecondInput, Attribute, Floating };
 
 // Traits of an op (ops.def explains each). A bit set; spelled bare in ops.def.
 namespace op_trait {
@@ -178,7 +178,8 @@ inline constexpr const OpInfo* backward_op(const OpInfo& op) {
 // inputs of ToFloat ops give the default float dtype, as in PyTorch.
 inline constexpr DType result_dtype(const OpInfo& op, DType in) {
   switch (op.rule) {
-    case DTypeRule::Same: return in;
+    case DTypeRule::Same:
+    case DTypeRule::Floating: return in;  // infer_types refuses a non-floating input
     case DTypeRule::ToFloat: return is_floating(in) ? in : kDefaultFloat;
     case DTypeRule::ToBool: return DType::Bool;
     case DTypeRule::Accumulate: return is_floating(in) ? in : DType::Int64;

@@ -56,6 +56,7 @@ class TypeInference {
     const OpInfo* info = n->table_op();
     if (info && info->has(op_trait::Backward) && n->num_outputs() > 1) return gradients(n);
     if (!info || n->num_outputs() != 1) return;
+    if (info->rule == DTypeRule::Floating) require_floating(n);
     if (has_dynamic_attrs(*n)) return n->output()->set_type(with_dynamic_attrs(*info, n));
     n->output()->set_type(by_op(*info, n));
   }

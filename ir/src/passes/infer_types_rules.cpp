@@ -247,6 +247,13 @@ std::optional<DType> same_operand_dtype(const Node* n, const Value* a, const Val
   return da ? da : db;
 }
 
+void require_floating(const Node* n) {
+  if (n->inputs().empty()) return;
+  const Type& t = n->input(0)->type();
+  if (t.is_tensor() && t.dtype && !is_floating(*t.dtype))
+    shape_error(n, "expected a floating input, got " + std::string(dtype_token(*t.dtype)));
+}
+
 // [..., m, k] x [..., k, n] with broadcast batch dims; a 1-D operand is a
 // row (left) or column (right) vector whose dimension is then dropped.
 Type matmul(const Node* n) {
@@ -376,7 +383,8 @@ Type loss(const OpInfo& op, const Node* n) {
 // q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev].
 Type attention(const Node* n) {
   Type out = Type::tensor();
-  out.dtype = n->input(0)->type().dtype;
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(1));  // eager wants one dtype for q, k, v
+  out.dtype = same_operand_dtype(n, n->input(0), n->input(2));
   const Dims* q = dims_of(n->input(0));
   const Dims* k = dims_of(n->input(1));
   const Dims* v = dims_of(n->input(2));

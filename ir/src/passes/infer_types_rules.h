@@ -20,6 +20,9 @@ std::string dims_str(const Dims& d);
 const Dims* dims_of(const Value* v);  // null when the rank is unknown
 [[noreturn]] void shape_error(const Node* n, const std::string& msg);
 std::optional<DType> same_operand_dtype(const Node* n, const Value* a, const Value* b);
+// Ops whose rule is Floating refuse an integral or bool input 0, as eager does
+// (a run-time dtype specialization then runs the eager body, which says so).
+void require_floating(const Node* n);
 // `d` wrapped into [0, rank), or a shape error.
 int64_t wrap_dim(const Node* n, int64_t d, size_t rank);
 // An int (list) attribute, or the fallback when it is absent or run-time.

@@ -111,6 +111,18 @@ using namespace graph;
   return x + b;
 }
 
+// K8: the float64 pass met a float32 value (a mask converted to kFloat32) and
+// float64 inputs in one attention. Eager refuses mixed q, k, v dtypes, but the
+// type rules accepted them, so the float64 specialization ran and raised
+// eager's message with the graph's location appended. The attention rule now
+// wants one dtype, so the specialization is refused and the eager body runs.
+// Reduced from seed 3096, pg31.
+[[graph::static]] Tensor k8_attention_of_mixed_dtypes(const Tensor& x, int n, double s) {
+  (void)n;
+  Tensor q = (x > s).to(kFloat32);  // float32 whatever x's dtype
+  return scaled_dot_product_attention(q, x, x);
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -133,6 +145,10 @@ const progen::Case kCases[] = {
     {"k7_if_output_of_untaken_return", {{"x0", {2, 3}, false, 0}}, {{0, 1.0}, {2, -1.0}, {0, -1.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) {
        return progen::outputs(k7_if_output_of_untaken_return(in[0], n, s));
+     }},
+    {"k8_attention_of_mixed_dtypes", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.5}}, 1e-4, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k8_attention_of_mixed_dtypes(in[0], n, s));
      }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
