@@ -16,8 +16,10 @@ add_executable(dist_ddp_test ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_test.cpp ${CMAKE
 target_link_libraries(dist_ddp_test PRIVATE dist_test_main)
 cxxgraph_static_graphs(dist_ddp_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_models.cpp)
 
-add_executable(dist_fault_test ${CMAKE_CURRENT_LIST_DIR}/dist/fault_test.cpp)
+add_executable(dist_fault_test ${CMAKE_CURRENT_LIST_DIR}/dist/fault_test.cpp ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_models.cpp)
 target_link_libraries(dist_fault_test PRIVATE cxxgraph::dist)
+target_include_directories(dist_fault_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/dist)
+cxxgraph_static_graphs(dist_fault_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_models.cpp)
 
 set(CXXGRAPH_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 GRAPH_NUM_THREADS=1
     # no CMA single copy in containers without ptrace rights
@@ -33,7 +35,7 @@ set_tests_properties(dist_ddp_np2 PROPERTIES LABELS mpi TIMEOUT 60 ENVIRONMENT "
 
 # A fault ends the job (MPI_Abort), so mpirun's status is not the verdict:
 # rank 0 prints the error it got and whether it was the right one.
-foreach(fault never_arrives exits_early ddp_step_skipped)
+foreach(fault never_arrives exits_early ddp_step_skipped static_step_skipped)
   add_test(NAME dist_fault_${fault} COMMAND ${CXXGRAPH_MPIRUN} -np 2 $<TARGET_FILE:dist_fault_test> ${fault})
   set_tests_properties(dist_fault_${fault} PROPERTIES LABELS mpi TIMEOUT 30 ENVIRONMENT "${CXXGRAPH_MPI_ENV}"
     PASS_REGULAR_EXPRESSION "fault test passed" FAIL_REGULAR_EXPRESSION "fault test FAILED")

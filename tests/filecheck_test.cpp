@@ -268,7 +268,7 @@ TEST(Pipeline, DefaultOrderAndLookup) {
   for (const Pass& p : default_pipeline()) names += p.name + " ";
   EXPECT_EQ(names,
             "inline_calls infer_types simplify unpack_lists const_fold cse dce infer_types fuse_attention sink_slices "
-            "fuse_elementwise fuse_groups ");
+            "fuse_elementwise fuse_groups place_grad_sync ");
   EXPECT_EQ(find_pass("fuse_groups").name, "fuse_groups");
   try {
     find_pass("nope");

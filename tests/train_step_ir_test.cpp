@@ -73,11 +73,17 @@ TEST(TrainStepIr, BackwardBecomesGradientAndSetGradsInOneGraph) {
     ASSERT_NE(s->input(i)->producer(), nullptr);
     EXPECT_EQ(s->input(i)->type(), s->input(i - 2)->type()) << i;  // each gradient typed as its parameter
   }
-  // The gradients come from linear_backward's weight and bias outputs.
-  EXPECT_TRUE(s->input(2)->producer()->is(OpId::linear_backward));
-  EXPECT_EQ(s->input(2)->producer(), s->input(3)->producer());
-  EXPECT_EQ(s->input(2), s->input(2)->producer()->output(1));
-  EXPECT_EQ(s->input(3), s->input(2)->producer()->output(2));
+  // The gradients come from linear_backward's weight and bias outputs,
+  // through the data-parallel sync (a no-op without DDP: place_grad_sync).
+  const Node* wait = s->input(2)->producer();
+  ASSERT_TRUE(wait->is(OpId::grad_sync_wait)) << print(o);
+  EXPECT_EQ(wait, s->input(3)->producer());
+  const Value* dw = wait->input(2);
+  const Value* db = wait->input(3);
+  EXPECT_TRUE(dw->producer()->is(OpId::linear_backward));
+  EXPECT_EQ(dw->producer(), db->producer());
+  EXPECT_EQ(dw, dw->producer()->output(1));
+  EXPECT_EQ(db, dw->producer()->output(2));
   // The loss is still returned; the graph writes .grad, so no gradient of its own, no capture.
   EXPECT_TRUE(o.outputs()[0]->producer()->is(OpId::cross_entropy));
   EXPECT_FALSE(c.gradient.forward);
@@ -99,10 +105,15 @@ TEST(TrainStepIr, ParameterTheLossDoesNotReachGetsAnUndefinedGradient) {
   const Node* s = find(*c.optimized, OpId::set_grads);
   ASSERT_NE(s, nullptr);
   ASSERT_EQ(s->i("params"), 2);
-  EXPECT_TRUE(s->input(3)->producer() && s->input(3)->producer()->is(OpId::undefined)) << print(*c.optimized);
-  EXPECT_FALSE(s->input(2)->producer()->is(OpId::undefined));
-  // Nothing else blocks capture here: the effect does (a replay would not write .grad).
-  EXPECT_NE(c.cuda_graph_blocker.find("set_grads"), std::string::npos) << c.cuda_graph_blocker;
+  // Through the data-parallel sync (place_grad_sync): its inputs are the gradients.
+  const Node* wait = s->input(3)->producer();
+  ASSERT_TRUE(wait && wait->is(OpId::grad_sync_wait)) << print(*c.optimized);
+  EXPECT_TRUE(wait->input(3)->producer() && wait->input(3)->producer()->is(OpId::undefined)) << print(*c.optimized);
+  EXPECT_FALSE(wait->input(2)->producer()->is(OpId::undefined));
+  // Nothing else blocks capture here: the effects do (a replay would not
+  // write .grad, nor all-reduce): the first is the gradient's grad_sync_start.
+  EXPECT_NE(c.cuda_graph_blocker.find("grad_sync_start: writes state outside the graph"), std::string::npos)
+      << c.cuda_graph_blocker;
 }
 
 TEST(TrainStepIr, IntegerMemberIsDataNotAParameter) {
@@ -241,6 +252,7 @@ TEST(TrainStepIr, OptimizerEffectsKeepProgramOrderAndGetTheGradients) {
     EXPECT_EQ(n->input(2), b);
     EXPECT_EQ(n->input(3), s->input(2));
     EXPECT_EQ(n->input(4), s->input(3));
+    EXPECT_TRUE(s->input(2)->producer()->is(OpId::grad_sync_wait)) << print(o);
   }
   // Never captured into a CUDA graph: a replay would not step the optimizer.
   EXPECT_FALSE(c.cuda_graph_blocker.empty());
@@ -266,6 +278,138 @@ TEST(TrainStepIr, OptimizerOpsAreCheckedByTheVerifier) {
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_NE(errors[0].find("optimizer_step needs 'params'"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("input 0 must be the optimizer's handle"), std::string::npos) << errors[1];
+}
+
+// ---- the data-parallel gradient all-reduce (place_grad_sync) -----------------
+
+// Two layers: backward computes fc2's gradients, then fc1's.
+const char* kTwoLayers = R"(graph step(%x : f32[8, 4], %y : i64[8], %w1 : f32[5, 4], %b1 : f32[5], %w2 : f32[3, 5], %b2 : f32[3], %opt : int) {
+  optimizer_guard(%opt) @"t.cpp":2:8
+  optimizer_zero_grad(%opt) @"t.cpp":2:8
+  %h : f32 = linear(%x, %w1, %b1) @"t.cpp":3:5
+  %r : f32 = relu(%h) @"t.cpp":3:5
+  %o : f32 = linear(%r, %w2, %b2) @"t.cpp":4:5
+  %loss : f32 = cross_entropy(%o, %y) @"t.cpp":5:5
+  backward_loss(%loss, %w1, %b1, %w2, %b2) @"t.cpp":6:8
+  optimizer_step{params=0}(%opt) @"t.cpp":7:8
+  return (%loss)
+})";
+
+std::vector<const Node*> all_of(const Graph& g, OpId op) {
+  std::vector<const Node*> r;
+  for (const auto& n : g.top()->nodes())
+    if (n->is(op)) r.push_back(n.get());
+  return r;
+}
+
+const Node* node_at(const Graph& g, size_t i) {
+  for (const auto& n : g.top()->nodes())
+    if (i-- == 0) return n.get();
+  return nullptr;
+}
+
+TEST(GradSyncIr, StartsFollowTheirGradientsAndTheWaitPrecedesTheUpdate) {
+  CompiledGraphs c = compile(*parse(kTwoLayers));
+  const Graph& o = *c.optimized;
+  ASSERT_TRUE(verify(o).empty()) << print(o);
+  const Value* w1 = o.inputs()[2].get();
+  const Value* w2 = o.inputs()[4].get();
+  const std::vector<const Node*> starts = all_of(o, OpId::grad_sync_start);
+  ASSERT_EQ(starts.size(), 2u) << print(o);  // one per linear_backward, weight and bias together
+  // fc2's gradients exist first: their all-reduce can start while fc1's are computed.
+  EXPECT_EQ(starts[0]->input(0), w2) << print(o);
+  EXPECT_EQ(starts[1]->input(0), w1) << print(o);
+  for (const Node* st : starts) {
+    ASSERT_EQ(st->i("params"), 2);
+    ASSERT_EQ(st->inputs().size(), 4u);
+    EXPECT_EQ(st->num_outputs(), 0u);
+    const Node* producer = st->input(2)->producer();
+    ASSERT_TRUE(producer && producer->is(OpId::linear_backward)) << print(o);
+    EXPECT_EQ(producer, st->input(3)->producer());
+    // Right after the node that computes them.
+    EXPECT_EQ(position(o, st), position(o, producer) + 1) << print(o);
+  }
+  EXPECT_LT(position(o, starts[0]), position(o, starts[1]->input(2)->producer())) << print(o);
+  // One wait, just before set_grads, which reads its outputs; the step after it too.
+  const std::vector<const Node*> waits = all_of(o, OpId::grad_sync_wait);
+  ASSERT_EQ(waits.size(), 1u);
+  const Node* wait = waits[0];
+  const Node* s = find(o, OpId::set_grads);
+  EXPECT_EQ(node_at(o, position(o, s) - 1), wait) << print(o);
+  EXPECT_GT(position(o, wait), position(o, starts[1]));
+  ASSERT_EQ(wait->i("params"), 4);
+  ASSERT_EQ(wait->num_outputs(), 4u);
+  const Node* step = find(o, OpId::optimizer_step);
+  ASSERT_EQ(step->i("params"), 4) << print(o);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(s->input(4 + k), wait->output(k));
+    EXPECT_EQ(step->input(5 + k), wait->output(k));
+    EXPECT_EQ(wait->output(k)->type(), wait->input(k)->type());  // typed as its parameter
+  }
+  EXPECT_GT(position(o, step), position(o, s));
+  // The dump names them (GRAPH_DUMP_AFTER=place_grad_sync, graph-inspect show).
+  const std::string text = print(o);
+  EXPECT_NE(text.find("grad_sync_start{params=2}(%w2, %b2, "), std::string::npos) << text;
+  EXPECT_NE(text.find("grad_sync_wait{params=4}(%w1, %b1, %w2, %b2, "), std::string::npos) << text;
+  // The printed graph parses back (what interpret mode runs) and verifies.
+  auto again = parse(text);
+  EXPECT_TRUE(verify(*again).empty());
+}
+
+TEST(GradSyncIr, OnlyTrainStepsGetThemAndThePassRunsOnce) {
+  auto fwd = parse(R"(graph f(%x : f32[2, 3], %w : f32[3]) {
+  %p : f32 = mul(%x, %w) @"t.cpp":2:5
+  return (%p)
+})");
+  CompiledGraphs c = compile(*fwd);
+  EXPECT_EQ(count(*c.optimized, OpId::grad_sync_start) + count(*c.optimized, OpId::grad_sync_wait), 0u);
+  CompiledGraphs t = compile(*parse(kStep));
+  Graph& o = *t.optimized;
+  const size_t before = count(o, OpId::grad_sync_start);
+  EXPECT_EQ(before, 1u) << print(o);
+  place_grad_sync(o);  // already placed: unchanged
+  EXPECT_EQ(count(o, OpId::grad_sync_start), before);
+  EXPECT_EQ(count(o, OpId::grad_sync_wait), 1u);
+}
+
+TEST(GradSyncIr, UnreachedParameterIsSyncedButNotStarted) {
+  auto g = parse(R"(graph step(%x : f32[2, 3], %w : f32[3], %v : f32[3]) {
+  %p : f32 = mul(%x, %w) @"t.cpp":2:5
+  %loss : f32 = sum(%p) @"t.cpp":3:5
+  backward_loss(%loss, %w, %v) @"t.cpp":4:8
+  return (%loss)
+})");
+  CompiledGraphs c = compile(*g);
+  const Graph& o = *c.optimized;
+  const std::vector<const Node*> starts = all_of(o, OpId::grad_sync_start);
+  ASSERT_EQ(starts.size(), 1u) << print(o);
+  EXPECT_EQ(starts[0]->input(0), o.inputs()[1].get());  // w only: v's gradient is undefined
+  const Node* wait = find(o, OpId::grad_sync_wait);
+  ASSERT_NE(wait, nullptr);
+  EXPECT_EQ(wait->i("params"), 2);  // v too: DDP reduces it from its .grad, as eager DDP does
+}
+
+TEST(GradSyncIr, VerifierChecksTheNodes) {
+  auto g = parse(R"(graph step(%w : f32[3], %g : f32[3], %n : int) {
+  grad_sync_start{params=2}(%w, %g) @"t.cpp":4:8
+  %a : f32 = grad_sync_wait{params=1}(%w, %g) @"t.cpp":5:8
+  %b : f32 = grad_sync_wait{params=1}(%w, %n) @"t.cpp":6:8
+  grad_sync_start{params=1}(%w, %g) @"t.cpp":7:8
+  If(%n) @"t.cpp":8:3
+    block() {
+      grad_sync_start{params=1}(%w, %g) @"t.cpp":9:8
+      -> ()
+    }
+    block() {
+      -> ()
+    }
+  return (%a)
+})");
+  std::string all;
+  for (const std::string& m : verify(*g)) all += m + "\n";
+  EXPECT_NE(all.find("grad_sync_start needs 'params'"), std::string::npos) << all;
+  EXPECT_NE(all.find("input 1 must be a tensor"), std::string::npos) << all;
+  EXPECT_NE(all.find("top block"), std::string::npos) << all;
 }
 
 }  // namespace

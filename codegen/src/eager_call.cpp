@@ -364,6 +364,7 @@ bool Emitter::primitive(const ir::Node* n) {
   else if (op == OpId::optimizer_zero_grad)
     line(at_source(n, "zero_grad", "::graph::detail::optimizer_zero_grad(" + in(0) + ")") + ";");
   else if (op == OpId::optimizer_step) optimizer_step(n);
+  else if (op == OpId::grad_sync_start || op == OpId::grad_sync_wait) grad_sync(n);
   else if (op == OpId::backward_loss)
     throw Error("codegen: backward_loss must be expanded by ir::compile (expand_backward) before codegen");
   else return false;
@@ -396,6 +397,27 @@ void Emitter::optimizer_step(const ir::Node* n) {
   line(at_source(n, "step", "::graph::detail::optimizer_step(" + operand(n->input(0)) + ", " + list(1, 1 + np) + ", " +
                                 list(1 + np, 1 + 2 * np) + ")") +
        ";");
+}
+
+// The gradient all-reduce of a static train step (ops.def: grad_sync_*):
+// calls into the runtime, which finds the parameters' DDP (if any) per call.
+void Emitter::grad_sync(const ir::Node* n) {
+  const size_t np = static_cast<size_t>(n->i("params"));
+  auto list = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
+    return "{" + s + "}";
+  };
+  const std::string args = list(0, np) + ", " + list(np, 2 * np);
+  if (n->is(OpId::grad_sync_start)) {
+    line(at_source(n, "all_reduce", "::graph::detail::grad_sync_start(" + args + ")") + ";");
+    return;
+  }
+  const std::string synced = fresh("synced");
+  line("const std::vector<::graph::Tensor> " + synced + " = " +
+       at_source(n, "all_reduce", "::graph::detail::grad_sync_wait(" + args + ")") + ";");
+  for (size_t i = 0; i < n->num_outputs(); ++i)
+    line("const ::graph::Tensor " + name(n->output(i)) + " = " + synced + "[" + std::to_string(i) + "];");
 }
 
 }  // namespace graph::codegen::detail

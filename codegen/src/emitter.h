@@ -241,6 +241,7 @@ class Emitter {
   bool primitive(const ir::Node* n);  // undefined(), list_*: false for others
   void train_step_effect(const ir::Node* n);  // set_grads
   void optimizer_step(const ir::Node* n);      // optimizer_step
+  void grad_sync(const ir::Node* n);           // grad_sync_start, grad_sync_wait
   // grad_functions.cpp: a gradient op (sum_to, OP_backward) as a call of its
   // backward kernel; false for other ops.
   bool gradient_op(const ir::Node* n);

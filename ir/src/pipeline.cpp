@@ -62,6 +62,7 @@ const std::vector<Pass>& all_passes() {
       {"sink_slices", [](Graph& g, const PassContext&) { sink_slices(g); }},
       {"fuse_elementwise", [](Graph& g, const PassContext&) { fuse_elementwise(g); }},
       {"fuse_groups", [](Graph& g, const PassContext&) { fuse_groups(g); }},
+      {"place_grad_sync", [](Graph& g, const PassContext&) { place_grad_sync(g); }},
   };
   return passes;
 }
@@ -84,7 +85,7 @@ std::vector<Pass> parse_pipeline(const std::string& names) {
 std::vector<Pass> default_pipeline() {
   return parse_pipeline(
       "inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types, fuse_attention, "
-      "sink_slices, fuse_elementwise, fuse_groups");
+      "sink_slices, fuse_elementwise, fuse_groups, place_grad_sync");
 }
 
 std::vector<Pass> gradient_pipeline() {

@@ -59,6 +59,8 @@ class Verifier {
       case OpId::optimizer_guard:
       case OpId::optimizer_zero_grad:
       case OpId::optimizer_step: return optimizer(n);
+      case OpId::grad_sync_start:
+      case OpId::grad_sync_wait: return grad_sync(n);
       default: break;
     }
     if (n->info() && n->info()->primitive()) return primitive(n);  // undefined, list_*, value primitives
@@ -196,6 +198,22 @@ class Verifier {
     if (!k || *k < 0 || static_cast<size_t>(1 + 2 * *k) != n->inputs().size())
       return error(n, "attrs", "optimizer_step needs 'params', the number of parameters (then as many gradients)");
     for (size_t i = 1; i < n->inputs().size(); ++i)
+      if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
+  }
+
+  // The gradient all-reduce (ops.def): grad_sync_start{params}(params...,
+  // grads...) with no outputs; grad_sync_wait, the same inputs, one output per
+  // gradient. Tensors only, top block.
+  void grad_sync(const Node* n) {
+    if (!n->blocks().empty()) return error(n, "op", "owns no blocks");
+    if (n->owner() && n->owner()->owner()) error(n, "op", "must be in the graph's top block, not in an If or Loop");
+    const auto* k = n->has_attr("params") ? std::get_if<int64_t>(&n->attrs().at("params")) : nullptr;
+    if (!k || *k < 0 || static_cast<size_t>(2 * *k) != n->inputs().size())
+      return error(n, "attrs", n->op() + " needs 'params', the number of parameters (then as many gradients)");
+    const size_t outs = n->is(OpId::grad_sync_wait) ? static_cast<size_t>(*k) : 0;
+    if (n->num_outputs() != outs)
+      error(n, "op", "has " + std::to_string(n->num_outputs()) + " outputs, expected " + std::to_string(outs));
+    for (size_t i = 0; i < n->inputs().size(); ++i)
       if (!n->input(i)->type().is_tensor()) error(n, "types", "input " + std::to_string(i) + " must be a tensor");
   }
 

@@ -48,7 +48,8 @@ class Walker {
   void block(const ir::Block& b) {
     for (const auto& n : b.nodes()) {
       // A static train step writes .grad: ONNX models compute outputs only.
-      if (n->is(OpId::backward_loss) || n->is(OpId::set_grads))
+      if (n->is(OpId::backward_loss) || n->is(OpId::set_grads) || n->is(OpId::grad_sync_start) ||
+          n->is(OpId::grad_sync_wait))
         ex_.fail(*n, "a static train step (loss.backward()) writes parameters' gradients, which an ONNX model "
                      "cannot; export the forward function instead");
       node(*n);

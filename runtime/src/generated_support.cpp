@@ -2,6 +2,7 @@
 // check every generated graph function and interpret mode run (one checker
 // for both, reading the same signature table), and what a failing guard says.
 #include "graph/detail/generated_support.h"
+#include "graph/detail/grad_sync.h"
 #include "graph/autograd.h"
 #include "graph/optim.h"
 
@@ -105,9 +106,11 @@ void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   if (!any)
     throw Error("backward: the loss does not require grad (no parameter that reaches it requires grad) "
                 "and has no grad_fn");
-  // A parameter that does not require grad gets none, as in eager mode.
+  // A parameter that does not require grad gets none, as in eager mode; a
+  // DDP's parameter got its .grad from grad_sync_wait, which ran before.
   for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].requires_grad() && grads[i].defined()) autograd::accumulate_grad(params[i], grads[i]);
+    if (params[i].requires_grad() && grads[i].defined() && !(any_grad_sync() && grad_sync_owns(params[i])))
+      autograd::accumulate_grad(params[i], grads[i]);
 }
 
 // The write-back of a member updated in place in a static forward (the

@@ -330,6 +330,7 @@ class Run {
       }
       if (n->info() && n->info()->kind == OpKind::List) return list(n);
       if (op == OpId::set_grads) return set_grads(n);
+      if (op == OpId::grad_sync_start || op == OpId::grad_sync_wait) return grad_sync(n);
       if (op == OpId::optimizer_guard || op == OpId::optimizer_zero_grad || op == OpId::optimizer_step)
         return optimizer(n);
       if (op == OpId::backward_loss)
@@ -463,6 +464,21 @@ class Run {
       (i < np ? params : i < 2 * np ? grads : data).push_back(*t);
     }
     detail::set_grads(params, grads, data);
+  }
+
+  // The gradient all-reduce of a train step (ops.def: grad_sync_*), as the
+  // generated code calls it.
+  void grad_sync(const ir::Node* n) {
+    const size_t np = static_cast<size_t>(n->i("params"));
+    std::vector<Tensor> params, grads;
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      const auto* t = std::get_if<Tensor>(&at(n->input(i)));
+      if (!t) throw Error(n->op() + ": input " + std::to_string(i) + " must be a tensor");
+      (i < np ? params : grads).push_back(*t);
+    }
+    if (n->is(OpId::grad_sync_start)) return detail::grad_sync_start(params, grads);
+    std::vector<Tensor> out = detail::grad_sync_wait(params, grads);
+    for (size_t i = 0; i < n->num_outputs() && i < out.size(); ++i) at(n->output(i)) = std::move(out[i]);
   }
 
   // The optimizer's effects, as the generated code calls them. The guard

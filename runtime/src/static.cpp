@@ -18,6 +18,7 @@
 #include "graph/autograd.h"
 #include "graph/error.h"
 #include "graph/detail/generated_support.h"
+#include "graph/detail/grad_sync.h"
 #include "graph/ops.h"
 #include "graph/interpreter.h"
 #include "graph/detail/static_autograd.h"
@@ -192,14 +193,17 @@ bool interpret(const CompiledGraph& g, const IValue* in, size_t n_in, IValue* ou
   return run_interpreted(parsed(g), in, n_in, out, why);
 }
 
-// Whether a parameter the graph reads has a post-accumulate hook (DDP's
-// gradient all-reduce, graph::dist): set_grads and optimizer_step write and
-// use the graph's gradients directly, so the hook would not run (set_grads
-// refuses such a leaf: an error after zero_grad ran). The eager body runs it.
-bool has_post_accumulate_hook(const IValue* in, size_t n_in) {
-  return any_input_tensor(in, n_in, [](const Tensor& t) {
-    return t.defined() && t.autograd_meta() && !t.autograd_meta()->post_accumulate_hooks.empty();
-  });
+// Whether a tensor the graph reads has a post-accumulate hook that is not a
+// DistributedDataParallel's (grad_sync.h): the graph's grad_sync nodes do
+// DDP's work, but a hook of another kind would not run (set_grads refuses
+// such a leaf: an error after zero_grad ran). The eager body runs it.
+bool has_foreign_hook(const IValue* in, size_t n_in) {
+  return any_input_tensor(in, n_in, [](const Tensor& t) { return has_foreign_post_accumulate_hook(t); });
+}
+
+// Whether a DDP owns a tensor the graph reads: the step then all-reduces.
+bool under_ddp(const IValue* in, size_t n_in) {
+  return any_grad_sync() && any_input_tensor(in, n_in, [](const Tensor& t) { return grad_sync_owns(t); });
 }
 
 // A static train step writes .grad itself (set_grads): its ops record no
@@ -210,14 +214,21 @@ bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValu
     *why = "grad mode is off, and the body calls loss.backward() (which throws eagerly then)";
     return false;
   }
-  if (has_post_accumulate_hook(in, n_in)) {
-    *why = "a parameter has a post-accumulate gradient hook (DistributedDataParallel's all-reduce, say), which "
-           "the graph's backward would not run; the eager body's backward() runs it";
+  if (has_foreign_hook(in, n_in)) {
+    *why = "a parameter has a post-accumulate gradient hook (not DistributedDataParallel's), which the graph's "
+           "backward would not run; the eager body's backward() runs it";
     return false;
   }
   autograd::NoGradGuard no_grad;
   if (specialized) return run_interpreted(*specialized, in, n_in, out, why, kSpecializedRun);
-  if (mode() == Mode::Interpret ? interpret(g, in, n_in, out, why) : g.fn(in, n_in, out, why)) return true;
+  // Under DDP the interpreter runs the nodes in order on this thread: MPI
+  // is initialized for calls from the main thread only (FUNNELED).
+  const bool ddp = under_ddp(in, n_in);
+  if (mode() == Mode::Interpret ? (ddp ? check_inputs(g.signature, g.num_inputs, in, n_in, why) &&
+                                             run_interpreted(parsed(g), in, n_in, out, why, kSpecializedRun)
+                                       : interpret(g, in, n_in, out, why))
+                                : g.fn(in, n_in, out, why))
+    return true;
   *why = "a guard failed: " + *why;
   return false;
 }

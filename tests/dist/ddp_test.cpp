@@ -8,7 +8,9 @@
 
 #include <cmath>
 
+#include <graph/detail/generated_support.h>
 #include <graph/optim.h>
+#include <graph/static.h>
 
 #include "ddp_models.h"
 #include "mpi_main.h"
@@ -127,33 +129,33 @@ TEST(Ddp, StaticForwardUsesTheGeneratedBackward) {
 }
 
 // A whole static train step (zero_grad, forward, backward and step in one
-// [[graph::static]] member) on a DDP-wrapped module: the graph would bypass
-// DDP's hooks (its set_grads threw, after zero_grad had run), so the call runs
-// its eager body, whose backward() averages the gradients. The same step
-// without DDP runs the graph (the test exercises the guard, not an eager build).
-TEST(Ddp, WholeStaticTrainStepAveragesGradients) {
-  auto make = [] { return StepMlp(kIn, kHidden, kOut); };
-  auto [x, y] = global_batch(kFloat32);
+// [[graph::static]] member) on a DDP-wrapped module runs as a graph: its
+// grad_sync_start nodes hand each layer's gradients to DDP right after the
+// generated backward computes them (the buckets start before the wait), its
+// grad_sync_wait averages them before the update. 20 steps equal one process
+// on the whole batch, the same bits on every rank, and equal the same step
+// run eagerly under DDP (GRAPH_MODE=eager: the eager hooks' path).
+struct StaticStepRun {
+  std::vector<Tensor> params;
+  double loss_diff = 0;
+  uint64_t graph_runs = 0;
+  dist::DdpStats stats;
+};
+
+StaticStepRun train_static_step(Mode mode, const Tensor& x, const Tensor& y, const Tensor& xr, const Tensor& yr) {
   const int r = pg().rank();
-  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
-  {
-    manual_seed(100);
-    auto plain = make();
-    optim::SGD opt(plain->parameters(), optim::SGDOptions(0.1));
-    plain->opt = &opt;
-    const uint64_t before = static_graph_runs();
-    plain->train_step(xr, yr);
-    ASSERT_EQ(static_graph_runs() - before, 1u) << "the whole step did not run as a graph without DDP";
-  }
   manual_seed(100 + r);
-  auto model = make();
+  auto model = StepMlp(kIn, kHidden, kOut);
   dist::DistributedDataParallel ddp(model.ptr(), pg(), {.bucket_cap_bytes = 300});
   manual_seed(100);
-  auto ref = make();
+  auto ref = StepMlp(kIn, kHidden, kOut);
   const std::vector<Tensor> mp = model->parameters(), rp = ref->parameters();
   optim::SGD opt_d(mp, optim::SGDOptions(0.1).momentum(0.9)), opt_r(rp, optim::SGDOptions(0.1).momentum(0.9));
   model->opt = &opt_d;
-  double loss_diff = 0, param_diff = 0;
+  StaticStepRun run;
+  const Mode saved = graph::mode();
+  set_mode(mode);
+  const uint64_t before = static_graph_runs();
   for (int s = 0; s < kSteps; ++s) {
     Tensor loss = model->train_step(xr, yr);
     EXPECT_EQ(ddp.last_stats().buckets, 4) << "step " << s << ": DDP did not average the gradients";
@@ -161,12 +163,79 @@ TEST(Ddp, WholeStaticTrainStepAveragesGradients) {
     Tensor ref_loss = cross_entropy(ref->forward(x), y);
     ref_loss.backward();
     opt_r.step();
-    loss_diff = std::max(loss_diff, max_rel_diff(pg().all_reduced(loss.detach(), dist::ReduceOp::Avg), ref_loss));
+    run.loss_diff = std::max(run.loss_diff, max_rel_diff(pg().all_reduced(loss.detach(), dist::ReduceOp::Avg), ref_loss));
   }
+  run.graph_runs = static_graph_runs() - before;
+  set_mode(saved);
+  run.stats = ddp.last_stats();
+  double param_diff = 0;
   for (size_t k = 0; k < mp.size(); ++k) param_diff = std::max(param_diff, max_rel_diff(mp[k], rp[k]));
-  EXPECT_LT(loss_diff, 1e-6);
+  EXPECT_LT(run.loss_diff, 1e-6);
   EXPECT_LT(param_diff, 1e-6);
   expect_same_on_all_ranks(mp);
+  for (const Tensor& p : mp) run.params.push_back(p.detach().clone());
+  return run;
+}
+
+TEST(Ddp, WholeStaticTrainStepAllReducesInsideTheGraph) {
+  auto [x, y] = global_batch(kFloat32);
+  const int r = pg().rank();
+  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
+  const StaticStepRun graph_run = train_static_step(Mode::Static, x, y, xr, yr);
+  EXPECT_EQ(graph_run.graph_runs, static_cast<uint64_t>(kSteps)) << "the step ran its eager body (GRAPH_EXPLAIN=1)";
+  // Every bucket was started by a grad_sync_start node, before the wait.
+  EXPECT_EQ(graph_run.stats.started_in_backward, 4);
+  const StaticStepRun eager_run = train_static_step(Mode::Eager, x, y, xr, yr);
+  EXPECT_EQ(eager_run.graph_runs, 0u);
+  EXPECT_EQ(eager_run.stats.started_in_backward, 4);  // the eager hooks
+  double worst = 0;
+  for (size_t k = 0; k < graph_run.params.size(); ++k)
+    worst = std::max(worst, max_rel_diff(graph_run.params[k], eager_run.params[k]));
+  EXPECT_LT(worst, 1e-6) << "the compiled step under DDP differs from the eager DDP step";
+}
+
+// The same step interpreted (GRAPH_MODE=interpret: the interpreter's binding
+// of the nodes) equals the compiled one.
+TEST(Ddp, WholeStaticTrainStepInterpreted) {
+  auto [x, y] = global_batch(kFloat32);
+  const int r = pg().rank();
+  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
+  const StaticStepRun compiled = train_static_step(Mode::Static, x, y, xr, yr);
+  const StaticStepRun interpreted = train_static_step(Mode::Interpret, x, y, xr, yr);
+  EXPECT_EQ(interpreted.graph_runs, static_cast<uint64_t>(kSteps));
+  EXPECT_EQ(interpreted.stats.started_in_backward, 4);
+  double worst = 0;
+  for (size_t k = 0; k < compiled.params.size(); ++k)
+    worst = std::max(worst, max_rel_diff(compiled.params[k], interpreted.params[k]));
+  EXPECT_LT(worst, 1e-6);
+}
+
+// Without DDP the same compiled step runs as a graph too, its sync nodes
+// doing nothing; a gradient of the wrong shape handed to DDP is an error
+// before anything is communicated, and the group stays usable.
+TEST(Ddp, WholeStaticTrainStepWithoutDdpAndBadGradients) {
+  auto [x, y] = global_batch(kFloat32);
+  manual_seed(100);
+  auto plain = StepMlp(kIn, kHidden, kOut);
+  optim::SGD opt(plain->parameters(), optim::SGDOptions(0.1));
+  plain->opt = &opt;
+  const uint64_t before = static_graph_runs();
+  plain->train_step(x, y);
+  EXPECT_EQ(static_graph_runs() - before, 1u) << "the whole step did not run as a graph without DDP";
+  {
+    dist::DistributedDataParallel ddp(plain.ptr(), pg());
+    Tensor w = plain->fc1->weight;
+    try {
+      detail::grad_sync_start({w}, {zeros({w.size(1), w.size(0)})});
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the gradient of parameter 0 is float [5, 16], but the parameter is float "
+                                           "[16, 5]"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  pg().barrier();  // still in step
 }
 
 TEST(Ddp, BucketsStartDuringBackward) {

@@ -4,6 +4,9 @@
 //   dist_fault_test never_arrives     rank 1 never calls the all_reduce
 //   dist_fault_test exits_early       rank 1 finalizes MPI and returns first
 //   dist_fault_test ddp_step_skipped  rank 1 skips a DDP backward
+//   dist_fault_test static_step_skipped  rank 1 skips a whole static train
+//                                     step under DDP: rank 0's error comes from
+//                                     the compiled graph's grad_sync_wait
 // Rank 0 prints "fault test passed" or "fault test FAILED: ...".
 #include <chrono>
 #include <cstdio>
@@ -12,6 +15,9 @@
 
 #include <graph/dist.h>
 #include <graph/graph.h>
+#include <graph/optim.h>
+
+#include "ddp_models.h"
 
 using namespace graph;
 
@@ -50,8 +56,9 @@ int expect_timeout(dist::ProcessGroup& pg, const std::string& op_name, Op op) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "never_arrives" && mode != "exits_early" && mode != "ddp_step_skipped") {
-    std::fprintf(stderr, "usage: dist_fault_test never_arrives|exits_early|ddp_step_skipped\n");
+  if (mode != "never_arrives" && mode != "exits_early" && mode != "ddp_step_skipped" &&
+      mode != "static_step_skipped") {
+    std::fprintf(stderr, "usage: dist_fault_test never_arrives|exits_early|ddp_step_skipped|static_step_skipped\n");
     return 2;
   }
   dist::Options opt;
@@ -68,6 +75,16 @@ int main(int argc, char** argv) {
     dist::DistributedDataParallel ddp(model.ptr(), pg);
     if (pg.rank() == 0)
       return expect_timeout(pg, "DDP gradient all_reduce of bucket 0", [&] { model(ones({3, 4})).sum().backward(); });
+  } else if (mode == "static_step_skipped") {
+    manual_seed(1);
+    StepMlp model(4, 8, 2);
+    dist::DistributedDataParallel ddp(model.ptr(), pg);
+    optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
+    model->opt = &opt;
+    if (pg.rank() == 0)
+      return expect_timeout(pg, "in static graph 'train_step'", [&] {
+        model->train_step(ones({3, 4}), zeros({3}, kInt64));
+      });
   } else if (pg.rank() == 0) {
     Tensor t = ones({4});
     return expect_timeout(pg, "all_reduce #1 of float [4]", [&] { pg.all_reduce(t); });

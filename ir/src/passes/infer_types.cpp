@@ -51,6 +51,10 @@ class TypeInference {
       case OpId::make_shape:
       case OpId::shape_set:
       case OpId::inverse_permutation: return n->output()->set_type(shape_value(n));
+      case OpId::grad_sync_wait:  // each averaged gradient as the gradient it replaces
+        for (size_t i = 0; i < n->num_outputs() && n->num_outputs() + i < n->inputs().size(); ++i)
+          n->output(i)->set_type(n->input(n->num_outputs() + i)->type());
+        return;
       default: break;
     }
     const OpInfo* info = n->table_op();

@@ -155,6 +155,9 @@ struct DdpStats {
 // post-accumulate hooks, waited for when backward ends), so the optimizer
 // step is the same on every rank. Works with eager and static ([[graph::static]])
 // forwards alike: a static forward's backward accumulates into the same leaves.
+// A whole static train step (backward and step inside the graph) does the
+// same through its graph's grad_sync nodes, which find this wrapper from the
+// parameters at each call (graph/detail/grad_sync.h, docs/distributed.md).
 // Call zero_grad before each step: the whole accumulated gradient is averaged
 // (to accumulate over micro-batches, run all but the last under no_sync()).
 class DistributedDataParallel {

@@ -11,9 +11,16 @@
 // the world size and writes the averages back into the leaves' .grad. Under
 // no_sync() the hooks do nothing, so gradients accumulate locally; a leaf
 // the synced pass does not reach is reduced with the .grad it holds.
+//
+// A whole static train step does the same through its graph's grad_sync
+// nodes (graph/detail/grad_sync.h): every parameter is registered with this
+// Impl as its GradSync, the graph hands over each gradient right after the
+// node computing it (static_ready, the hook's work) and waits before the
+// update (static_finish, the callback's), with the same buckets and order.
 #include <chrono>
 
 #include "graph/autograd.h"
+#include "graph/detail/grad_sync.h"
 #include "graph/dist.h"
 #include "graph/error.h"
 
@@ -39,7 +46,7 @@ struct Bucket {
 
 }  // namespace
 
-struct DistributedDataParallel::Impl {
+struct DistributedDataParallel::Impl final : detail::GradSync {
   std::shared_ptr<nn::Module> module;
   ProcessGroup* pg = nullptr;
   DdpOptions opt;
@@ -84,13 +91,13 @@ struct DistributedDataParallel::Impl {
     pg->check_same(layout, "DDP: the wrapped module's parameters (count, bucket size, then dtype, rank and sizes of each)");
   }
 
-  void begin_pass() {
+  void begin_pass(bool eager = true) {
     in_pass = true;
     next_launch = 0;
     launched_by_hooks = 0;
     std::fill(ready.begin(), ready.end(), 0);
     for (Bucket& b : buckets) b.pending = b.params.size();
-    autograd::queue_callback([this] { finish(); });
+    if (eager) autograd::queue_callback([this] { finish(); });
   }
 
   std::string bucket_name(size_t i) const {
@@ -123,14 +130,23 @@ struct DistributedDataParallel::Impl {
       if (buckets[i].work) buckets[i].work->test();
   }
 
-  void on_grad(size_t k, const Tensor& grad) {
+  void on_grad(size_t k, const Tensor& grad, bool eager = true) {
     if (!sync) return;
-    if (!in_pass) begin_pass();
+    if (!in_pass) begin_pass(eager);
     if (ready[k]) return;
     stage(k, grad);
     const size_t before = next_launch;
     launch_ready();
     launched_by_hooks += static_cast<int>(next_launch - before);
+  }
+
+  // ---- a static train step's grad_sync nodes (detail::GradSync) ----
+  bool syncing() const override { return sync; }
+  void static_ready(size_t k, const Tensor& grad) override { on_grad(k, grad, false); }
+  void static_finish() override {
+    if (!sync) return;
+    if (!in_pass) begin_pass(false);  // no gradient reached a parameter: all are reduced from .grad
+    finish();
   }
 
   void finish() {
@@ -191,14 +207,26 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     if (options.broadcast_buffers)
       for (Tensor& b : m.module->buffers()) pg.broadcast(b, 0);
   }
-  for (size_t k = 0; k < m.params.size(); ++k)
+  for (size_t k = 0; k < m.params.size(); ++k) {
     m.hook_ids.push_back(
         autograd::add_post_accumulate_hook(m.params[k], [impl = impl_.get(), k](Tensor& g) { impl->on_grad(k, g); }));
+    try {
+      detail::register_grad_sync(m.params[k], impl_.get(), k, m.hook_ids.back());
+    } catch (...) {  // a parameter another wrapper owns: undo what this one did
+      for (size_t j = 0; j <= k; ++j) {
+        autograd::remove_post_accumulate_hook(m.params[j], m.hook_ids[j]);
+        if (j < k) detail::unregister_grad_sync(m.params[j]);
+      }
+      throw;
+    }
+  }
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
-  for (size_t k = 0; k < impl_->hook_ids.size(); ++k)
+  for (size_t k = 0; k < impl_->hook_ids.size(); ++k) {
+    detail::unregister_grad_sync(impl_->params[k]);
     autograd::remove_post_accumulate_hook(impl_->params[k], impl_->hook_ids[k]);
+  }
 }
 
 nn::Module& DistributedDataParallel::module() const { return *impl_->module; }

@@ -191,4 +191,19 @@ void unpack_lists(Graph& g);
 // unchanged.
 void expand_backward(Graph& g);
 
+// The gradient all-reduce of data-parallel training in a static train step
+// (ops.def: grad_sync_start, grad_sync_wait; docs/distributed.md).
+//
+// Precondition: `g` verifies (run it last: after fusion, so that "right after
+// the node computing a gradient" holds in the code that runs). For the
+// top-level set_grads, if any: one grad_sync_start{params}(params...,
+// grads...) right after each top-level node that computes some of its
+// gradients (in program order), and one grad_sync_wait{params}(params...,
+// grads...) -> (grads...) just before it; set_grads and every optimizer_step
+// after it that reads the same gradients read the wait's outputs instead. At
+// run time the nodes do nothing unless a DistributedDataParallel owns the
+// parameters. A graph without set_grads, or with a grad_sync_wait already,
+// is unchanged. Postcondition: `g` verifies.
+void place_grad_sync(Graph& g);
+
 }  // namespace graph::ir

@@ -41,8 +41,9 @@ struct PipelineOptions {
 };
 
 // inline_calls, infer_types, simplify, unpack_lists, const_fold, cse, dce, infer_types,
-// fuse_attention, sink_slices, fuse_elementwise, fuse_groups: the order the plugin and
-// graph-codegen use. Types are inferred first because simplify only rewrites
+// fuse_attention, sink_slices, fuse_elementwise, fuse_groups, place_grad_sync: the order the
+// plugin and graph-codegen use (place_grad_sync last: it places nodes after the
+// gradients' producers as they will run). Types are inferred first because simplify only rewrites
 // where it can prove the dtype and shape unchanged, and again after the
 // cleanups so sink_slices and fusion see the final types; sink_slices comes
 // right before fusion so the elementwise ops it moves below slices fuse with

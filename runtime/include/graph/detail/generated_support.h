@@ -78,7 +78,8 @@ bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in
 // gradient (eager backward() throws then too), then adds each parameter's
 // gradient into its .grad as backward() does (autograd::accumulate_grad). A
 // parameter that does not require grad, or that the loss does not reach
-// (undefined gradient), is left alone.
+// (undefined gradient), is left alone, and so is one a DistributedDataParallel
+// owns (grad_sync.h): grad_sync_wait, before it, wrote that .grad.
 void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& data);
 
 // ---- the optimizer in a static train step (ops.def: optimizer_*) ------------
@@ -95,6 +96,17 @@ void optimizer_zero_grad(int64_t opt);
 void optimizer_step(int64_t opt, const std::vector<Tensor>& params, const std::vector<Tensor>& grads);
 // The live optimizers (optim.cpp's constructor and destructor).
 void register_optimizer(const optim::Optimizer* opt, bool alive);
+
+// ---- the gradient all-reduce in a static train step (ops.def: grad_sync_*) ---
+// Without a DistributedDataParallel owning a parameter (grad_sync.h) both are
+// no-ops for it. grad_sync_start hands the parameters' gradients to their DDP,
+// which starts each bucket they complete; grad_sync_wait waits for all of
+// them and returns the gradients the rest of the step uses: for a DDP
+// parameter its new .grad (the average; under no_sync() the local sum), for
+// any other its gradient unchanged. A gradient whose shape is not its
+// parameter's is an error.
+void grad_sync_start(const std::vector<Tensor>& params, const std::vector<Tensor>& grads);
+std::vector<Tensor> grad_sync_wait(const std::vector<Tensor>& params, const std::vector<Tensor>& grads);
 
 // The count alone: a backward graph's inputs come from its forward.
 bool fail_num_inputs(size_t got, size_t want, std::string* why);
