@@ -75,4 +75,44 @@ TEST(GraphCodegen, GradCallRunsTheGeneratedBackward) {
   expect_close(g.grad(), ge.grad());
 }
 
+// A tensor passed to run() as an rvalue (the prologue passes by-value
+// parameters so) is lent to the graph: moved into its inputs, no reference
+// count taken, and moved back before run returns, whether the graph ran or a
+// guard refused the call and the eager body is to run with it.
+TEST(GraphCodegen, LentTensorComesBackAfterTheGraphRan) {
+  graph::detail::StaticFunction f("cg_mask_mul", "test-hash");
+  Tensor g = values({5, 4}, 31);
+  const Tensor h = values({5, 4}, 32), same = g;
+  const uint64_t before = graph::detail::graph_calls("cg_mask_mul");
+  Tensor got;
+  ASSERT_TRUE(f.run(got, nullptr, std::move(g), h, 0.25));
+  EXPECT_EQ(graph::detail::graph_calls("cg_mask_mul"), before + 1);
+  ASSERT_TRUE(g.defined());
+  EXPECT_EQ(g.storage(), same.storage());
+  EXPECT_EQ(g.sizes(), same.sizes());
+  EXPECT_EQ(g.strides(), same.strides());
+  EXPECT_EQ(g.storage().use_count(), 2);  // g and same: the graph kept nothing
+  expect_bitwise(got, mask_mul_eager(same, h, 0.25), "lent input");
+}
+
+TEST(GraphCodegen, LentTensorComesBackWhenAGuardFails) {
+  graph::detail::StaticFunction f("cg_mask_mul", "test-hash");
+  Tensor g = values({5, 4}, 33), h = values({5, 4}, 34);
+  const Tensor same_g = g, same_h = h;
+  const uint64_t before = graph::detail::graph_calls("cg_mask_mul");
+  Tensor got;
+  // An int where the graph takes a float: check_inputs refuses the call.
+  EXPECT_FALSE(f.run(got, nullptr, std::move(g), std::move(h), int64_t{1}));
+  EXPECT_EQ(graph::detail::graph_calls("cg_mask_mul"), before);
+  EXPECT_FALSE(got.defined());
+  ASSERT_TRUE(g.defined() && h.defined());
+  EXPECT_EQ(g.storage(), same_g.storage());
+  EXPECT_EQ(h.storage(), same_h.storage());
+  // An undefined tensor where the graph needs one: refused too, and lent back as it was.
+  Tensor none;
+  EXPECT_FALSE(f.run(got, nullptr, std::move(g), std::move(none), 0.25));
+  EXPECT_EQ(g.storage(), same_g.storage());
+  EXPECT_FALSE(none.defined());
+}
+
 }  // namespace
