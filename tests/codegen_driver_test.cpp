@@ -75,4 +75,101 @@ TEST(GraphCodegen, GradCallRunsTheGeneratedBackward) {
   expect_close(g.grad(), ge.grad());
 }
 
+// A tensor passed to run() as an rvalue (the prologue passes by-value
+// parameters so) is lent to the graph: moved into its inputs, no reference
+// count taken, and moved back before run returns, whether the graph ran or a
+// guard refused the call and the eager body is to run with it.
+TEST(GraphCodegen, LentTensorComesBackAfterTheGraphRan) {
+  graph::detail::StaticFunction f("cg_mask_mul", "test-hash");
+  Tensor g = values({5, 4}, 31);
+  const Tensor h = values({5, 4}, 32), same = g;
+  const uint64_t before = graph::detail::graph_calls("cg_mask_mul");
+  Tensor got;
+  ASSERT_TRUE(f.run(got, nullptr, std::move(g), h, 0.25));
+  EXPECT_EQ(graph::detail::graph_calls("cg_mask_mul"), before + 1);
+  ASSERT_TRUE(g.defined());
+  EXPECT_EQ(g.storage(), same.storage());
+  EXPECT_EQ(g.sizes(), same.sizes());
+  EXPECT_EQ(g.strides(), same.strides());
+  EXPECT_EQ(g.storage().use_count(), 2);  // g and same: the graph kept nothing
+  expect_bitwise(got, mask_mul_eager(same, h, 0.25), "lent input");
+}
+
+TEST(GraphCodegen, LentTensorComesBackWhenAGuardFails) {
+  graph::detail::StaticFunction f("cg_mask_mul", "test-hash");
+  Tensor g = values({5, 4}, 33), h = values({5, 4}, 34);
+  const Tensor same_g = g, same_h = h;
+  const uint64_t before = graph::detail::graph_calls("cg_mask_mul");
+  Tensor got;
+  // An int where the graph takes a float: check_inputs refuses the call.
+  EXPECT_FALSE(f.run(got, nullptr, std::move(g), std::move(h), int64_t{1}));
+  EXPECT_EQ(graph::detail::graph_calls("cg_mask_mul"), before);
+  EXPECT_FALSE(got.defined());
+  ASSERT_TRUE(g.defined() && h.defined());
+  EXPECT_EQ(g.storage(), same_g.storage());
+  EXPECT_EQ(h.storage(), same_h.storage());
+  // An undefined tensor where the graph needs one: refused too, and lent back as it was.
+  Tensor none;
+  EXPECT_FALSE(f.run(got, nullptr, std::move(g), std::move(none), 0.25));
+  EXPECT_EQ(g.storage(), same_g.storage());
+  EXPECT_FALSE(none.defined());
+}
+
+// The text of a graph that takes no buffer (one eager op) leases none, and
+// the local it returns is not const, so it is moved into the outputs; a
+// fused loop's graph still leases its buffers.
+TEST(GraphCodegen, OneEagerOpLeasesNoBuffersAndMovesItsResult) {
+  auto sum = graph::ir::parse("graph one_sum(%a : f32) {\n  %r : f32[] = sum(%a)\n  return (%r)\n}\n");
+  auto relu = graph::ir::parse("graph one_relu(%a : f32) {\n  %r : f32 = relu(%a)\n  return (%r)\n}\n");
+  graph::ir::infer_types(*sum);
+  graph::ir::infer_types(*relu);
+  graph::ir::fuse_elementwise(*relu);
+  const std::string src = graph::codegen::generate_cpu_source(
+      {graph_unit(*sum, "one_sum", "h", "one.cpp:1"), graph_unit(*relu, "one_relu", "h", "one.cpp:2")}, "one.cpp");
+  const size_t sum_at = src.find("bool graph_one_sum("), relu_at = src.find("bool graph_one_relu(");
+  ASSERT_NE(sum_at, std::string::npos) << src;
+  ASSERT_NE(relu_at, std::string::npos) << src;
+  const std::string sum_fn = src.substr(sum_at, src.find("\n}\n", sum_at) - sum_at);
+  const std::string relu_fn = src.substr(relu_at, src.find("\n}\n", relu_at) - relu_at);
+  EXPECT_EQ(count_of(sum_fn, "GraphBuffers::Lease"), 0u) << sum_fn;
+  EXPECT_NE(sum_fn.find("    ::graph::Tensor v_r = "), std::string::npos) << sum_fn;
+  EXPECT_NE(sum_fn.find("out[0].emplace<::graph::Tensor>(std::move(v_r));"), std::string::npos) << sum_fn;
+  EXPECT_EQ(count_of(relu_fn, "GraphBuffers::Lease buffers(buffers_graph_one_relu);"), 1u) << relu_fn;
+}
+
+// Each tensor local of the top block dies after the last node that reads it
+// (as an eager temporary at the end of its statement), so the caching
+// allocator hands its block to the next op while it is still in cache; the
+// base of a lazy slice lives as long as the slice, and outputs are moved.
+TEST(GraphCodegen, LocalsAreReleasedAfterTheirLastUse) {
+  auto g = graph::ir::parse(
+      "graph chain(%a : f32, %w : f32) {\n"
+      "  %b : Tensor = matmul(%a, %w)\n"
+      "  %c : Tensor = matmul(%b, %w)\n"
+      "  %s : Tensor = slice{dim=1, start=0, end=2}(%c)\n"
+      "  %d : Tensor = matmul(%c, %w)\n"
+      "  %r : Tensor = matmul(%s, %d)\n"
+      "  return (%r)\n}\n");
+  graph::ir::infer_types(*g);
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*g, "chain", "h", "chain.cpp:1")}, "chain.cpp");
+  const size_t at = src.find("bool graph_chain(");
+  ASSERT_NE(at, std::string::npos) << src;
+  const std::string fn = src.substr(at, src.find("\n}\n", at) - at);
+  // b: read by c's GEMM only, released right after it; non-const to be reset.
+  const size_t b_decl = fn.find("::graph::Tensor v_b = "), c_decl = fn.find("::graph::Tensor v_c = ");
+  const size_t b_free = fn.find("v_b = ::graph::Tensor();  // last use");
+  ASSERT_NE(b_decl, std::string::npos) << fn;
+  ASSERT_GE(b_decl, 6u) << fn;
+  ASSERT_NE(b_free, std::string::npos) << fn;
+  EXPECT_LT(c_decl, b_free) << fn;
+  EXPECT_NE(fn.substr(b_decl - 6, 6), "const ") << fn;
+  // d: released after r's GEMM; c: a slice's base, never; r: moved out.
+  const size_t d_free = fn.find("v_d = ::graph::Tensor();  // last use");
+  ASSERT_NE(d_free, std::string::npos) << fn;
+  EXPECT_LT(fn.find("::graph::Tensor v_r = "), d_free) << fn;
+  EXPECT_EQ(fn.find("v_c = ::graph::Tensor()"), std::string::npos) << fn;
+  EXPECT_EQ(fn.find("v_r = ::graph::Tensor()"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("out[0].emplace<::graph::Tensor>(std::move(v_r));"), std::string::npos) << fn;
+}
+
 }  // namespace

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -198,16 +200,29 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::IValue* in"
                                                   : "const ::graph::IValue* in";
   const std::string needed_param = needs ? " [[maybe_unused]] const bool* needed," : "";
+  // Outputs that are locals returned once: moved at the end (below).
+  moved_outputs_.clear();
+  const auto& outs = g.outputs();
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const ir::Value* v = outs[k];
+    const bool input = std::any_of(g.inputs().begin(), g.inputs().end(), [&](const auto& i) { return i.get() == v; });
+    if (!input && std::count(outs.begin(), outs.end(), v) == 1) moved_outputs_.insert(v);
+  }
   open("GRAPH_GLUE bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::IValue* out, std::string* why)");
   guards(g, fn_name, check_inputs);
-  line("::graph::detail::GraphBuffers::Lease buffers(" + buffers_name(fn_name) + ");");
+  // A graph that takes no buffer (one eager op, say) leases none: the lease
+  // is an atomic exchange and a store on every call. Known after the body.
+  const std::string lease = std::string(2 * indent_, ' ') + "::graph::detail::GraphBuffers::Lease buffers(" +
+                            buffers_name(fn_name) + ");\n";
+  const auto lease_at = out_.tellp();
+  raw(lease);
   line("const char* here = nullptr;  // the running node's source line, for errors");
   open("try");
   if (needs) {
     declare_needs(g);
     for (const auto& n : g.top()->nodes()) node_if_needed(n.get());
   } else {
-    block(g.top());
+    top_block(g);
   }
   needs_ = nullptr;
   needs_top_ = nullptr;
@@ -215,20 +230,24 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   // A local's last use is its output: moved, not copied (a Tensor copy is two
   // reference counts and two shapes, a tenth of a small graph's call).
   // Inputs are const references, and a value returned twice is copied first.
-  const auto& outs = g.outputs();
   for (size_t k = 0; k < outs.size(); ++k) {
     const ir::Value* v = outs[k];
-    const bool input = std::any_of(g.inputs().begin(), g.inputs().end(), [&](const auto& i) { return i.get() == v; });
-    const bool again = std::find(outs.begin() + k + 1, outs.end(), v) != outs.end();
-    const std::string value = input || again ? name(v) : "std::move(" + name(v) + ")";
+    const std::string value = moved_outputs_.count(v) ? "std::move(" + name(v) + ")" : name(v);
     line("out[" + std::to_string(k) + "].emplace<" + cpp_type(v->type()) + ">(" + value + ");");
   }
+  moved_outputs_.clear();
   line("return true;");
   --indent_;
   open("} catch (const ::graph::Error& e)");
   line("rethrow_at(e, here);");
   close();
   close();
+  if (slots_ == 0) {
+    std::string text = out_.str();
+    text.erase(static_cast<size_t>(lease_at), lease.size());
+    out_.str(text);
+    out_.seekp(0, std::ios_base::end);
+  }
 }
 
 std::string Emitter::buffers_name(const std::string& fn_name) { return "buffers_" + fn_name; }
@@ -258,6 +277,61 @@ void Emitter::guards(const ir::Graph& g, const std::string& fn_name, bool check_
 
 void Emitter::block(const ir::Block* b) {
   for (const auto& n : b->nodes()) node(n.get());
+}
+
+namespace {
+
+// Every value node `n` reads, itself or in its blocks (their returns too).
+void reads_of(const ir::Node* n, const std::function<void(const ir::Value*)>& f) {
+  for (const ir::Value* v : n->inputs()) f(v);
+  for (const auto& b : n->blocks()) {
+    for (const auto& m : b->nodes()) reads_of(m.get(), f);
+    for (const ir::Value* v : b->returns()) f(v);
+  }
+}
+
+}  // namespace
+
+// Eager code frees a temporary at the end of its statement, and the caching
+// allocator hands the same block, still in cache, to the next op. A local
+// here lived to the end of the function: a ResNet's forward kept every
+// activation alive, each op wrote cold memory, and the graph ran 5-10%
+// slower than eager. Now each tensor local of the top block that nothing
+// else refers to (not an output, not the base of a LazySlice) is reset after
+// the last node that reads it.
+void Emitter::top_block(const ir::Graph& g) {
+  const ir::Block* top = g.top();
+  std::set<const ir::Value*> outputs(g.outputs().begin(), g.outputs().end()), slice_bases;
+  ir::walk(top, [&](const ir::Node* n) {
+    if (n->is(OpId::slice)) slice_bases.insert(n->input(0));
+  });
+  std::map<const ir::Value*, size_t> last;
+  size_t i = 0;
+  for (const auto& n : top->nodes()) {
+    for (const ir::Value* v : n->outputs())
+      if (v->type().is_tensor() && !outputs.count(v) && !slice_bases.count(v)) last[v] = i;
+    reads_of(n.get(), [&](const ir::Value* v) {
+      if (auto it = last.find(v); it != last.end()) it->second = i;
+    });
+    ++i;
+  }
+  std::vector<std::vector<const ir::Value*>> release(top->nodes().size());
+  releasable_.clear();
+  declared_mutable_.clear();
+  for (const auto& [v, at] : last) {
+    releasable_.insert(v);
+    release[at].push_back(v);
+  }
+  i = 0;
+  for (const auto& n : top->nodes()) {
+    node(n.get());
+    // Only a local its node declared non-const (constness): the others are
+    // fused loops' outputs in kept buffers, constants and the like.
+    for (const ir::Value* v : release[i++])
+      if (declared_mutable_.count(v)) line(name(v) + " = ::graph::Tensor();  // last use");
+  }
+  releasable_.clear();
+  declared_mutable_.clear();
 }
 
 namespace {
@@ -331,7 +405,7 @@ void Emitter::eager_elementwise(const ir::Node* n, const OpInfo& op) {
     if (!args.empty()) args += ", ";
     args += v->type().is_tensor() ? name(v) : "::graph::Scalar(" + name(v) + ")";
   }
-  line("const ::graph::Tensor " + name(n->output()) + " = " +
+  line(constness(n->output()) + "::graph::Tensor " + name(n->output()) + " = " +
        at_source(n, std::string(op.name), "::graph::" + std::string(op.name) + "(" + args + ")") + ";");
 }
 

@@ -274,7 +274,7 @@ std::string Emitter::operand(const ir::Value* v) {
 
 void Emitter::eager_op(const ir::Node* n, const OpInfo& op) {
   if (op.id == OpId::slice) return lazy_slice(n);
-  line("const ::graph::Tensor " + name(n->output()) + " = " +
+  line(constness(n->output()) + "::graph::Tensor " + name(n->output()) + " = " +
        at_source(n, std::string(op.name), eager_call(n, op)) + ";");
 }
 
@@ -296,7 +296,7 @@ bool Emitter::primitive(const ir::Node* n) {
   else if (op == OpId::list_append)
     line("const std::vector<::graph::Tensor> " + out + " = ::graph::detail::list_append(" + in(0) + ", " + in(1) + ");");
   else if (op == OpId::list_get)
-    line("const ::graph::Tensor " + out + " = " +
+    line(constness(n->output()) + "::graph::Tensor " + out + " = " +
          at_source(n, "list_get", "::graph::detail::list_get(" + in(0) + ", " + in(1) + ")") + ";");
   else if (op == OpId::list_len) line("const int64_t " + out + " = static_cast<int64_t>(" + in(0) + ".size());");
   else if (list_gradient_primitive(op)) {
@@ -304,7 +304,7 @@ bool Emitter::primitive(const ir::Node* n) {
     std::string args;
     for (size_t i = 0; i < n->inputs().size(); ++i) args += (i ? ", " : "") + in(i);
     const bool tensor = op == OpId::list_last;
-    line(std::string(tensor ? "const ::graph::Tensor " : "const std::vector<::graph::Tensor> ") + out + " = " +
+    line(constness(n->output()) + (tensor ? "::graph::Tensor " : "std::vector<::graph::Tensor> ") + out + " = " +
          at_source(n, nm, "::graph::detail::" + nm + "(" + args + ")") + ";");
   }
   else if (op == OpId::assign) line(at_source(n, nm, "::graph::detail::assign(" + in(0) + ", " + in(1) + ")") + ";");

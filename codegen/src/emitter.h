@@ -183,6 +183,18 @@ class Emitter {
   // `dtype` from the next slot of the function's buffers.
   std::string take_buffer(const std::string& shape, DType dtype);
   size_t next_slot() { return slots_++; }
+  // "const " for a local that is written once and read, "" for one that is
+  // the graph's output: that one is moved into `out` at the end, and a const
+  // local would be copied there (two reference counts per call).
+  // A local released after its last use (top_block) is not const either.
+  std::string constness(const ir::Value* v) {
+    if (moved_outputs_.count(v)) return "";
+    if (!releasable_.count(v)) return "const ";
+    declared_mutable_.insert(v);
+    return "";
+  }
+  // The top block, each tensor local it owns released after its last use.
+  void top_block(const ir::Graph& g);
   void block(const ir::Block* b);
   void node(const ir::Node* n);
   void eager_elementwise(const ir::Node* n, const OpInfo& op);
@@ -292,6 +304,9 @@ class Emitter {
   int indent_ = 0;
   std::string graph_name_;  // the graph being written, for messages
   size_t slots_ = 0;        // GraphBuffers slots taken so far
+  std::set<const ir::Value*> moved_outputs_;  // graph_function's outputs moved into `out`
+  std::set<const ir::Value*> releasable_;      // top_block's candidates
+  std::set<const ir::Value*> declared_mutable_;  // of those, the ones declared non-const
   std::unordered_map<const ir::Value*, std::string> names_;
   std::set<std::string> used_;
   std::string cuda_fn_, cuda_mangled_, cuda_hash_;  // set_cuda

@@ -129,7 +129,7 @@ LtEpilogueMatch match_lt_epilogue(const ir::Node* n) {
 void Emitter::gemm_call(const ir::Node* gemm) {
   const bool linear = gemm->is(OpId::linear);
   const std::string bias = linear && gemm->inputs().size() > 2 ? name(gemm->input(2)) : "::graph::Tensor()";
-  line("const ::graph::Tensor " + name(gemm->output()) + " = " +
+  line(constness(gemm->output()) + "::graph::Tensor " + name(gemm->output()) + " = " +
        at_source(gemm, gemm->op(),
                  "::graph::detail::gemm(buffers, " + std::to_string(next_slot()) + ", " + name(gemm->input(0)) +
                      ", " + name(gemm->input(1)) + ", " + (linear ? "true" : "false") + ", " + bias + ")") +

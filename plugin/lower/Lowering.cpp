@@ -37,7 +37,11 @@ auto FunctionLowering::run() -> Lowered {
                                         " is a non-const reference; the graph cannot write to it");
     if (p->getName().empty()) continue;  // cannot be read: not a graph input
     define(p, graph_->add_input(*t, identifier(p->getName())));
-    out.call_args.push_back(p->getNameAsString());
+    // A by-value tensor is lent to the graph (static.h's run moves it in and
+    // back): no reference counts on the call's fast path.
+    const bool lend = is_tensor_record(p->getType()) && !p->getType()->isReferenceType() &&
+                      !p->getType().isConstQualified();
+    out.call_args.push_back(lend ? "::std::move(" + p->getNameAsString() + ")" : p->getNameAsString());
   }
 
   for (ir::Value* r : function_body(frame)) graph_->top()->add_return(r);

@@ -315,6 +315,32 @@ TEST_F(StaticGraph, ListsAndTuples) {
   }
 }
 
+// A by-value argument is lent to the graph and given back: outputs that are
+// the argument or a view of it share its storage, as eagerly, and keep it
+// alive after the caller lets go of it (a temporary argument too).
+TEST_F(StaticGraph, LentArgumentsAliasTheirOutputsSafely) {
+  const char* kLendAliases = "_ZN3e2e12lend_aliasesEN5graph6TensorERKS1_";
+  graph::set_mode(compiled_mode());
+  const Tensor y = pattern({3, 4}, 0.4f, 0.1f), want = pattern({3, 4}, 0.3f, -0.2f);
+  const uint64_t before = calls(kLendAliases);
+  Tensor x = pattern({3, 4}, 0.3f, -0.2f);
+  auto [same, view, prod] = e2e::lend_aliases(x, y);
+  EXPECT_EQ(calls(kLendAliases), before + 1);
+  EXPECT_EQ(same.storage(), x.storage());
+  EXPECT_EQ(view.storage(), x.storage());
+  EXPECT_EQ(view.strides(), (graph::Shape{1, 4}));
+  x = Tensor();  // the caller lets go: the outputs hold the storage
+  expect_close(want, same, 0.0f);
+  expect_close(want.transpose(0, 1), view, 0.0f);
+  expect_close(want * y, prod, 0.0f);
+  auto [same2, view2, prod2] = e2e::lend_aliases(pattern({3, 4}, 0.3f, -0.2f), y);
+  EXPECT_EQ(calls(kLendAliases), before + 2);
+  EXPECT_EQ(same2.storage(), view2.storage());
+  expect_close(want, same2, 0.0f);
+  expect_close(want.transpose(0, 1), view2, 0.0f);
+  expect_close(want * y, prod2, 0.0f);
+}
+
 TEST_F(StaticGraph, ModuleForwardReadsParametersAtEachCall) {
   graph::manual_seed(3);
   auto net = std::make_shared<e2e::MLPImpl>();

@@ -184,6 +184,13 @@ Tensor G_W1, G_W2, G_b;
   return std::make_tuple(relu(x), x * n, n + 1);
 }
 
+// The prologue lends by-value tensors to the graph (static.h: run): an
+// output that is the argument itself, or a view of it, must own its storage
+// as eager's does.
+[[graph::static]] std::tuple<Tensor, Tensor, Tensor> lend_aliases(Tensor x, const Tensor& y) {
+  return {x, x.transpose(0, 1), x * y};
+}
+
 MLPImpl::MLPImpl()
     : fc1(register_module("fc1", nn::Linear(4, 8))), fc2(register_module("fc2", nn::Linear(8, 3))) {}
 

@@ -33,6 +33,7 @@ Tensor break_continue(Tensor x, int n);
 Tensor sum_list(const std::vector<Tensor>& xs, Tensor init);
 std::vector<Tensor> running_sums(const std::vector<Tensor>& xs);
 std::tuple<Tensor, Tensor, int> tuple_result(Tensor x, int n);
+std::tuple<Tensor, Tensor, Tensor> lend_aliases(Tensor x, const Tensor& y);
 
 struct MLPImpl : graph::nn::Module {
   MLPImpl();

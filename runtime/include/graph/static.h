@@ -120,6 +120,11 @@ inline Tensor int_list_tensor(const Shape& v) {
   return t;
 }
 
+// A tensor the prologue lends (a by-value parameter, passed as std::move(p)):
+// moved into the argument array, no reference count taken, and moved back
+// after the call (StaticFunction::run).
+inline IValue to_arg(Tensor&& v) { return IValue(std::in_place_index<0>, std::move(v)); }
+
 template <class T>
 IValue to_arg(const T& v) {
   if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) return v;
@@ -148,7 +153,10 @@ T from_arg(IValue&& a) {
 template <class R>
 struct Results {
   static constexpr size_t size = 1;
-  static void assign(R& r, IValue* out) { r = from_arg<R>(std::move(out[0])); }
+  static void assign(R& r, IValue* out) {
+    if constexpr (std::is_same_v<R, Tensor>) r = std::get<Tensor>(std::move(out[0]));  // one move, no temporary
+    else r = from_arg<R>(std::move(out[0]));
+  }
   static void to_args(const R& r, IValue* out) { out[0] = to_arg(r); }
 };
 template <class... T>
@@ -193,13 +201,19 @@ class StaticFunction {
   // tuple or pair gets one output per element). False means "run the eager
   // body". `eager` calls the function again and runs its body (for
   // GRAPH_CHECK), or is nullptr where the prologue cannot call it (lambdas).
+  // A tensor passed as an rvalue is borrowed: moved into the graph's inputs
+  // and moved back before run returns (copying it is two atomic reference
+  // counts, a fifth of a one-op graph's call); the prologue passes by-value
+  // tensor parameters so, the eager body then finds them as they were.
   template <class R, class E, class... A>
-  bool run(R& result, E&& eager, const A&... args) {
-    if (take_eager_turn()) return false;
-    if (!ready()) return false;
-    IValue in[sizeof...(A) + 1] = {to_arg(args)...};
+  bool run(R& result, E&& eager, A&&... args) {
+    if (!begin()) return false;
+    IValue in[sizeof...(A) ? sizeof...(A) : 1] = {to_arg(std::forward<A>(args))...};
     IValue out[Results<R>::size];
-    if (!invoke(in, sizeof...(A), out, Results<R>::size)) return false;
+    const bool ran = invoke(in, sizeof...(A), out, Results<R>::size);
+    [[maybe_unused]] size_t k = 0;
+    (give_back(std::forward<A>(args), in[k++]), ...);
+    if (!ran) return false;
     Results<R>::assign(result, out);
     if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<E>>)
       if (check_enabled()) check(result, eager);
@@ -263,6 +277,12 @@ class StaticFunction {
   bool take_eager_turn() const;  // true once after an EagerTurn began
 
   bool ready();  // registered and mode is Static; explains otherwise
+  // Neither GRAPH_CHECK's eager turn nor any reason in ready().
+  bool begin() { return !take_eager_turn() && ready(); }
+  // A borrowed tensor (run) back to its owner; anything else stays.
+  static void give_back(Tensor&& owner, IValue& lent) { owner = std::get<Tensor>(std::move(lent)); }
+  template <class T>
+  static void give_back(const T&, IValue&) {}
   bool invoke(const IValue* in, size_t n_in, IValue* out, size_t n_out);
 
   const char* name_;
