@@ -100,6 +100,7 @@ std::vector<OpCase> op_cases() {
   add("avg_pool2d", "  %y : Tensor = avg_pool2d{kernel=[3, 3], stride=[2, 2], padding=[1, 1]}(%a)\n", {img});
   add("adaptive_avg_pool2d", "  %y : Tensor = adaptive_avg_pool2d{output_size=[3, 2]}(%a)\n", {img});
   add("pad", "  %y : Tensor = pad{pad=[1, -1, 0, 2], value=-1.0}(%a)\n", {img});
+  add("interpolate", "  %y : Tensor = interpolate{size=[5, 7], mode=2, align_corners=false}(%a)\n", {img});
   add("embedding", "  %y : Tensor = embedding(%a, %b)\n", {values({5, 3}, -1, 1, 27), tensor<int64_t>({4, 0, 4, 2})});
   add("cat", "  %y : Tensor = cat{dim=1}(%a, %b, %c)\n", {a, values({2, 1}, -1, 1, 28), a});
   add("stack", "  %y : Tensor = stack{dim=-1}(%a, %b)\n", {a, b});

@@ -131,6 +131,10 @@ std::vector<OpCase> op_cases() {
   add("avg_pool2d", "  %y : Tensor = avg_pool2d{kernel=[3, 3]}(%a)\n", {img}, [=] { return avg_pool2d(img, {3, 3}); });
   add("pad", "  %y : Tensor = pad{pad=[1, -1, 2, 0], value=0.5}(%a)\n", {img},
       [=] { return pad(img, {1, -1, 2, 0}, 0.5); });
+  add("interpolate", "  %y : Tensor = interpolate{size=[5, 3], mode=2, align_corners=true}(%a)\n", {img},
+      [=] { return interpolate(img, {5, 3}, kBilinear, true); });
+  add("interpolate", "  %y : Tensor = interpolate{scale_factor=1.5, mode=0, align_corners=false}(%a)\n", {img},
+      [=] { return interpolate_scale(img, 1.5); });
   add("adaptive_avg_pool2d", "  %y : Tensor = adaptive_avg_pool2d{output_size=[3, 2]}(%a)\n", {img},
       [=] { return adaptive_avg_pool2d(img, {3, 2}); });
   add("embedding", "  %y : Tensor = embedding(%a, %b)\n", {b.t(), idx}, [=] { return embedding(b.t(), idx); });

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/cpu_isa.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/graph.h"
 #include "support/gradcheck.h"
@@ -254,6 +255,67 @@ TEST(EinsumOps, UnsupportedOrInconsistentEquationsAreErrorsNamingThem) {
   expect_error([&] { graph::einsum("ij,jk->ik", {a}); }, {"einsum", "2 operands", "1 tensors"});
   expect_error([&] { graph::einsum("ijk->i", {a}); }, {"einsum", "3 letters", "[3, 3]"});
   expect_error([&] { graph::einsum("ij->iz", {a}); }, {"einsum", "'z'"});
+}
+
+}  // namespace
+
+namespace {
+
+// PyTorch's stable order of one line: NaN the largest, -0.0 equal to 0.0, ties
+// in position order (descending too).
+std::vector<int64_t> reference_order(const std::vector<double>& v, bool descending) {
+  std::vector<int64_t> p(v.size());
+  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int64_t>(i);
+  const auto less = [](double a, double b) { return std::isnan(a) ? false : std::isnan(b) ? true : a < b; };
+  std::stable_sort(p.begin(), p.end(), [&](int64_t a, int64_t b) {
+    return descending ? less(v[b], v[a]) : less(v[a], v[b]);
+  });
+  return p;
+}
+
+// argsort and topk on lines of 1 to 65 elements, with ties, NaN and -0.0, in
+// the dtypes whose keys pack into 64 bits (the AVX-512 sorting network's, for
+// lines of at most 64) and float64: both instruction-set paths against the
+// reference above, along the last dim and along dim 0.
+TEST(SortOps, ShortLinesMatchTheStableOrderOnEveryPath) {
+  const int best = graph::cpu::best_isa();
+  for (int isa : {static_cast<int>(graph::cpu::kBaseline), best}) {
+    graph::cpu::set_isa(isa);
+    for (int64_t n : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 50, 63, 64, 65}) {
+      std::vector<double> v(static_cast<size_t>(3 * n));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7919) % 11) - 5.0;  // ties
+      v[0] = kNaN;
+      if (n > 4) {
+        v[4] = -0.0;
+        v[3] = 0.0;
+        v[static_cast<size_t>(n - 1)] = kNaN;
+      }
+      Tensor base = graph::empty({3, n}, graph::kFloat64);
+      std::copy(v.begin(), v.end(), base.data_ptr<double>());
+      for (graph::DType d : {graph::kFloat32, graph::kFloat16, graph::kInt32, graph::kFloat64}) {
+        const Tensor x = base.to(d);
+        const std::vector<double> xv = doubles(x);  // the values as the dtype holds them
+        for (bool desc : {false, true}) {
+          const std::vector<double> got = doubles(graph::argsort(x, -1, desc));
+          const std::vector<double> got0 = doubles(graph::argsort(x.t().contiguous(), 0, desc).t().contiguous());
+          const int64_t k = std::max<int64_t>(1, n / 2);
+          const std::vector<double> top = doubles(std::get<1>(graph::topk(x, k, -1, desc)));
+          for (int64_t l = 0; l < 3; ++l) {
+            const std::vector<double> line(xv.begin() + l * n, xv.begin() + (l + 1) * n);
+            const std::vector<int64_t> want = reference_order(line, desc);
+            for (int64_t j = 0; j < n; ++j) {
+              ASSERT_EQ(got[l * n + j], want[j]) << "n " << n << " " << graph::dtype_name(d) << " desc " << desc
+                                                 << " isa " << graph::cpu::isa_name(isa) << " at " << j;
+              ASSERT_EQ(got0[l * n + j], want[j]) << "dim 0, n " << n << " " << graph::dtype_name(d);
+            }
+            for (int64_t j = 0; j < k; ++j)
+              ASSERT_EQ(top[l * k + j], want[j]) << "topk (largest = desc: the first k of the order) n " << n << " " << graph::dtype_name(d);
+          }
+        }
+      }
+    }
+  }
+  graph::cpu::set_isa(best);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ add_executable(op_fixture_test ${CMAKE_CURRENT_LIST_DIR}/op_fixture_test.cpp ${C
                                ${CMAKE_CURRENT_LIST_DIR}/model_ops_parts_test.cpp
                                ${CMAKE_CURRENT_LIST_DIR}/model_ops_nn_test.cpp
                                ${CMAKE_CURRENT_LIST_DIR}/model_ops_sort_test.cpp
-                               ${CMAKE_CURRENT_LIST_DIR}/model_ops_kernel_paths_test.cpp)
+                               ${CMAKE_CURRENT_LIST_DIR}/model_ops_kernel_paths_test.cpp
+                               ${CMAKE_CURRENT_LIST_DIR}/model_ops_interpolate_test.cpp)
 target_link_libraries(op_fixture_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_definitions(op_fixture_test PRIVATE CXXGRAPH_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
 gtest_discover_tests(op_fixture_test)

@@ -140,6 +140,14 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
       return f + "(" + in(0) + ", " + attr(nm, n, "kernel") + ", " + attr(nm, n, "stride", "{}") + ", " +
              attr(nm, n, "padding", "{0, 0}") + ")";
     case OpId::adaptive_avg_pool2d: return f + "(" + in(0) + ", " + attr(nm, n, "output_size") + ")";
+    case OpId::interpolate: {
+      // The enum is an int attribute (0 nearest, 1 linear, 2 bilinear).
+      const std::string mode = "static_cast<::graph::InterpolateMode>(" + attr(nm, n, "mode", "int64_t{0}") + ")";
+      const std::string ac = attr(nm, n, "align_corners", "false");
+      if (n->has_attr("scale_factor"))
+        return "::graph::interpolate_scale(" + in(0) + ", " + attr(nm, n, "scale_factor") + ", " + mode + ", " + ac + ")";
+      return f + "(" + in(0) + ", " + attr(nm, n, "size") + ", " + mode + ", " + ac + ")";
+    }
     case OpId::pad: return f + "(" + in(0) + ", " + attr(nm, n, "pad") + ", " + attr(nm, n, "value", "0.0") + ")";
     case OpId::embedding:
     case OpId::mse_loss:
@@ -233,6 +241,10 @@ std::string Emitter::gradient_call(const ir::Node* n, const OpInfo& op) {
     case OpId::adaptive_avg_pool2d_backward:
       return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "output_size") + ")";
     case OpId::pad_backward: return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "pad") + ")";
+    case OpId::interpolate_backward:
+      return f + "(" + in(0) + ", " + in(1) + ", " + attr(nm, n, "size", "::graph::Shape{}") + ", " +
+             attr(nm, n, "scale_factor", "0.0") + ", " + attr(nm, n, "mode", "int64_t{0}") + ", " +
+             attr(nm, n, "align_corners", "false") + ")";
     case OpId::scaled_dot_product_attention_backward:
       if (n->has_attr("dropout_p") && !ir::dynamic_attr(*n, "dropout_p") && attr(nm, n, "dropout_p") != "0.0")
         throw Error("codegen: '" + n->op() + "': no gradient with dropout_p > 0 (the backward would need the forward's "

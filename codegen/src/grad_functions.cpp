@@ -42,7 +42,8 @@ bool Emitter::gradient_op(const ir::Node* n) {
                    op->id == OpId::cat_backward || op->id == OpId::sum_backward || op->id == OpId::mean_backward ||
                    op->id == OpId::amax_backward || op->id == OpId::amin_backward || op->id == OpId::slice_backward ||
                    op->id == OpId::max_pool2d_backward || op->id == OpId::avg_pool2d_backward ||
-                   op->id == OpId::adaptive_avg_pool2d_backward || op->id == OpId::pad_backward;
+                   op->id == OpId::adaptive_avg_pool2d_backward || op->id == OpId::pad_backward ||
+                   op->id == OpId::interpolate_backward;
   if (one) {
     line("const ::graph::Tensor " + name(n->output()) + " = " + call + ";");
     return true;

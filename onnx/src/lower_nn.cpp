@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/detail/backward_kernels.h"
+#include "graph/ops.h"
 #include "rule.h"
 
 namespace graph::onnx::detail {
@@ -116,6 +117,47 @@ void pad(Rule& r) {
   if (r.has("value"))
     value = std::holds_alternative<bool>(r.at("value")) ? (r.b("value", false) ? 1.0 : 0.0) : r.f("value");
   r.done(r.emit("Pad", {x, r.ex.const_ints(pads), r.ex.const_scalar(value, r.out_dtype())}));
+}
+
+// interpolate{size | scale_factor, mode, align_corners}: per resized axis (the
+// last first, as the eager kernel), a Gather of the source indices; the linear
+// modes blend two Gathers with constant weights x[i0] * (1 - w) + x[i1] * w, in
+// the output's dtype, so ONNX computes what the eager kernel does.
+void interpolate(Rule& r) {
+  const std::vector<int64_t> x = r.ex.need_sizes(r.n, r.in(0));
+  const int64_t rank = static_cast<int64_t>(x.size()), mode = r.has("mode") ? r.i("mode") : 0;
+  const double scale = r.has("scale_factor") ? r.f("scale_factor") : 0.0;
+  const std::vector<int64_t> size = scale > 0 ? std::vector<int64_t>{} : r.ints("size");
+  const bool ac = r.b("align_corners", false);
+  const DType d = r.out_dtype();
+  std::string y = mode == 0 ? r.x(0) : r.x_as(0, d);
+  for (int64_t axis = rank - 1; axis >= 2; --axis) {
+    const int64_t in = x[static_cast<size_t>(axis)];
+    const int64_t out = scale > 0 ? static_cast<int64_t>(std::floor(static_cast<double>(in) * scale))
+                                  : size.at(static_cast<size_t>(axis - 2));
+    const std::vector<Tensor> src = ::graph::detail::interpolate_sources(in, out, scale, mode, ac);
+    auto gather = [&](const Tensor& idx) {
+      const std::string name = r.ex.fresh("interp_index");
+      r.ex.add_initializer(name, idx);
+      std::string g;
+      auto& node = r.last_node("Gather", {y, name}, g);
+      Exporter::attr(node, "axis", axis);
+      return g;
+    };
+    if (mode == 0) {
+      y = gather(src[0]);
+      continue;
+    }
+    const Shape wshape = axis == rank - 1 ? Shape{out} : Shape{out, 1};
+    const Tensor w1 = src[2].to(d).reshape(wshape);
+    const Tensor w0 = ::graph::sub(1.0, w1).contiguous();  // in d, as the kernel's 1 - w
+    const std::string n0 = r.ex.fresh("interp_w0"), n1 = r.ex.fresh("interp_w1");
+    r.ex.add_initializer(n0, w0);
+    r.ex.add_initializer(n1, w1.contiguous());
+    const std::string a = gather(src[0]), b = gather(src[1]);
+    y = r.emit("Add", {r.emit("Mul", {a, n0}), r.emit("Mul", {b, n1})});
+  }
+  r.done(y);
 }
 
 void layer_norm(Rule& r) {
@@ -323,6 +365,7 @@ void lower_nn_op(Rule& r, const OpInfo& op) {
     case OpId::avg_pool2d: return pool(r, false);
     case OpId::adaptive_avg_pool2d: return adaptive_avg_pool(r);
     case OpId::pad: return pad(r);
+    case OpId::interpolate: return interpolate(r);
     case OpId::layer_norm: return layer_norm(r);
     case OpId::batch_norm: return batch_norm(r);
     case OpId::softmax:

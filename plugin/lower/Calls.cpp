@@ -335,7 +335,9 @@ auto FunctionLowering::attribute(const Expr* a, const graph::OpInfo& op, const P
     if (!e->EvaluateAsBooleanCondition(b, ctx_, /*InConstantContext=*/true) || e->HasSideEffects(ctx_)) return fail();
     return b;
   }
-  if (t->isIntegerType()) {
+  // An enum (interpolate's InterpolateMode) is its value, an int attribute
+  // (a scoped enum is not an integer type to Clang).
+  if (t->isIntegerType() || t->isEnumeralType()) {
     Expr::EvalResult r;
     if (!e->EvaluateAsInt(r, ctx_) || r.HasSideEffects) return fail();
     return static_cast<int64_t>(r.Val.getInt().getExtValue());
@@ -398,7 +400,7 @@ auto FunctionLowering::runtime_attribute(const Expr* e, SourceLocation at, const
     return ir::dynamic_attr_ref(first, first + 1, false);
   };
   if (t->isBooleanType()) return scalar(ir::Type::Kind::Bool, "a bool");
-  if (t->isIntegerType()) return scalar(ir::Type::Kind::Int, "an integer");
+  if (t->isIntegerType() || t->isEnumeralType()) return scalar(ir::Type::Kind::Int, "an integer");
   if (t->isRealFloatingType()) return scalar(ir::Type::Kind::Float, "a number");
   // A braced list of host ints: one input per element.
   if (auto inits = braced_inits(e)) {

@@ -168,6 +168,11 @@ Out pad_backward_kernel(const ir::Node& n, In in) {
   if (!grad_mask(n, 1)[0]) return {Tensor()};
   return {pad_backward(T(n, in, 0), T(n, in, 1), shape_attr(n, "pad", {}))};
 }
+Out interpolate_backward_kernel(const ir::Node& n, In in) {
+  if (!grad_mask(n, 1)[0]) return {Tensor()};
+  return {interpolate_backward(T(n, in, 0), T(n, in, 1), shape_attr(n, "size", {}), float_attr(n, "scale_factor", 0.0),
+                               int_attr(n, "mode", 0), bool_attr(n, "align_corners", false))};
+}
 Out sdpa_backward_kernel(const ir::Node& n, In in) {
   if (float_attr(n, "dropout_p", 0.0) != 0.0)
     throw Error(n.op() + ": no gradient with dropout_p > 0 (the backward would need the forward's random mask)");
@@ -203,6 +208,7 @@ const std::unordered_map<std::string_view, Kernel>& kernels() {
         {"avg_pool2d_backward", pool_backward_kernel<avg_pool2d_backward>},
         {"adaptive_avg_pool2d_backward", adaptive_pool_backward_kernel},
         {"pad_backward", pad_backward_kernel},
+        {"interpolate_backward", interpolate_backward_kernel},
         {"scaled_dot_product_attention_backward", sdpa_backward_kernel},
         {"index_select_backward", index_backward_kernel<index_select_backward>},
         {"gather_backward", index_backward_kernel<gather_backward>},

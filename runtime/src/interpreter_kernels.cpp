@@ -372,6 +372,13 @@ Out adaptive_avg_pool2d_kernel(const ir::Node& n, In in) {
 Out pad_kernel(const ir::Node& n, In in) {
   return {graph::pad(T(n, in, 0), attr_shape(n, "pad"), n.has_attr("value") ? attr_scalar(n, "value") : Scalar(0.0))};
 }
+// interpolate{size | scale_factor, mode, align_corners}: the call it was lowered from.
+Out interpolate_kernel(const ir::Node& n, In in) {
+  const auto mode = static_cast<InterpolateMode>(attr_int(n, "mode", 0));
+  const bool ac = attr_bool(n, "align_corners", false);
+  if (n.has_attr("scale_factor")) return {graph::interpolate_scale(T(n, in, 0), attr_float(n, "scale_factor", 0.0), mode, ac)};
+  return {graph::interpolate(T(n, in, 0), attr_shape(n, "size"), mode, ac)};
+}
 Out embedding_kernel(const ir::Node& n, In in) { return {graph::embedding(T(n, in, 0), T(n, in, 1))}; }
 // cat's and stack's operands: one list value (a std::vector the function
 // built), or the tensors one per input.

@@ -437,43 +437,6 @@ GroupNormImpl::GroupNormImpl(int64_t groups, int64_t channels, double eps_, bool
 }  // namespace graph::nn
 
 namespace graph {
-namespace detail {
-void check_interpolate(const Tensor& x, const Shape& size, double scale_factor, InterpolateMode mode,
-                       bool align_corners) {
-  const char* op = "interpolate";
-  check_defined(op, x);
-  const bool nearest = mode == InterpolateMode::Nearest;
-  if (x.dim() != 3 && x.dim() != 4)
-    throw Error(std::string(op) + ": expected a 3-D [N, C, L] or 4-D [N, C, H, W] input, got shape " +
-                shape_str(x.sizes()));
-  if (mode == InterpolateMode::Linear && x.dim() != 3)
-    throw Error(std::string(op) + ": linear mode needs a 3-D input, got shape " + shape_str(x.sizes()) +
-                " (bilinear is for 4-D)");
-  if (mode == InterpolateMode::Bilinear && x.dim() != 4)
-    throw Error(std::string(op) + ": bilinear mode needs a 4-D input, got shape " + shape_str(x.sizes()) +
-                " (linear is for 3-D)");
-  if (nearest && align_corners)
-    throw Error(std::string(op) + ": align_corners can only be set with the interpolating modes (linear, bilinear)");
-  if (!nearest && !is_floating(x.dtype()))
-    throw Error(std::string(op) + ": linear modes need a floating input, got " + std::string(dtype_name(x.dtype())));
-  const int64_t spatial = x.dim() - 2;
-  if (scale_factor > 0) {
-    for (int64_t d = 2; d < x.dim(); ++d)
-      if (static_cast<int64_t>(std::floor(static_cast<double>(x.size(d)) * scale_factor)) < 1)
-        throw Error(std::string(op) + ": scale_factor " + std::to_string(scale_factor) + " gives an empty output for input shape " +
-                    shape_str(x.sizes()));
-    return;
-  }
-  if (scale_factor < 0 || (size.empty() && scale_factor == 0))
-    throw Error(std::string(op) + ": expected a positive scale_factor, got " + std::to_string(scale_factor));
-  bool ok = static_cast<int64_t>(size.size()) == spatial;
-  for (int64_t s : size) ok = ok && s > 0;
-  if (!ok)
-    throw Error(std::string(op) + ": expected " + std::to_string(spatial) + " positive output sizes for input shape " +
-                shape_str(x.sizes()) + ", got " + shape_str(size));
-}
-}  // namespace detail
-
 Tensor one_hot(const Tensor& indices) {
   if (indices.dtype() != kInt64)
     throw Error("one_hot: expected int64 indices, got " + std::string(dtype_name(indices.dtype())));

@@ -96,6 +96,7 @@ constexpr Entry kEntries[] = {
     {"avg_pool2d", Coverage::Cases, "avg_pool2d"},
     {"adaptive_avg_pool2d", Coverage::Cases, "adaptive_avg_pool2d adaptive_pools"},
     {"pad", Coverage::Cases, "pad"},
+    {"interpolate", Coverage::Cases, "interpolate_nearest interpolate_bilinear interpolate_linear"},
     {"embedding", Coverage::Cases, "embedding"},
     {"cat", Coverage::Cases, "cat cat_vector"},
     {"stack", Coverage::Cases, "stack stack_vector"},
@@ -137,6 +138,7 @@ constexpr Entry kEntries[] = {
     {"avg_pool2d_backward", Coverage::GradientOp, ""},
     {"adaptive_avg_pool2d_backward", Coverage::GradientOp, ""},
     {"pad_backward", Coverage::GradientOp, ""},
+    {"interpolate_backward", Coverage::GradientOp, ""},
     {"embedding_backward", Coverage::GradientOp, ""},
     {"mse_loss_backward", Coverage::GradientOp, ""},
     {"cross_entropy_backward", Coverage::GradientOp, ""},
@@ -396,7 +398,7 @@ constexpr std::string_view kComposites[] = {
     "select", "narrow", "unbind", "split", "chunk", "max_dim",
     "group_norm", "group_norm_plain", "conv1d", "conv1d_groups", "max_pool1d", "avg_pool1d",
     "like", "one_hot", "sort", "topk", "norm", "norm_all",
-    "adaptive_pools", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear",
+    "adaptive_pools",
 };
 
 class Composite : public testing::TestWithParam<std::string_view> {};

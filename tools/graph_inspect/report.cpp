@@ -254,11 +254,11 @@ argument order, each lowered whole with a static backward):
   `interpolate_scale(x, scale_factor, ...)` (output `floor(in * scale_factor)`; its own
   name, so that `interpolate(x, {3})` is a size): `x [N, C, L]` with `kNearest` or
   `kLinear`, `x [N, C, H, W]` with `kNearest` or `kBilinear`. Nearest picks source
-  `min(floor(dst * in / out), in - 1)` computed in float32, as PyTorch; linear modes use
-  half-pixel centres (or `align_corners`) and weigh the two neighbours. One dim at a
-  time, as `index_select`s of source rows, so the gradient is theirs (and, like
-  `index_select`, CPU only for now). Bad input is `interpolate`'s error eagerly; a graph
-  does not run that check;
+  `min(floor(dst * in / out), in - 1)` computed in float32, as PyTorch (any dtype);
+  linear modes use half-pixel centres (or `align_corners`) and weigh the two neighbours
+  (float16/bfloat16 blend in float32). An op of the table (`interpolate{size |
+  scale_factor, mode, align_corners}`) with a direct CPU kernel and backward; bad input
+  is its error, eagerly and in a graph's type rule;
 - `pad(x, {left, right, top, bottom, ...}, value = 0)`: constant mode, a pair per dim
   at most, negative amounts crop; an op of the table (one fill and one strided copy),
   whose gradient is `pad` of the gradient with the amounts negated;

@@ -135,6 +135,17 @@ Val emit_pad(Gen& g, OpId id, Val x) {
   return g.op(id, code, out, std::max(x.bound, std::abs(value)), {&x});
 }
 
+// Nearest or bilinear (with or without align_corners) to 1 to twice each
+// spatial size: a blend of the input's elements, within its bound.
+Val emit_interpolate(Gen& g, OpId id, Val x) {
+  x = g.to_rank(x, 4);
+  const Dims xs = x.shape;
+  const int64_t oh = g.uni(1, 2 * xs[2]), ow = g.uni(1, 2 * xs[3]);
+  std::string code = "interpolate(" + x.code + ", {" + s(oh) + ", " + s(ow) + "}";
+  if (g.coin()) code += std::string(", kBilinear, ") + (g.coin() ? "true" : "false");
+  return g.op(id, code + ")", {xs[0], xs[1], oh, ow}, x.bound, {&x});
+}
+
 Val emit_embedding(Gen& g, OpId id, Val x) {
   x = g.to_rank(x, 2);
   const Dims xs = x.shape;
@@ -383,6 +394,7 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
     case OpId::max_pool2d: case OpId::avg_pool2d: return emit_pool2d(*this, id, x);
     case OpId::adaptive_avg_pool2d: return emit_adaptive_pool2d(*this, id, x);
     case OpId::pad: return emit_pad(*this, id, x);
+    case OpId::interpolate: return emit_interpolate(*this, id, x);
     case OpId::embedding: return emit_embedding(*this, id, x);
     case OpId::cross_entropy: return emit_cross_entropy(*this, id, x);
     case OpId::scaled_dot_product_attention: return emit_attention(*this, id, x);

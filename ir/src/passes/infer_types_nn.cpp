@@ -1,6 +1,7 @@
-// infer_types' rules for the nn ops: linear, convolutions, pools, pad, the
+// infer_types' rules for the nn ops: linear, convolutions, pools, pad, interpolate, the
 // normalizations and embedding (the rest are in infer_types_rules.cpp).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -199,6 +200,62 @@ Type pad(const OpInfo& op, const Node* n) {
       shape_error(n, "the input size " + std::to_string(s.size) + " plus the amounts " + std::to_string(amounts[2 * i]) +
                          " and " + std::to_string(amounts[2 * i + 1]) + " is negative");
     s = Dim::of(size);
+  }
+  out.dims = std::move(d);
+  return out;
+}
+
+// interpolate{size | scale_factor, mode, align_corners}(x [N, C, L] or [N, C, H, W]):
+// the eager checks (runtime/src/interpolate.cpp), so a graph refuses what the
+// eager call would; the spatial dims are the sizes, or floor(in * scale_factor).
+Type interpolate(const OpInfo& op, const Node* n) {
+  Type out = same_dtype(op, n);
+  const int64_t mode = attr_or(n, "mode", 0);
+  const bool ac = n->has_attr("align_corners") && std::get_if<bool>(&n->attrs().at("align_corners")) &&
+                  std::get<bool>(n->attrs().at("align_corners"));
+  if (mode < 0 || mode > 2) shape_error(n, "unknown mode " + std::to_string(mode) + " (0 nearest, 1 linear, 2 bilinear)");
+  if (mode == 0 && ac) shape_error(n, "align_corners can only be set with the interpolating modes (linear, bilinear)");
+  if (mode != 0 && out.dtype && !is_floating(*out.dtype))
+    shape_error(n, "linear modes need a floating input, got " + std::string(dtype_name(*out.dtype)));
+  const Dims* x = dims_of(n->input(0));
+  if (!x) return out;
+  if (x->size() != 3 && x->size() != 4)
+    shape_error(n, "expected a 3-D [N, C, L] or 4-D [N, C, H, W] input, got " + dims_str(*x));
+  if ((mode == 1 && x->size() != 3) || (mode == 2 && x->size() != 4))
+    shape_error(n, std::string(mode == 1 ? "linear mode needs a 3-D" : "bilinear mode needs a 4-D") + " input, got " +
+                       dims_str(*x));
+  const size_t spatial = x->size() - 2;
+  Dims d(x->begin(), x->begin() + 2);
+  const ir::AttrValue* scale = n->has_attr("scale_factor") ? &n->attrs().at("scale_factor") : nullptr;
+  if (scale) {
+    const double* f = std::get_if<double>(scale);
+    const int64_t* i = std::get_if<int64_t>(scale);
+    const std::optional<double> s = f ? std::optional<double>(*f) : i ? std::optional<double>(double(*i)) : std::nullopt;
+    if (s && !(*s > 0)) shape_error(n, "expected a positive scale_factor, got " + std::to_string(*s));
+    for (size_t k = 0; k < spatial; ++k) {
+      const Dim& in = (*x)[2 + k];
+      if (!s || !in.is_static()) {
+        d.push_back(Dim::unknown());
+        continue;
+      }
+      const auto o = static_cast<int64_t>(std::floor(static_cast<double>(in.size) * *s));
+      if (o < 1) shape_error(n, "scale_factor " + std::to_string(*s) + " gives an empty output for input " + dims_str(*x));
+      d.push_back(Dim::of(o));
+    }
+  } else {
+    if (!n->has_attr("size")) shape_error(n, "needs a size or a scale_factor attribute");
+    const auto size = ints_or(n, "size", {});
+    if (!std::get_if<std::vector<int64_t>>(&n->attrs().at("size")) && !std::get_if<int64_t>(&n->attrs().at("size"))) {
+      d.resize(x->size(), Dim::unknown());  // sizes known at run time
+      out.dims = std::move(d);
+      return out;
+    }
+    bool ok = size.size() == spatial;
+    for (int64_t s : size) ok = ok && s > 0;
+    if (!ok)
+      shape_error(n, "expected " + std::to_string(spatial) + " positive output sizes for input " + dims_str(*x) +
+                         ", got " + std::to_string(size.size()) + " sizes");
+    for (int64_t s : size) d.push_back(Dim::of(s));
   }
   out.dims = std::move(d);
   return out;

@@ -663,6 +663,7 @@ Type other(const OpInfo& op, const Node* n) {
     case OpId::avg_pool2d: return pool2d(op, n);
     case OpId::adaptive_avg_pool2d: return adaptive_pool2d(op, n);
     case OpId::pad: return pad(op, n);
+    case OpId::interpolate: return interpolate(op, n);
     case OpId::embedding: return embedding(n);
     case OpId::cat:
     case OpId::stack: return cat_or_stack(op, n);

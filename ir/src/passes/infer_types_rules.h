@@ -42,6 +42,7 @@ Type conv_transpose2d(const Node* n);
 Type pool2d(const OpInfo& op, const Node* n);
 Type adaptive_pool2d(const OpInfo& op, const Node* n);
 Type pad(const OpInfo& op, const Node* n);
+Type interpolate(const OpInfo& op, const Node* n);
 Type layer_norm(const Node* n);
 Type batch_norm(const Node* n);
 Type embedding(const Node* n);

@@ -102,61 +102,26 @@ inline Tensor adaptive_max_pool2d(const Tensor& x, const Shape& output_size) {
 // ---- resizing -------------------------------------------------------------------
 // interpolate(x, size, mode, align_corners), interpolate_scale(x, scale_factor, ...):
 // torch.nn.functional.interpolate for x [N, C, L] (kNearest, kLinear) and
-// [N, C, H, W] (kNearest, kBilinear). One dim at a time, each an index_select
-// of source rows, so the gradient is index_select's (rows add up):
+// [N, C, H, W] (kNearest, kBilinear). An op of the table (ops.def), one direct
+// kernel (runtime/src/interpolate.cpp) and its backward:
 //  - nearest: source min(floor(dst * s), in - 1), computed in float32 for every
 //    dtype as PyTorch does, s = in / out (1 / scale_factor when one is given);
 //  - linear: source s * (dst + 0.5) - 0.5 clamped at 0 (half-pixel centres),
 //    or dst * (in - 1) / (out - 1) with align_corners, then its two neighbours
-//    weighted by the distance. The positions are computed in float64.
+//    weighted by the distance (positions in float64, weights in x's dtype; the
+//    last dim first, then the rows). float16/bfloat16 compute in float32.
 // A scale_factor gives the output size floor(in * scale_factor) (PyTorch with
-// recompute_scale_factor unset). Bad input is interpolate's error eagerly; in
-// a graph the checks are not run (an empty size gives an empty result).
+// recompute_scale_factor unset). Bad input is interpolate's error, eagerly and
+// in a graph (its type rule). CPU only.
 enum class InterpolateMode { Nearest, Linear, Bilinear };
 inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
 inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
 inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
-namespace detail {
-GRAPH_EAGER_CHECK void check_interpolate(const Tensor& x, const Shape& size, double scale_factor, InterpolateMode mode,
-                                         bool align_corners);
-// x resized along dim D (-1 or -2) to `out`; scale_factor > 0 when the user gave one.
-template <int64_t D>
-inline Tensor resize_dim(const Tensor& x, int64_t out, double scale_factor, InterpolateMode mode, bool align_corners) {
-  const int64_t in = x.size(D);
-  const double step = scale_factor > 0 ? 1.0 / scale_factor : static_cast<double>(in) / static_cast<double>(out);
-  if (mode == InterpolateMode::Nearest)
-    return index_select(x, D, (arange(out).to(kFloat32) * step).to(kInt64).clamp_max(in - 1));
-  Tensor dst = arange(out).to(kFloat64);
-  Tensor src = clamp_min((dst + 0.5) * step - 0.5, 0.0);
-  if (align_corners) src = dst * (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0);
-  Tensor i0 = src.to(kInt64);  // floor: src >= 0
-  Tensor i1 = clamp_max(i0 + 1, in - 1);
-  Tensor w1 = clamp(src - i0.to(kFloat64), 0.0, 1.0).type_as(x);
-  if (D == -2) w1 = w1.unsqueeze(1);  // [out, 1] against [..., out, W]
-  return index_select(x, D, i0) * (1.0 - w1) + index_select(x, D, i1) * w1;
-}
-}  // namespace detail
-inline Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode = kNearest,
-                          bool align_corners = false) {
-  detail::check_interpolate(x, size, 0.0, mode, align_corners);
-  const int64_t k = size.size();
-  Tensor y = detail::resize_dim<-1>(x, size[k - 1], 0.0, mode, align_corners);
-  if (k == 2) y = detail::resize_dim<-2>(y, size[0], 0.0, mode, align_corners);
-  return y;
-}
+GRAPH_OP("interpolate") Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode = kNearest,
+                                           bool align_corners = false);
 // By a scale factor: its own name, because `interpolate(x, {3})` must mean
 // a size (an overload on double would take the braced 3 as a scale).
-inline Tensor interpolate_scale(const Tensor& x, double scale_factor, InterpolateMode mode = kNearest,
-                                bool align_corners = false) {
-  detail::check_interpolate(x, Shape{}, scale_factor, mode, align_corners);
-  // floor(in * scale) of a positive product: the truncating conversion.
-  const int64_t w = static_cast<int64_t>(static_cast<double>(x.size(-1)) * scale_factor);
-  Tensor y = detail::resize_dim<-1>(x, w, scale_factor, mode, align_corners);
-  if (x.dim() == 4) {
-    const int64_t h = static_cast<int64_t>(static_cast<double>(x.size(-2)) * scale_factor);
-    y = detail::resize_dim<-2>(y, h, scale_factor, mode, align_corners);
-  }
-  return y;
-}
+GRAPH_OP("interpolate") Tensor interpolate_scale(const Tensor& x, double scale_factor, InterpolateMode mode = kNearest,
+                                                 bool align_corners = false);
 
 }  // namespace graph

@@ -104,6 +104,17 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Tensor& x, const S
 // x's gradient of pad (pad.cpp): pad(grad, -pad, 0), which crops what was
 // padded and gives zeros where x was cropped.
 Tensor pad_backward(const Tensor& grad, const Tensor& x, const Shape& pad);
+// x's gradient of interpolate (interpolate.cpp): each output's gradient added
+// to the source elements it was read from, with their weights. The output
+// size is `size`, or floor(in * scale_factor) when scale_factor > 0; mode is
+// an InterpolateMode's value.
+Tensor interpolate_backward(const Tensor& grad, const Tensor& x, const Shape& size, double scale_factor, int64_t mode,
+                            bool align_corners);
+// interpolate's sources along one dim of size `in` resized to `out`: int64
+// indices i0, i1 [out] and float64 weights w1 [out] of i1 (the output is
+// x[i0] * (1 - w1) + x[i1] * w1 in x's dtype; nearest: i1 = i0, w1 = 0). How
+// the ONNX export writes the op.
+std::vector<Tensor> interpolate_sources(int64_t in, int64_t out, double scale_factor, int64_t mode, bool align_corners);
 // The [out, in] matrix averaging adaptive_avg_pool2d's windows along one dim
 // (row i: 1 / size over window i): the op is two products with these, which
 // is how it runs on the device and how the ONNX export writes it.
