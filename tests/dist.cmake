@@ -40,3 +40,14 @@ foreach(fault never_arrives exits_early ddp_step_skipped static_step_skipped)
   set_tests_properties(dist_fault_${fault} PROPERTIES LABELS mpi TIMEOUT 30 ENVIRONMENT "${CXXGRAPH_MPI_ENV}"
     PASS_REGULAR_EXPRESSION "fault test passed" FAIL_REGULAR_EXPRESSION "fault test FAILED")
 endforeach()
+
+# A DDP step interrupted by an exception, eager and static, over an in-process
+# loopback backend (no mpirun): it runs in every test configuration.
+add_executable(dist_ddp_interrupted_test ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_interrupted_test.cpp
+                                         ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_models.cpp)
+target_link_libraries(dist_ddp_interrupted_test PRIVATE cxxgraph::dist GTest::gtest_main)
+target_include_directories(dist_ddp_interrupted_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/dist)
+cxxgraph_static_graphs(dist_ddp_interrupted_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/dist/ddp_models.cpp)
+gtest_discover_tests(dist_ddp_interrupted_test PROPERTIES LABELS "dist")
+add_test(NAME dist_ddp_interrupted_interpreted COMMAND dist_ddp_interrupted_test --gtest_filter=DdpInterrupted.Static*)
+set_tests_properties(dist_ddp_interrupted_interpreted PROPERTIES LABELS "dist" ENVIRONMENT "GRAPH_MODE=interpret")

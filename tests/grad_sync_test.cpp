@@ -54,6 +54,9 @@ struct FakeSync : detail::GradSync {
     order.push_back(k);
     staged[k] = g.clone();
   }
+  // Called by static.cpp's train-step runner, which graph::run bypasses
+  // (tests/dist/ddp_interrupted_test.cpp covers it with the real DDP).
+  void static_abandon() noexcept override {}
   void static_finish() override {
     ++finishes;
     ready_before_finish = static_cast<int>(order.size());

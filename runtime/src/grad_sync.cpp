@@ -3,6 +3,7 @@
 // runtime (generated_support.h: grad_sync_start, grad_sync_wait).
 #include "graph/detail/grad_sync.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -84,6 +85,17 @@ void unregister_grad_sync(const Tensor& param) {
 }
 
 bool any_grad_sync() { return registry().size.load(std::memory_order_relaxed) != 0; }
+
+void abandon_grad_syncs() noexcept {
+  std::vector<GradSync*> syncs;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (const auto& [meta, e] : r.entries)
+      if (std::find(syncs.begin(), syncs.end(), e.sync) == syncs.end()) syncs.push_back(e.sync);
+  }
+  for (GradSync* s : syncs) s->static_abandon();
+}
 
 bool grad_sync_owns(const Tensor& t) {
   Entry e;

@@ -220,15 +220,23 @@ bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValu
     return false;
   }
   autograd::NoGradGuard no_grad;
-  if (specialized) return run_interpreted(*specialized, in, n_in, out, why, kSpecializedRun);
+  const bool ddp = under_ddp(in, n_in);
+  // A step under DDP that throws or is refused after its first grad_sync_start
+  // must not leave DDP's pass open for the next step (grad_sync.h).
+  struct AbandonUnlessDone {
+    bool on, done = false;
+    ~AbandonUnlessDone() {
+      if (on && !done) abandon_grad_syncs();
+    }
+  } pass{ddp};
+  if (specialized) return pass.done = run_interpreted(*specialized, in, n_in, out, why, kSpecializedRun);
   // Under DDP the interpreter runs the nodes in order on this thread: MPI
   // is initialized for calls from the main thread only (FUNNELED).
-  const bool ddp = under_ddp(in, n_in);
   if (mode() == Mode::Interpret ? (ddp ? check_inputs(g.signature, g.num_inputs, in, n_in, why) &&
                                              run_interpreted(parsed(g), in, n_in, out, why, kSpecializedRun)
                                        : interpret(g, in, n_in, out, why))
                                 : g.fn(in, n_in, out, why))
-    return true;
+    return pass.done = true;
   *why = "a guard failed: " + *why;
   return false;
 }

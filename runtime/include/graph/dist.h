@@ -126,6 +126,10 @@ class ProcessGroup {
   // Ends the job now, every rank (MPI_Abort).
   [[noreturn]] void abort(int code = 1);
   bool broken() const;
+  // Breaks the group by hand, as a timeout does: `why` is kept for the
+  // messages. DDP does this when a step stops with an exception after some of
+  // its buckets started (the ranks are then out of step); the first reason stays.
+  void mark_broken(const std::string& why);
 
  private:
   struct State;

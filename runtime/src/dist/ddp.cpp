@@ -18,6 +18,7 @@
 // node computing it (static_ready, the hook's work) and waits before the
 // update (static_finish, the callback's), with the same buckets and order.
 #include <chrono>
+#include <memory>
 
 #include "graph/autograd.h"
 #include "graph/detail/grad_sync.h"
@@ -97,7 +98,43 @@ struct DistributedDataParallel::Impl final : detail::GradSync {
     launched_by_hooks = 0;
     std::fill(ready.begin(), ready.end(), 0);
     for (Bucket& b : buckets) b.pending = b.params.size();
-    if (eager) autograd::queue_callback([this] { finish(); });
+    if (!eager) return;
+    // backward() runs the callback at its end; when it throws instead, it
+    // drops the callback unrun, and the token's destructor abandons the pass.
+    struct Token {
+      Impl* impl = nullptr;
+      bool ran = false;
+      ~Token() {
+        if (impl && !ran) impl->abandon();
+      }
+    };
+    auto token = std::make_shared<Token>();  // made in place: a moved-from copy would abandon
+    token->impl = this;
+    autograd::queue_callback([token] {
+      token->ran = true;
+      token->impl->finish();
+    });
+  }
+
+  // The pass stopped between its first gradient and finish(): backward() or
+  // the static step threw, or a static step's guard refused it. Unless no
+  // bucket had started, its all-reduces are pending here, and the other ranks
+  // may have gone on (or stopped elsewhere): the ranks are out of step, and a
+  // later bucket would pair with another step's. So the group is marked
+  // broken, as after a timeout: the next collective says why, and the group's
+  // destructor ends the job rather than hang. Before any bucket started the
+  // pass is only reset (as when a rank skips a step).
+  void abandon() noexcept {
+    if (!in_pass) return;
+    in_pass = false;
+    if (next_launch == 0) return;
+    try {
+      pg->mark_broken("a DDP step stopped with an exception (or a refused guard) after " +
+                      std::to_string(next_launch) + " of its " + std::to_string(buckets.size()) +
+                      " gradient buckets had started their all_reduce, so the ranks are out of step");
+    } catch (...) {  // out of memory for the message: break it all the same
+      pg->mark_broken({});
+    }
   }
 
   std::string bucket_name(size_t i) const {
@@ -143,6 +180,7 @@ struct DistributedDataParallel::Impl final : detail::GradSync {
   // ---- a static train step's grad_sync nodes (detail::GradSync) ----
   bool syncing() const override { return sync; }
   void static_ready(size_t k, const Tensor& grad) override { on_grad(k, grad, false); }
+  void static_abandon() noexcept override { abandon(); }
   void static_finish() override {
     if (!sync) return;
     if (!in_pass) begin_pass(false);  // no gradient reached a parameter: all are reduced from .grad

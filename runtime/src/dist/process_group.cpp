@@ -207,6 +207,9 @@ int ProcessGroup::world_size() const { return s_->backend->world_size(); }
 const std::string& ProcessGroup::backend_name() const { return s_->backend_name; }
 const Options& ProcessGroup::options() const { return s_->opt; }
 bool ProcessGroup::broken() const { return !s_->broken.empty(); }
+void ProcessGroup::mark_broken(const std::string& why) {
+  if (s_->broken.empty()) s_->broken = why.empty() ? std::string("marked broken") : why;
+}
 void ProcessGroup::abort(int code) {
   s_->backend->abort(code);
   std::_Exit(code);  // a backend's abort does not return; the compiler cannot know

@@ -29,6 +29,10 @@ class GradSync {
   // Waits for every bucket and writes each parameter's average into its .grad
   // (parameters no gradient reached this step are reduced with their .grad).
   virtual void static_finish() = 0;
+  // The step stopped (an exception, or a guard refused it) after handing
+  // over gradients and before static_finish: the sync must not take the
+  // next step's gradients as this one's.
+  virtual void static_abandon() noexcept = 0;
 };
 
 // Parameter `param` (a leaf that requires grad) is averaged by `sync` as its
@@ -43,5 +47,8 @@ bool has_foreign_post_accumulate_hook(const Tensor& t);
 bool grad_sync_owns(const Tensor& t);
 // Whether any parameter is registered now (one atomic load).
 bool any_grad_sync();
+// static_abandon() on every registered sync (static.cpp, when a train step
+// under DDP ends without reaching its grad_sync_wait).
+void abandon_grad_syncs() noexcept;
 
 }  // namespace graph::detail
