@@ -21,22 +21,11 @@
 #include "graph/ops.h"
 #include "graph/optim.h"
 #include "graph/static.h"
+#include "two_layer_step_ir.h"
 
 namespace graph {
 namespace {
 
-// fc1 -> relu -> fc2 -> cross_entropy; zero_grad, backward and step in the graph.
-const char* kStep = R"(graph step(%x : f32[6, 4], %y : i64[6], %w1 : f32[5, 4], %b1 : f32[5], %w2 : f32[3, 5], %b2 : f32[3], %opt : int) {
-  optimizer_guard(%opt) @"t.cpp":2:8
-  optimizer_zero_grad(%opt) @"t.cpp":2:8
-  %h : f32 = linear(%x, %w1, %b1) @"t.cpp":3:5
-  %r : f32 = relu(%h) @"t.cpp":3:5
-  %o : f32 = linear(%r, %w2, %b2) @"t.cpp":4:5
-  %loss : f32 = cross_entropy(%o, %y) @"t.cpp":5:5
-  backward_loss(%loss, %w1, %b1, %w2, %b2) @"t.cpp":6:8
-  optimizer_step{params=0}(%opt) @"t.cpp":7:8
-  return (%loss)
-})";
 
 // Plays a world of two ranks whose other rank's gradients are `other`
 // times this one's: the average is (1 + other) / 2 times the gradient.
@@ -101,7 +90,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 TEST(GradSync, WithoutARegistrationTheStepIsUnchanged) {
-  auto c = ir::compile(*ir::parse(kStep));
+  auto c = ir::compile(*ir::parse(test::kTwoLayerStep));
   Fixture f;
   const std::vector<Tensor> want = f.eager_grads();
   std::vector<Tensor> before;
@@ -115,7 +104,7 @@ TEST(GradSync, WithoutARegistrationTheStepIsUnchanged) {
 }
 
 TEST(GradSync, NodesHandOverEachGradientThenTheStepUsesTheAverage) {
-  auto c = ir::compile(*ir::parse(kStep));
+  auto c = ir::compile(*ir::parse(test::kTwoLayerStep));
   Fixture f;
   const std::vector<Tensor> want = f.eager_grads();
   std::vector<Tensor> before;
@@ -141,7 +130,7 @@ TEST(GradSync, NodesHandOverEachGradientThenTheStepUsesTheAverage) {
 }
 
 TEST(GradSync, UnderNoSyncGradientsOnlyAccumulate) {
-  auto c = ir::compile(*ir::parse(kStep));
+  auto c = ir::compile(*ir::parse(test::kTwoLayerStep));
   Fixture f;
   const std::vector<Tensor> want = f.eager_grads();
   FakeSync sync;

@@ -10,6 +10,7 @@
 #include "graph/ir/ir.h"
 #include "graph/ir/passes.h"
 #include "graph/ir/verifier.h"
+#include "two_layer_step_ir.h"
 
 namespace graph::ir {
 namespace {
@@ -282,19 +283,6 @@ TEST(TrainStepIr, OptimizerOpsAreCheckedByTheVerifier) {
 
 // ---- the data-parallel gradient all-reduce (place_grad_sync) -----------------
 
-// Two layers: backward computes fc2's gradients, then fc1's.
-const char* kTwoLayers = R"(graph step(%x : f32[8, 4], %y : i64[8], %w1 : f32[5, 4], %b1 : f32[5], %w2 : f32[3, 5], %b2 : f32[3], %opt : int) {
-  optimizer_guard(%opt) @"t.cpp":2:8
-  optimizer_zero_grad(%opt) @"t.cpp":2:8
-  %h : f32 = linear(%x, %w1, %b1) @"t.cpp":3:5
-  %r : f32 = relu(%h) @"t.cpp":3:5
-  %o : f32 = linear(%r, %w2, %b2) @"t.cpp":4:5
-  %loss : f32 = cross_entropy(%o, %y) @"t.cpp":5:5
-  backward_loss(%loss, %w1, %b1, %w2, %b2) @"t.cpp":6:8
-  optimizer_step{params=0}(%opt) @"t.cpp":7:8
-  return (%loss)
-})";
-
 std::vector<const Node*> all_of(const Graph& g, OpId op) {
   std::vector<const Node*> r;
   for (const auto& n : g.top()->nodes())
@@ -309,7 +297,7 @@ const Node* node_at(const Graph& g, size_t i) {
 }
 
 TEST(GradSyncIr, StartsFollowTheirGradientsAndTheWaitPrecedesTheUpdate) {
-  CompiledGraphs c = compile(*parse(kTwoLayers));
+  CompiledGraphs c = compile(*parse(test::kTwoLayerStep));
   const Graph& o = *c.optimized;
   ASSERT_TRUE(verify(o).empty()) << print(o);
   const Value* w1 = o.inputs()[2].get();
