@@ -28,3 +28,22 @@ Tensor StepMlpImpl::forward(Tensor x) { return fc3(tanh(fc2(relu(fc1(x))))); }
   opt->step();
   return loss;
 }
+
+StepCnnImpl::StepCnnImpl(int64_t classes)
+    : conv1(register_module("conv1", nn::Conv2d(1, 4, 3, 1, 1))),
+      conv2(register_module("conv2", nn::Conv2d(4, 8, 3, 1, 1))),
+      fc(register_module("fc", nn::Linear(8 * 4 * 4, classes))) {}
+
+Tensor StepCnnImpl::forward(Tensor x) {
+  x = max_pool2d(relu(conv1(x)), {2, 2});  // [N, 4, 4, 4]
+  x = relu(conv2(x));                       // [N, 8, 4, 4]
+  return fc(x.flatten(1));
+}
+
+[[graph::static]] Tensor StepCnnImpl::train_step(Tensor x, Tensor y) {
+  opt->zero_grad();
+  Tensor loss = cross_entropy(forward(x), y);
+  loss.backward();
+  opt->step();
+  return loss;
+}

@@ -33,3 +33,16 @@ struct StepMlpImpl : graph::nn::Module {
   graph::optim::SGD* opt = nullptr;
 };
 GRAPH_MODULE(StepMlp);
+
+// A small CNN on [N, 1, 8, 8] images: conv 3x3 (4 channels) -> relu ->
+// max_pool 2 -> conv 3x3 (8 channels) -> relu -> flatten -> linear. An eager
+// forward and a whole static train step, as StepMlp.
+struct StepCnnImpl : graph::nn::Module {
+  explicit StepCnnImpl(int64_t classes);
+  graph::Tensor forward(graph::Tensor x);
+  graph::Tensor train_step(graph::Tensor x, graph::Tensor y);  // [[graph::static]]
+  graph::nn::Conv2d conv1, conv2;
+  graph::nn::Linear fc;
+  graph::optim::SGD* opt = nullptr;
+};
+GRAPH_MODULE(StepCnn);

@@ -93,6 +93,8 @@ Result train_against_single_process(Make make, DType dt, dist::DdpOptions opt, i
 
 auto make_mlp = [] { return Mlp(kIn, kHidden, kOut); };
 auto make_static_mlp = [] { return StaticMlp(kIn, kHidden, kOut); };
+auto make_step_mlp = [] { return StepMlp(kIn, kHidden, kOut); };
+auto make_step_cnn = [] { return StepCnn(kOut); };
 
 uint64_t static_graph_runs() {
   uint64_t n = 0;
@@ -142,13 +144,17 @@ struct StaticStepRun {
   dist::DdpStats stats;
 };
 
-StaticStepRun train_static_step(Mode mode, const Tensor& x, const Tensor& y, const Tensor& xr, const Tensor& yr) {
+template <class Make>
+StaticStepRun train_static_step(Make make, Mode mode, const Tensor& x, const Tensor& y, const Tensor& xr,
+                                const Tensor& yr) {
   const int r = pg().rank();
   manual_seed(100 + r);
-  auto model = StepMlp(kIn, kHidden, kOut);
+  auto model = make();
   dist::DistributedDataParallel ddp(model.ptr(), pg(), {.bucket_cap_bytes = 300});
+  const int buckets = static_cast<int>(ddp.bucket_layout().size());
+  EXPECT_GT(buckets, 1);
   manual_seed(100);
-  auto ref = StepMlp(kIn, kHidden, kOut);
+  auto ref = make();
   const std::vector<Tensor> mp = model->parameters(), rp = ref->parameters();
   optim::SGD opt_d(mp, optim::SGDOptions(0.1).momentum(0.9)), opt_r(rp, optim::SGDOptions(0.1).momentum(0.9));
   model->opt = &opt_d;
@@ -158,7 +164,7 @@ StaticStepRun train_static_step(Mode mode, const Tensor& x, const Tensor& y, con
   const uint64_t before = static_graph_runs();
   for (int s = 0; s < kSteps; ++s) {
     Tensor loss = model->train_step(xr, yr);
-    EXPECT_EQ(ddp.last_stats().buckets, 4) << "step " << s << ": DDP did not average the gradients";
+    EXPECT_EQ(ddp.last_stats().buckets, buckets) << "step " << s << ": DDP did not average the gradients";
     opt_r.zero_grad();
     Tensor ref_loss = cross_entropy(ref->forward(x), y);
     ref_loss.backward();
@@ -181,11 +187,11 @@ TEST(Ddp, WholeStaticTrainStepAllReducesInsideTheGraph) {
   auto [x, y] = global_batch(kFloat32);
   const int r = pg().rank();
   Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
-  const StaticStepRun graph_run = train_static_step(Mode::Static, x, y, xr, yr);
+  const StaticStepRun graph_run = train_static_step(make_step_mlp, Mode::Static, x, y, xr, yr);
   EXPECT_EQ(graph_run.graph_runs, static_cast<uint64_t>(kSteps)) << "the step ran its eager body (GRAPH_EXPLAIN=1)";
   // Every bucket was started by a grad_sync_start node, before the wait.
   EXPECT_EQ(graph_run.stats.started_in_backward, 4);
-  const StaticStepRun eager_run = train_static_step(Mode::Eager, x, y, xr, yr);
+  const StaticStepRun eager_run = train_static_step(make_step_mlp, Mode::Eager, x, y, xr, yr);
   EXPECT_EQ(eager_run.graph_runs, 0u);
   EXPECT_EQ(eager_run.stats.started_in_backward, 4);  // the eager hooks
   double worst = 0;
@@ -200,13 +206,38 @@ TEST(Ddp, WholeStaticTrainStepInterpreted) {
   auto [x, y] = global_batch(kFloat32);
   const int r = pg().rank();
   Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
-  const StaticStepRun compiled = train_static_step(Mode::Static, x, y, xr, yr);
-  const StaticStepRun interpreted = train_static_step(Mode::Interpret, x, y, xr, yr);
+  const StaticStepRun compiled = train_static_step(make_step_mlp, Mode::Static, x, y, xr, yr);
+  const StaticStepRun interpreted = train_static_step(make_step_mlp, Mode::Interpret, x, y, xr, yr);
   EXPECT_EQ(interpreted.graph_runs, static_cast<uint64_t>(kSteps));
   EXPECT_EQ(interpreted.stats.started_in_backward, 4);
   double worst = 0;
   for (size_t k = 0; k < compiled.params.size(); ++k)
     worst = std::max(worst, max_rel_diff(compiled.params[k], interpreted.params[k]));
+  EXPECT_LT(worst, 1e-6);
+}
+
+// The small CNN (conv, relu, max_pool, conv, relu, linear) as a whole static
+// train step, compiled and interpreted, and its eager body under DDP's hooks:
+// 20 steps on each rank's images equal one process on the whole batch.
+TEST(Ddp, SmallCnnWholeStaticTrainStep) {
+  manual_seed(11);
+  const int64_t n = kPerRank * pg().world_size();
+  Tensor x = randn({n, 1, 8, 8});
+  Tensor y = (rand({n}) * static_cast<double>(kOut)).to(kInt64).clamp_(0, kOut - 1);
+  const int r = pg().rank();
+  Tensor xr = x.slice(0, r * kPerRank, (r + 1) * kPerRank), yr = y.slice(0, r * kPerRank, (r + 1) * kPerRank);
+  const StaticStepRun compiled = train_static_step(make_step_cnn, Mode::Static, x, y, xr, yr);
+  EXPECT_EQ(compiled.graph_runs, static_cast<uint64_t>(kSteps)) << "the step ran its eager body (GRAPH_EXPLAIN=1)";
+  EXPECT_EQ(compiled.stats.started_in_backward, compiled.stats.buckets);
+  const StaticStepRun interpreted = train_static_step(make_step_cnn, Mode::Interpret, x, y, xr, yr);
+  EXPECT_EQ(interpreted.graph_runs, static_cast<uint64_t>(kSteps));
+  const StaticStepRun eager = train_static_step(make_step_cnn, Mode::Eager, x, y, xr, yr);
+  EXPECT_EQ(eager.graph_runs, 0u);
+  double worst = 0;
+  for (size_t k = 0; k < compiled.params.size(); ++k) {
+    worst = std::max(worst, max_rel_diff(compiled.params[k], interpreted.params[k]));
+    worst = std::max(worst, max_rel_diff(compiled.params[k], eager.params[k]));
+  }
   EXPECT_LT(worst, 1e-6);
 }
 
