@@ -362,19 +362,19 @@ std::string wide_graph() {
 TEST(Interpreter, ResultsDoNotDependOnThreadsOrCallers) {
   auto g = ir::parse(wide_graph());
   Tensor x = pattern({32, 48}, 0.3f, 0.0f), w = pattern({48, 40}, 0.7f, 0.2f);
-  Tensor serial = std::get<Tensor>(run(*g, {x, w}, {.threads = 1})[0]);
+  Tensor serial = std::get<Tensor>(run(*g, {x, w}, {.threads = 1, .needed_outputs = {}})[0]);
   Tensor eager = zeros({32, 40});
   std::vector<Tensor> ts;
   for (int i = 0; i < 12; ++i) ts.push_back(tanh(matmul(x, w * (i + 1.125))));
   eager = ts[0] + ts[1];
   for (int i = 2; i < 12; ++i) eager = eager + ts[i];
   expect_same(serial, eager);
-  for (int rep = 0; rep < 5; ++rep) expect_same(std::get<Tensor>(run(*g, {x, w}, {.threads = 4})[0]), serial);
+  for (int rep = 0; rep < 5; ++rep) expect_same(std::get<Tensor>(run(*g, {x, w}, {.threads = 4, .needed_outputs = {}})[0]), serial);
 
   std::vector<Tensor> results(8);
   std::vector<std::thread> callers;
   for (int t = 0; t < 8; ++t)
-    callers.emplace_back([&, t] { results[t] = std::get<Tensor>(run(*g, {x, w}, {.threads = 3})[0]); });
+    callers.emplace_back([&, t] { results[t] = std::get<Tensor>(run(*g, {x, w}, {.threads = 3, .needed_outputs = {}})[0]); });
   for (auto& c : callers) c.join();
   for (const Tensor& r : results) expect_same(r, serial);
 }
@@ -392,7 +392,7 @@ TEST(Interpreter, ParallelErrorsAreDeterministic) {
       "}\n");
   for (int rep = 0; rep < 20; ++rep) {
     try {
-      run(*g, {ones({2, 3})}, {.threads = 4});
+      run(*g, {ones({2, 3})}, {.threads = 4, .needed_outputs = {}});
       FAIL();
     } catch (const Error& e) {
       ASSERT_NE(std::string(e.what()).find("f.cpp:1:1"), std::string::npos) << e.what();
@@ -405,12 +405,12 @@ TEST(Interpreter, EagerAutogradFlowsThroughInterpretedGraphs) {
   Tensor W_h = pattern({6, 6}, 0.21f, -0.4f), x = pattern({1, 4}, 0.5f, -0.3f), h = pattern({1, 6}, 0.3f, 0.1f);
   Tensor w_x = pattern({6, 4}, 0.05f, -0.9f);
   Tensor W1 = W_h.clone().requires_grad_(), W2 = W_h.clone().requires_grad_();
-  std::get<Tensor>(run(*g, {x, h, W1, w_x}, {.threads = 2})[0]).sum().backward();
+  std::get<Tensor>(run(*g, {x, h, W1, w_x}, {.threads = 2, .needed_outputs = {}})[0]).sum().backward();
   rnn_eager(x, h, W2, w_x).sum().backward();
   expect_same(W1.grad(), W2.grad());
   {
     NoGradGuard no_grad;  // the caller's grad mode reaches the workers
-    Tensor y = std::get<Tensor>(run(*g, {x, h, W1, w_x}, {.threads = 2})[0]);
+    Tensor y = std::get<Tensor>(run(*g, {x, h, W1, w_x}, {.threads = 2, .needed_outputs = {}})[0]);
     EXPECT_FALSE(y.requires_grad());
   }
 }
@@ -444,11 +444,11 @@ TEST(Interpreter, AssignWritesTheInputAfterEveryReadAndBumpsItsVersion) {
     Tensor buf = pattern({3}, 0.9f, -0.3f);
     const Tensor before = buf.clone();
     const uint64_t v = buf.version();
-    const Tensor y = one(kAssign, {x, buf, true}, {.threads = threads});
+    const Tensor y = one(kAssign, {x, buf, true}, {.threads = threads, .needed_outputs = {}});
     expect_same(y, matmul(before, x));  // read before the write
     expect_same(buf, before * 0.5f + x);
     EXPECT_EQ(buf.version(), v + 1);
-    one(kAssign, {x, buf, false}, {.threads = threads});  // %w is %buf: nothing written
+    one(kAssign, {x, buf, false}, {.threads = threads, .needed_outputs = {}});  // %w is %buf: nothing written
     EXPECT_EQ(buf.version(), v + 1);
   }
   auto compiled = ir::compile(*ir::parse(kAssign));

@@ -265,7 +265,9 @@ TEST(TrainStepIr, StepWithoutZeroGradReadsGradLikeEager) {
   text.erase(text.find("  optimizer_zero_grad"), text.find("  %h") - text.find("  optimizer_zero_grad"));
   CompiledGraphs c = compile(*parse(text));
   walk(c.optimized->top(), [&](const Node* n) {
-    if (n->is(OpId::optimizer_step)) EXPECT_EQ(n->i("params"), 0) << print(*c.optimized);
+    if (n->is(OpId::optimizer_step)) {
+      EXPECT_EQ(n->i("params"), 0) << print(*c.optimized);
+    }
   });
 }
 

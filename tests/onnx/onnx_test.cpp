@@ -417,8 +417,11 @@ TEST(OnnxExport, ArgsortFirstKIsTopKOfK) {
   const auto& k = find_initializer(m, n.input(1));
   ASSERT_EQ(k.int64_data_size(), 1);
   EXPECT_EQ(k.int64_data(0), 2);
-  for (const auto& a : n.attribute())
-    if (a.name() == "largest" || a.name() == "axis") EXPECT_EQ(a.i(), 0) << a.name();
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "largest" || a.name() == "axis") {
+      EXPECT_EQ(a.i(), 0) << a.name();
+    }
+  }
 }
 
 TEST(OnnxExport, SavedGraphAndCommandLine) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +18,11 @@
 #include "graph/optim.h"
 
 namespace {
+
+// UndifferentiableGraphRunsEagerlyAndSaysWhy reads the explanation, printed
+// under GRAPH_EXPLAIN=1 (read once, at the first explanation); ctest sets it,
+// and this sets it for a direct run of the binary too.
+[[maybe_unused]] const bool kExplain = setenv("GRAPH_EXPLAIN", "1", /*overwrite=*/0) == 0;
 
 using graph::Mode;
 using graph::Tensor;

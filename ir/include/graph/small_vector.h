@@ -184,7 +184,13 @@ class SmallVector {
   }
   // Up to N elements: the whole inline array's bytes, a fixed-size copy the
   // compiler inlines (a Tensor copy or move copies two shapes), instead of a
-  // call to memmove for size_ elements. Every buffer holds at least N.
+  // call to memmove for size_ elements. Every buffer holds at least N. The
+  // bytes past size_ may be unset: copying them is harmless, and GCC's
+  // -Wmaybe-uninitialized says so at every inlined Tensor move.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
   void copy_from(const SmallVector& o) {
     if (o.size_ <= N) {
       std::memcpy(static_cast<void*>(data_), static_cast<const void*>(o.data_), sizeof inline_);
@@ -210,6 +216,9 @@ class SmallVector {
     size_ = o.size_;
     o.size_ = 0;
   }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   T inline_[N];
   T* data_ = inline_;
