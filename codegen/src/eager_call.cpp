@@ -383,15 +383,23 @@ bool Emitter::primitive(const ir::Node* n) {
   return true;
 }
 
+namespace {
+
+// `{a, b, ...}`: inputs [from, to) of `n`, each spelled by `operand`.
+template <class Operand>
+std::string braced(const ir::Node* n, size_t from, size_t to, Operand operand) {
+  std::string s;
+  for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
+  return "{" + s + "}";
+}
+
+}  // namespace
+
 // A static train step's set_grads (ir/passes.h's expand_backward): one call
 // into the runtime, which writes each parameter's .grad as backward() does.
 void Emitter::train_step_effect(const ir::Node* n) {
   const size_t np = static_cast<size_t>(n->i("params"));
-  auto list = [&](size_t from, size_t to) {
-    std::string s;
-    for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
-    return "{" + s + "}";
-  };
+  auto list = [&](size_t from, size_t to) { return braced(n, from, to, [&](const ir::Value* v) { return operand(v); }); };
   line(at_source(n, "backward", "::graph::detail::set_grads(" + list(0, np) + ", " + list(np, 2 * np) + ", " +
                                     list(2 * np, n->inputs().size()) + ")") +
        ";");
@@ -401,11 +409,7 @@ void Emitter::train_step_effect(const ir::Node* n) {
 // graph's gradients (ops.def: optimizer_step).
 void Emitter::optimizer_step(const ir::Node* n) {
   const size_t np = static_cast<size_t>(n->i("params"));
-  auto list = [&](size_t from, size_t to) {
-    std::string s;
-    for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
-    return "{" + s + "}";
-  };
+  auto list = [&](size_t from, size_t to) { return braced(n, from, to, [&](const ir::Value* v) { return operand(v); }); };
   line(at_source(n, "step", "::graph::detail::optimizer_step(" + operand(n->input(0)) + ", " + list(1, 1 + np) + ", " +
                                 list(1 + np, 1 + 2 * np) + ")") +
        ";");
@@ -415,11 +419,7 @@ void Emitter::optimizer_step(const ir::Node* n) {
 // calls into the runtime, which finds the parameters' DDP (if any) per call.
 void Emitter::grad_sync(const ir::Node* n) {
   const size_t np = static_cast<size_t>(n->i("params"));
-  auto list = [&](size_t from, size_t to) {
-    std::string s;
-    for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + operand(n->input(i));
-    return "{" + s + "}";
-  };
+  auto list = [&](size_t from, size_t to) { return braced(n, from, to, [&](const ir::Value* v) { return operand(v); }); };
   const std::string args = list(0, np) + ", " + list(np, 2 * np);
   if (n->is(OpId::grad_sync_start)) {
     line(at_source(n, "all_reduce", "::graph::detail::grad_sync_start(" + args + ")") + ";");
