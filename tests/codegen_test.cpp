@@ -136,6 +136,33 @@ TEST(InferTypes, FloatingOnlyOpsAndMixedAttentionAreRefused) {
 )");
 }
 
+// A 0-d tensor takes part in promotion only when of a higher category, as
+// in the eager kernels and PyTorch (fuzz finding K9): f32 [3] - f64 0-d is
+// f32. With an operand of unknown rank (an input `f32`) and differing dtypes
+// the dtype is left unknown, so the node runs as the eager call.
+TEST(InferTypes, ZeroDimOperandsPromoteAsEager) {
+  EXPECT_EQ(infer(R"(graph g(%a : f32[3], %d : f64[], %i : i64[3], %b : i1[3], %k : i32[], %u : f32, %e : f32[]) {
+  %x : Tensor = sub(%a, %d)
+  %y : Tensor = add(%i, %d)
+  %z : Tensor = mul(%b, %k)
+  %w : Tensor = add(%d, %e)
+  %v : Tensor = add(%u, %d)
+  %t : Tensor = add(%u, %a)
+  return (%x, %y, %z, %w, %v, %t)
+}
+)"),
+            R"(graph g(%a : f32[3], %d : f64[], %i : i64[3], %b : i1[3], %k : i32[], %u : f32, %e : f32[]) {
+  %x : f32[3] = sub(%a, %d)
+  %y : f64[3] = add(%i, %d)
+  %z : i32[3] = mul(%b, %k)
+  %w : f64[] = add(%d, %e)
+  %v : Tensor = add(%u, %d)
+  %t : f32 = add(%u, %a)
+  return (%x, %y, %z, %w, %v, %t)
+}
+)");
+}
+
 TEST(InferTypes, IfJoinsBranches) {
   EXPECT_EQ(infer(R"(graph g(%c : bool, %x : Tensor[N], %k : i64[N]) {
   %same : Tensor, %diff : Tensor = If(%c)

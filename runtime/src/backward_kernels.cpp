@@ -164,8 +164,7 @@ std::vector<Tensor> cross_entropy_backward(const Tensor& grad, const Tensor& log
   Tensor gl = glsm - exp(lsm) * sum(glsm, Shape{1}, true);
   if (logits.dim() == 1) return {gl.reshape(logits.sizes()), Tensor()};
   if (logits.dim() == 2) return {gl, Tensor()};
-  Shape permuted = logits.sizes();
-  permuted = Shape{permuted[0]};
+  Shape permuted{logits.size(0)};
   for (int64_t k = 2; k < logits.dim(); ++k) permuted.push_back(logits.size(k));
   permuted.push_back(C);
   return {gl.reshape(permuted).permute(class_back(logits.dim())), Tensor()};

@@ -242,14 +242,11 @@ Tensor binary_op(const OpInfo& op, const Tensor& a, const Tensor& b, DType promo
 }
 
 // PyTorch's promotion of two tensors: a 0-d tensor takes part only if it is
-// of a higher category than the dimensioned one (f32 [3] + f64 0-d -> f32,
-// i64 [3] + f64 0-d -> f64).
-inline int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
+// of a higher category than the dimensioned one (dtype.h; infer_types gives
+// graphs the same rule).
 inline DType promote_operands(const Tensor& a, const Tensor& b) {
   if ((a.dim() == 0) == (b.dim() == 0)) return promote_types(a.dtype(), b.dtype());
-  const Tensor& dimensioned = a.dim() == 0 ? b : a;
-  const Tensor& zero_dim = a.dim() == 0 ? a : b;
-  return category(zero_dim.dtype()) > category(dimensioned.dtype()) ? zero_dim.dtype() : dimensioned.dtype();
+  return a.dim() == 0 ? promote_with_zero_dim(b.dtype(), a.dtype()) : promote_with_zero_dim(a.dtype(), b.dtype());
 }
 
 template <class F>

@@ -125,6 +125,15 @@ inline constexpr DType promote_types(DType a, DType b) {
   return DType::Float32;  // f32 with a 16-bit float, or f16 with bf16
 }
 
+// PyTorch's promotion of a dimensioned tensor's dtype with a 0-d tensor's:
+// the 0-d one counts only when of a higher category (bool < integral <
+// floating), and then its own dtype wins: f32 [3] + f64 0-d -> f32,
+// i64 [3] + f64 0-d -> f64, bool [3] + i32 0-d -> i32.
+inline constexpr int dtype_category(DType t) { return t == DType::Bool ? 0 : is_integral(t) ? 1 : 2; }
+inline constexpr DType promote_with_zero_dim(DType dimensioned, DType zero_dim) {
+  return dtype_category(zero_dim) > dtype_category(dimensioned) ? zero_dim : dimensioned;
+}
+
 // A tensor of dtype `t` mixed with a host scalar of dtype `s` (a Scalar's
 // category: bool, an integral or a floating type): the scalar raises the
 // result only to a higher category (PyTorch's wrapped-number rule):

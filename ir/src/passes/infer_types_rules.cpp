@@ -170,23 +170,56 @@ Dims broadcast_or_throw(const Node* n, const std::vector<const Dims*>& shapes) {
   return *broadcast_dims(shapes);
 }
 
+// The tensor operands' dtype as the eager kernels (and PyTorch) promote it:
+// dimensioned tensors among themselves, then a 0-d tensor only when of a
+// higher category (dtype.h: f32 [3] + f64 0-d -> f32). An operand of unknown
+// rank is tried both ways: unknown when they disagree, so the node is not
+// fused and runs as the eager call, which decides at run time.
+std::optional<DType> promote_tensor_operands(const Node* n) {
+  struct Operand {
+    DType dtype;
+    int rank;  // 1: dimensioned, 0: 0-d, -1: unknown
+  };
+  std::vector<Operand> ops;
+  int unknown = 0;
+  for (const Value* v : n->inputs()) {
+    const Type& t = v->type();
+    if (!t.is_tensor()) continue;
+    if (!t.dtype) return std::nullopt;
+    ops.push_back({*t.dtype, t.dims ? (t.dims->empty() ? 0 : 1) : -1});
+    unknown += t.dims ? 0 : 1;
+  }
+  if (unknown > 8) unknown = 8;  // elementwise ops have two operands; bound the tries
+  std::optional<DType> result;
+  for (unsigned guess = 0; guess < (1u << unknown); ++guess) {
+    std::optional<DType> dim, zero;
+    int k = 0;
+    for (const Operand& o : ops) {
+      const bool zero_dim = o.rank == 0 || (o.rank < 0 && k < unknown && (guess >> k++ & 1u));
+      std::optional<DType>& acc = zero_dim ? zero : dim;
+      acc = acc ? promote_types(*acc, o.dtype) : o.dtype;
+    }
+    const DType r = dim && zero ? promote_with_zero_dim(*dim, *zero) : dim ? *dim : *zero;
+    if (result && *result != r) return std::nullopt;
+    result = r;
+  }
+  return result;
+}
+
 Type elementwise(const OpInfo& op, const Node* n) {
   std::vector<const Dims*> shapes;
-  std::optional<DType> tensors;  // promoted dtype of the tensor inputs
-  bool any_tensor = false, dtype_known = true, dims_known = true;
+  bool any_tensor = false, dims_known = true;
   for (const Value* v : n->inputs()) {
     const Type& t = v->type();
     if (!t.is_tensor()) continue;
     any_tensor = true;
-    if (!t.dtype) dtype_known = false;
-    else tensors = tensors ? promote_types(*tensors, *t.dtype) : *t.dtype;
     if (!t.dims) dims_known = false;
     else shapes.push_back(&*t.dims);
   }
   if (!any_tensor) return scalar_type(scalar_result_kind(op, n));
 
   Type out = Type::tensor();
-  if (dtype_known) {
+  if (const std::optional<DType> tensors = promote_tensor_operands(n)) {
     DType promoted = *tensors;
     for (const Value* v : n->inputs())
       if (v->type().is_scalar()) promoted = promote_with_scalar(promoted, scalar_category(v->type().kind));

@@ -123,6 +123,31 @@ using namespace graph;
   return scaled_dot_product_attention(q, x, x);
 }
 
+// K9 (seed 3099, pg30): a tensor with a 0-d tensor of a higher dtype keeps
+// its own dtype (PyTorch's rule for 0-d operands, which the eager kernels
+// follow), but the type rules promoted it: the compiled float32 graph computed
+// and returned float64. The rules now follow eager; where an operand's rank is
+// unknown at build time (x here: an input) and the dtypes differ, the dtype is
+// left to run time (the node is not fused).
+[[graph::static]] std::tuple<Tensor, Tensor> k9_zero_dim_of_a_higher_dtype(const Tensor& x, int n, double s) {
+  (void)n;
+  const Tensor d = x.to(kFloat64).mean();      // 0-d float64 whatever x's dtype
+  Tensor known = relu(x.reshape({6}) - d * s);  // rank known: x's dtype
+  Tensor unknown = tanh(x + d);                 // x's rank unknown: decided at run time
+  return {known, unknown};
+}
+
+// K9's float64 pass: the same mix before a conv2d. In float64 the input is
+// float32 (the cast) and the weight float64, which eager refuses; the rules
+// cannot see it (the cast's rank is unknown), so the specialized graph runs
+// and its conv2d throws eager's error with its location, which the harness
+// accepts as the same error.
+[[graph::static]] Tensor k9_conv2d_after_a_cast(const Tensor& x, const Tensor& w, int n, double s) {
+  (void)n;
+  const Tensor m = (x > s).to(kFloat32) - x.to(kFloat64).mean();
+  return conv2d(m.reshape({1, 1, 2, 3}), w);
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -149,6 +174,14 @@ const progen::Case kCases[] = {
     {"k8_attention_of_mixed_dtypes", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.5}}, 1e-4, false, "",
      [](const std::vector<Tensor>& in, int n, double s) {
        return progen::outputs(k8_attention_of_mixed_dtypes(in[0], n, s));
+     }},
+    {"k9_zero_dim_of_a_higher_dtype", {{"x0", {2, 3}, false, 0}}, {{0, 0.5}, {1, -0.5}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k9_zero_dim_of_a_higher_dtype(in[0], n, s));
+     }},
+    {"k9_conv2d_after_a_cast", {{"x0", {2, 3}, false, 0}, {"x1", {1, 1, 1, 1}, false, 0}}, {{0, 0.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k9_conv2d_after_a_cast(in[0], in[1], n, s));
      }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
