@@ -267,6 +267,10 @@ void small_ops() {
   op("index_select_8x64", [] { return at::index_select(m, 0, idx1); });
   op("scatter_add_8x64", [] { return m.scatter_add(1, idx, m.slice(1, 0, 16)); });
   op("topk5_8x64", [] { return std::get<0>(at::topk(m, 5)); });
+  op("topk5_8x1000", [] {  // a longer line
+    static const Tensor m1k = at::randn({8, 1000});
+    return std::get<0>(at::topk(m1k, 5));
+  });
   op("sort_8x64", [] { return std::get<0>(at::sort(m, 1)); });
   op("cumsum_8x64", [] { return at::cumsum(m, 1); });
   op("masked_fill_8x64", [] { return m.masked_fill(mask, 0.0); });

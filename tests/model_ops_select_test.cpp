@@ -5,6 +5,7 @@
 // and the shapes. Part of op_fixture_test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -91,6 +92,50 @@ TEST(SelectOps, DenseAndBroadcastOperandsInEveryCombination) {
       }
     const std::vector<double> filled = doubles(graph::masked_fill(x, m, 0.25)), xs = doubles(x), ms = doubles(mask);
     for (size_t i = 0; i < filled.size(); ++i) ASSERT_EQ(filled[i], ms[i] != 0 ? 0.25 : xs[i]);
+  }
+}
+
+Tensor doubles_tensor(const std::vector<double>& v) {
+  Tensor t = graph::empty({static_cast<int64_t>(v.size())}, graph::kFloat64);
+  std::copy(v.begin(), v.end(), t.data_ptr<double>());
+  return t;
+}
+
+// The dense runs choose by bit masks (vectorized): in every dtype and on runs
+// of 1-37 elements (vector bodies and remainders), each element's bytes are
+// exactly a's or b's, NaN, -0.0 and infinities included.
+TEST(SelectOps, DenseRunsCopyTheChosenBitsInEveryDtype) {
+  const double nan = std::nan("");
+  for (int64_t n = 1; n <= 37; n += 3) {
+    std::vector<double> av(static_cast<size_t>(n)), bv(static_cast<size_t>(n));
+    std::vector<bool> mv(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      av[k] = i % 5 == 0 ? nan : i % 5 == 1 ? -0.0 : i % 5 == 2 ? -kInf : 1.5 * static_cast<double>(i);
+      bv[k] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? kInf : -2.25 * static_cast<double>(i);
+      mv[k] = (i * 7 + n) % 3 == 0;
+    }
+    Tensor m = graph::empty({n}, graph::kBool);
+    for (int64_t i = 0; i < n; ++i) m.data_ptr<bool>()[i] = mv[static_cast<size_t>(i)];
+    for (graph::DType d : {graph::kFloat32, graph::kFloat64, graph::kFloat16, graph::kBFloat16, graph::kInt32,
+                           graph::kInt64, graph::kBool}) {
+      const Tensor a = doubles_tensor(av).to(d), b = doubles_tensor(bv).to(d);
+      for (bool broadcast_b : {false, true}) {
+        const Tensor bb = broadcast_b ? b.slice(0, 0, 1) : b;  // [1]: one value along the run
+        const Tensor out = graph::where(m, a, bb);
+        ASSERT_EQ(out.dtype(), d);
+        const size_t es = graph::element_size(d);
+        const auto* o = static_cast<const unsigned char*>(out.raw_data());
+        const auto* pa = static_cast<const unsigned char*>(a.raw_data());
+        const auto* pb = static_cast<const unsigned char*>(bb.raw_data());
+        for (int64_t i = 0; i < n; ++i) {
+          const size_t at = static_cast<size_t>(i) * es;
+          const unsigned char* want = mv[static_cast<size_t>(i)] ? pa + at : pb + (broadcast_b ? 0 : at);
+          ASSERT_TRUE(std::equal(o + at, o + at + es, want))
+              << graph::dtype_name(d) << " n " << n << " element " << i << (broadcast_b ? " broadcast b" : "");
+        }
+      }
+    }
   }
 }
 

@@ -318,4 +318,66 @@ TEST(SortOps, ShortLinesMatchTheStableOrderOnEveryPath) {
   graph::cpu::set_isa(best);
 }
 
+// topk with k <= 8 (the AVX-512 top-8 network: registers sorted alone and
+// merged keeping the lower half; float32 along the last dim in blocks of 64,
+// any line length) against the reference, on both paths: short and long lines,
+// many ties (the lowest position must win), scattered values and ramps (few
+// or every key kept as a line goes on), NaN, -0.0 and 0.0, largest and smallest, along the last dim and dim 0, and the values at the indices.
+TEST(SortOps, TopkOfAtMost8MatchesTheStableOrderOnEveryPath) {
+  const int best = graph::cpu::best_isa();
+  for (int isa : {static_cast<int>(graph::cpu::kBaseline), best}) {
+    graph::cpu::set_isa(isa);
+    for (int64_t n : {1, 5, 8, 9, 24, 64, 65, 100, 128, 129, 1000}) {
+      for (int pattern : {0, 1, 2}) {
+        // 11 values (ties everywhere); 1009 scattered (a few new ones kept at a
+        // time on a long line); ramps down, up, down (each key a new one kept).
+        std::vector<double> v(static_cast<size_t>(3 * n));
+        for (size_t i = 0; i < v.size(); ++i) {
+          const double ramp = (i / static_cast<size_t>(n)) % 2 == 0 ? -static_cast<double>(i) : static_cast<double>(i);
+          v[i] = pattern == 0   ? static_cast<double>((i * 7919) % 11) - 5.0
+                 : pattern == 1 ? static_cast<double>((i * 7919) % 1009) - 504.0
+                                : ramp;
+        }
+        v[0] = kNaN;
+        if (n > 4) {
+          v[static_cast<size_t>(n + 2)] = -0.0;
+          v[static_cast<size_t>(n + 1)] = 0.0;
+          v[static_cast<size_t>(2 * n - 1)] = kNaN;
+          v[static_cast<size_t>(3 * n - 3)] = -std::numeric_limits<double>::infinity();
+        }
+        Tensor base = graph::empty({3, n}, graph::kFloat64);
+        std::copy(v.begin(), v.end(), base.data_ptr<double>());
+        for (graph::DType d : {graph::kFloat32, graph::kFloat16, graph::kBFloat16, graph::kInt32, graph::kFloat64}) {
+          const Tensor x = base.to(d);
+          const std::vector<double> xv = doubles(x);
+          for (bool largest : {false, true}) {
+            for (int64_t k : {0, 1, 5, 8}) {
+              if (k > n) continue;
+              const auto [val, idx] = graph::topk(x, k, -1, largest);
+              const auto [val0, idx0] = graph::topk(x.t().contiguous(), k, 0, largest);
+              const std::vector<double> got = doubles(idx), got0 = doubles(idx0.t().contiguous());
+              const std::vector<double> gotv = doubles(val);
+              ASSERT_EQ(idx.sizes(), (graph::Shape{3, k}));
+              for (int64_t l = 0; l < 3; ++l) {
+                const std::vector<double> line(xv.begin() + l * n, xv.begin() + (l + 1) * n);
+                const std::vector<int64_t> want = reference_order(line, largest);
+                for (int64_t j = 0; j < k; ++j) {
+                  const size_t at = static_cast<size_t>(l * k + j);
+                  ASSERT_EQ(got[at], want[j]) << "n " << n << " k " << k << " " << graph::dtype_name(d) << " largest "
+                                              << largest << " isa " << graph::cpu::isa_name(isa) << " line " << l;
+                  ASSERT_EQ(got0[at], want[j]) << "dim 0, n " << n << " k " << k << " " << graph::dtype_name(d);
+                  const double w = line[static_cast<size_t>(want[j])];
+                  if (std::isnan(w)) ASSERT_TRUE(std::isnan(gotv[at]));
+                  else ASSERT_EQ(gotv[at], w) << "value, n " << n << " k " << k;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  graph::cpu::set_isa(best);
+}
+
 }  // namespace

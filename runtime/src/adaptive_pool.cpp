@@ -7,6 +7,7 @@
 // with the [out, in] averaging matrices (a window is a rectangle, so the two
 // dims separate), whose gradient is matmul's.
 #include <string>
+#include <vector>
 
 #include "graph/autograd.h"
 #include "graph/detail/backward_kernels.h"
@@ -31,23 +32,24 @@ int64_t window_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + 
 
 Windows check_windows(const char* op, const Tensor& x, const Shape& output_size) {
   detail::check_defined(op, x);
-  const std::string in = "input shape " + shape_str(x.sizes());
+  // Only on failure: building it every call was a tenth of a small call's time.
+  const auto in = [&] { return "input shape " + shape_str(x.sizes()); };
   if (x.dim() != 3 && x.dim() != 4)
-    throw Error(std::string(op) + ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got " + in);
+    throw Error(std::string(op) + ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got " + in());
   if (!is_floating(x.dtype()))
     throw Error(std::string(op) + ": expected a floating input, got " + std::string(dtype_name(x.dtype())) + " (" +
-                in + ")");
+                in() + ")");
   if (output_size.size() != 1 && output_size.size() != 2)
     throw Error(std::string(op) + ": output_size must have 1 or 2 elements, got " + shape_str(output_size) + " (" +
-                in + ")");
+                in() + ")");
   Windows w{};
   w.oh = output_size[0];
   w.ow = output_size.size() == 2 ? output_size[1] : output_size[0];
   if (w.oh <= 0 || w.ow <= 0)
-    throw Error(std::string(op) + ": output_size must be positive, got " + shape_str(output_size) + " (" + in + ")");
+    throw Error(std::string(op) + ": output_size must be positive, got " + shape_str(output_size) + " (" + in() + ")");
   w.H = x.size(-2), w.W = x.size(-1);
   if (w.H == 0 || w.W == 0)
-    throw Error(std::string(op) + ": expected a non-empty height and width, got " + in);
+    throw Error(std::string(op) + ": expected a non-empty height and width, got " + in());
   w.planes = x.numel() / (w.H * w.W);
   return w;
 }
@@ -59,15 +61,34 @@ Shape out_shape(const Shape& in, const Windows& w) {
   return s;
 }
 
+// The windows' bounds of every output row, then column, [begin, end) pairs:
+// computed once per call, not per output and plane (their four integer
+// divisions were most of a small call's time).
+struct Bounds {
+  int64_t local[64];
+  std::vector<int64_t> heap;
+  int64_t *rows, *cols;  // into local or heap: not copyable
+  Bounds(const Bounds&) = delete;
+  explicit Bounds(const Windows& w) {
+    const int64_t need = 2 * (w.oh + w.ow);
+    if (need > 64) heap.resize(static_cast<size_t>(need));
+    rows = need > 64 ? heap.data() : local;
+    cols = rows + 2 * w.oh;
+    for (int64_t i = 0; i < w.oh; ++i) rows[2 * i] = window_begin(i, w.H, w.oh), rows[2 * i + 1] = window_end(i, w.H, w.oh);
+    for (int64_t j = 0; j < w.ow; ++j) cols[2 * j] = window_begin(j, w.W, w.ow), cols[2 * j + 1] = window_end(j, w.W, w.ow);
+  }
+};
+
 template <class T>
 void forward(const Windows& w, const T* __restrict x, T* __restrict out) {
+  const Bounds b(w);
   for (int64_t p = 0; p < w.planes; ++p) {
     const T* plane = x + p * w.H * w.W;
     T* o = out + p * w.oh * w.ow;
     for (int64_t i = 0; i < w.oh; ++i) {
-      const int64_t h0 = window_begin(i, w.H, w.oh), h1 = window_end(i, w.H, w.oh);
+      const int64_t h0 = b.rows[2 * i], h1 = b.rows[2 * i + 1];
       for (int64_t j = 0; j < w.ow; ++j) {
-        const int64_t w0 = window_begin(j, w.W, w.ow), w1 = window_end(j, w.W, w.ow);
+        const int64_t w0 = b.cols[2 * j], w1 = b.cols[2 * j + 1];
         T s = 0;
         for (int64_t ih = h0; ih < h1; ++ih)
           for (int64_t iw = w0; iw < w1; ++iw) s += plane[ih * w.W + iw];
@@ -79,13 +100,14 @@ void forward(const Windows& w, const T* __restrict x, T* __restrict out) {
 
 template <class T>
 void backward(const Windows& w, const T* __restrict g, T* __restrict gx) {
+  const Bounds b(w);
   for (int64_t p = 0; p < w.planes; ++p) {
     const T* go = g + p * w.oh * w.ow;
     T* plane = gx + p * w.H * w.W;
     for (int64_t i = 0; i < w.oh; ++i) {
-      const int64_t h0 = window_begin(i, w.H, w.oh), h1 = window_end(i, w.H, w.oh);
+      const int64_t h0 = b.rows[2 * i], h1 = b.rows[2 * i + 1];
       for (int64_t j = 0; j < w.ow; ++j) {
-        const int64_t w0 = window_begin(j, w.W, w.ow), w1 = window_end(j, w.W, w.ow);
+        const int64_t w0 = b.cols[2 * j], w1 = b.cols[2 * j + 1];
         const T share = go[i * w.ow + j] / static_cast<T>(h1 - h0) / static_cast<T>(w1 - w0);
         for (int64_t ih = h0; ih < h1; ++ih)
           for (int64_t iw = w0; iw < w1; ++iw) plane[ih * w.W + iw] += share;
