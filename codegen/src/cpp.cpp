@@ -337,8 +337,9 @@ void Emitter::top_block(const ir::Graph& g) {
   i = 0;
   for (const auto& n : top->nodes()) {
     node(n.get());
-    // Only a local its node declared non-const (constness): the others are
-    // fused loops' outputs in kept buffers, constants and the like.
+    // Only a local its node declared non-const (constness, declare_outputs):
+    // the others are constants and the like. A released loop output's slot
+    // goes back to the pool loop_slot takes from.
     for (const ir::Value* v : release[i++]) {
       if (!declared_mutable_.count(v)) continue;
       line(name(v) + " = ::graph::Tensor();  // last use");
