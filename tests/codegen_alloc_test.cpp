@@ -181,6 +181,40 @@ TEST(SteadyState, PackedLinearLayersAllocateOnlyInsideOneDnn) {
   EXPECT_EQ(c.tensor_buffers, 0u);
 }
 
+// Loop outputs whose lifetimes do not overlap share a slot (codegen's
+// loop_slot): still no allocation, and the eager ops' bits.
+TEST(SteadyState, SharedLoopSlotsAllocateNothing) {
+  const Tensor x = values({32, 8}, 30), w1 = values({8, 8}, 31), w2 = values({8, 8}, 32);
+  const Counts c = second_call("stack", {x, w1, w2}, 1);
+  EXPECT_EQ(c.heap, 0);
+  EXPECT_EQ(c.tensor_buffers, 0u);
+  using namespace graph;
+  const Tensor h1 = tanh(matmul(x, w1)), h2 = sigmoid(matmul(h1, w2)), h3 = tanh(matmul(h2, w1));
+  const Tensor want = add(matmul(h3, w2), x);
+  IValue out[1];
+  std::string why;
+  const std::vector<IValue> in = {x, w1, w2};
+  ASSERT_TRUE(graph::detail::find_graph("stack", "test-hash")->fn(in.data(), in.size(), out, &why)) << why;
+  EXPECT_TRUE(same_values(std::get<Tensor>(out[0]), want));
+}
+
+// GRAPH_BUFFERS=off (read into buffers_off at start-up): every buffer comes
+// from the caching allocator, as eagerly; the same values.
+TEST(SteadyState, BuffersOffTakesFromTheAllocator) {
+  const std::vector<IValue> in = {values({64, 4}, 40), values({4}, 41), 0.5};
+  graph::detail::GraphBuffers::buffers_off = true;
+  const Counts off = second_call("cg_chain8", in, 1);
+  IValue out_off[1];
+  std::string why;
+  ASSERT_TRUE(graph::detail::find_graph("cg_chain8", "test-hash")->fn(in.data(), in.size(), out_off, &why)) << why;
+  graph::detail::GraphBuffers::buffers_off = false;
+  EXPECT_GE(off.tensor_buffers, 1u);  // at least the loop's output (kept buffers: none, above)
+  IValue out_on[1];
+  ASSERT_TRUE(graph::detail::find_graph("cg_chain8", "test-hash")->fn(in.data(), in.size(), out_on, &why)) << why;
+  EXPECT_TRUE(same_values(std::get<Tensor>(out_off[0]), std::get<Tensor>(out_on[0])));
+  EXPECT_NE(std::get<Tensor>(out_off[0]).data_ptr<float>(), std::get<Tensor>(out_on[0]).data_ptr<float>());
+}
+
 TEST(SteadyState, LstmLoopAllocatesNothing) {
   std::vector<IValue> in = {values({1, 8}, 10), values({1, 8}, 11), values({1, 8}, 12)};
   for (int k = 0; k < 4; ++k) in.push_back(values({8, 8}, 13 + k));

@@ -172,4 +172,44 @@ TEST(GraphCodegen, LocalsAreReleasedAfterTheirLastUse) {
   EXPECT_NE(fn.find("out[0].emplace<::graph::Tensor>(std::move(v_r));"), std::string::npos) << fn;
 }
 
+// A fused loop's output released at its last use hands its buffer slot to
+// the next loop output of its type: that buffer was just written and read,
+// still in cache (eager's caching allocator hands out such a block). Values
+// alive at once never share, and the graph's output keeps a slot of its own.
+TEST(GraphCodegen, LoopOutputsShareSlotsByLifetime) {
+  auto g = graph::ir::parse(
+      "graph share(%a : f32, %w : f32) {\n"
+      "  %h1 : Tensor = relu(%a)\n"
+      "  %m1 : Tensor = matmul(%h1, %w)\n"
+      "  %h2 : Tensor = tanh(%m1)\n"
+      "  %m2 : Tensor = matmul(%h2, %w)\n"
+      "  %h3 : Tensor = sigmoid(%m2)\n"
+      "  %m3 : Tensor = matmul(%h3, %h2)\n"
+      "  %r : Tensor = relu(%m3)\n"
+      "  return (%r)\n}\n");
+  graph::ir::infer_types(*g);
+  graph::ir::fuse_elementwise(*g);
+  const std::string src = graph::codegen::generate_cpu_source({graph_unit(*g, "share", "h", "share.cpp:1")}, "share.cpp");
+  const size_t at = src.find("bool graph_share(");
+  ASSERT_NE(at, std::string::npos) << src;
+  const std::string fn = src.substr(at, src.find("\n}\n", at) - at);
+  const auto slot_of = [&](const std::string& v) {
+    const size_t p = fn.find(v + " = buffers.take(");
+    EXPECT_NE(p, std::string::npos) << v << "\n" << fn;
+    return p == std::string::npos ? std::string("?") : fn.substr(p + v.size() + 16, fn.find(',', p) - p - v.size() - 16);
+  };
+  // h1 dies at m1's GEMM: h2 takes its slot. h2 is still read by m3 when h3
+  // is written: h3 gets another. r, the output, never shares.
+  EXPECT_EQ(slot_of("v_h2"), slot_of("v_h1"));
+  EXPECT_NE(slot_of("v_h3"), slot_of("v_h2"));
+  EXPECT_NE(slot_of("v_r"), slot_of("v_h1"));
+  EXPECT_NE(slot_of("v_r"), slot_of("v_h3"));
+  EXPECT_NE(fn.find("v_h1 = ::graph::Tensor();  // last use"), std::string::npos) << fn;
+  EXPECT_LT(fn.find("v_h1 = ::graph::Tensor();  // last use"), fn.find("v_h2 = buffers.take(")) << fn;
+  EXPECT_EQ(fn.find("v_r = ::graph::Tensor()"), std::string::npos) << fn;
+  // The output is written in place: a reference into `out`, never moved.
+  EXPECT_NE(fn.find("::graph::Tensor& v_r = out[0].emplace<::graph::Tensor>();"), std::string::npos) << fn;
+  EXPECT_EQ(fn.find("std::move(v_r)"), std::string::npos) << fn;
+}
+
 }  // namespace

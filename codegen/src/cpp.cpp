@@ -208,6 +208,13 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
     const bool input = std::any_of(g.inputs().begin(), g.inputs().end(), [&](const auto& i) { return i.get() == v; });
     if (!input && std::count(outs.begin(), outs.end(), v) == 1) moved_outputs_.insert(v);
   }
+  // Of those, a fused loop's output is written straight into `out` (see
+  // declare_outputs); not in a backward, whose nodes run only if needed.
+  direct_outputs_.clear();
+  written_outputs_.clear();
+  if (!needs)
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (moved_outputs_.count(outs[k])) direct_outputs_[outs[k]] = k;
   open("GRAPH_GLUE bool " + fn_name + "(" + in_param + ", size_t n_in," + needed_param + " ::graph::IValue* out, std::string* why)");
   guards(g, fn_name, check_inputs);
   // A graph that takes no buffer (one eager op, say) leases none: the lease
@@ -232,10 +239,13 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   // Inputs are const references, and a value returned twice is copied first.
   for (size_t k = 0; k < outs.size(); ++k) {
     const ir::Value* v = outs[k];
+    if (written_outputs_.count(v)) continue;
     const std::string value = moved_outputs_.count(v) ? "std::move(" + name(v) + ")" : name(v);
     line("out[" + std::to_string(k) + "].emplace<" + cpp_type(v->type()) + ">(" + value + ");");
   }
   moved_outputs_.clear();
+  direct_outputs_.clear();
+  written_outputs_.clear();
   line("return true;");
   --indent_;
   open("} catch (const ::graph::Error& e)");
@@ -318,6 +328,8 @@ void Emitter::top_block(const ir::Graph& g) {
   std::vector<std::vector<const ir::Value*>> release(top->nodes().size());
   releasable_.clear();
   declared_mutable_.clear();
+  held_slot_.clear();
+  free_slots_.clear();
   for (const auto& [v, at] : last) {
     releasable_.insert(v);
     release[at].push_back(v);
@@ -325,13 +337,33 @@ void Emitter::top_block(const ir::Graph& g) {
   i = 0;
   for (const auto& n : top->nodes()) {
     node(n.get());
-    // Only a local its node declared non-const (constness): the others are
-    // fused loops' outputs in kept buffers, constants and the like.
-    for (const ir::Value* v : release[i++])
-      if (declared_mutable_.count(v)) line(name(v) + " = ::graph::Tensor();  // last use");
+    // Only a local its node declared non-const (constness, declare_outputs):
+    // the others are constants and the like. A released loop output's slot
+    // goes back to the pool loop_slot takes from.
+    for (const ir::Value* v : release[i++]) {
+      if (!declared_mutable_.count(v)) continue;
+      line(name(v) + " = ::graph::Tensor();  // last use");
+      if (auto it = held_slot_.find(v); it != held_slot_.end()) free_slots_[v->type().str()].push_back(it->second);
+    }
   }
   releasable_.clear();
   declared_mutable_.clear();
+  held_slot_.clear();
+  free_slots_.clear();
+}
+
+size_t Emitter::loop_slot(const ir::Value* v) {
+  if (!releasable_.count(v)) return next_slot();
+  std::vector<size_t>& free = free_slots_[v->type().str()];
+  size_t slot;
+  if (free.empty()) {
+    slot = next_slot();
+  } else {
+    slot = free.back();
+    free.pop_back();
+  }
+  held_slot_[v] = slot;
+  return slot;
 }
 
 namespace {

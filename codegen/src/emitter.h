@@ -183,6 +183,13 @@ class Emitter {
   // `dtype` from the next slot of the function's buffers.
   std::string take_buffer(const std::string& shape, DType dtype);
   size_t next_slot() { return slots_++; }
+  // The slot for fused-loop output `v`. A top-block local released at its
+  // last use (top_block) takes the slot its latest released predecessor of
+  // the same type held: that buffer was just written and read, so it is
+  // still in cache, as the block eager's caching allocator hands out next.
+  // Any other value gets a slot of its own. A shared slot is as safe as
+  // one's own: take() hands out only a buffer no one else holds.
+  size_t loop_slot(const ir::Value* v);
   // "const " for a local that is written once and read, "" for one that is
   // the graph's output: that one is moved into `out` at the end, and a const
   // local would be copied there (two reference counts per call).
@@ -304,7 +311,15 @@ class Emitter {
   int indent_ = 0;
   std::string graph_name_;  // the graph being written, for messages
   size_t slots_ = 0;        // GraphBuffers slots taken so far
+  // loop_slot: the slot each top-block loop output holds until its release,
+  // and per type (Type::str), the slots released, the latest last.
+  std::map<const ir::Value*, size_t> held_slot_;
+  std::map<std::string, std::vector<size_t>> free_slots_;
   std::set<const ir::Value*> moved_outputs_;  // graph_function's outputs moved into `out`
+  // Of those, the index in `out` of each a loop may write in place, and the
+  // ones declare_outputs declared so (not moved at the end).
+  std::map<const ir::Value*, size_t> direct_outputs_;
+  std::set<const ir::Value*> written_outputs_;
   std::set<const ir::Value*> releasable_;      // top_block's candidates
   std::set<const ir::Value*> declared_mutable_;  // of those, the ones declared non-const
   std::unordered_map<const ir::Value*, std::string> names_;

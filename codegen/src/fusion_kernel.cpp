@@ -167,6 +167,17 @@ void Emitter::declare_outputs(const LoopSpec& spec) {
   for (const ir::Value* v : spec.outputs) {
     if (!v->type().is_tensor() || !v->type().dtype)
       throw Error("codegen: a FusionGroup output must be a tensor of known dtype");
+    // Released at its last use (top_block), so that its slot can serve
+    // the next loop.
+    if (releasable_.count(v)) declared_mutable_.insert(v);
+    // A graph output is a reference to its place in `out`: no move into it
+    // at the end (a Tensor move copies its two inline shapes, ~90
+    // instructions of a one-op graph's call).
+    if (auto it = direct_outputs_.find(v); it != direct_outputs_.end()) {
+      written_outputs_.insert(v);
+      line("::graph::Tensor& " + name(v) + " = out[" + std::to_string(it->second) + "].emplace<::graph::Tensor>();");
+      continue;
+    }
     line("::graph::Tensor " + name(v) + ";");
   }
 }
@@ -207,7 +218,7 @@ void Emitter::fused_elementwise(const LoopSpec& spec) {
   dense_scalars_.clear();
   dense_fn_ = dense_kernel(spec, tensor_params, out_t, in_t, dense_scalars_);
   out_slots_.clear();
-  for (size_t j = 0; j < spec.outputs.size(); ++j) out_slots_.push_back(next_slot());
+  for (const ir::Value* v : spec.outputs) out_slots_.push_back(loop_slot(v));
   if (!tensor_params.empty()) {
     dense_path(spec, tensor_params, out_t, in_t);
     --indent_;

@@ -6,11 +6,19 @@
 #include "graph/autograd.h"
 #include "graph/optim.h"
 
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <typeinfo>
 #include <unordered_set>
 
 namespace graph::detail {
+
+bool GraphBuffers::buffers_off = [] {
+  const char* e = std::getenv("GRAPH_BUFFERS");
+  return e && std::string_view(e) == "off";
+}();
+
 namespace {
 
 // The C++ type each IValue alternative stands for, as messages name it.

@@ -373,6 +373,11 @@ inline int64_t shape_numel(const Shape& s) {
 class GraphBuffers {
  public:
   static constexpr size_t kPerSlot = 3;
+  // GRAPH_BUFFERS=off: every lease takes its tensors from the caching
+  // allocator, as eager code does (to compare the two, or to rule buffer
+  // reuse out when debugging). Zero-initialized: kept buffers unless the
+  // environment says otherwise once the runtime is initialized.
+  static bool buffers_off;
   using Slot = std::array<Tensor, kPerSlot>;
 
   explicit GraphBuffers(size_t slots) : slots_(slots) {}
@@ -381,7 +386,8 @@ class GraphBuffers {
   // second thread, a recursive call) allocates plainly instead of waiting.
   class Lease {
    public:
-    explicit Lease(GraphBuffers& b) : b_(b), owned_(!b.busy_.exchange(true, std::memory_order_acquire)) {}
+    explicit Lease(GraphBuffers& b)
+        : b_(b), owned_(!buffers_off && !b.busy_.exchange(true, std::memory_order_acquire)) {}
     ~Lease() {
       if (owned_) b_.busy_.store(false, std::memory_order_release);
     }
