@@ -109,6 +109,41 @@ TEST_F(Cuda, OneRowGemmWithoutEpilogueTakesClassicCublas) {
   expect_close(run(row.reshape({1, 1, 64}), wl, true), graph::linear(row.reshape({1, 1, 64}), wl), 1e-4, "[1, 1, k]");
 }
 
+// One row of a small matrix: cuda::small_gemv (a programmatic dependent
+// launch), in every size class around its split of k and its 256-column
+// blocks; past its limit, cuBLAS. Products that read the previous one's
+// result check that each launch waits for the kernel before it.
+TEST_F(Cuda, OneRowProductsOfSmallMatricesMatchTheCpu) {
+  for (int64_t k : {1, 3, 64, 257, 2048}) {
+    for (int64_t n : {1, 5, 256, 300, 511}) {
+      const Tensor row = signed_values({1, k}), w = signed_values({k, n});
+      const std::string what = "[1, " + std::to_string(k) + "] @ [" + std::to_string(k) + ", " + std::to_string(n) + "]";
+      EXPECT_EQ(graph::cuda::small_gemv_applies(k, n), true) << what;
+      // Both sides sum k float32 products in their own order: the rounding
+      // grows with k (2.6e-5 seen at k 257, 2e-4 at 2048 on an H200).
+      expect_close(graph::matmul(cuda(row), cuda(w)), graph::matmul(row, w), 1e-5 + 2e-7 * static_cast<double>(k), what);
+    }
+  }
+  const Tensor big = signed_values({64, 600}), col = signed_values({64, 3});
+  // W a column slice (row stride 600), x a column of another matrix (stride 3).
+  const Tensor ws = big.slice(1, 100, 356), xs = col.slice(1, 1, 2).t();
+  expect_close(graph::matmul(cuda(xs), cuda(big).slice(1, 100, 356)), graph::matmul(xs, ws), 1e-5, "strided operands");
+  EXPECT_FALSE(graph::cuda::small_gemv_applies(4096, 16));
+  EXPECT_FALSE(graph::cuda::small_gemv_applies(1024, 2048));
+  const Tensor r4 = signed_values({1, 4096}), w4 = signed_values({4096, 16});
+  expect_close(graph::matmul(cuda(r4), cuda(w4)), graph::matmul(r4, w4), 1e-4, "past the limit: cuBLAS");
+  // A chain of dependent launches, each reading the one before. The weights
+  // keep the recurrence contracting: with 5x larger ones it is chaotic, and
+  // float32 and float64 on the CPU alone end 1.4e-2 apart after 20 steps.
+  const Tensor h = signed_values({1, 64}), wh = signed_values({64, 64}) * 0.04;
+  Tensor dh = cuda(h), ch = h;
+  for (int i = 0; i < 20; ++i) {
+    dh = graph::tanh(graph::matmul(dh, cuda(wh)));
+    ch = graph::tanh(graph::matmul(ch, wh));
+  }
+  expect_close(dh, ch, 1e-5, "20 dependent steps");
+}
+
 // The eager linear on the device: the bias in cuBLASLt's epilogue where it
 // fits, matmul + add where not; gradients unchanged either way.
 TEST_F(Cuda, EagerLinearAddsItsBiasInTheGemmEpilogue) {

@@ -456,7 +456,7 @@ TEST(CudaFused, TooManyOperandsOrDimsAreErrors) {
             std::string::npos);
 }
 
-TEST(CudaFused, LaunchGeometryIsCappedAndCoversTheWork) {
+TEST(CudaFused, LaunchGeometryCoversTheWorkUpToTheGridLimit) {
   graph::cuda::DeviceLimits a100;  // 108 SMs, 2048 threads each
   EXPECT_EQ(graph::cuda::fused_launch(0, a100).blocks, 0);
   EXPECT_EQ(graph::cuda::fused_launch(-3, a100).blocks, 0);
@@ -466,8 +466,9 @@ TEST(CudaFused, LaunchGeometryIsCappedAndCoversTheWork) {
   EXPECT_EQ(graph::cuda::fused_launch(1000, a100).blocks, 4);  // ceil(1000 / 256)
   EXPECT_EQ(graph::cuda::fused_launch(1024, a100).blocks, 4);
   EXPECT_EQ(graph::cuda::fused_launch(1025, a100).blocks, 5);
-  // Large: four waves of 8 resident blocks per SM; the grid-stride loop does the rest.
-  EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 40, a100).blocks, 108 * 8 * 4);
+  // Large: one item per thread up to max_grid_x; the grid-stride loop does the rest.
+  EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 28, a100).blocks, int64_t{1} << 20);
+  EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 40, a100).blocks, a100.max_grid_x);
   a100.max_grid_x = 100;
   EXPECT_EQ(graph::cuda::fused_launch(int64_t{1} << 40, a100).blocks, 100);
   // Odd limits still give a launch.

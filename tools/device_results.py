@@ -66,7 +66,9 @@ def verdict(step):
                                            and SEED_FAIL.search(out))
         return "ok" if rc == "0" and not bad else f"FAIL (rc {rc})"
     if kind == "sanitizer":
-        m = re.findall(r"ERROR SUMMARY: (\d+) error", out)
+        # memcheck ends with "ERROR SUMMARY: N errors", racecheck with
+        # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+        m = re.findall(r"ERROR SUMMARY: (\d+) error", out) or re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", out)
         errors = m[-1] if m else "?"
         return f"ok ({errors} errors)" if rc == "0" else f"FAIL (rc {rc}, {errors} errors)"
     return "ok" if rc == "0" else f"FAIL (rc {rc})"

@@ -184,6 +184,7 @@ void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, co
   line("// operands: " + join(operand_notes, ", ") +
        (scalar_notes.empty() ? "" : "; host scalars: " + join(scalar_notes, ", ")));
   open("__global__ void " + kernel + "(" + join(params, ", ") + ")");
+  line("::graph::cuda::fused_prologue();  // waits for the previous kernel's results (fused.h)");
   line("const int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;");
   line("const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;");
   open("if (ix.contiguous)");
@@ -216,8 +217,7 @@ void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, co
   close();
   close();
   open("void launch_" + kernel + "(const ::graph::cuda::FusedArgs& a)");
-  line(kernel + "<<<static_cast<unsigned>(a.launch.blocks), static_cast<unsigned>(a.launch.threads), 0, "
-                "static_cast<cudaStream_t>(a.stream)>>>(");
+  line("::graph::cuda::launch_fused(" + kernel + ", a,");
   line("    " + join(launch_args, ",\n" + std::string(2 * indent_ + 4, ' ')) + ");");
   close();
   line("const ::graph::cuda::FusedRegistrar register_" + kernel + "{" + ir::quote(kernel_key(mangled, hash, k)) +

@@ -78,6 +78,11 @@ void gemm(DType t, const void* a, const GemmOperand& oa, const void* b, const Ge
   if (t != kFloat32 && t != kFloat64)
     throw Error("matmul: cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
   const BlasCall call = plan_gemm(oa, ob, batch, m, n, k);
+  // cuBLAS's gemv computes y = A x with A column-major m x n: our b
+  // row-major [n, m] with row stride lda, x our a's row.
+  if (t == kFloat32 && call.kind == BlasCall::Kind::Gemv && !call.transa && small_gemv_applies(call.n, call.m))
+    return small_gemv(static_cast<const float*>(a), call.incx, static_cast<const float*>(b), call.lda,
+                      static_cast<float*>(c), call.n, call.m);
   check(cublasSetStream(handle(), static_cast<cudaStream_t>(current_stream())));
   if (t == kFloat32)
     run(call, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c));

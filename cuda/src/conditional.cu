@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/cuda/conditional.h"
+#include "graph/cuda/fused.h"
 #include "graph/error.h"
 
 namespace graph::cuda {
@@ -113,9 +114,11 @@ void begin_body_capture(Stream stream, void* body) {
   check(cudaStreamBeginCaptureToGraph(static_cast<cudaStream_t>(stream), static_cast<cudaGraph_t>(body), nullptr,
                                       nullptr, 0, cudaStreamCaptureModeRelaxed),
         "cudaStreamBeginCaptureToGraph");
+  suspend_pdl(true);  // a conditional body's graph takes no programmatic edges
 }
 
 void end_body_capture(Stream stream) {
+  suspend_pdl(false);
   cudaGraph_t g = nullptr;
   check(cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &g),
         "the capture of a conditional body broke (cudaStreamEndCapture)");

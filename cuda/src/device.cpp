@@ -45,6 +45,7 @@ DeviceLimits device_limits() {
       l.sm_count = p.multiProcessorCount;
       l.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
       l.max_grid_x = p.maxGridSize[0];
+      l.pdl = p.major >= 9;
     }
     return l;
   }();

@@ -5,11 +5,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "collapse.h"
+#include "graph/cuda/cuda.h"
 #include "graph/error.h"
 
 namespace graph::cuda {
@@ -32,16 +35,28 @@ bool fused_vectorizable(const FusedGeometry& g, void* const* data, int n) {
   return true;
 }
 
-LaunchConfig fused_launch(int64_t numel, const DeviceLimits& limits) {
+LaunchConfig fused_launch(int64_t items, const DeviceLimits& limits) {
   LaunchConfig c;
-  if (numel <= 0) return c;
+  if (items <= 0) return c;
   c.threads = 256;
-  const int64_t needed = (numel + c.threads - 1) / c.threads;
-  const int64_t resident =
-      std::max<int64_t>(1, int64_t{limits.sm_count} * std::max(1, limits.max_threads_per_sm / c.threads));
-  c.blocks = std::clamp<int64_t>(needed, 1, std::max<int64_t>(1, std::min<int64_t>(resident * 4, limits.max_grid_x)));
+  const int64_t needed = (items + c.threads - 1) / c.threads;
+  c.blocks = std::clamp<int64_t>(needed, 1, std::max<int64_t>(1, limits.max_grid_x));
   return c;
 }
+
+namespace {
+thread_local int pdl_suspended = 0;
+}  // namespace
+
+bool pdl_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("GRAPH_CUDA_PDL");
+    return device_limits().pdl && !(env && std::string_view(env) == "0");
+  }();
+  return on && pdl_suspended == 0;
+}
+
+void suspend_pdl(bool suspend) { pdl_suspended += suspend ? 1 : -1; }
 
 namespace {
 

@@ -2,6 +2,7 @@
 // and a Geometry, and the kernels of the CUDA backend (graph/cuda/cuda.h) run
 // on them. Shape checks, dtype promotion and autograd stay in the ops' own
 // files, shared with the CPU.
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -446,9 +447,17 @@ std::vector<Tensor> cuda_fused(const char* key, const char* kernel, const Shape&
                                        rows.data());
   size_t s = 0;
   for (const HostScalar& h : scalars) args.scalars[s++] = cuda::FusedScalar{h.i, h.f};
-  args.launch = cuda::fused_launch(args.geometry.numel, cuda::device_limits());
+  // The dense path reads 16 / (the widest element) elements per step
+  // (codegen's V): one such pack per thread.
+  const bool vec = cuda::fused_vectorizable(args.geometry, args.data, static_cast<int>(n));
+  size_t widest = 1;
+  for (DType d : out_dtypes) widest = std::max(widest, element_size(d));
+  for (const Tensor& t : ins) widest = std::max(widest, element_size(t.dtype()));
+  const int64_t per_thread = vec ? static_cast<int64_t>(16 / widest) : 1;
+  args.launch = cuda::fused_launch((args.geometry.numel + per_thread - 1) / per_thread, cuda::device_limits());
+  if (vec) args.launch.vec = 2;  // the kernel's flag
+  args.launch.pdl = cuda::pdl_allowed();
   args.stream = cuda::current_stream();
-  if (cuda::fused_vectorizable(args.geometry, args.data, static_cast<int>(n))) args.launch.vec = 2;  // the kernel's flag
   cuda::run_fused(kernel, launcher, args);
   return outs;
 }

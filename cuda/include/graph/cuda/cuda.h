@@ -107,6 +107,13 @@ BlasCall plan_gemm(const GemmOperand& a, const GemmOperand& b, int64_t batch, in
 void gemm(DType t, const void* a, const GemmOperand& oa, const void* b, const GemmOperand& ob, void* c,
           int64_t batch, int64_t m, int64_t n, int64_t k);
 
+// y[n] = x[k] @ W for float32, W row-major with row stride ldw (cuBLAS's gemv
+// without transpose), as one programmatic dependent launch (gemv.cu): for
+// small matrices, where launch latency is what counts. gemm takes it for one
+// row when small_gemv_applies (k <= 2048, k * n <= 2^20).
+bool small_gemv_applies(int64_t k, int64_t n);
+void small_gemv(const float* x, int64_t incx, const float* w, int64_t ldw, float* y, int64_t k, int64_t n);
+
 // ---- a GEMM with its elementwise epilogue in one cuBLASLt call ---------------
 // Row-major out[rows, n] = x[rows, k] @ W (+ bias[n]) (then relu), W either
 // [k, n] or, for linear's weight, [n, k] used transposed. cuBLASLt is

@@ -105,6 +105,37 @@ struct FusedArgs {
 };
 
 #if defined(__CUDACC__)
+// Programmatic dependent launch (Hopper): a kernel launched by launch_fused
+// with LaunchConfig::pdl may start while the kernel before it in the stream
+// still runs. It waits here, before reading anything, until that kernel has
+// finished and its writes are visible, then lets the next kernel launch (which
+// waits the same way). Without the launch attribute both are no-ops. Measured
+// on an H200, an LSTM step of two small kernels in a CUDA graph: 2.5 us
+// instead of 3.5.
+__device__ __forceinline__ void fused_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+// Launches `kernel` on a.launch's grid and a.stream, as a programmatic
+// dependent launch when a.launch.pdl. A launch error is left for
+// cudaGetLastError (run_fused).
+template <class... P, class... A>
+void launch_fused(void (*kernel)(P...), const FusedArgs& a, A&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(a.launch.blocks));
+  cfg.blockDim = dim3(static_cast<unsigned>(a.launch.threads));
+  cfg.stream = static_cast<cudaStream_t>(a.stream);
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = a.launch.pdl ? 1 : 0;
+  (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
+}
+
 // The accumulators of fused reduce kernels (double), as graph/reduce_order.h
 // combines: a + b; max and min with NaN winning (a if a is NaN, else the
 // larger/smaller, b on ties and when b is NaN).
@@ -162,10 +193,21 @@ using FusedLauncher = void (*)(const FusedArgs&);
 FusedGeometry collapse_fused(const char* what, int ndim, const int64_t* shape, int operands,
                              const int64_t* const* strides);
 
-// Blocks and threads for a grid-stride kernel over `numel` elements: 256
-// threads, one element per thread until the grid fills every SM four waves
-// deep, never more blocks than elements need, nor than max_grid_x.
-LaunchConfig fused_launch(int64_t numel, const DeviceLimits& limits);
+// Blocks and threads for a grid-stride kernel over `items` work items (the
+// elements, or the 16-byte packs of the dense path): 256 threads, one item
+// per thread, never more blocks than max_grid_x (the grid-stride loop does
+// the rest). A whole grid streams faster than a few waves of a grid-stride
+// loop: an 8-op chain on 256M floats ran at 104% of cudaMemcpy's bandwidth on
+// an H200, against 98% with four waves.
+LaunchConfig fused_launch(int64_t items, const DeviceLimits& limits);
+
+// Whether kernels launched now may use programmatic dependent launch: the
+// device has it (DeviceLimits::pdl), GRAPH_CUDA_PDL is not 0, and no
+// conditional node's body is being captured on this thread (its graph takes
+// no programmatic edges).
+bool pdl_allowed();
+// Brackets the capture of a conditional node's body (conditional.cu).
+void suspend_pdl(bool suspend);
 
 // The registry of generated launchers, keyed by "<mangled>#<hash>/group<k>".
 // Registering a key twice keeps the first launcher (the same generated

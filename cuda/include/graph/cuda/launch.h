@@ -57,6 +57,9 @@ struct LaunchConfig {
   int64_t blocks = 0;  // 0: nothing to launch (numel 0)
   int threads = 0;
   int vec = 1;  // elements per vector load (1 for the strided kernel)
+  // Launch as a programmatic dependent launch (fused.h launch_fused): the
+  // kernel may start while the previous one in the stream finishes.
+  bool pdl = false;
 };
 
 // What the launch heuristics read from the device (cudaDeviceProp).
@@ -64,6 +67,7 @@ struct DeviceLimits {
   int sm_count = 108;                // A100
   int max_threads_per_sm = 2048;
   int64_t max_grid_x = 2147483647;
+  bool pdl = false;  // compute capability 9.0 or newer: programmatic dependent launch
 };
 
 // Elements per 16-byte load for dtype size `elem` when every pointer in
