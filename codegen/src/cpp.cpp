@@ -459,7 +459,10 @@ std::string Emitter::condition(const ir::Node* n, const ir::Value* c, const std:
 // into an If node; otherwise the host's truth() picks one, as before.
 void Emitter::if_(const ir::Node* n) {
   line("// If" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
-  for (const ir::Value* v : n->outputs()) line(cpp_type(v->type()) + " " + name(v) + "{};");
+  // A host output may go unread (a gradient's reached flag, autodiff.cpp).
+  for (const ir::Value* v : n->outputs())
+    line(std::string(v->type().is_tensor() || v->type().is_list() ? "" : "[[maybe_unused]] ") + cpp_type(v->type()) +
+         " " + name(v) + "{};");
   const bool device = ir::has_tensor_condition(n) && ir::device_control_refusal(n).empty();
   const std::string branches = device ? fresh("branches") : "";
   if (device) open("const auto " + branches + " = [&](const int branch_taken)");
@@ -499,7 +502,8 @@ void Emitter::loop(const ir::Node* n) {
   const size_t carried = n->num_outputs();
   for (size_t i = 0; i < carried; ++i) {
     const ir::Value* v = n->output(i);
-    line(cpp_type(v->type()) + " " + name(v) + " = " + name(n->input(i + 2)) + ";");
+    line(std::string(v->type().is_tensor() || v->type().is_list() ? "" : "[[maybe_unused]] ") + cpp_type(v->type()) +
+         " " + name(v) + " = " + name(n->input(i + 2)) + ";");
   }
   const bool device = ir::has_tensor_condition(n) && ir::device_control_refusal(n).empty();
   const std::string trips = fresh("trips"), cond = fresh("cond"), iter = fresh("iter");

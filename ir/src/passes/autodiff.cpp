@@ -206,6 +206,13 @@ Value* Scope::int_constant(int64_t value) {
   return c->add_output(Type::int_());
 }
 
+// A backward constant bool, before the node being built.
+Value* Scope::bool_constant(bool value) {
+  Node* c = emit("constant", {}, 0);
+  c->attrs()["value"] = value;
+  return c->add_output(Type::bool_());
+}
+
 // `v ? 1 : 0` at the end of the forward body, as the plugin lowers a bool to int.
 Value* Scope::bool_as_int(Value* v) {
   return add_bool_to_int(fwd_, v, v->producer() ? v->producer()->loc() : SourceLoc{});
@@ -412,9 +419,61 @@ void Scope::if_(Node* n, const std::vector<Value*>& out_grads) {
   for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], results[i].first, results[i].second);
 }
 
+namespace {
+
+// Every value a nested block reads: its nodes' inputs (nested blocks
+// included) and its returns, which may be outer values themselves.
+void reads_of(const Block* b, std::unordered_set<const Value*>& into) {
+  for (const auto& n : b->nodes()) {
+    for (const Value* v : n->inputs()) into.insert(v);
+    for (const auto& nb : n->blocks()) reads_of(nb.get(), into);
+  }
+  for (const Value* v : b->returns()) into.insert(v);
+}
+
+// Of the carried values act (indices into the Loop's carried values), those
+// whose gradient is defined in every backward iteration: defined at the last
+// forward iteration (`defined`), and whose body parameter feeds, within one
+// iteration, the new value of one that is so again (the greatest such set).
+// Plain data flow: a superset of the gradient flow, so a value left out is
+// surely undefined in some iteration.
+std::vector<bool> always_defined(const Block* body, const std::vector<size_t>& act, std::vector<bool> defined) {
+  for (bool changed = true; changed;) {
+    std::unordered_set<const Value*> feeds;  // body values some kept return depends on
+    for (size_t a = 0; a < act.size(); ++a)
+      if (defined[a]) feeds.insert(body->returns()[act[a] + 1]);
+    for (auto it = body->nodes().rbegin(); it != body->nodes().rend(); ++it) {
+      const Node* n = it->get();
+      const std::vector<Value*> outs = n->outputs();  // a copy: begin and end of one vector
+      if (std::none_of(outs.begin(), outs.end(), [&](const Value* o) { return feeds.count(o); })) continue;
+      for (const Value* v : n->inputs()) feeds.insert(v);
+      for (const auto& nb : n->blocks()) reads_of(nb.get(), feeds);
+    }
+    changed = false;
+    for (size_t a = 0; a < act.size(); ++a)
+      if (defined[a] && !feeds.count(body->param(act[a] + 1))) {
+        defined[a] = false;
+        changed = true;
+      }
+  }
+  return defined;
+}
+
+}  // namespace
+
 // Backward of a Loop: the forward counts its iterations; the backward runs
 // that many, undoing iteration count - 1 - it, carrying the gradients of the
 // carried values and one accumulator per outer value the body reaches.
+//
+// A carried value's gradient is undefined in an iteration when its new value
+// reaches no output from there (K10, docs/fuzzing.md: a value the loop
+// carries but nothing after the loop reads). Eager autograd never visits it;
+// running its producers' backward on zeros would give 0 * NaN = NaN where the
+// forward is NaN. So a carried gradient that is not defined in every
+// iteration (always_defined) travels with a flag, and seeds the body's
+// backward conditionally on it (gated): nodes reached only from undefined
+// gradients do not run. Outer values reached only conditionally get a flag
+// too, true once any iteration reached them.
 void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
   Block* body = n->block(0);
   const size_t carried = n->num_outputs();
@@ -433,14 +492,27 @@ void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
   std::vector<size_t> act;  // the carried values that carry gradients
   for (size_t j = 0; j < carried; ++j)
     if (d_.active(body->param(j + 1))) act.push_back(j);
+  std::vector<bool> defined_last;
+  for (size_t j : act) defined_last.push_back(out_grads[j] && !reached(n->output(j)));
+  const std::vector<bool> always = always_defined(body, act, defined_last);
+  std::vector<size_t> flagged;  // indices into act of the gradients that carry a flag
+  for (size_t a = 0; a < act.size(); ++a)
+    if (!always[a]) flagged.push_back(a);
+
   std::vector<Value*> inputs{count, add_constant(bwd_, true)};
   for (size_t j : act) inputs.push_back(out_grads[j] ? out_grads[j] : zeros(fwd(n->output(j))));
+  for (size_t a : flagged) {
+    const size_t j = act[a];
+    Value* r = out_grads[j] ? reached(n->output(j)) : nullptr;
+    inputs.push_back(r ? r : bool_constant(out_grads[j] != nullptr));
+  }
   Node* bl = emit("Loop", inputs, 0);
   anchor_ = bl;
   Block* bb = bl->add_block();
   Value* it = bb->add_param(Type::int_(), "it");
-  std::vector<Value*> carried_grads;
+  std::vector<Value*> carried_grads, flags;
   for (size_t j : act) carried_grads.push_back(bb->add_param(grad_type(body->param(j + 1)), "grad_" + body->param(j + 1)->name()));
+  for (size_t a : flagged) flags.push_back(bb->add_param(Type::bool_(), "defined_" + body->param(act[a] + 1)->name()));
 
   Scope s(d_, this, Kind::Body, body, bb, n);
   s.current_ = n;
@@ -448,7 +520,10 @@ void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
   Value* last_v = last->add_output(Type::int_());
   Node* k = s.emit("sub", {last_v, it}, 0);
   s.iter_ = k->add_output(Type::int_(), "k");
-  for (size_t a = 0; a < act.size(); ++a) s.accumulate(body->returns()[act[a] + 1], carried_grads[a]);
+  for (size_t a = 0, f = 0; a < act.size(); ++a) {
+    const bool has_flag = f < flagged.size() && flagged[f] == a;
+    s.accumulate(body->returns()[act[a] + 1], carried_grads[a], has_flag ? flags[f++] : nullptr);
+  }
   s.run();
 
   s.current_ = n;
@@ -458,18 +533,40 @@ void Scope::loop(Node* n, const std::vector<Value*>& out_grads) {
     rets.push_back(g ? g : s.zeros(carried_grads[a]));
     bl->add_output(grad_type(body->param(act[a] + 1)));
   }
+  std::vector<Value*> flag_outs;
+  for (size_t a : flagged) {
+    const Value* p = body->param(act[a] + 1);
+    Value* r = s.grad(p) ? s.reached(p) : nullptr;
+    rets.push_back(r ? r : add_constant(bb, s.grad(p) != nullptr));
+    flag_outs.push_back(bl->add_output(Type::bool_()));
+  }
   const std::vector<Value*> outer = s.outer_grads();
+  std::vector<Value*> acc_outs, reached_outs;
   for (Value* v : outer) {
     bl->add_input(zeros(fwd(v)));
     Value* acc = bb->add_param(grad_type(v), "acc_" + v->name());
     rets.push_back(v->type().is_list() ? s.emit_list("list_add", {acc, s.grad(v)}) : s.emit1("add", {acc, s.grad(v)}));
-    bl->add_output(grad_type(v), v->name().empty() ? "" : "grad_" + v->name());
+    acc_outs.push_back(bl->add_output(grad_type(v), v->name().empty() ? "" : "grad_" + v->name()));
+  }
+  for (Value* v : outer) {  // whether any iteration reached v, where one may not
+    Value* r = s.reached(v);
+    if (!r) {
+      reached_outs.push_back(nullptr);
+      continue;
+    }
+    bl->add_input(bool_constant(false));
+    Value* any = bb->add_param(Type::bool_(), "reached_" + v->name());
+    rets.push_back(s.any_of(any, r));
+    reached_outs.push_back(bl->add_output(Type::bool_()));
   }
   bb->set_returns(rets);
   anchor_ = nullptr;
   current_ = n;
-  for (size_t a = 0; a < act.size(); ++a) accumulate(n->input(act[a] + 2), bl->output(a));
-  for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], bl->output(act.size() + i));
+  for (size_t a = 0, f = 0; a < act.size(); ++a) {
+    const bool has_flag = f < flagged.size() && flagged[f] == a;
+    accumulate(n->input(act[a] + 2), bl->output(a), has_flag ? flag_outs[f++] : nullptr);
+  }
+  for (size_t i = 0; i < outer.size(); ++i) accumulate(outer[i], acc_outs[i], reached_outs[i]);
 }
 
 }  // namespace autodiff_detail

@@ -49,6 +49,7 @@ class Scope {
   Value* save_in_branch(Value* v);
   Value* save_in_body(Value* v);
   Value* int_constant(int64_t value);
+  Value* bool_constant(bool value);
   Value* bool_as_int(Value* v);
   void node(Node* n);
   void gated(Node* n, const std::vector<Value*>& out_grads, Value* flag);

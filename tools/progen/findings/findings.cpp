@@ -148,6 +148,35 @@ using namespace graph;
   return conv2d(m.reshape({1, 1, 2, 3}), w);
 }
 
+// K10 (seed 3102, pg19): a value the loop carries but nothing after the loop
+// reads, whose last new value is NaN (log1p below -1). Eager autograd never
+// visits it. The static backward ran its chain on a zero gradient, and
+// 0 * (1 - tanh(NaN)^2) = NaN reached x's gradient through h. A carried
+// gradient that may be undefined in an iteration now travels with a flag and
+// seeds the body's backward only when set.
+[[graph::static]] Tensor k10_carried_value_nothing_reads(const Tensor& x, int n, double s) {
+  Tensor h = x;
+  Tensor u = x.mean(0, true);
+  for (int i = 0; i < n; ++i) {
+    Tensor below = log1p(cat({h, x}, 1) - 3.0 + s);
+    h = tanh(h * 0.5 + u);
+    u = tanh(u * 0.5 + below.mean());
+  }
+  return h;
+}
+
+// K10's other shape: a carried value only it reads, NaN in every iteration;
+// its flag never holds, so its backward never runs.
+[[graph::static]] Tensor k10_value_only_itself_reads(const Tensor& x, int n, double s) {
+  Tensor h = x;
+  Tensor junk = x;
+  for (int i = 0; i < n; ++i) {
+    junk = tanh(log1p(junk - 3.0 + s) + h);
+    h = tanh(h * 0.5 + x);
+  }
+  return h;
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -182,6 +211,14 @@ const progen::Case kCases[] = {
     {"k9_conv2d_after_a_cast", {{"x0", {2, 3}, false, 0}, {"x1", {1, 1, 1, 1}, false, 0}}, {{0, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) {
        return progen::outputs(k9_conv2d_after_a_cast(in[0], in[1], n, s));
+     }},
+    {"k10_carried_value_nothing_reads", {{"x0", {2, 3}, false, 0}}, {{1, 0.0}, {0, 0.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k10_carried_value_nothing_reads(in[0], n, s));
+     }},
+    {"k10_value_only_itself_reads", {{"x0", {2, 3}, false, 0}}, {{3, 0.0}, {1, 0.0}}, 1e-5, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k10_value_only_itself_reads(in[0], n, s));
      }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
