@@ -311,13 +311,12 @@ void Scope::gated(Node* n, const std::vector<Value*>& out_grads, Value* flag) {
   for (Value* v : n->outputs()) fwd(v);
   const auto memo = memo_;
   const auto before = grads_;
+  // The flags stay as they are inside: n's outputs keep theirs, which an
+  // If's backward passes to its branches (if_), so a branch value only an
+  // untaken output reads stays gated there, where the gate's flag (any
+  // output's) may hold (K6); and a gradient added to inside keeps whether the
+  // taken branch of a nested If reached it (K10's pg19).
   const auto reach = reach_;
-  reach_.clear();
-  // n's outputs keep their own flags inside: an If's backward passes each to
-  // its branches (if_), so a branch value only an untaken output reads stays
-  // gated there, where the gate's flag (any output's) may hold (K6).
-  for (Value* o : n->outputs())
-    if (auto it = reach.find(o); it != reach.end()) reach_.insert(*it);
   Node* gate = emit("If", {flag}, 0);
   Block* then_b = gate->add_block();
   Block* else_b = gate->add_block();
@@ -349,14 +348,29 @@ void Scope::gated(Node* n, const std::vector<Value*>& out_grads, Value* flag) {
     then_b->add_return(grads_.at(v));
     else_b->add_return(old ? old : zeros(likes[i]));
   }
+  // A gradient whose contribution inside is itself conditional (a nested
+  // If's taken branch may not have reached it) keeps that flag: the gate
+  // returns it from its then-branch and the old flag (or whether there was
+  // an old gradient) from its else-branch. Otherwise, as the gate's flag.
+  std::vector<Value*> inner;  // per changed: its flag inside, or null
+  for (const auto& [v, old] : changed) {
+    auto in = reach_.find(v);
+    inner.push_back(in == reach_.end() ? nullptr : in->second);
+    if (!inner.back()) continue;
+    auto out = reach.find(v);
+    then_b->add_return(inner.back());
+    else_b->add_return(out != reach.end() ? out->second : add_constant(else_b, old != nullptr));
+  }
   bwd_ = outer;
   anchor_ = anchor;
   current_ = n;
   memo_ = mapped;
   reach_ = reach;
-  for (const auto& [v, old] : changed) {
-    grads_[v] = gate->add_output(grad_type(v));
-    if (!old) reach_[v] = flag;
+  for (const auto& [v, old] : changed) grads_[v] = gate->add_output(grad_type(v));
+  for (size_t i = 0; i < changed.size(); ++i) {
+    const auto& [v, old] = changed[i];
+    if (inner[i]) reach_[v] = gate->add_output(Type::bool_());
+    else if (!old) reach_[v] = flag;
     else if (auto r = reach_.find(v); r != reach_.end()) r->second = any_of(r->second, flag);
   }
 }

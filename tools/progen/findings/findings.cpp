@@ -177,6 +177,33 @@ using namespace graph;
   return h;
 }
 
+// K10 as found (pg19 itself): the carried value is read only past an early
+// return that is taken. Its gradient's flag comes from the If's backward,
+// which runs gated (the If's result is reached), and the gate used to put
+// its own flag in place of the If's (the taken branch did not reach u).
+[[graph::static]] Tensor k10_read_only_past_an_early_return(const Tensor& x0, const Tensor& x3, const Tensor& x6,
+                                                             int n, double s) {
+  Tensor v0 = x0;
+  Tensor v2 = x3;
+  Tensor v3 = mean(v2, 0, true).t();
+  for (int i0 = 0; i0 < 1; ++i0) {
+    Tensor v4 = v2;
+    Tensor v5 = v0;
+    Tensor v6 = log1p(cat({v5, x6}, 1) - 3.0).expand({2, -1, -1});  // NaN
+    v2 = tanh(v2 * 0.5 + mean(v6));
+  }
+  if (s < 0.96) {
+    return v0 + v3;
+  } else {
+    for (int i0 = 0; i0 < std::min(n, 3); ++i0) {
+      v3 = tanh(v3 * 0.48 + (mean(v2) * i0));
+      Tensor v8 = v0;
+    }
+  }
+  Tensor v11 = v0;
+  return v0 + v0 + v2 + v3 + v11;
+}
+
 const progen::Case kCases[] = {
     {"k1_break_grad", {{"x0", {2, 3}, false, 0}}, {{0, 0.0}, {1, 0.0}, {4, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(k1_break_grad(in[0], n, s)); }},
@@ -215,6 +242,12 @@ const progen::Case kCases[] = {
     {"k10_carried_value_nothing_reads", {{"x0", {2, 3}, false, 0}}, {{1, 0.0}, {0, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) {
        return progen::outputs(k10_carried_value_nothing_reads(in[0], n, s));
+     }},
+    {"k10_read_only_past_an_early_return",
+     {{"x0", {3, 4}, false, 0}, {"x3", {4}, false, 0}, {"x6", {3, 4}, false, 0}},
+     {{0, 0.416705}, {4, 0.381764}, {4, -1.450998}}, 1e-3, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k10_read_only_past_an_early_return(in[0], in[1], in[2], n, s));
      }},
     {"k10_value_only_itself_reads", {{"x0", {2, 3}, false, 0}}, {{3, 0.0}, {1, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) {
