@@ -42,6 +42,10 @@ std::string cpp_type(const ir::Type& t) {
   return "::graph::Tensor";
 }
 
+std::string local_decl_type(const ir::Type& t) {
+  return (t.is_tensor() || t.is_list() ? "" : "[[maybe_unused]] ") + cpp_type(t);
+}
+
 const char* element_type(DType d) { return dtype_cpp_type(d).data(); }
 
 std::string dtype_expr(DType d) {
@@ -461,8 +465,7 @@ void Emitter::if_(const ir::Node* n) {
   line("// If" + (n->loc().valid() ? " (" + loc_str(n->loc()) + ")" : std::string()));
   // A host output may go unread (a gradient's reached flag, autodiff.cpp).
   for (const ir::Value* v : n->outputs())
-    line(std::string(v->type().is_tensor() || v->type().is_list() ? "" : "[[maybe_unused]] ") + cpp_type(v->type()) +
-         " " + name(v) + "{};");
+    line(local_decl_type(v->type()) + " " + name(v) + "{};");
   const bool device = ir::has_tensor_condition(n) && ir::device_control_refusal(n).empty();
   const std::string branches = device ? fresh("branches") : "";
   if (device) open("const auto " + branches + " = [&](const int branch_taken)");
@@ -502,8 +505,7 @@ void Emitter::loop(const ir::Node* n) {
   const size_t carried = n->num_outputs();
   for (size_t i = 0; i < carried; ++i) {
     const ir::Value* v = n->output(i);
-    line(std::string(v->type().is_tensor() || v->type().is_list() ? "" : "[[maybe_unused]] ") + cpp_type(v->type()) +
-         " " + name(v) + " = " + name(n->input(i + 2)) + ";");
+    line(local_decl_type(v->type()) + " " + name(v) + " = " + name(n->input(i + 2)) + ";");
   }
   const bool device = ir::has_tensor_condition(n) && ir::device_control_refusal(n).empty();
   const std::string trips = fresh("trips"), cond = fresh("cond"), iter = fresh("iter");

@@ -217,7 +217,7 @@ void Emitter::cuda_kernel(const ir::Node* n, const std::string& fn, size_t k, co
   close();
   close();
   open("void launch_" + kernel + "(const ::graph::cuda::FusedArgs& a)");
-  line("::graph::cuda::launch_fused(" + kernel + ", a,");
+  line("::graph::cuda::launch_fused(" + kernel + ", a.launch, a.stream,");
   line("    " + join(launch_args, ",\n" + std::string(2 * indent_ + 4, ' ')) + ");");
   close();
   line("const ::graph::cuda::FusedRegistrar register_" + kernel + "{" + ir::quote(kernel_key(mangled, hash, k)) +

@@ -17,6 +17,9 @@ namespace graph::codegen::detail {
 
 // ---- C++ spellings of IR types --------------------------------------------
 std::string cpp_type(const ir::Type& t);   // ::graph::Tensor, int64_t, double, bool
+// cpp_type for a local holding an If or Loop output: host values may go
+// unread (a gradient's reached flag, autodiff.cpp), so [[maybe_unused]].
+std::string local_decl_type(const ir::Type& t);
 const char* element_type(DType d);         // float, int64_t, bool
 std::string dtype_expr(DType d);           // ::graph::DType::Float32, ...
 std::string sanitize_identifier(const std::string& s);  // [A-Za-z0-9_] only

@@ -91,8 +91,7 @@ void Emitter::node_if_needed(const ir::Node* n) {
   std::vector<std::string> outer;
   for (const ir::Value* o : n->outputs()) {
     outer.push_back(name(o));
-    line(std::string(o->type().is_tensor() || o->type().is_list() ? "" : "[[maybe_unused]] ") + cpp_type(o->type()) +
-         " " + outer.back() + "{};");
+    line(local_decl_type(o->type()) + " " + outer.back() + "{};");
   }
   for (size_t i = 0; i < outer.size(); ++i) alias(n->output(i), fresh(outer[i] + "_"));
   open("if (" + needed_expr(reach) + ")");

@@ -52,12 +52,12 @@ bool small_gemv_applies(int64_t k, int64_t n) { return k >= 1 && n >= 1 && k <= 
 
 void small_gemv(const float* x, int64_t incx, const float* w, int64_t ldw, float* y, int64_t k, int64_t n) {
   if (!small_gemv_applies(k, n)) throw Error("matmul: cuda: small_gemv of k " + std::to_string(k) + ", n " + std::to_string(n));
-  FusedArgs a;  // only the launch fields: launch_fused's grid, stream and PDL flag
-  a.launch.blocks = (n + kCols - 1) / kCols;
-  a.launch.threads = kCols * kSlices;
-  a.launch.pdl = pdl_allowed();
-  a.stream = current_stream();
-  launch_fused(small_gemv_kernel, a, x, incx, w, ldw, y, static_cast<int>(k), static_cast<int>(n));
+  LaunchConfig launch;
+  launch.blocks = (n + kCols - 1) / kCols;
+  launch.threads = kCols * kSlices;
+  launch.pdl = pdl_allowed();
+  launch_fused(small_gemv_kernel, launch, current_stream(), x, incx, w, ldw, y, static_cast<int>(k),
+               static_cast<int>(n));
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw Error(std::string("matmul: cuda: small_gemv launch: ") + cudaGetErrorString(e));
 }

@@ -119,20 +119,20 @@ __device__ __forceinline__ void fused_prologue() {
 #endif
 }
 
-// Launches `kernel` on a.launch's grid and a.stream, as a programmatic
-// dependent launch when a.launch.pdl. A launch error is left for
+// Launches `kernel` on `launch`'s grid and `stream` (a cudaStream_t), as a
+// programmatic dependent launch when launch.pdl. A launch error is left for
 // cudaGetLastError (run_fused).
 template <class... P, class... A>
-void launch_fused(void (*kernel)(P...), const FusedArgs& a, A&&... args) {
+void launch_fused(void (*kernel)(P...), const LaunchConfig& launch, void* stream, A&&... args) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(a.launch.blocks));
-  cfg.blockDim = dim3(static_cast<unsigned>(a.launch.threads));
-  cfg.stream = static_cast<cudaStream_t>(a.stream);
+  cfg.gridDim = dim3(static_cast<unsigned>(launch.blocks));
+  cfg.blockDim = dim3(static_cast<unsigned>(launch.threads));
+  cfg.stream = static_cast<cudaStream_t>(stream);
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = &attr;
-  cfg.numAttrs = a.launch.pdl ? 1 : 0;
+  cfg.numAttrs = launch.pdl ? 1 : 0;
   (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
 }
 
