@@ -215,8 +215,31 @@ TEST(Autodiff, AnOpWithoutGradientOnAPathThatRequiresGradIsAnError) {
   expect_error([&] { ir::differentiate(*g, {true, false}); }, {"'sum_to'", "bad.cpp:7:12", "no gradient"});
   // Not requiring grad along that path is fine.
   EXPECT_NO_THROW(ir::differentiate(*g, {false, false}));
-  auto d = ir::parse(one_node("  %y : Tensor = dropout{p=0.3, training=true}(%a) @\"drop.cpp\":2:3\n", 1));
-  expect_error([&] { ir::differentiate(*d, {true}); }, {"'dropout'", "drop.cpp:2:3", "training"});
+}
+
+// A training dropout (constant or run-time attributes) differentiates as
+// x * dropout_mask(x): the forward saves the mask, the backward multiplies
+// by it. An evaluation dropout stays the identity.
+TEST(Autodiff, TrainingDropoutSavesItsMask) {
+  for (const char* node : {"  %y : Tensor = dropout{p=0.3, training=true}(%a) @\"drop.cpp\":2:3\n",
+                           "  %y : Tensor = dropout{p=\"@1\", training=\"@2\"}(%a, %p, %t) @\"drop.cpp\":2:3\n"}) {
+    SCOPED_TRACE(node);
+    const bool runtime = std::string(node).find("@1") != std::string::npos;
+    auto d = ir::parse(runtime ? "graph f(%a : Tensor, %p : float, %t : bool) {\n" + std::string(node) + "  return (%y)\n}\n"
+                               : one_node(node, 1));
+    ir::GradGraphs r = ir::differentiate(*d, runtime ? std::vector<bool>{true, false, false} : std::vector<bool>{true});
+    const std::string fwd = ir::print(*r.forward), bwd = ir::print(*r.backward);
+    EXPECT_EQ(fwd.find("= dropout{"), std::string::npos) << fwd;
+    EXPECT_NE(fwd.find(runtime ? "dropout_mask{p=\"@1\", training=\"@2\"}(%a, %p, %t) @\"drop.cpp\":2:3"
+                               : "dropout_mask{p=0.3, training=true}(%a) @\"drop.cpp\":2:3"),
+              std::string::npos)
+        << fwd;
+    EXPECT_NE(fwd.find("return (%y, %0"), std::string::npos) << fwd;  // the mask is saved
+    EXPECT_NE(bwd.find("mul("), std::string::npos) << bwd;
+    EXPECT_EQ(bwd.find("dropout"), std::string::npos) << bwd;
+  }
+  auto eval = ir::parse(one_node("  %y : Tensor = dropout{p=0.3, training=false}(%a)\n", 1));
+  EXPECT_EQ(ir::print(*ir::differentiate(*eval, {true}).forward).find("dropout_mask"), std::string::npos);
 }
 
 // reshape_dyn and slice_dyn (value_primitives.h): the plugin's views with

@@ -105,6 +105,7 @@ std::vector<OpCase> op_cases() {
   add("cat", "  %y : Tensor = cat{dim=1}(%a, %b, %c)\n", {a, values({2, 1}, -1, 1, 28), a});
   add("stack", "  %y : Tensor = stack{dim=-1}(%a, %b)\n", {a, b});
   add("dropout", "  %y : Tensor = dropout{p=0.5, training=false}(%a)\n", {a});
+  add("dropout_mask", "  %m : Tensor = dropout_mask{p=0.5, training=false}(%a)\n  %y : Tensor = mul(%a, %m)\n", {a});
   add("mse_loss", "  %y : Tensor = mse_loss(%a, %b)\n", {a, b});
   add("cross_entropy", "  %y : Tensor = cross_entropy(%a, %b)\n", {a, tensor<int64_t>({2, 0})});
   add("scaled_dot_product_attention",

@@ -141,6 +141,8 @@ std::vector<OpCase> op_cases() {
   add("cat", "  %y : Tensor = cat{dim=1}(%a, %b, %c)\n", {a, b, a}, [=] { return cat({a, b, a}, 1); });
   add("stack", "  %y : Tensor = stack{dim=2}(%a, %b)\n", {a, b}, [=] { return stack({a, b}, 2); });
   add("dropout", "  %y : Tensor = dropout{p=0.5, training=false}(%a)\n", {a}, [=] { return dropout(a, 0.5, false); });
+  add("dropout_mask", "  %m : Tensor = dropout_mask{p=0.5, training=false}(%a)\n  %y : Tensor = mul(%a, %m)\n", {a},
+      [=] { return a; });
   add("mse_loss", "  %y : Tensor = mse_loss(%a, %b)\n", {a, b}, [=] { return mse_loss(a, b); });
   add("cross_entropy", "  %y : Tensor = cross_entropy(%a, %b)\n", {a, tgt}, [=] { return cross_entropy(a, tgt); });
   add("scaled_dot_product_attention",

@@ -536,6 +536,33 @@ TEST(Dropout, Gradcheck) {
   expect_close(x.grad(), y.detach(), 0);  // the gradient is the mask times 1/(1-p)
 }
 
+// dropout_mask is what dropout multiplies by, from the same draw, in every
+// floating dtype: static graphs that differentiate dropout run x * mask.
+TEST(Dropout, MaskIsWhatDropoutMultipliesBy) {
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64, graph::kFloat16, graph::kBFloat16}) {
+    SCOPED_TRACE(graph::dtype_name(dt));
+    Tensor x = values({50, 40}, -2, 2, 140).to(dt);
+    graph::manual_seed(21);
+    Tensor y = graph::dropout(x, 0.3);
+    graph::manual_seed(21);
+    Tensor m = graph::dropout_mask(x, 0.3);
+    EXPECT_EQ(m.dtype(), dt);
+    EXPECT_EQ(m.sizes(), x.sizes());
+    expect_close(x * m, y, 0);
+    const double kept = graph::ne(m, 0.0).to(graph::kFloat64).mean().item<double>();
+    EXPECT_NEAR(kept, 0.7, 0.05);
+    expect_close(graph::amax(m), graph::full({}, 1 / 0.7, dt), dt == graph::kFloat64 ? 0 : 1e-2);
+    expect_close(graph::dropout_mask(x, 0.3, false), graph::ones({50, 40}, dt), 0);
+    expect_close(graph::dropout_mask(x, 0.0), graph::ones({50, 40}, dt), 0);
+    expect_close(graph::dropout_mask(x, 1.0), graph::zeros({50, 40}, dt), 0);
+    expect_close(graph::dropout_mask(x, 1.0, false), graph::ones({50, 40}, dt), 0);
+  }
+  Tensor x = values({3, 4}, -1, 1, 141).requires_grad_();
+  EXPECT_FALSE(graph::dropout_mask(x, 0.5).requires_grad());  // x's values are not read
+  expect_error([] { graph::dropout_mask(graph::zeros({2, 3}), 1.5); }, {"dropout_mask:", "1.5", "[2, 3]"});
+  expect_error([] { graph::dropout_mask(graph::zeros({2}, graph::kInt64), 0.5); }, {"dropout_mask:", "long"});
+}
+
 TEST(Dropout, Errors) {
   expect_error([] { graph::dropout(graph::zeros({2, 3}), 1.5); }, {"dropout:", "1.5", "[2, 3]"});
   expect_error([] { graph::dropout(graph::zeros({2, 3}), -0.1); }, {"dropout:", "[2, 3]"});

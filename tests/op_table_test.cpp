@@ -55,6 +55,7 @@ constexpr std::pair<std::string_view, std::string_view> kNoFixture[] = {
     {"unsqueeze", "a view"},
     {"flatten", "a view"},
     {"dropout", "random: nn_ops_test checks its statistics and mask"},
+    {"dropout_mask", "random: Dropout.MaskIsWhatDropoutMultipliesBy, and StaticGrad.TrainingDropout*"},
     {"contiguous", "a copy of a view: the same values; the interpreter and autodiff tests check it"},
     {"rand_like", "random: NnDecompositions.RandomLikeDrawsWhatRandDrawsUnderOneSeed, and static in the VAE model"},
     {"randn_like", "random: NnDecompositions.RandomLikeDrawsWhatRandDrawsUnderOneSeed, and static in the VAE model"},

@@ -162,7 +162,8 @@ std::string Emitter::eager_call(const ir::Node* n, const OpInfo& op) {
       }
       return f + "(" + list + ", " + attr(nm, n, "dim", "0") + ")";
     }
-    case OpId::dropout: return f + "(" + in(0) + ", " + attr(nm, n, "p", "0.5") + ", " + attr(nm, n, "training", "true") + ")";
+    case OpId::dropout:
+    case OpId::dropout_mask: return f + "(" + in(0) + ", " + attr(nm, n, "p", "0.5") + ", " + attr(nm, n, "training", "true") + ")";
     case OpId::scaled_dot_product_attention:
       return f + "(" + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " + attr(nm, n, "dropout_p", "0.0") + ", " +
              attr(nm, n, "is_causal", "false") + ")";

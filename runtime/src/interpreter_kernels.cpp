@@ -394,6 +394,9 @@ Out stack_kernel(const ir::Node& n, In in) { return {graph::stack(tensors(n, in)
 Out dropout_kernel(const ir::Node& n, In in) {
   return {graph::dropout(T(n, in, 0), attr_float(n, "p", 0.5), attr_bool(n, "training", true))};
 }
+Out dropout_mask_kernel(const ir::Node& n, In in) {
+  return {graph::dropout_mask(T(n, in, 0), attr_float(n, "p", 0.5), attr_bool(n, "training", true))};
+}
 Out mse_loss_kernel(const ir::Node& n, In in) { return {graph::mse_loss(T(n, in, 0), T(n, in, 1))}; }
 Out cross_entropy_kernel(const ir::Node& n, In in) { return {graph::cross_entropy(T(n, in, 0), T(n, in, 1))}; }
 Out scaled_dot_product_attention_kernel(const ir::Node& n, In in) {

@@ -524,20 +524,40 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 
 // ---- dropout -----------------------------------------------------------------
 
+static void check_dropout(const char* op, const Tensor& x, double p) {
+  detail::check_defined(op, x);
+  if (!(p >= 0.0 && p <= 1.0))
+    throw Error(std::string(op) + ": probability has to be between 0 and 1, but got " + std::to_string(p) +
+                " (input shape " + shape_str(x.sizes()) + ")");
+  check_floating(op, x, "input shape " + shape_str(x.sizes()));
+}
+
+// The kept elements' scale 1 / (1 - p), zeros elsewhere: the one draw both
+// dropout and a static graph's split dropout make, so they agree under a seed.
+static Tensor drawn_mask(const Tensor& x, double p) {
+  const DType rdt = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  const Tensor keep = lt(rand(x.sizes(), rdt), 1.0 - p);  // kept with probability 1 - p
+  return keep.to(x.dtype()) * (1.0 / (1.0 - p));  // on the CPU, as dropout's (docs/runtime.md, CUDA)
+}
+
 Tensor dropout(const Tensor& x, double p, bool training) {
   if (detail::tracing())
     return detail::trace_op("dropout", {x}, {{"p", p}, {"training", training}},
                             [&] { return dropout(x, p, training); });
-  detail::check_defined("dropout", x);
-  if (!(p >= 0.0 && p <= 1.0))
-    throw Error("dropout: probability has to be between 0 and 1, but got " + std::to_string(p) + " (input shape " +
-                shape_str(x.sizes()) + ")");
-  check_floating("dropout", x, "input shape " + shape_str(x.sizes()));
+  check_dropout("dropout", x, p);
   if (!training || p == 0.0) return x;
   if (p == 1.0) return x * zeros({}, x.dtype());
-  const DType rdt = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
-  const Tensor keep = lt(rand(x.sizes(), rdt), 1.0 - p);  // kept with probability 1 - p
-  return x * (keep.to(x.dtype()) * (1.0 / (1.0 - p)));
+  return x * drawn_mask(x, p);
+}
+
+Tensor dropout_mask(const Tensor& x, double p, bool training) {
+  if (detail::tracing())
+    return detail::trace_op("dropout_mask", {x}, {{"p", p}, {"training", training}},
+                            [&] { return dropout_mask(x, p, training); });
+  check_dropout("dropout_mask", x, p);
+  if (!training || p == 0.0 || p == 1.0)
+    return full(x.sizes(), p == 1.0 && training ? 0.0 : 1.0, x.dtype(), x.device());
+  return drawn_mask(x, p);
 }
 
 // ---- losses ------------------------------------------------------------------

@@ -169,6 +169,30 @@ TEST(ModuleState, DropoutFollowsTheModesFlag) {
   EXPECT_LT(zeros, 64);
 }
 
+// Training through nn::Dropout (its p and training flag read at run time):
+// the static backward multiplies by the mask the static forward drew, which
+// is eager's under one seed, so outputs and gradients equal eager's.
+TEST(ModuleState, DropoutTrainsThroughTheStaticBackward) {
+  modstate::NormDrop m(2, 0.5);
+  const Tensor x = pattern({32, 2}, 0.21f, 0.4f);
+  std::vector<std::vector<Tensor>> runs;
+  for (Mode mode : {compiled_mode(), Mode::Eager}) {
+    m->zero_grad();
+    Tensor xi = x.detach().clone().requires_grad_();
+    graph::manual_seed(5);
+    const Tensor y = in_mode(mode, "NormDropImpl", [&] { return m(xi); });
+    (y * pattern({32, 2}, 0.37f, 0.1f)).sum().backward();
+    runs.push_back({y.detach(), xi.grad()});
+    for (const Tensor& p : m->parameters()) runs.back().push_back(p.grad());
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t k = 0; k < runs[0].size(); ++k) expect_near(runs[0][k], runs[1][k], 1e-5, "value " + std::to_string(k));
+  int dropped = 0;
+  for (double v : values(runs[0][0])) dropped += v == 0.0;
+  EXPECT_GT(dropped, 8);  // about half of the 64 outputs are dropped
+  EXPECT_LT(dropped, 56);
+}
+
 // The lowered BatchNorm2d forward (the graph the plugin wrote for
 // Norm2dImpl::forward) in training mode, in float64 through the interpreter:
 // the autodiff pass's gradients of x, weight and bias against central finite

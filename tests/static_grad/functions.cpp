@@ -52,6 +52,8 @@ Tensor G_scale;
 
 [[graph::static]] Tensor with_dropout(Tensor x) { return dropout(x * 2.0f, 0.5, true); }
 
+[[graph::static]] Tensor attention_dropout(Tensor q) { return scaled_dot_product_attention(q, q, q, Tensor(), 0.5); }
+
 [[graph::static]] Tensor keep_int(Tensor x, Tensor idx) { return x * idx; }
 
 MLPImpl::MLPImpl(int64_t in, int64_t hidden, int64_t out)

@@ -21,7 +21,8 @@ Tensor rnn_loop(Tensor x, Tensor w, int steps);    // Loop, runtime trip count
 Tensor while_halve(Tensor x);                      // data-dependent while
 std::pair<Tensor, Tensor> two_outputs(Tensor x, Tensor y);
 std::tuple<Tensor, Tensor, int> tuple_outputs(Tensor x, int n);
-Tensor with_dropout(Tensor x);  // dropout while training: autodiff refuses it
+Tensor with_dropout(Tensor x);       // dropout while training: x * its mask
+Tensor attention_dropout(Tensor q);  // attention with dropout_p: autodiff refuses it
 Tensor keep_int(Tensor x, Tensor idx);             // an integer input (no gradient)
 
 // A Module whose forward is static: its parameters are graph inputs.

@@ -100,7 +100,8 @@ constexpr Entry kEntries[] = {
     {"embedding", Coverage::Cases, "embedding"},
     {"cat", Coverage::Cases, "cat cat_vector"},
     {"stack", Coverage::Cases, "stack stack_vector"},
-    {"dropout", Coverage::Cases, "dropout"},  // while training: refused (StaticGrad.UndifferentiableGraph...)
+    {"dropout", Coverage::Cases, "dropout"},  // while training: StaticGrad.TrainingDropoutBackwardUsesTheForwardsMask
+    {"dropout_mask", Coverage::NoGradient, "random draws: x's values are not read (split dropout's mask)"},
     {"rand_like", Coverage::NoGradient, "random draws: x's values are not read (the VAE model draws in a graph)"},
     {"randn_like", Coverage::NoGradient, "random draws: x's values are not read (the VAE model draws in a graph)"},
     {"mse_loss", Coverage::Cases, "mse_loss"},

@@ -252,20 +252,50 @@ TEST(StaticGrad, NoGradRecordsNothing) {
 }
 
 TEST(StaticGrad, UndifferentiableGraphRunsEagerlyAndSaysWhy) {
-  Tensor x = pattern({4, 4}, 0.5f, 0.1f).requires_grad_();
-  const uint64_t before = graph::detail::graph_calls("_ZN2sg12with_dropoutEN5graph6TensorE");
+  const char* fn = "_ZN2sg17attention_dropoutEN5graph6TensorE";
+  Tensor q = pattern({2, 3, 4}, 0.5f, 0.1f).requires_grad_();
+  const uint64_t before = graph::detail::graph_calls(fn);
   testing::internal::CaptureStderr();
-  Tensor y = sg::with_dropout(x);
+  Tensor y = sg::attention_dropout(q);
   const std::string said = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(graph::detail::graph_calls("_ZN2sg12with_dropoutEN5graph6TensorE"), before) << "the graph ran";
+  EXPECT_EQ(graph::detail::graph_calls(fn), before) << "the graph ran";
   EXPECT_NE(said.find("functions.cpp"), std::string::npos) << said;
   EXPECT_NE(said.find("require grad"), std::string::npos) << said;
-  EXPECT_NE(said.find("dropout"), std::string::npos) << said;
-  y.sum().backward();  // eager autograd through the body: y = x * grad elementwise
-  expect_close(y.detach(), x.detach() * x.grad(), 1e-6, "dropout gradient");
+  EXPECT_NE(said.find("dropout_p"), std::string::npos) << said;
+  y.sum().backward();  // eager autograd through the body
+  ASSERT_TRUE(q.grad().defined());
+  EXPECT_TRUE(std::isfinite(graph::amax(q.grad().abs()).item<float>()));
   // Without grad the graph runs.
-  EXPECT_NO_THROW(sg::with_dropout(x.detach()));
-  EXPECT_EQ(graph::detail::graph_calls("_ZN2sg12with_dropoutEN5graph6TensorE"), before + 1);
+  EXPECT_NO_THROW(sg::attention_dropout(q.detach()));
+  EXPECT_EQ(graph::detail::graph_calls(fn), before + 1);
+}
+
+// A training dropout differentiates as x * mask: the static backward
+// multiplies by the mask its forward drew, which is eager's under one seed.
+TEST(StaticGrad, TrainingDropoutBackwardUsesTheForwardsMask) {
+  const char* fn = "_ZN2sg12with_dropoutEN5graph6TensorE";
+  const Mode mode = graph::mode();
+  Tensor x = pattern({16, 16}, 0.5f, 0.1f) + 2.0;  // no zeros: y / x recovers the mask
+  std::vector<Tensor> ys, grads;
+  for (Mode m : {mode, Mode::Eager}) {
+    graph::set_mode(m);
+    Tensor xi = x.detach().clone().requires_grad_();
+    graph::manual_seed(11);
+    const uint64_t before = graph::detail::graph_calls(fn);
+    Tensor y = sg::with_dropout(xi);
+    EXPECT_EQ(graph::detail::graph_calls(fn) - before, m == Mode::Eager ? 0u : 1u);
+    y.sum().backward();
+    ys.push_back(y.detach());
+    grads.push_back(xi.grad());
+  }
+  graph::set_mode(mode);
+  EXPECT_EQ(graph::amax((ys[0] - ys[1]).abs()).item<float>(), 0.0f) << "another draw than eager's";
+  EXPECT_EQ(graph::amax((grads[0] - grads[1]).abs()).item<float>(), 0.0f);
+  // y = 2 x mask and dy/dx = 2 mask, mask in {0, 2}: both ways about half dropped.
+  expect_close(ys[0], x * grads[0], 1e-6, "the backward's mask is the forward's");
+  const float dropped = graph::eq(grads[0], 0.0).to(graph::kFloat32).mean().item<float>();
+  EXPECT_GT(dropped, 0.3f);
+  EXPECT_LT(dropped, 0.7f);
 }
 
 TEST(StaticGrad, SecondBackwardNeedsRetainGraph) {

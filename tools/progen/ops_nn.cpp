@@ -400,6 +400,8 @@ Val Gen::apply_nn(OpId id, Val x, int depth) {
     case OpId::scaled_dot_product_attention: return emit_attention(*this, id, x);
     case OpId::dropout:  // evaluation mode: the identity, deterministic
       return op(id, "dropout(" + x.code + ", 0.3, false)", x.shape, x.bound, {&x});
+    case OpId::dropout_mask:  // evaluation mode: ones
+      return op(id, "(" + x.code + " * dropout_mask(" + x.code + ", 0.3, false))", x.shape, x.bound, {&x});
     case OpId::where: return where_of(bool_expr(depth), depth);
     case OpId::softmax: case OpId::log_softmax: return emit_softmax_like(*this, id, x);
     case OpId::layer_norm: return emit_layer_norm(*this, id, x);

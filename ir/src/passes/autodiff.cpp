@@ -9,6 +9,7 @@
 
 #include "autodiff_scope.h"
 #include "graph/error.h"
+#include "graph/ir/passes.h"
 #include "graph/ir/verifier.h"
 
 namespace graph::ir {
@@ -615,6 +616,7 @@ GradGraphs differentiate(const Graph& g, const std::vector<bool>& requires_grad)
   GradGraphs r;
   r.forward = parse(print(g));  // a copy we may extend with saved values
   r.forward->set_name(g.name() + "_forward");
+  split_dropout(*r.forward);  // a training dropout's backward needs its mask
   Graph& fwd = *r.forward;
   Graph bwd(g.name() + "_backward");
   Differentiator d(fwd, bwd);

@@ -405,14 +405,7 @@ std::vector<Value*> other_grad(Scope& s, const Node& n, Value* g, const std::vec
   }
   if (op == OpId::stack) return stack_grad(s, n, g);
   if (op == OpId::cat) return cat_grad(s, n, g, wanted);
-  if (op == OpId::dropout) {
-    const bool training = !n.has_attr("training") || n.b("training");
-    const double p = n.has_attr("p") ? n.f("p") : 0.5;
-    if (training && p > 0)
-      no_gradient(n, "has no gradient while training: the backward would need the forward's random mask "
-                     "(set training=false, or differentiate eagerly)");
-    return {g};
-  }
+  if (op == OpId::dropout) return {g};  // evaluation: differentiate() split the others (split_dropout)
   if (backward_op(*n.table_op())) return through_backward_op(s, n, g, wanted);
   no_gradient(n, "has no gradient");
 }
@@ -488,6 +481,9 @@ std::vector<Value*> op_gradients(Scope& s, const Node& n, const std::vector<Valu
     no_gradient(n, "has no gradient");
   }
   if (info->has(op_trait::Backward)) no_gradient(n, "is a gradient op and has no gradient itself");
+  if (info->id == OpId::scaled_dot_product_attention && is_random(n))
+    no_gradient(n, "with dropout_p > 0 has no gradient in a static graph yet: the backward would need the forward's "
+                   "attention mask");
   Value* g = out_grads.at(0);
   if (has_dynamic_attrs(n)) {
     if (info->id == OpId::cat || info->id == OpId::stack)

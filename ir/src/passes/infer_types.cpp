@@ -129,7 +129,8 @@ class TypeInference {
       it = dynamic_attr(*n, it->first) ? n->attrs().erase(it) : std::next(it);
     Type out = Type::tensor();
     const bool keeps_shape = info.id == OpId::layer_norm || info.id == OpId::softmax ||
-                             info.id == OpId::log_softmax || info.id == OpId::dropout || info.id == OpId::rand_like ||
+                             info.id == OpId::log_softmax || info.id == OpId::dropout || info.id == OpId::dropout_mask ||
+                             info.id == OpId::rand_like ||
                              info.id == OpId::randn_like ||
                              info.id == OpId::triu || info.id == OpId::tril || info.id == OpId::cumsum ||
                              info.id == OpId::batch_norm || info.id == OpId::scatter_add || info.id == OpId::argsort;

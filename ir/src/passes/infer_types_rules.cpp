@@ -700,7 +700,8 @@ Type other(const OpInfo& op, const Node* n) {
     case OpId::embedding: return embedding(n);
     case OpId::cat:
     case OpId::stack: return cat_or_stack(op, n);
-    case OpId::dropout: return n->input(0)->type();
+    case OpId::dropout:
+    case OpId::dropout_mask: return n->input(0)->type();
     case OpId::mse_loss:
     case OpId::cross_entropy: return loss(op, n);
     case OpId::scaled_dot_product_attention: return attention(n);

@@ -52,6 +52,11 @@ GRAPH_OP("stack") Tensor stack(const std::vector<Tensor>& tensors, int64_t dim =
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p) when
 // training; the identity otherwise.
 GRAPH_OP("dropout") Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+// What dropout multiplies x by: 1 / (1 - p) where an element is kept, 0
+// elsewhere (all ones when not training), in x's dtype and shape, from the
+// same draw (on the CPU, as dropout's). Static graphs that differentiate a dropout run it as
+// x * dropout_mask(x, p, training) and keep the mask for the backward.
+GRAPH_OP("dropout_mask") Tensor dropout_mask(const Tensor& x, double p = 0.5, bool training = true);
 // torch.nn.functional.batch_norm over dim 1 of x [N, C, ...]; every tensor but
 // x may be undefined (running stats: not in eval mode). Training normalizes
 // with the batch's statistics and updates defined running stats in place:

@@ -175,6 +175,12 @@ void simplify(Graph& g);
 // (unpack_lists.cpp). Precondition: `g` verifies. Postcondition: `g` verifies.
 void unpack_lists(Graph& g);
 
+// A dropout that may be training becomes x * dropout_mask(x, p, training)
+// (split_dropout.cpp), so that its gradient is the mask the forward drew.
+// differentiate() runs it on the forward graph it extends.
+// Precondition: `g` verifies. Postcondition: `g` verifies.
+void split_dropout(Graph& g);
+
 // A static train step's `loss.backward()` (compile.h).
 //
 // Precondition: `g` verifies, has no `call` and no FusionGroup, and its types
