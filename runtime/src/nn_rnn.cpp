@@ -44,7 +44,7 @@ void check_rnn_input(const char* module, int64_t input_size, int64_t hidden_size
   for (const Tensor* s : {&h0, &c0})
     if (s->defined() && s->sizes() != want)
       throw Error(m + ": expected " + (s == &h0 ? "h0" : "c0") + " of shape " + shape_str(want) +
-                  " [num_layers, N, hidden_size] for an input of shape " + sizes_of(x) + ", got " + sizes_of(*s));
+                  " [num_layers * num_directions, N, hidden_size] for an input of shape " + sizes_of(x) + ", got " + sizes_of(*s));
 }
 
 }  // namespace detail
@@ -62,27 +62,33 @@ RNNImplBase::RNNImplBase(const char* name, const RNNOptions& o, int64_t gates)
       hidden_size(o.hidden_size()),
       num_layers(o.num_layers()),
       bias(o.bias()),
-      batch_first(o.batch_first()) {
+      batch_first(o.batch_first()),
+      num_directions(o.bidirectional() ? 2 : 1),
+      dropout_p(o.dropout()) {
   const std::string m(name);
   check_positive(name, "input_size", input_size);
   check_positive(name, "hidden_size", hidden_size);
   check_positive(name, "num_layers", num_layers);
-  if (o.dropout() != 0.0)
-    throw Error(m + ": dropout between layers is not implemented (got dropout " + std::to_string(o.dropout()) +
-                "); use dropout 0");
-  if (o.bidirectional()) throw Error(m + ": bidirectional is not implemented; run a second " + m + " on the reversed input");
+  if (!(dropout_p >= 0.0 && dropout_p <= 1.0))
+    throw Error(m + ": dropout should be a number in range [0, 1] representing the probability of an element being "
+                    "zeroed, got " + std::to_string(dropout_p));
   // Sized once: the parameter table points into these vectors.
-  weight_ih.resize(num_layers);
-  weight_hh.resize(num_layers);
+  const int64_t n = num_layers * num_directions;
+  weight_ih.resize(n);
+  weight_hh.resize(n);
   if (bias) {
-    bias_ih.resize(num_layers);
-    bias_hh.resize(num_layers);
+    bias_ih.resize(n);
+    bias_hh.resize(n);
   }
-  // PyTorch's order: weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, weight_ih_l1, ...
+  // PyTorch's order: weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, weight_ih_l0_reverse, ..., weight_ih_l1, ...
   for (int64_t l = 0; l < num_layers; ++l)
-    detail::init_cell_weights(*this, "_l" + std::to_string(l), gates, l == 0 ? input_size : hidden_size, hidden_size,
-                              bias, {&weight_ih[l], &weight_hh[l], bias ? &bias_ih[l] : nullptr,
-                                     bias ? &bias_hh[l] : nullptr});
+    for (int64_t d = 0; d < num_directions; ++d) {
+      const int64_t k = l * num_directions + d;
+      detail::init_cell_weights(*this, "_l" + std::to_string(l) + (d == 1 ? "_reverse" : ""), gates,
+                                l == 0 ? input_size : num_directions * hidden_size, hidden_size, bias,
+                                {&weight_ih[k], &weight_hh[k], bias ? &bias_ih[k] : nullptr,
+                                 bias ? &bias_hh[k] : nullptr});
+    }
 }
 
 }  // namespace graph::nn

@@ -89,6 +89,16 @@ inline const Case& get(const std::string& name, const std::string& file = "rnn.t
   return it->second.at(name);
 }
 
+// A sequence case's module options (D=2: bidirectional; P: dropout).
+inline graph::nn::RNNOptions options(const Case& c) {
+  auto opt = [&](const char* k) { return c.attrs.count(k) ? c.attr(k) : 0; };
+  return graph::nn::RNNOptions(c.attr("I"), c.attr("H"))
+      .num_layers(c.attr("L"))
+      .batch_first(c.attr("batch_first"))
+      .bidirectional(opt("D") == 2)
+      .dropout(static_cast<double>(opt("P")));
+}
+
 // Copies the case's parameters into `m` by PyTorch name (prefix: the
 // submodule's, e.g. "gru."), converting to the module's dtype.
 inline void load_params(graph::nn::Module& m, const Case& c, const std::string& prefix = "") {

@@ -84,7 +84,7 @@ TEST(RNNStatic, GRUCellLoopEqualsEagerThroughTheStaticBackward) {
 void check_sequence(const std::string& name, bool lstm) {
   const Mode mode = compiled_mode();
   const Case& c = rnn_fixture::get(name);
-  auto o = nn::RNNOptions(c.attr("I"), c.attr("H")).num_layers(c.attr("L")).batch_first(c.attr("batch_first"));
+  const nn::RNNOptions o = rnn_fixture::options(c);
   std::vector<std::string> names{"x", "h0"};
   std::vector<std::string> outs{"output", "h_n"};
   if (lstm) names.push_back("c0"), outs.push_back("c_n");
@@ -121,7 +121,7 @@ void check_sequence(const std::string& name, bool lstm) {
   }
   CallResult s = run_in(mode, fragment, *m, in, f, up);
   CallResult e = run_in(Mode::Eager, fragment, *m, in, f, up);
-  expect_same(s, e, 1e-5);
+  expect_same(s, e, 1e-5);  // grad calls run eagerly: a Loop in a Loop (docs/gradients.md)
   size_t k = 0;
   for (auto& [pname, p] : m->named_parameters())
     rnn_fixture::expect_near(s.grads[k++], c.at("grad:" + pname.substr(pname.find('.') + 1)), 2e-5, "grad of " + pname);
@@ -132,6 +132,15 @@ TEST(RNNStatic, GRUMatchesPyTorchAndEager) { check_sequence("gru_2layer", false)
 TEST(RNNStatic, GRUBatchFirstMatchesPyTorchAndEager) { check_sequence("gru_2layer_batch_first", false); }
 TEST(RNNStatic, LSTMMatchesPyTorchAndEager) { check_sequence("lstm_2layer", true); }
 TEST(RNNStatic, LSTMBatchFirstMatchesPyTorchAndEager) { check_sequence("lstm_2layer_batch_first", true); }
+TEST(RNNStatic, BidirectionalGRUMatchesPyTorchAndEager) { check_sequence("gru_2layer_bidirectional", false); }
+TEST(RNNStatic, BidirectionalLSTMMatchesPyTorchAndEager) {
+  check_sequence("lstm_2layer_bidirectional_batch_first", true);
+}
+// Dropout between layers reads the module's training flag inside the graph.
+TEST(RNNStatic, DropoutBetweenLayersMatchesPyTorchAndEager) {
+  check_sequence("gru_2layer_dropout1", false);
+  check_sequence("lstm_2layer_bidirectional_dropout1", true);
+}
 
 // In a graph the module's eager check is left out (GRAPH_EAGER_CHECK): the
 // ops report bad shapes with the module's source line, never a wrong result.

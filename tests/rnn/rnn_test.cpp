@@ -99,7 +99,7 @@ void check_sequence(const std::string& name, bool lstm) {
   if (with_state && lstm) inputs.push_back("c0");
   for (const Tolerance& d : kDtypes) {
     SCOPED_TRACE(name + " " + std::string(graph::dtype_name(d.dtype)));
-    auto o = nn::RNNOptions(c.attr("I"), c.attr("H")).num_layers(c.attr("L")).batch_first(c.attr("batch_first"));
+    const nn::RNNOptions o = rnn_fixture::options(c);
     std::vector<Tensor> in = leaves(c, inputs, d.dtype);
     const Tensor h0 = with_state ? in[1] : Tensor();
     std::vector<std::pair<std::string, Tensor>> outs;
@@ -131,6 +131,48 @@ TEST(GRU, TwoLayersFromZeroStateMatchPyTorch) { check_sequence("gru_2layer_zero_
 TEST(LSTM, TwoLayersMatchPyTorch) { check_sequence("lstm_2layer", true); }
 TEST(LSTM, TwoLayersBatchFirstMatchPyTorch) { check_sequence("lstm_2layer_batch_first", true); }
 TEST(LSTM, TwoLayersFromZeroStateMatchPyTorch) { check_sequence("lstm_2layer_zero_state", true); }
+TEST(GRU, BidirectionalMatchesPyTorch) { check_sequence("gru_2layer_bidirectional", false); }
+TEST(GRU, BidirectionalFromZeroStateMatchesPyTorch) { check_sequence("gru_2layer_bidirectional_zero_state", false); }
+TEST(LSTM, BidirectionalBatchFirstMatchesPyTorch) { check_sequence("lstm_2layer_bidirectional_batch_first", true); }
+// dropout 1 in training mode zeroes the first layer's output: the second
+// layer runs on zeros, and the first gets gradients only through h_n.
+TEST(GRU, DropoutOneBetweenLayersMatchesPyTorch) { check_sequence("gru_2layer_dropout1", false); }
+TEST(LSTM, BidirectionalWithDropoutOneMatchesPyTorch) { check_sequence("lstm_2layer_bidirectional_dropout1", true); }
+
+// Dropout between layers only in training mode, only between layers, and
+// scaled by 1 / (1 - p) as graph::dropout does.
+TEST(RNN, DropoutBetweenLayersIsRandomOnlyInTraining) {
+  Tensor x = gradcheck_support::values({6, 3, 4}, -1, 1, 12).to(graph::kFloat32);
+  nn::GRU plain(nn::GRUOptions(4, 5).num_layers(2).bidirectional(true));
+  nn::GRU dropped(nn::GRUOptions(4, 5).num_layers(2).bidirectional(true).dropout(0.5));
+  auto from = plain->named_parameters();
+  auto to = dropped->named_parameters();
+  ASSERT_EQ(from.size(), to.size());
+  {
+    graph::NoGradGuard g;
+    for (size_t i = 0; i < from.size(); ++i) to[i].second.copy_(from[i].second);
+  }
+  auto max_diff = [](const Tensor& a, const Tensor& b) { return graph::amax((a - b).abs()).item<float>(); };
+  dropped->eval();
+  auto [y_eval, h_eval] = dropped(x);
+  auto [y_plain, h_plain] = plain(x);
+  EXPECT_EQ(max_diff(y_eval, y_plain), 0.0f);
+  EXPECT_EQ(y_eval.sizes(), (graph::Shape{6, 3, 10}));
+  EXPECT_EQ(h_eval.sizes(), (graph::Shape{4, 3, 5}));
+  dropped->train();
+  auto [y1, h1] = dropped(x);
+  auto [y2, h2] = dropped(x);
+  EXPECT_GT(max_diff(y1, y_plain), 1e-3f);
+  EXPECT_GT(max_diff(y1, y2), 1e-3f);  // a new mask per call
+  // The first layer's final states (h_n[0], h_n[1]) come before any dropout.
+  EXPECT_EQ(max_diff(h1.slice(0, 0, 2), h_plain.slice(0, 0, 2)), 0.0f);
+  // One layer: nothing between layers, so nothing dropped.
+  nn::LSTM one(nn::LSTMOptions(4, 5).dropout(0.5));
+  auto [a, ha, ca] = one(x);
+  one->eval();
+  auto [b, hb, cb] = one(x);
+  EXPECT_EQ(max_diff(a, b), 0.0f);
+}
 
 TEST(RNN, ParameterNamesAndShapesArePyTorchs) {
   const Case& c = rnn_fixture::get("lstm_2layer");
@@ -148,6 +190,17 @@ TEST(RNN, ParameterNamesAndShapesArePyTorchs) {
   EXPECT_EQ(names, (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "weight_ih_l1", "weight_hh_l1",
                                              "weight_ih_l2", "weight_hh_l2"}));
   EXPECT_EQ(nobias->weight_ih[1].sizes(), (graph::Shape{15, 5}));
+  // Bidirectional: each layer's "_reverse" set after the forward one; the
+  // second layer reads both directions' outputs.
+  const Case& b = rnn_fixture::get("lstm_2layer_bidirectional_batch_first");
+  nn::LSTM bi(rnn_fixture::options(b));
+  auto bnamed = bi->named_parameters();
+  ASSERT_EQ(bnamed.size(), b.params.size());
+  for (size_t i = 0; i < bnamed.size(); ++i) {
+    EXPECT_EQ(bnamed[i].first, b.params[i]);
+    EXPECT_EQ(bnamed[i].second.sizes(), b.at("param:" + b.params[i]).shape) << b.params[i];
+  }
+  EXPECT_EQ(bi->weight_ih[3].sizes(), (graph::Shape{16, 8}));  // weight_ih_l1_reverse
 }
 
 TEST(RNN, GRUWithoutBiasFromZeros) {
@@ -179,6 +232,14 @@ TEST(RNN, FiniteDifferencesInFloat64) {
         return y.sum(1) + h.sum(0) + c.sum(0);
       },
       {values({2, 3, 2}, -1, 1, 3), values({2, 2, 3}, -1, 1, 4), values({2, 2, 3}, -1, 1, 5)});
+  nn::LSTM bi(nn::LSTMOptions(2, 3).num_layers(2).bidirectional(true));
+  bi->to(graph::kFloat64);
+  gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        auto [y, h, c] = bi(in[0], in[1], in[2]);
+        return y.sum(2) + h.sum(0).sum(1) + c.sum(0).sum(1);
+      },
+      {values({3, 2, 2}, -1, 1, 13), values({4, 2, 3}, -1, 1, 14), values({4, 2, 3}, -1, 1, 15)});
   nn::GRUCell cell(2, 3);
   cell->to(graph::kFloat64);
   gradcheck([&](const std::vector<Tensor>& in) { return cell(in[0], in[1]); },
@@ -212,10 +273,13 @@ TEST(RNN, BadInputNamesTheModuleAndShapes) {
   expect_error([&] { cell(graph::zeros({3})); }, {"GRUCell:", "got [3]"});
 }
 
-TEST(RNN, UnsupportedOptionsAreClearErrors) {
-  expect_error([] { nn::GRU(nn::GRUOptions(3, 4).num_layers(2).dropout(0.5)); },
-               {"GRU: dropout between layers is not implemented"});
-  expect_error([] { nn::LSTM(nn::LSTMOptions(3, 4).bidirectional(true)); }, {"LSTM: bidirectional is not implemented"});
+TEST(RNN, BadOptionsAreClearErrors) {
+  expect_error([] { nn::GRU(nn::GRUOptions(3, 4).num_layers(2).dropout(1.5)); },
+               {"GRU: dropout should be a number in range [0, 1]", "got 1.5"});
+  expect_error([] { nn::LSTM(nn::LSTMOptions(3, 4).dropout(-0.1)); }, {"LSTM: dropout should be", "got -0.1"});
+  nn::GRU bi(nn::GRUOptions(3, 4).num_layers(2).bidirectional(true));
+  expect_error([&] { bi(graph::zeros({5, 2, 3}), graph::zeros({2, 2, 4})); },
+               {"GRU: expected h0 of shape [4, 2, 4] [num_layers * num_directions, N, hidden_size]", "got [2, 2, 4]"});
   expect_error([] { nn::GRU(nn::GRUOptions(3, 4).num_layers(0)); }, {"GRU: num_layers must be positive, got 0"});
   expect_error([] { nn::GRUCell(0, 4); }, {"GRUCell: input_size must be positive"});
 }

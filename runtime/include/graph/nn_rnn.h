@@ -13,7 +13,7 @@
 // name; all are uniform(+-1/sqrt(hidden_size)) as in PyTorch.
 //
 // The forwards are inline and built from public ops (linear, sigmoid, tanh,
-// slice, unbind, stack), so autograd comes from those ops and the [[graph::static]]
+// slice, unbind, stack, cat, dropout), so autograd comes from those ops and the [[graph::static]]
 // plugin lowers them. Per layer they cost one GEMM for the input projection
 // of the whole sequence ([T*N, I] x [I, G*H]) and one GEMM per time step for
 // the hidden projection ([N, H] x [H, G*H]), G = 3 (GRU) or 4 (LSTM), plus the
@@ -52,6 +52,54 @@ inline Tensor zero_state(const Tensor& x, int64_t H) {
 // fewer layers or another N or H); zeros when h0 is undefined.
 inline Tensor layer_state(const Tensor& h0, int64_t l, const Tensor& x0, int64_t H) {
   return h0.defined() ? h0.slice(0, l, l + 1).view({x0.size(0), H}) : zero_state(x0, H);
+}
+
+// The steps of a layer's direction in time order: t for the forward
+// direction, T - 1 - t for the reverse one (which starts from the last step).
+inline int64_t step_index(int64_t t, int64_t T, bool reverse) { return reverse ? T - 1 - t : t; }
+
+// One direction of one GRU layer over the input projection gi [T, N, 3H]
+// (W_ih x + b_ih for the whole sequence) from the state h [N, H]: the states
+// in time order, stacked [T, N, H], and the last one computed.
+inline std::tuple<Tensor, Tensor> gru_direction(const Tensor& gi, Tensor h, const Tensor& w_hh, const Tensor& b_hh,
+                                                int64_t H, bool reverse) {
+  std::vector<Tensor> gi_t = unbind(gi, 0);  // one backward stack for all steps (O(T), not O(T^2))
+  const int64_t T = gi.size(0);
+  std::vector<Tensor> outs;
+  for (int64_t t = 0; t < T; ++t) {
+    h = gru_step(gi_t[step_index(t, T, reverse)], h, w_hh, b_hh, H);
+    outs.push_back(h);
+  }
+  std::vector<Tensor> in_order;
+  for (int64_t t = 0; t < T; ++t) in_order.push_back(outs[step_index(t, T, reverse)]);
+  return {stack(in_order, 0), h};
+}
+
+// As gru_direction, for an LSTM layer (gi [T, N, 4H]) with its cell state.
+inline std::tuple<Tensor, Tensor, Tensor> lstm_direction(const Tensor& gi, Tensor h, Tensor c, const Tensor& w_hh,
+                                                         const Tensor& b_hh, int64_t H, bool reverse) {
+  std::vector<Tensor> gi_t = unbind(gi, 0);
+  const int64_t T = gi.size(0);
+  std::vector<Tensor> outs;
+  for (int64_t t = 0; t < T; ++t) {
+    auto [h2, c2] = lstm_step(gi_t[step_index(t, T, reverse)], h, c, w_hh, b_hh, H);
+    h = h2;
+    c = c2;
+    outs.push_back(h);
+  }
+  std::vector<Tensor> in_order;
+  for (int64_t t = 0; t < T; ++t) in_order.push_back(outs[step_index(t, T, reverse)]);
+  return {stack(in_order, 0), h, c};
+}
+
+// A layer's output from its directions' outputs [T, N, H] (side by side when
+// two), with dropout p when it feeds another layer in training mode.
+inline Tensor join_directions(const std::vector<Tensor>& ys, double p, bool drop) {
+  const int directions = ys.size();
+  Tensor y = ys[0];
+  if (directions == 2) y = cat(ys, -1);
+  if (drop && p > 0.0) y = graph::dropout(y, p, true);
+  return y;
 }
 
 // Throw graph::Error naming the module and the shapes (see GRAPH_EAGER_CHECK).
@@ -96,8 +144,7 @@ GRAPH_MODULE(GRUCell);
 
 // ---- GRU, LSTM ------------------------------------------------------------------
 // LibTorch's options: GRUOptions(input_size, hidden_size).num_layers(2)
-// .bias(false).batch_first(true). dropout between layers and bidirectional
-// are not implemented: asking for them throws at construction.
+// .bias(false).batch_first(true).dropout(0.2).bidirectional(true).
 class RNNOptions {
  public:
   RNNOptions(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
@@ -123,43 +170,49 @@ class RNNOptions {
 using GRUOptions = RNNOptions;
 using LSTMOptions = RNNOptions;
 
-// The parameters of a GRU or an LSTM, one entry per layer in each list
-// (weight_ih[l] is "weight_ih_l<l>"; the bias lists are empty without bias).
+// The parameters of a GRU or an LSTM, one entry per layer and direction in
+// each list, in PyTorch's order: weight_ih[l * num_directions + d] is
+// "weight_ih_l<l>" (d = 0) or "weight_ih_l<l>_reverse" (d = 1); the bias
+// lists are empty without bias. dropout_p applies to each layer's output but
+// the last, in training mode.
 class RNNImplBase : public Module {
  public:
   int64_t input_size, hidden_size, num_layers;
   bool bias, batch_first;
+  int64_t num_directions;  // 2 when bidirectional
+  double dropout_p;
   std::vector<Tensor> weight_ih, weight_hh, bias_ih, bias_hh;
 
  protected:
   RNNImplBase(const char* name, const RNNOptions& options, int64_t gates);
 };
 
-// input [T, N, I] ([N, T, I] with batch_first), h0 [L, N, H] (zeros when
-// undefined) -> {output [T, N, H] ([N, T, H]), h_n [L, N, H]}.
+// input [T, N, I] ([N, T, I] with batch_first), h0 [L*D, N, H] (zeros when
+// undefined; D = num_directions) -> {output [T, N, D*H] ([N, T, D*H]),
+// h_n [L*D, N, H]}. A bidirectional layer's output is the forward and the
+// reverse direction's states side by side, as in PyTorch.
 class GRUImpl : public RNNImplBase {
  public:
   explicit GRUImpl(const RNNOptions& options) : RNNImplBase("GRU", options, 3) {}
   GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(RNNOptions(input_size, hidden_size)) {}
 
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor()) {
-    detail::check_rnn_input("GRU", input_size, hidden_size, num_layers, batch_first, input, h0, Tensor());
+    detail::check_rnn_input("GRU", input_size, hidden_size, num_layers * num_directions, batch_first, input, h0,
+                            Tensor());
     const int64_t H = hidden_size;
     Tensor x = batch_first ? input.transpose(0, 1) : input;
-    const int64_t T = x.size(0);
     std::vector<Tensor> h_n;
     for (int64_t l = 0; l < num_layers; ++l) {
-      Tensor gi = linear(x, weight_ih[l], bias ? bias_ih[l] : Tensor());  // the whole sequence at once
-      Tensor b_hh = bias ? bias_hh[l] : Tensor();
-      Tensor h = detail::layer_state(h0, l, gi.slice(0, 0, 1).squeeze(0), H);
-      std::vector<Tensor> outs;
-      std::vector<Tensor> gi_t = unbind(gi, 0);  // one backward stack for all steps (O(T), not O(T^2))
-      for (int64_t t = 0; t < T; ++t) {
-        h = detail::gru_step(gi_t[t], h, weight_hh[l], b_hh, H);
-        outs.push_back(h);
+      std::vector<Tensor> ys;
+      for (int64_t d = 0; d < num_directions; ++d) {
+        const int64_t k = l * num_directions + d;
+        Tensor gi = linear(x, weight_ih[k], bias ? bias_ih[k] : Tensor());  // the whole sequence at once
+        auto [y, h] = detail::gru_direction(gi, detail::layer_state(h0, k, gi.select(0, 0), H), weight_hh[k],
+                                            bias ? bias_hh[k] : Tensor(), H, d == 1);
+        ys.push_back(y);
+        h_n.push_back(h);
       }
-      x = stack(outs, 0);
-      h_n.push_back(h);
+      x = detail::join_directions(ys, dropout_p, l + 1 < num_layers && is_training());
     }
     return {batch_first ? x.transpose(0, 1) : x, stack(h_n, 0)};
   }
@@ -176,29 +229,24 @@ class LSTMImpl : public RNNImplBase {
 
   std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = Tensor(),
                                              const Tensor& c0 = Tensor()) {
-    detail::check_rnn_input("LSTM", input_size, hidden_size, num_layers, batch_first, input, h0, c0);
+    detail::check_rnn_input("LSTM", input_size, hidden_size, num_layers * num_directions, batch_first, input, h0, c0);
     const int64_t H = hidden_size;
     Tensor x = batch_first ? input.transpose(0, 1) : input;
-    const int64_t T = x.size(0);
     std::vector<Tensor> h_n;
     std::vector<Tensor> c_n;
     for (int64_t l = 0; l < num_layers; ++l) {
-      Tensor gi = linear(x, weight_ih[l], bias ? bias_ih[l] : Tensor());
-      Tensor b_hh = bias ? bias_hh[l] : Tensor();
-      Tensor x0 = gi.slice(0, 0, 1).squeeze(0);
-      Tensor h = detail::layer_state(h0, l, x0, H);
-      Tensor c = detail::layer_state(c0, l, x0, H);
-      std::vector<Tensor> outs;
-      std::vector<Tensor> gi_t = unbind(gi, 0);  // as in GRU
-      for (int64_t t = 0; t < T; ++t) {
-        auto [h2, c2] = detail::lstm_step(gi_t[t], h, c, weight_hh[l], b_hh, H);
-        h = h2;
-        c = c2;
-        outs.push_back(h);
+      std::vector<Tensor> ys;
+      for (int64_t d = 0; d < num_directions; ++d) {
+        const int64_t k = l * num_directions + d;
+        Tensor gi = linear(x, weight_ih[k], bias ? bias_ih[k] : Tensor());
+        Tensor x0 = gi.select(0, 0);
+        auto [y, h, c] = detail::lstm_direction(gi, detail::layer_state(h0, k, x0, H), detail::layer_state(c0, k, x0, H),
+                                                weight_hh[k], bias ? bias_hh[k] : Tensor(), H, d == 1);
+        ys.push_back(y);
+        h_n.push_back(h);
+        c_n.push_back(c);
       }
-      x = stack(outs, 0);
-      h_n.push_back(h);
-      c_n.push_back(c);
+      x = detail::join_directions(ys, dropout_p, l + 1 < num_layers && is_training());
     }
     return {batch_first ? x.transpose(0, 1) : x, stack(h_n, 0), stack(c_n, 0)};
   }
