@@ -204,13 +204,19 @@ void Emitter::graph_function(const ir::Graph& g, const std::string& fn_name, con
   const std::string in_param = g.inputs().empty() ? "[[maybe_unused]] const ::graph::IValue* in"
                                                   : "const ::graph::IValue* in";
   const std::string needed_param = needs ? " [[maybe_unused]] const bool* needed," : "";
-  // Outputs that are locals returned once: moved at the end (below).
+  // Outputs that are locals returned once: moved at the end (below). Not
+  // the base of a slice: a LazySlice output made after the move would read
+  // the moved-from tensor.
   moved_outputs_.clear();
   const auto& outs = g.outputs();
+  std::set<const ir::Value*> slice_bases;
+  ir::walk(g.top(), [&](const ir::Node* n) {
+    if (n->is(OpId::slice)) slice_bases.insert(n->input(0));
+  });
   for (size_t k = 0; k < outs.size(); ++k) {
     const ir::Value* v = outs[k];
     const bool input = std::any_of(g.inputs().begin(), g.inputs().end(), [&](const auto& i) { return i.get() == v; });
-    if (!input && std::count(outs.begin(), outs.end(), v) == 1) moved_outputs_.insert(v);
+    if (!input && !slice_bases.count(v) && std::count(outs.begin(), outs.end(), v) == 1) moved_outputs_.insert(v);
   }
   // Of those, a fused loop's output is written straight into `out` (see
   // declare_outputs); not in a backward, whose nodes run only if needed.

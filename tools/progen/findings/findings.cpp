@@ -204,6 +204,18 @@ using namespace graph;
   return v0 + v0 + v2 + v3 + v11;
 }
 
+// K11 (seed 3161, pg42): the gradient forward returns v0 (saved for the
+// backward) and a slice of it. The generated code moved v0 into its output
+// slot first, then made the slice (a LazySlice the fused loop had read in
+// place) from the moved-from tensor: "slice: expected a defined tensor".
+[[graph::static]] std::tuple<Tensor, Tensor, Tensor> k11_slice_of_a_moved_output(const Tensor& x0, const Tensor& x1,
+                                                                                 const Tensor& x2, int n, double s) {
+  (void)n;
+  Tensor v0 = masked_fill(x2, le(x1, mean(x0)), s);
+  Tensor v1 = log1p(v0.slice(0, 0, 3, 1));
+  return {x0 + mean(v0), v1 + v1, x2 + mean(v1)};
+}
+
 // G4 (seed 3148, pg6): a harness bug. An output of -inf everywhere (log of
 // a relu that is 0) was reported as differing from eager's -inf: the
 // comparison took |x - y| = NaN as out of tolerance.
@@ -262,6 +274,11 @@ const progen::Case kCases[] = {
     {"k10_value_only_itself_reads", {{"x0", {2, 3}, false, 0}}, {{3, 0.0}, {1, 0.0}}, 1e-5, false, "",
      [](const std::vector<Tensor>& in, int n, double s) {
        return progen::outputs(k10_value_only_itself_reads(in[0], n, s));
+     }},
+    {"k11_slice_of_a_moved_output", {{"x0", {3, 4}, false, 0}, {"x1", {3, 3}, false, 0}, {"x2", {}, false, 0}},
+     {{3, -0.069520}, {4, 1.193723}}, 1e-4, false, "",
+     [](const std::vector<Tensor>& in, int n, double s) {
+       return progen::outputs(k11_slice_of_a_moved_output(in[0], in[1], in[2], n, s));
      }},
 };
 const progen::Registrar kRegistrar(kCases, std::size(kCases));
