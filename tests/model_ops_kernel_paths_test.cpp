@@ -1,11 +1,13 @@
-// The fast paths of gather, scatter_add, cumsum and triu/tril (issue 19's
-// per-op speed): each against a plain reference loop over every element, in
-// the shapes that pick each path (the last dim, a middle dim, blocks of lines
-// and their remainder), with strided inputs and indices, every dtype, empty
-// tensors and out-of-range indices. Part of op_fixture_test.
+// The fast paths of gather, scatter_add, cumsum, triu/tril, bmm and
+// adaptive_avg_pool2d (issue 19's per-op speed): each against a plain
+// reference loop over every element, in the shapes that pick each path (the
+// last dim, a middle dim, blocks of lines and their remainder), with strided
+// inputs and indices, every dtype, empty tensors and out-of-range indices.
+// Part of op_fixture_test.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -226,6 +228,76 @@ void expect_naive_products(graph::DType dt) {
 TEST(KernelPaths, NarrowProductsMatchTheNaiveLoop) {
   expect_naive_products<float>(graph::kFloat32);
   expect_naive_products<double>(graph::kFloat64);
+}
+
+// adaptive_avg_pool2d's window sums, plane by plane in row-major order as
+// PyTorch's CPU kernel, divided by the height, then the width; x contiguous.
+template <class T>
+std::vector<T> adaptive_pool_ref(const Tensor& x, int64_t oh, int64_t ow) {
+  const int64_t H = x.size(-2), W = x.size(-1), planes = x.numel() / (H * W);
+  const T* px = x.data_ptr<T>();
+  std::vector<T> out;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t h0 = i * H / oh, h1 = ((i + 1) * H + oh - 1) / oh;
+        const int64_t w0 = j * W / ow, w1 = ((j + 1) * W + ow - 1) / ow;
+        T s = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) s += px[p * H * W + ih * W + iw];
+        out.push_back(s / static_cast<T>(h1 - h0) / static_cast<T>(w1 - w0));
+      }
+  return out;
+}
+
+// Bit for bit (NaN, -0.0 included): the planes summed as vector lanes (any
+// count, a partial last vector, up to the stack buffer's H * W and past it),
+// strided inputs, NaN, infinities and -0.0 in the windows, empty batches.
+template <class T>
+void expect_adaptive_pool_bits(graph::DType dt) {
+  graph::manual_seed(12);
+  struct Case {
+    Shape in;
+    int64_t oh, ow;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 8, 8}, 3, 3},  {{4, 8, 8}, 3, 3},   {{1, 1, 8, 8}, 3, 3},   {{2, 3, 5, 7}, 3, 4},
+      {{1, 9, 7, 5}, 7, 5},  {{3, 2, 6, 6}, 1, 1}, {{1, 5, 32, 32}, 5, 3}, {{1, 3, 33, 33}, 4, 4},
+      {{2, 5, 9, 1}, 4, 1},  {{0, 3, 8, 8}, 3, 3}, {{1, 7, 10, 3}, 4, 2}};
+  for (const Case& c : cases) {
+    for (bool strided : {false, true}) {
+      Shape s = c.in;
+      if (strided) std::swap(s[s.size() - 1], s[s.size() - 2]);
+      Tensor x = graph::randn(s, dt);
+      if (strided) x = x.transpose(-1, -2);
+      if (x.numel() >= 40) {  // special values inside windows
+        Tensor flat = x.contiguous();
+        T* p = flat.data_ptr<T>();
+        p[3] = std::numeric_limits<T>::quiet_NaN(), p[17] = -0.0, p[18] = -0.0, p[29] = std::numeric_limits<T>::infinity();
+        p[37] = -std::numeric_limits<T>::infinity();
+        x = strided ? flat.transpose(-1, -2).contiguous().transpose(-1, -2) : flat;
+      }
+      const Tensor y = graph::adaptive_avg_pool2d(x, {c.oh, c.ow});
+      const std::vector<T> want = adaptive_pool_ref<T>(x.contiguous(), c.oh, c.ow);
+      ASSERT_EQ(y.numel(), static_cast<int64_t>(want.size()));
+      const T* got = y.contiguous().data_ptr<T>();
+      for (size_t e = 0; e < want.size(); ++e)
+        ASSERT_EQ(std::memcmp(&got[e], &want[e], sizeof(T)), 0)
+            << "element " << e << ": " << got[e] << " vs " << want[e] << ", input " << graph::shape_str(c.in)
+            << (strided ? " strided" : "") << " to " << c.oh << " x " << c.ow;
+    }
+  }
+}
+
+TEST(KernelPaths, AdaptiveAvgPoolMatchesThePlaneByPlaneLoopBitForBit) {
+  expect_adaptive_pool_bits<float>(graph::kFloat32);
+  expect_adaptive_pool_bits<double>(graph::kFloat64);
+  // 16-bit floats pool in float32 and round once.
+  for (graph::DType dt : {graph::kFloat16, graph::kBFloat16}) {
+    const Tensor x = graph::randn({2, 3, 8, 8}).to(dt);
+    const Tensor want = graph::from_vector(adaptive_pool_ref<float>(x.to(graph::kFloat32), 3, 3), {2, 3, 3, 3}).to(dt);
+    EXPECT_EQ(doubles(graph::adaptive_avg_pool2d(x, {3, 3})), doubles(want));
+  }
 }
 
 }  // namespace
