@@ -230,6 +230,47 @@ TEST(KernelPaths, NarrowProductsMatchTheNaiveLoop) {
   expect_naive_products<double>(graph::kFloat64);
 }
 
+// matmul's batch dims taken as they are when equal (no broadcast shapes),
+// else broadcast: [2, 3] batches of small products (and a large one, through
+// BLAS) with strided operands, an empty batch and k = 0, against the naive
+// loop in each batch's own dtype (the small kernels sum in order: exact).
+template <class T>
+void expect_batched_products(graph::DType dt) {
+  graph::manual_seed(11);
+  const auto naive = [](const Tensor& a, const Tensor& b) {  // a [B, n, k] @ b [B, k, m], broadcast already
+    const Tensor ac = a.contiguous(), bc = b.contiguous();
+    const int64_t B = ac.size(0), n = ac.size(1), k = ac.size(2), m = bc.size(2);
+    std::vector<double> out;
+    for (int64_t s = 0; s < B; ++s)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          T acc = 0;
+          for (int64_t p = 0; p < k; ++p) acc = acc + ac.data_ptr<T>()[(s * n + i) * k + p] * bc.data_ptr<T>()[(s * k + p) * m + j];
+          out.push_back(acc);
+        }
+    return out;
+  };
+  for (int64_t k : {0, 3, 8}) {
+    const Tensor a = graph::randn({2, 3, 5, k}, dt), b = graph::randn({2, 3, 8, k}, dt).transpose(-1, -2);
+    const Tensor c = graph::matmul(a, b);
+    EXPECT_EQ(c.sizes(), (Shape{2, 3, 5, 8}));
+    EXPECT_EQ(doubles(c), naive(a.reshape({6, 5, k}), b.reshape({6, k, 8}))) << "k " << k;
+    const Tensor a1 = graph::randn({1, 3, 5, k}, dt);  // broadcast over the first batch dim
+    EXPECT_EQ(doubles(graph::matmul(a1, b)), naive(a1.expand({2, 3, 5, k}).reshape({6, 5, k}), b.reshape({6, k, 8})));
+  }
+  const Tensor e = graph::matmul(graph::randn({0, 4, 3}, dt), graph::randn({0, 3, 2}, dt));
+  EXPECT_EQ(e.sizes(), (Shape{0, 4, 2}));
+  const Tensor big_a = graph::randn({2, 40, 50}, dt), big_b = graph::randn({2, 50, 30}, dt);
+  const std::vector<double> got = doubles(graph::bmm(big_a, big_b)), want = naive(big_a, big_b);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3) << "element " << i;
+}
+
+TEST(KernelPaths, BatchedProductsOfEqualAndBroadcastBatchDims) {
+  expect_batched_products<float>(graph::kFloat32);
+  expect_batched_products<double>(graph::kFloat64);
+}
+
 // adaptive_avg_pool2d's window sums, plane by plane in row-major order as
 // PyTorch's CPU kernel, divided by the height, then the width; x contiguous.
 template <class T>
