@@ -6,6 +6,7 @@
 // Part of op_fixture_test.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -84,6 +85,34 @@ TEST(KernelPaths, GatherAlongEveryDimInEveryDtype) {
   EXPECT_EQ(graph::gather(x, 2, graph::zeros({5, 6, 0}, graph::kInt64)).sizes(), (Shape{5, 6, 0}));
   EXPECT_EQ(graph::gather(x, 0, graph::zeros({2, 6, 0}, graph::kInt64).expand({2, 6, 0})).sizes(), (Shape{2, 6, 0}));
   EXPECT_EQ(graph::gather(x, 1, graph::zeros({0, 6, 7}, graph::kInt64)).sizes(), (Shape{0, 6, 7}));
+}
+
+// Along the last dim of a contiguous input with an index as large elsewhere
+// (topk's and sort's values): the row-by-row path, in every dtype, with
+// indices fewer and more than the dim, 1-D, and NaN payloads copied as bits;
+// with a gradient wanted, the general path and its gradient.
+TEST(KernelPaths, GatherOfWholeRowsAlongTheLastDim) {
+  graph::manual_seed(9);
+  const Tensor x = graph::randn({3, 4, 7}) * 10.0;
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64, graph::kFloat16, graph::kBFloat16, graph::kInt32,
+                          graph::kInt64, graph::kBool}) {
+    const Tensor xd = x.to(dt);
+    for (int64_t k : {0, 1, 5, 9}) {
+      const Tensor i = indices({3, 4, k}, 7);
+      EXPECT_EQ(doubles(graph::gather(xd, -1, i)), gather_ref(xd, 2, i)) << "k " << k;
+    }
+    const Tensor x1 = xd.reshape({-1}), i1 = indices({30}, 84);
+    EXPECT_EQ(doubles(graph::gather(x1, 0, i1)), gather_ref(x1, 0, i1));
+  }
+  const float nan = std::bit_cast<float>(0x7fc01234u);
+  const Tensor xn = graph::tensor<float>({{1.0f, nan}, {-0.0f, 2.0f}});
+  const Tensor got = graph::gather(xn, 1, graph::tensor<int64_t>({{1, 1, 0}, {0, 1, 0}}));
+  const uint32_t want[] = {0x7fc01234u, 0x7fc01234u, 0x3f800000u, 0x80000000u, 0x40000000u, 0x80000000u};
+  for (int e = 0; e < 6; ++e) EXPECT_EQ(std::bit_cast<uint32_t>(got.data_ptr<float>()[e]), want[e]) << e;
+  const Tensor xg = graph::randn({2, 5}).requires_grad_(true);
+  const Tensor ig = graph::tensor<int64_t>({{4, 4, 0}, {1, 2, 3}});
+  graph::gather(xg, 1, ig).sum().backward();
+  EXPECT_EQ(doubles(xg.grad()), (std::vector<double>{1, 0, 0, 0, 2, 0, 1, 1, 1, 0}));
 }
 
 TEST(KernelPaths, IndexSelectAlongTheLastDimInEveryDtype) {
