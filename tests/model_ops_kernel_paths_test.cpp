@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/cpu_isa.h"
 #include "graph/graph.h"
+#include "graph/scalar_ops.h"
 #include "support/gradcheck.h"
 
 namespace {
@@ -298,6 +300,87 @@ void expect_batched_products(graph::DType dt) {
 TEST(KernelPaths, BatchedProductsOfEqualAndBroadcastBatchDims) {
   expect_batched_products<float>(graph::kFloat32);
   expect_batched_products<double>(graph::kFloat64);
+}
+
+// elu of float32 on AVX-512 computes expm1 only for the lanes that need it
+// (x <= 0, NaN), packed into whole vectors and put back: bit for bit the
+// plain loop (scalar::elu, the fused loops' math), at every length around
+// the vector and block sizes, with NaN payloads, signed zeros, infinities,
+// subnormal-range and -1-saturated inputs, any alpha; float64, strided and
+// 16-bit inputs and the baseline variant alongside.
+TEST(KernelPaths, EluOfOnlyTheLanesThatNeedExpm1IsTheScalarElu) {
+  graph::manual_seed(13);
+  const int best = graph::cpu::best_isa();
+  const float specials[] = {std::bit_cast<float>(0x7fc01234u), std::bit_cast<float>(0xffc00001u), -0.0f, 0.0f,
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+                            -100.0f, -88.0f, -17.5f, -1e-30f, 1e-30f, -1e-6f};
+  for (int isa : {static_cast<int>(graph::cpu::kBaseline), best}) {
+    graph::cpu::set_isa(isa);
+    for (int64_t n : {0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000}) {
+      for (int fill : {0, 1, 2}) {  // random signs, all positive, all negative
+        Tensor x = graph::randn({n});
+        if (fill == 1) x = x.abs() + 0.5;
+        if (fill == 2) x = -x.abs() - 1e-3;
+        x = x.contiguous();
+        float* px = x.data_ptr<float>();
+        for (int64_t i = 0; i < n && fill == 0; i += 7) px[i] = specials[(i / 7) % 12];
+        for (double alpha : {1.0, 0.5, -2.0, 0.0}) {
+          const Tensor y = graph::elu(x, alpha);
+          ASSERT_EQ(y.dtype(), graph::kFloat32);
+          for (int64_t i = 0; i < n; ++i) {
+            const float want = graph::scalar::elu(px[i], static_cast<float>(alpha));
+            ASSERT_EQ(std::bit_cast<uint32_t>(y.data_ptr<float>()[i]), std::bit_cast<uint32_t>(want))
+                << "n " << n << " element " << i << " x " << px[i] << " alpha " << alpha << " isa "
+                << graph::cpu::isa_name(isa);
+          }
+        }
+      }
+    }
+    // float64, a strided float32 input, float16: their own paths, the same math.
+    const Tensor xd = graph::randn({70}, graph::kFloat64);
+    const Tensor yd = graph::elu(xd, 0.7);
+    for (int64_t i = 0; i < 70; ++i) ASSERT_EQ(yd.data_ptr<double>()[i], graph::scalar::elu(xd.data_ptr<double>()[i], 0.7));
+    const Tensor xs = graph::randn({40, 3}).t();
+    EXPECT_EQ(doubles(graph::elu(xs)), doubles(graph::elu(xs.contiguous())));
+    const Tensor xh = graph::randn({33}).to(graph::kFloat16);
+    EXPECT_EQ(doubles(graph::elu(xh)), doubles(graph::elu(xh.to(graph::kFloat32)).to(graph::kFloat16)));
+  }
+  graph::cpu::set_isa(best);
+}
+
+// A tensor with a Scalar of its dtype (dense, float32/float64) reads the
+// scalar from the stack instead of a 0-d tensor: the same bits and dtype as
+// the op with that 0-d tensor, and the other cases (promotion, strides,
+// 0-d and empty tensors, integers, comparisons) keep their results.
+TEST(KernelPaths, TensorScalarOpsMatchTheOpWithAZeroDimTensor) {
+  graph::manual_seed(14);
+  for (graph::DType dt : {graph::kFloat32, graph::kFloat64}) {
+    for (const Shape& s : {Shape{37}, Shape{4, 9}, Shape{}, Shape{0, 3}}) {
+      const Tensor x = graph::randn(s, dt);
+      const Tensor c = graph::full({}, 0.3, dt);
+      EXPECT_EQ(doubles(x * 0.3), doubles(x * c));
+      EXPECT_EQ(doubles(x / 0.3), doubles(x / c));
+      EXPECT_EQ(doubles(x - 0.3), doubles(x - c));
+      EXPECT_EQ(doubles(graph::leaky_relu(x, 0.3)), doubles(graph::leaky_relu(x, c)));
+      EXPECT_EQ(doubles(graph::elu(x, 0.3)), doubles(graph::elu(x, c)));
+      EXPECT_EQ((x * 0.3).dtype(), dt);
+      EXPECT_EQ((x * 0.3).sizes(), s);
+      EXPECT_EQ((x > 0.3).dtype(), graph::kBool);
+      EXPECT_EQ(doubles(x > 0.3), doubles(x > c));
+    }
+  }
+  const Tensor xt = graph::randn({5, 6}).t();  // strided
+  EXPECT_EQ(doubles(xt * 1.5), doubles(xt.contiguous() * 1.5));
+  const Tensor xi = graph::tensor<int32_t>({1, 2, 3});  // promoted to float32
+  EXPECT_EQ((xi * 0.5).dtype(), graph::kFloat32);
+  EXPECT_EQ(doubles(xi * 0.5), (std::vector<double>{0.5, 1.0, 1.5}));
+  EXPECT_EQ(doubles(xi * 2), (std::vector<double>{2, 4, 6}));
+  const Tensor xh = graph::randn({9}).to(graph::kFloat16);
+  EXPECT_EQ((xh * 0.5).dtype(), graph::kFloat16);
+  EXPECT_EQ(doubles(xh * 0.5), doubles((xh.to(graph::kFloat32) * 0.5).to(graph::kFloat16)));
+  const Tensor xg = graph::randn({3}).requires_grad_(true);
+  graph::elu(xg, 0.5).sum().backward();
+  ASSERT_TRUE(xg.grad().defined());
 }
 
 // adaptive_avg_pool2d's window sums, plane by plane in row-major order as
