@@ -265,25 +265,26 @@ Tensor binary_tt(OpId id, const Tensor& a, const Tensor& b, F f) {
 // scalar read from the stack rather than from a 0-d tensor, whose allocation
 // was a fifth of a small op's fixed cost. The value is scalar_tensor's (full's
 // scalar_as), so the results are the same bits.
-template <class F>
-bool dense_with_scalar(const OpInfo& op, const Tensor& a, Scalar b, DType promoted, F f, Tensor& out) {
+inline bool dense_with_scalar(const OpInfo& op, const Tensor& a, DType promoted) {
   const DType compute = compute_dtype(op, promoted);
-  if (a.device() != Device::CPU || a.dtype() != compute || (compute != kFloat32 && compute != kFloat64) ||
-      result_dtype(op, promoted) != compute || !a.is_contiguous())
-    return false;
-  dispatch_opmath(compute, [&](auto c) {
-    using C = decltype(c);
-    using R = decltype(f(C{}, C{}));
-    out = empty(a.sizes(), dtype_of<R>::value);
-    R* o = out.data_ptr<R>();
-    const C* pa = a.data_ptr<C>();
-    const C bv = detail::scalar_as<C>(b);
-    cpu::parallel_for(out.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      binary_run(end - begin, o + begin, pa + begin, &bv, {1, 1, 0}, f);
-    });
+  return a.device() == Device::CPU && a.dtype() == compute && (compute == kFloat32 || compute == kFloat64) &&
+         result_dtype(op, promoted) == compute && a.is_contiguous();
+}
+
+// The result built in place and returned by name (an assignment into an
+// empty Tensor cost as much as the allocation). R is C at run time
+// (dense_with_scalar); bool for comparisons is only instantiated.
+template <class C, class F>
+Tensor with_scalar(const Tensor& a, Scalar b, F f) {
+  using R = decltype(f(C{}, C{}));
+  Tensor r = empty(a.sizes(), dtype_of<R>::value);
+  R* o = r.data_ptr<R>();
+  const C* pa = a.data_ptr<C>();
+  const C bv = detail::scalar_as<C>(b);
+  cpu::parallel_for(r.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    binary_run(end - begin, o + begin, pa + begin, &bv, {1, 1, 0}, f);
   });
-  if (out.dtype() != compute) out = out.to(compute);
-  return true;
+  return r;
 }
 
 template <class F>
@@ -292,8 +293,8 @@ Tensor binary_ts(OpId id, const Tensor& a, Scalar b, F f) {
   detail::check_defined(op.name, a);
   check_bool_operands(op, a.dtype(), b.dtype());
   const DType promoted = promote_with_scalar(a.dtype(), b.dtype());
-  Tensor out;
-  if (dense_with_scalar(op, a, b, promoted, f, out)) return out;
+  if (dense_with_scalar(op, a, promoted))
+    return a.dtype() == kFloat32 ? with_scalar<float>(a, b, f) : with_scalar<double>(a, b, f);
   return binary_op(op, a, scalar_tensor(b, compute_dtype(op, promoted)), promoted, f);
 }
 
