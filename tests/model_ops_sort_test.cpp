@@ -380,4 +380,41 @@ TEST(SortOps, TopkOfAtMost8MatchesTheStableOrderOnEveryPath) {
   graph::cpu::set_isa(best);
 }
 
+// Lines of at most 64 float32 keys go two at a time through one body: every
+// count of lines (a pair, pairs and a last one alone) and every length class
+// (one to eight registers), ties, NaN and -0.0, against the stable order.
+TEST(SortOps, TopkTakesShortLinesInPairs) {
+  const int best = graph::cpu::best_isa();
+  for (int isa : {static_cast<int>(graph::cpu::kBaseline), best}) {
+    graph::cpu::set_isa(isa);
+    for (int64_t lines : {1, 2, 4, 7}) {
+      for (int64_t n : {3, 8, 16, 37, 64}) {
+        std::vector<float> v(static_cast<size_t>(lines * n));
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919 + lines) % 23) - 11.0f;
+        v[0] = std::numeric_limits<float>::quiet_NaN();
+        v[v.size() - 1] = -0.0f;
+        const Tensor x = graph::from_vector(v, {lines, n});
+        for (bool largest : {false, true}) {
+          const int64_t k = std::min<int64_t>(n, 5);
+          const auto [val, idx] = graph::topk(x, k, -1, largest);
+          const std::vector<double> got = doubles(idx), gotv = doubles(val);
+          for (int64_t l = 0; l < lines; ++l) {
+            const std::vector<double> line(v.begin() + l * n, v.begin() + (l + 1) * n);
+            const std::vector<int64_t> want = reference_order(line, largest);
+            for (int64_t j = 0; j < k; ++j) {
+              const size_t at = static_cast<size_t>(l * k + j);
+              ASSERT_EQ(got[at], want[j]) << lines << " lines of " << n << ", line " << l << ", largest " << largest
+                                          << ", isa " << graph::cpu::isa_name(isa);
+              const double w = line[static_cast<size_t>(want[j])];
+              if (std::isnan(w)) ASSERT_TRUE(std::isnan(gotv[at]));
+              else ASSERT_EQ(gotv[at], w);
+            }
+          }
+        }
+      }
+    }
+  }
+  graph::cpu::set_isa(best);
+}
+
 }  // namespace

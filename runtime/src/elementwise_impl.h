@@ -260,12 +260,41 @@ Tensor binary_tt(OpId id, const Tensor& a, const Tensor& b, F f) {
 
 // A Scalar mixed with a tensor keeps the tensor's dtype unless it is of a
 // higher category (promote_with_scalar, PyTorch's wrapped-number rule).
+// A dense float tensor on the CPU with a Scalar that keeps its dtype (x * 2.0,
+// leaky_relu's and elu's parameter): the kernel binary_op would run, with the
+// scalar read from the stack rather than from a 0-d tensor, whose allocation
+// was a fifth of a small op's fixed cost. The value is scalar_tensor's (full's
+// scalar_as), so the results are the same bits.
+inline bool dense_with_scalar(const OpInfo& op, const Tensor& a, DType promoted) {
+  const DType compute = compute_dtype(op, promoted);
+  return a.device() == Device::CPU && a.dtype() == compute && (compute == kFloat32 || compute == kFloat64) &&
+         result_dtype(op, promoted) == compute && a.is_contiguous();
+}
+
+// The result built in place and returned by name (an assignment into an
+// empty Tensor cost as much as the allocation). R is C at run time
+// (dense_with_scalar); bool for comparisons is only instantiated.
+template <class C, class F>
+Tensor with_scalar(const Tensor& a, Scalar b, F f) {
+  using R = decltype(f(C{}, C{}));
+  Tensor r = empty(a.sizes(), dtype_of<R>::value);
+  R* o = r.data_ptr<R>();
+  const C* pa = a.data_ptr<C>();
+  const C bv = detail::scalar_as<C>(b);
+  cpu::parallel_for(r.numel(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    binary_run(end - begin, o + begin, pa + begin, &bv, {1, 1, 0}, f);
+  });
+  return r;
+}
+
 template <class F>
 Tensor binary_ts(OpId id, const Tensor& a, Scalar b, F f) {
   const OpInfo& op = op_info(id);
   detail::check_defined(op.name, a);
   check_bool_operands(op, a.dtype(), b.dtype());
   const DType promoted = promote_with_scalar(a.dtype(), b.dtype());
+  if (dense_with_scalar(op, a, promoted))
+    return a.dtype() == kFloat32 ? with_scalar<float>(a, b, f) : with_scalar<double>(a, b, f);
   return binary_op(op, a, scalar_tensor(b, compute_dtype(op, promoted)), promoted, f);
 }
 

@@ -272,6 +272,35 @@ Tensor gather_impl(const Tensor& x_in, int64_t dim, const Index& ix) {
   return out;
 }
 
+// A gather along the last dim of contiguous x and index, the index as large
+// as x in every other dim (topk's and sort's values, max's): row o's values
+// at row o of x, one load each. No plan, no Index: their offset tables and
+// copies were most of a small gather's time (and of topk's second half).
+bool gathers_rows(const Tensor& x, int64_t d, const Tensor& index) {
+  if (d != x.dim() - 1 || !x.is_contiguous() || !index.is_contiguous()) return false;
+  for (int64_t j = 0; j < d; ++j)
+    if (index.sizes()[j] != x.sizes()[j]) return false;
+  return true;
+}
+
+Tensor gather_rows(const Tensor& x, const Tensor& index) {
+  Tensor out = empty(index.sizes(), x.dtype());
+  const int64_t n = x.sizes().back(), k = index.sizes().back();
+  if (out.numel() == 0) return out;
+  const int64_t* __restrict p = index.data_ptr<int64_t>();
+  by_element_size(x.dtype(), [&](auto e) {
+    using E = decltype(e);
+    const E* __restrict src = static_cast<const E*>(x.raw_data());
+    E* __restrict dst = static_cast<E*>(out.raw_data());
+    const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / k);
+    cpu::parallel_for(out.numel() / k, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o)
+        for (int64_t j = 0; j < k; ++j) dst[o * k + j] = src[o * n + p[o * k + j]];
+    });
+  });
+  return out;
+}
+
 // ---- scatter_add (and gather's gradient, which is a scatter_add into zeros) --------
 
 // out[P(at)] += src[Q(at)] for every position `at` of the index: P puts the
@@ -471,6 +500,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     if (i != d && index.size(i) > x.size(i))
       throw Error("gather: the index is larger than the input in dim " + std::to_string(i) + " (" +
                   shapes_of(x, index) + ")");
+  if (gathers_rows(x, d, index) && !(is_floating(x.dtype()) && autograd::needs_grad({&x}))) {
+    check_range("gather", index.data_ptr<int64_t>(), index.numel(), d, x.sizes()[d], x, index);
+    return gather_rows(x, index);  // nothing to record
+  }
   const Index ix = index_of(index, d, {x.sizes()});
   check_range("gather", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, x.size(d), x, index);
   const Shape xs = x.sizes();

@@ -302,6 +302,32 @@ GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 void network_top8_f32(const float* x, int64
   _mm512_storeu_si512(items, best);
   store_positions(items, k, out);
 }
+
+// topk (k <= 8) of two float32 lines of n <= kNetMax along the last dim (x
+// and x + n; items and items + kNetMax): both networks in one body. One
+// line's network is mostly a chain of dependent steps (its merges); two
+// chains side by side fill the vector units a single one leaves idle.
+template <int R>
+GRAPH_ISA_INLINE GRAPH_TARGET_AVX512 void top8_f32_two(const float* x, int64_t n, int64_t k, bool descending,
+                                                       uint64_t* items, int64_t* out) {
+  f32_items(x, n, 8 * R, 0, descending, items);  // a constant padded length: unrolled
+  f32_items(x + n, n, 8 * R, 0, descending, items + kNetMax);
+  const __m512i a = lowest8<R>(items), b = lowest8<R>(items + kNetMax);
+  _mm512_storeu_si512(items, a);
+  _mm512_storeu_si512(items + kNetMax, b);
+  store_positions(items, k, out);
+  store_positions(items + kNetMax, k, out + k);
+}
+
+GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 void network_top8_f32_two(const float* x, int64_t n, int64_t k,
+                                                               bool descending, uint64_t* items, int64_t* out) {
+  const int64_t regs = (n + 7) / 8;
+  if (n == kNetMax) top8_f32_two<8>(x, kNetMax, k, descending, items, out);  // no partial vectors: plain loads
+  else if (regs <= 1) top8_f32_two<1>(x, n, k, descending, items, out);
+  else if (regs <= 2) top8_f32_two<2>(x, n, k, descending, items, out);
+  else if (regs <= 4) top8_f32_two<4>(x, n, k, descending, items, out);
+  else top8_f32_two<8>(x, n, k, descending, items, out);
+}
 #endif
 
 // The permutation that sorts each line along dim, stably, or its first k
@@ -330,7 +356,7 @@ void argsort_lines(const T* x, int64_t* out, int64_t outer, int64_t n, int64_t i
   const bool top8_f32 = false, top8 = false, network = false;
 #endif
   cpu::parallel_for(outer * inner, grain, [&](int64_t begin, int64_t end) {
-    alignas(64) Item small[kNetMax];  // short lines need no allocation
+    alignas(64) Item small[2 * kNetMax];  // short lines (two at a time) need no allocation
     std::vector<Item> heap(n > kNetMax && !top8_f32 ? static_cast<size_t>(n) : 0);
     Item* line = n > kNetMax && !top8_f32 ? heap.data() : small;
     for (int64_t l = begin; l < end; ++l) {
@@ -342,6 +368,11 @@ void argsort_lines(const T* x, int64_t* out, int64_t outer, int64_t n, int64_t i
       };
 #if GRAPH_ISA_DISPATCH
       if constexpr (std::is_same_v<T, float> && packed) {
+        if (top8_f32 && n <= kNetMax && l + 1 < end) {  // two lines at once (inner is 1)
+          network_top8_f32_two(x + base, n, k, descending, line, out + l * k);
+          ++l;
+          continue;
+        }
         if (top8_f32) {
           network_top8_f32(x + base, n, k, descending, line, out + (l / inner) * k);
           continue;
