@@ -136,12 +136,32 @@ at::Tensor transformer(const at::Tensor& x, const std::vector<at::Tensor>& p) {
   return r1 + at::linear(at::gelu(at::linear(n2, p[12], p[13])), p[14], p[15]);
 }
 
+struct TransformerInputs {
+  at::Tensor x;
+  std::vector<at::Tensor> p;
+};
+const TransformerInputs& transformer_inputs() {
+  constexpr int D = 256, F = 1024;
+  static const TransformerInputs t{at::randn({8, 64, D}),
+                                   {at::ones({D}), at::zeros({D}), weight({D, D}, D), weight({D}, D),
+                                    weight({D, D}, D), weight({D}, D), weight({D, D}, D), weight({D}, D),
+                                    weight({D, D}, D), weight({D}, D), at::ones({D}), at::zeros({D}),
+                                    weight({F, D}, D), weight({F}, D), weight({D, F}, F), weight({D}, F)}};
+  return t;
+}
+
 at::Tensor lenet(const at::Tensor& x, const std::vector<at::Tensor>& p) {
   at::Tensor h = at::max_pool2d(at::relu(at::conv2d(x, p[0], p[1])), {2, 2});
   h = at::max_pool2d(at::relu(at::conv2d(h, p[2], p[3])), {2, 2});
   h = at::relu(at::linear(h.flatten(1), p[4], p[5]));
   h = at::relu(at::linear(h, p[6], p[7]));
   return at::linear(h, p[8], p[9]);
+}
+
+std::vector<at::Tensor> lenet_params() {
+  return {weight({6, 1, 5, 5}, 25), weight({6}, 25),       weight({16, 6, 5, 5}, 150), weight({16}, 150),
+          weight({120, 256}, 256), weight({120}, 256),    weight({84, 120}, 120),     weight({84}, 120),
+          weight({10, 84}, 84),    weight({10}, 84)};
 }
 
 void models() {
@@ -163,25 +183,17 @@ void models() {
     keep(at::log_softmax(mlp_logits(x, p), 1));
   });
   add("transformer_b8_s64_d256", [] {
-    constexpr int D = 256, F = 1024;
-    static const at::Tensor x = at::randn({8, 64, D});
-    static const std::vector<at::Tensor> p{at::ones({D}), at::zeros({D}), weight({D, D}, D), weight({D}, D),
-                                           weight({D, D}, D), weight({D}, D), weight({D, D}, D), weight({D}, D),
-                                           weight({D, D}, D), weight({D}, D), at::ones({D}), at::zeros({D}),
-                                           weight({F, D}, D), weight({F}, D), weight({D, F}, F), weight({D}, F)};
-    keep(transformer(x, p));
+    const TransformerInputs& t = transformer_inputs();
+    keep(transformer(t.x, t.p));
   });
   add("lenet_b64", [] {
     static const at::Tensor x = at::rand({64, 1, 28, 28});
-    static const std::vector<at::Tensor> p{weight({6, 1, 5, 5}, 25), weight({6}, 25),   weight({16, 6, 5, 5}, 150),
-                                           weight({16}, 150),        weight({120, 256}, 256), weight({120}, 256),
-                                           weight({84, 120}, 120),   weight({84}, 120),  weight({10, 84}, 84),
-                                           weight({10}, 84)};
+    static const std::vector<at::Tensor> p = lenet_params();
     keep(lenet(x, p));
   });
 }
 
-// Issue 26: LeNet's second conv layer alone; the GEMM and the MLP under
+// Issue 26: LeNet's second conv layer alone; the GEMM, the MLP and the Transformer block under
 // autocast (torch.autocast("cpu", torch.bfloat16) in C++: the results are
 // bf16 tensors, as PyTorch's autocast gives them).
 struct Autocast {
@@ -210,6 +222,40 @@ void conv_and_bf16() {
     static const MlpParams p = mlp_params();
     Autocast autocast;
     keep(at::log_softmax(mlp_logits(x, p), 1));
+  });
+  add("transformer_b8_s64_d256_bf16", [] {
+    const TransformerInputs& t = transformer_inputs();
+    Autocast autocast;
+    keep(transformer(t.x, t.p));
+  });
+}
+
+// The Transformer block's and LeNet's SGD steps (lr 0.01), the rows of
+// issue 18 ("whole static step at least 1.2x LibTorch 2.x").
+void sgd_step(std::vector<at::Tensor>& params, const std::function<at::Tensor()>& loss_of) {
+  for (at::Tensor& t : params) t.mutable_grad() = at::Tensor();
+  at::Tensor loss = loss_of();
+  loss.backward();
+  c10::NoGradGuard no_grad;
+  for (at::Tensor& t : params) t.sub_(t.grad(), 0.01);
+}
+
+std::vector<at::Tensor> trainable(const std::vector<at::Tensor>& p) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : p) out.push_back(t.clone().requires_grad_());
+  return out;
+}
+
+void blocks_training() {
+  add("transformer_train_fullstep_b8", [] {
+    static std::vector<at::Tensor> p = trainable(transformer_inputs().p);
+    static const at::Tensor target = at::randn({8, 64, 256});
+    sgd_step(p, [] { return at::mse_loss(transformer(transformer_inputs().x, p), target); });
+  });
+  add("lenet_train_fullstep_b64", [] {
+    static std::vector<at::Tensor> p = trainable(lenet_params());
+    static const at::Tensor x = at::rand({64, 1, 28, 28}), labels = (at::rand({64}) * 10).to(at::kLong);
+    sgd_step(p, [] { return at::cross_entropy_loss(lenet(x, p), labels); });
   });
 }
 
@@ -267,6 +313,7 @@ int main(int argc, char** argv) {
   models();
   conv_and_bf16();
   training();
+  blocks_training();
   libtorch_bench::register_models();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -101,4 +101,21 @@ using namespace graph;
   return linear(h, f3w, f3b);
 }
 
+[[graph::static]] Tensor TransformerStep::full_step(Tensor x, Tensor target) {
+  opt->zero_grad();
+  Tensor y = transformer(x, ln1_w, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_w, ln2_b, w1, b1, w2, b2);
+  Tensor loss = mse_loss(y, target);
+  loss.backward();
+  opt->step();
+  return loss;
+}
+
+[[graph::static]] Tensor LenetStep::full_step(Tensor x, Tensor labels) {
+  opt->zero_grad();
+  Tensor loss = cross_entropy(lenet(x, c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b, f3w, f3b), labels);
+  loss.backward();
+  opt->step();
+  return loss;
+}
+
 }  // namespace bench

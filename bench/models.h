@@ -58,4 +58,17 @@ Tensor transformer(Tensor x, Tensor ln1_w, Tensor ln1_b, Tensor wq, Tensor bq, T
 Tensor lenet(Tensor x, Tensor c1w, Tensor c1b, Tensor c2w, Tensor c2b, Tensor f1w, Tensor f1b, Tensor f2w, Tensor f2b,
              Tensor f3w, Tensor f3b);
 
+// Whole static train steps of the two blocks above (issue 18): opt->zero_grad(),
+// the loss (mean squared error against a target for the Transformer block,
+// cross-entropy for LeNet), loss.backward() and opt->step(), one graph.
+struct TransformerStep {
+  Tensor ln1_w, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_w, ln2_b, w1, b1, w2, b2;
+  graph::optim::SGD* opt = nullptr;
+  Tensor full_step(Tensor x, Tensor target);
+};
+struct LenetStep {
+  Tensor c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b, f3w, f3b;
+  graph::optim::SGD* opt = nullptr;
+  Tensor full_step(Tensor x, Tensor labels);
+};
 }  // namespace bench

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Merges tools/bench.sh's measurements into one table of medians and ratios.
 
-  report.py --suite S.json [--libtorch L.json] --torchscript T.json --check C.json --build B.json
-            [--markdown FILE] [--json FILE] [--note TEXT]
+  report.py --suite S.json [--libtorch L.json] --torchscript T.json [--torch-compile TC.json]
+            --check C.json --build B.json [--markdown FILE] [--json FILE] [--note TEXT]
 
 S is bench_suite's Google Benchmark JSON (every repetition and the median
-aggregate), L bench_libtorch's (the same format), T the TorchScript script's, C bench_suite --check's (why a static
+aggregate), L bench_libtorch's (the same format), T the TorchScript script's,
+TC the same script's with --compile (torch.compile), C bench_suite --check's (why a static
 column ran eagerly, as GRAPH_EXPLAIN=1 said; peak memory), B the build
 cost measured by tools/bench.sh. Prints the Markdown table to stdout too.
 """
@@ -13,7 +14,8 @@ import argparse
 import json
 
 LIBRARIES = [("cxxgraph_eager", "cxxgraph eager"), ("cxxgraph_static", "cxxgraph static"),
-             ("libtorch", "LibTorch"), ("torchscript", "TorchScript"), ("reference", "hand / Eigen / BLAS")]
+             ("libtorch", "LibTorch"), ("torchscript", "TorchScript"), ("torch_compile", "torch.compile"),
+             ("reference", "hand / Eigen / BLAS")]
 WORKLOADS = [
     ("copy_16M", "copy, 16M float32 (memory bandwidth)"),
     ("triad_16M", "triad a = b + 1.5c, 16M float32"),
@@ -35,6 +37,12 @@ WORKLOADS = [
     ("mlp_train_whole_step_b64", "the same, whole step static (loss.backward() in the graph)"),
     ("transformer_b8_s64_d256", "Transformer block b8 s64 d256 h4 ffn1024"),
     ("lenet_b64", "LeNet-5 CNN, batch 64, 28x28"),
+    ("mlp_train_fullstep_b64", "MLP SGD step with momentum, all in one graph"),
+    ("transformer_train_fullstep_b8", "Transformer block SGD step (mse), all in one graph"),
+    ("lenet_train_fullstep_b64", "LeNet-5 SGD step (cross-entropy), all in one graph"),
+    ("sgemm_1024_bf16", "sgemm 1024^3, bf16 autocast"),
+    ("mlp_infer_b64_bf16", "MLP inference, bf16 autocast"),
+    ("transformer_b8_s64_d256_bf16", "Transformer block, bf16 autocast"),
 ]
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -85,6 +93,8 @@ def build_rows(cells):
         ours = "cxxgraph_static" if t["cxxgraph_static"] else "cxxgraph_eager"
         if t[ref] and t[ours]:
             ratios["vs_reference"] = {"value": t[ref] / t[ours], "reference": ref, "cxxgraph": ours}
+        if t["torch_compile"] and t[ours]:
+            ratios["vs_torch_compile"] = t["torch_compile"] / t[ours]
         rows.append({"workload": workload, "title": title, "columns": cols, "ratios": ratios})
     return rows
 
@@ -100,8 +110,9 @@ def markdown(rows, memory, build, note):
         return f"n/a [{notes.index(c['na']) + 1}]"
 
     names = dict(LIBRARIES)
-    out.append("| workload | " + " | ".join(n for _, n in LIBRARIES) + " | static vs eager | vs reference |")
-    out.append("|---" * (len(LIBRARIES) + 3) + "|")
+    out.append("| workload | " + " | ".join(n for _, n in LIBRARIES) +
+               " | static vs eager | vs reference | vs torch.compile |")
+    out.append("|---" * (len(LIBRARIES) + 4) + "|")
     for r in rows:
         sv = r["ratios"].get("static_vs_eager")
         vr = r["ratios"].get("vs_reference")
@@ -112,14 +123,16 @@ def markdown(rows, memory, build, note):
         sv_text = f"{sv:.2f}x" if sv else "n/a"
         if r["ratios"].get("static_slower"):
             sv_text += " **static slower**"
+        vc = r["ratios"].get("vs_torch_compile")
         out.append(f"| {r['title']} | " + " | ".join(cell(r["columns"][lib]) for lib, _ in LIBRARIES) +
-                   f" | {sv_text} | {vr_text} |")
+                   f" | {sv_text} | {vr_text} | " + (f"{vc:.2f}x" if vc else "") + " |")
     out.append("")
     slower = [r["title"] for r in rows if r["ratios"].get("static_slower")]
     if slower:
         out.append(f"**Static slower than eager** in {len(slower)} row(s): " + "; ".join(slower) + ".")
         out.append("")
     out.append("Ratios are time of the other / time of cxxgraph static (above 1: static is faster); "
+               "\"vs torch.compile\" is torch.compile's time over cxxgraph's (static, else eager); "
                "\"vs reference\" compares with the hand-written column where there is one, else LibTorch, "
                "and uses cxxgraph eager (\"eager\") where static is n/a.")
     out.append("")
@@ -159,6 +172,7 @@ def main():
     for f in ("suite", "torchscript", "check", "build"):
         ap.add_argument("--" + f, required=True)
     ap.add_argument("--libtorch", help="bench_libtorch's Google Benchmark JSON")
+    ap.add_argument("--torch-compile", help="torchscript_bench.py --compile's JSON")
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--note", default="")
@@ -172,6 +186,9 @@ def main():
                  for lib, name in LIBRARIES]
     for workload, c in ts["results"].items():
         cells[(workload, "torchscript")] = c
+    if args.torch_compile:
+        for workload, c in json.load(open(args.torch_compile))["results"].items():
+            cells[(workload, "torch_compile")] = c
     check = json.load(open(args.check))
     for workload, why in check["static"].items():  # GRAPH_EXPLAIN's words over the timed run's
         if why and "na" in cells.get((workload, "cxxgraph_static"), {}):

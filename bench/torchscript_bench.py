@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The TorchScript column of tools/bench.sh: each workload of bench/models.cpp
-written in PyTorch and compiled with torch.jit.script (PyTorch 2.x from PyPI,
-in the venv tools/torch_venv.sh makes), timed like bench_suite
+"""The TorchScript and torch.compile columns of tools/bench.sh: each workload of
+bench/models.cpp written in PyTorch and compiled with torch.jit.script, or with
+--compile by torch.compile (PyTorch 2.x from PyPI, in the venv
+tools/torch_venv.sh makes; the _bf16 rows under torch.autocast), timed like bench_suite
 (warm-up, repetitions of at least --min-time seconds, median time per call),
 with torch.set_num_threads(--threads). Writes JSON:
   {"torch": version, "threads": n, "results": {workload: {"median_s": t} or {"na": reason}}}
@@ -21,18 +22,26 @@ import torch.nn.functional as F
 # PyTorch 2.x deprecates torch.jit.script (for torch.compile); it still runs.
 warnings.filterwarnings("ignore", message=".*torch.jit.script.*is deprecated", category=FutureWarning)
 
+FUNCTIONS = {}
 
-@torch.jit.script
+
+def workload_fn(f):
+    """Registers f; compiled per mode in main (torch.jit.script or torch.compile)."""
+    FUNCTIONS[f.__name__] = f
+    return f
+
+
+@workload_fn
 def copy(x):
     return x.clone()
 
 
-@torch.jit.script
+@workload_fn
 def triad(b, c):
     return b + c * 1.5
 
 
-@torch.jit.script
+@workload_fn
 def chain8(x, y):
     t = x + y
     t = t * 0.5
@@ -44,37 +53,37 @@ def chain8(x, y):
     return -t
 
 
-@torch.jit.script
+@workload_fn
 def op_add(a, b):
     return a + b
 
 
-@torch.jit.script
+@workload_fn
 def op_relu(a):
     return torch.relu(a)
 
 
-@torch.jit.script
+@workload_fn
 def op_tanh(a):
     return torch.tanh(a)
 
 
-@torch.jit.script
+@workload_fn
 def op_sum(a):
     return a.sum()
 
 
-@torch.jit.script
+@workload_fn
 def op_softmax(a):
     return torch.softmax(a, 0)
 
 
-@torch.jit.script
+@workload_fn
 def op_matmul(a, b):
     return torch.matmul(a, b)
 
 
-@torch.jit.script
+@workload_fn
 def lstm(x, h, c, wx, wh, b, steps: int):
     H = 64
     xw = torch.matmul(x, wx) + b
@@ -89,24 +98,24 @@ def lstm(x, h, c, wx, wh, b, steps: int):
     return h
 
 
-@torch.jit.script
+@workload_fn
 def mlp_logits(x, w1, b1, w2, b2, w3, b3):
     h = torch.relu(F.linear(x, w1, b1))
     h = torch.relu(F.linear(h, w2, b2))
     return F.linear(h, w3, b3)
 
 
-@torch.jit.script
+@workload_fn
 def mlp(x, w1, b1, w2, b2, w3, b3):
     return torch.log_softmax(mlp_logits(x, w1, b1, w2, b2, w3, b3), 1)
 
 
-@torch.jit.script
+@workload_fn
 def mlp_loss(x, labels, w1, b1, w2, b2, w3, b3):
     return F.cross_entropy(mlp_logits(x, w1, b1, w2, b2, w3, b3), labels)
 
 
-@torch.jit.script
+@workload_fn
 def transformer(x, p: List[torch.Tensor]):
     D, Heads, Dh = 256, 4, 64
     n1 = F.layer_norm(x, [D], p[0], p[1], 1e-5)
@@ -120,7 +129,7 @@ def transformer(x, p: List[torch.Tensor]):
     return r1 + F.linear(F.gelu(F.linear(n2, p[12], p[13])), p[14], p[15])
 
 
-@torch.jit.script
+@workload_fn
 def lenet(x, p: List[torch.Tensor]):
     h = F.max_pool2d(torch.relu(F.conv2d(x, p[0], p[1])), [2, 2])
     h = F.max_pool2d(torch.relu(F.conv2d(h, p[2], p[3])), [2, 2])
@@ -133,8 +142,9 @@ def weight(*shape, fan_in):
     return torch.randn(*shape) / fan_in ** 0.5
 
 
-def workloads():
-    """name -> a call with its inputs bound (the shapes of bench/suite.cpp)."""
+def workloads(fn):
+    """name -> a call with its inputs bound (the shapes of bench/suite.cpp); fn maps each
+    function's name to its compiled form."""
     x, y = torch.rand(16 << 20), torch.rand(16 << 20)
     a, b, m = torch.rand(64), torch.rand(64), torch.rand(8, 8)
     H = 64
@@ -158,30 +168,46 @@ def workloads():
     def train_step():  # as a TorchScript user trains: scripted forward, autograd, SGD
         for p in params:
             p.grad = None
-        loss = mlp_loss(mx, labels, *params)
+        loss = fn["mlp_loss"](mx, labels, *params)
         loss.backward()
         with torch.no_grad():
             for p in params:
                 p.sub_(p.grad, alpha=0.01)
 
+    def bf16(call):  # torch.autocast("cpu", torch.bfloat16) around each call, as a user writes it
+        def run():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return call()
+        return run
+
     return {
-        "copy_16M": lambda: copy(x),
-        "triad_16M": lambda: triad(x, y),
-        "chain8_16M": lambda: chain8(x, y),
-        "op64_add": lambda: op_add(a, b),
-        "op64_relu": lambda: op_relu(a),
-        "op64_tanh": lambda: op_tanh(a),
-        "op64_sum": lambda: op_sum(a),
-        "op64_softmax": lambda: op_softmax(a),
-        "op_matmul_8x8": lambda: op_matmul(m, m),
-        "lstm_h64_100steps": lambda: lstm(*ls, 100),
-        "sgemm_256": lambda: op_matmul(*g[256]),
-        "sgemm_1024": lambda: op_matmul(*g[1024]),
-        "mlp_infer_b64": lambda: mlp(mx, *mp),
+        "copy_16M": lambda: fn["copy"](x),
+        "triad_16M": lambda: fn["triad"](x, y),
+        "chain8_16M": lambda: fn["chain8"](x, y),
+        "op64_add": lambda: fn["op_add"](a, b),
+        "op64_relu": lambda: fn["op_relu"](a),
+        "op64_tanh": lambda: fn["op_tanh"](a),
+        "op64_sum": lambda: fn["op_sum"](a),
+        "op64_softmax": lambda: fn["op_softmax"](a),
+        "op_matmul_8x8": lambda: fn["op_matmul"](m, m),
+        "lstm_h64_100steps": lambda: fn["lstm"](*ls, 100),
+        "sgemm_256": lambda: fn["op_matmul"](*g[256]),
+        "sgemm_1024": lambda: fn["op_matmul"](*g[1024]),
+        "mlp_infer_b64": lambda: fn["mlp"](mx, *mp),
         "mlp_train_step_b64": train_step,
-        "transformer_b8_s64_d256": lambda: transformer(tx, tp),
-        "lenet_b64": lambda: lenet(lx, lp),
+        "transformer_b8_s64_d256": lambda: fn["transformer"](tx, tp),
+        "lenet_b64": lambda: fn["lenet"](lx, lp),
+        "sgemm_1024_bf16": bf16(lambda: fn["op_matmul"](*g[1024])),
+        "mlp_infer_b64_bf16": bf16(lambda: fn["mlp"](mx, *mp)),
+        "transformer_b8_s64_d256_bf16": bf16(lambda: fn["transformer"](tx, tp)),
     }
+
+
+# torch.compile's column: the workloads issue 26 compares with it (each compile
+# takes seconds of inductor and g++ time, so not the small ops or the LSTM's
+# 100 unrolled steps).
+COMPILED = ("chain8_16M", "sgemm_1024", "mlp_infer_b64", "transformer_b8_s64_d256", "lenet_b64",
+            "sgemm_1024_bf16", "mlp_infer_b64_bf16", "transformer_b8_s64_d256_bf16")
 
 
 def median_time(call, repetitions, min_time):
@@ -212,16 +238,26 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.2)
     ap.add_argument("--json", required=True)
     ap.add_argument("--only", default="", help="a regular expression: time only the workloads it matches")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile (inductor, default mode) instead of torch.jit.script, "
+                         "for the workloads in COMPILED")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.compile:
+        fn = {name: torch.compile(f, dynamic=False) for name, f in FUNCTIONS.items()}
+    else:
+        fn = {name: torch.jit.script(f) for name, f in FUNCTIONS.items()}
     results = {}
-    for name, call in workloads().items():
-        if not re.search(args.only, name):
+    for name, call in workloads(fn).items():
+        if not re.search(args.only, name) or (args.compile and name not in COMPILED):
             continue
         grad = torch.enable_grad() if name == "mlp_train_step_b64" else torch.no_grad()
         with grad:
-            results[name] = {"median_s": median_time(call, args.repetitions, args.min_time)}
+            try:
+                results[name] = {"median_s": median_time(call, args.repetitions, args.min_time)}
+            except Exception as e:  # an inductor failure is a cell, not the end of the run
+                results[name] = {"na": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"}
     with open(args.json, "w") as f:
         json.dump({"torch": torch.__version__, "threads": args.threads, "results": results}, f, indent=1)
 

@@ -66,8 +66,8 @@ void models() {
 
 // Issue 26. Convolutions: LeNet's second layer alone, and LeNet, through
 // oneDNN's primitives and (the "_im2col" rows) through the im2col + GEMM they
-// replaced, in one binary so both see the same load. bf16: the GEMM and the
-// MLP under graph::AutocastGuard(kBFloat16).
+// replaced, in one binary so both see the same load. bf16: the GEMM, the
+// MLP and the Transformer block under graph::AutocastGuard(kBFloat16).
 struct Im2colOnly {
   Im2colOnly() { graph::detail::set_dnnl_conv_enabled(false); }
   ~Im2colOnly() { graph::detail::set_dnnl_conv_enabled(true); }
@@ -95,6 +95,60 @@ void conv_and_bf16() {
     const Mlp& m = mlp_inputs();
     keep(mlp(m.x, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3));
   });
+  add_cxxgraph("transformer_b8_s64_d256_bf16", [] {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    const Transformer& t = transformer_inputs();
+    keep(transformer(t.x, t.ln1_w, t.ln1_b, t.wq, t.bq, t.wk, t.bk, t.wv, t.bv, t.wo, t.bo, t.ln2_w, t.ln2_b, t.w1,
+                     t.b1, t.w2, t.b2));
+  });
+}
+
+// Whole SGD steps (lr 0.01) of the Transformer block and LeNet, each one
+// graph (TransformerStep/LenetStep::full_step); the eager column runs the
+// same body op by op.
+template <class Step>
+std::vector<Tensor*> params_of(Step& s);
+template <>
+std::vector<Tensor*> params_of(TransformerStep& s) {
+  return {&s.ln1_w, &s.ln1_b, &s.wq, &s.bq, &s.wk, &s.bk, &s.wv, &s.bv,
+          &s.wo,    &s.bo,    &s.ln2_w, &s.ln2_b, &s.w1, &s.b1, &s.w2, &s.b2};
+}
+template <>
+std::vector<Tensor*> params_of(LenetStep& s) {
+  return {&s.c1w, &s.c1b, &s.c2w, &s.c2b, &s.f1w, &s.f1b, &s.f2w, &s.f2b, &s.f3w, &s.f3b};
+}
+
+template <class Step>
+struct Trained {
+  Step net;
+  std::unique_ptr<graph::optim::SGD> opt;
+  explicit Trained(Step s) : net(std::move(s)) {
+    std::vector<Tensor> ps;
+    for (Tensor* p : params_of(net)) {
+      *p = p->clone().requires_grad_();
+      ps.push_back(*p);
+    }
+    opt = std::make_unique<graph::optim::SGD>(ps, graph::optim::SGDOptions(0.01));
+    net.opt = opt.get();
+  }
+};
+
+void blocks_training() {
+  static Trained<TransformerStep> transformer_step([] {
+    const Transformer& t = transformer_inputs();
+    return TransformerStep{t.ln1_w, t.ln1_b, t.wq, t.bq, t.wk, t.bk, t.wv, t.bv,
+                           t.wo,    t.bo,    t.ln2_w, t.ln2_b, t.w1, t.b1, t.w2, t.b2};
+  }());
+  static const Tensor target = graph::randn({8, 64, 256});
+  add_cxxgraph("transformer_train_fullstep_b8", [] {
+    keep(transformer_step.net.full_step(transformer_inputs().x, target));
+  });
+  static Trained<LenetStep> lenet_step([] {
+    const Lenet& l = lenet_inputs();
+    return LenetStep{l.c1w, l.c1b, l.c2w, l.c2b, l.f1w, l.f1b, l.f2w, l.f2b, l.f3w, l.f3b};
+  }());
+  static const Tensor labels = (graph::rand({64}) * 10).to(graph::kInt64);
+  add_cxxgraph("lenet_train_fullstep_b64", [] { keep(lenet_step.net.full_step(lenet_inputs().x, labels)); });
 }
 
 // One SGD step: forward (mlp_loss, eager or static), backward, update. The
@@ -155,6 +209,7 @@ void training() {
   };
   static FullStep full(Model::trainable(mlp_inputs()));
   add_cxxgraph("mlp_train_fullstep_b64", [] { full.net.full_step(mlp_inputs().x, mlp_inputs().labels); });
+  blocks_training();
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark suite in one command: builds what it needs, then measures every
-# workload of bench/ as cxxgraph eager, cxxgraph static, LibTorch, TorchScript
-# (both PyTorch 2.x from PyPI, in the venv tools/torch_venv.sh makes once)
+# workload of bench/ as cxxgraph eager, cxxgraph static, LibTorch, TorchScript,
+# torch.compile (PyTorch 2.x from PyPI, in the venv tools/torch_venv.sh makes once)
 # and a hand-written reference, the peak memory of eager vs static, and the
 # build cost of the generator; prints one table of medians and ratios.
 #
@@ -67,6 +67,9 @@ GRAPH_EXPLAIN=1 "$build/bench/bench_suite" --check >"$out/check.json" 2>"$out/ch
 echo "== bench: TorchScript"
 "$torch_python" bench/torchscript_bench.py --threads "$threads" --repetitions $reps --min-time $min_time \
   --json "$out/torchscript.json"
+echo "== bench: torch.compile (inductor; the first call of each workload compiles it)"
+"$torch_python" bench/torchscript_bench.py --compile --threads "$threads" --repetitions $reps --min-time $min_time \
+  --json "$out/torch_compile.json"
 
 note="Measured $(date -u +%Y-%m-%d) by \`tools/bench.sh$( ((quick)) && echo ' --quick')\` on $cores cores \
 ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $threads thread(s) for every library, \
@@ -74,6 +77,6 @@ $reps repetitions of >= $min_time s each, medians; load average $load_before bef
 $(cut -d' ' -f1-3 /proc/loadavg) after (a shared machine: other builds ran meanwhile)."
 echo "== bench: results"
 /usr/bin/python3 bench/report.py --suite "$out/suite.json" --libtorch "$out/libtorch.json" \
-  --torchscript "$out/torchscript.json" \
+  --torchscript "$out/torchscript.json" --torch-compile "$out/torch_compile.json" \
   --check "$out/check.json" --build "$out/build.json" --note "$note" \
   ${markdown:+--markdown "$markdown"} ${json:+--json "$json"}

@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
   auto [x, y] = spirals();
   manual_seed(1 + rank);  // DDP broadcasts rank 0's weights: the others' do not matter
   Mlp model(bench_steps ? 512 : 64);
-  dist::DistributedDataParallel ddp(model.ptr(), pg, {.bucket_cap_bytes = bench_steps ? (1u << 20) : (25u << 20)});
+  dist::DistributedDataParallel ddp(model.ptr(), pg,
+                                    {.bucket_cap_bytes = bench_steps ? (1u << 20) : (25u << 20),
+                                     .gradient_as_bucket_view = true});
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.2).momentum(0.9));
   model->opt = &opt;
   uint64_t graph_calls = 0;

@@ -18,6 +18,7 @@
 #include "dnnl_context.h"
 #include "graph/autocast.h"
 #include "graph/parallel.h"
+#include "x86_intrinsics.h"
 
 namespace graph::cpu {
 
@@ -112,11 +113,48 @@ std::shared_ptr<Prim> primitive(const Key& k) {
 
 }  // namespace
 
+namespace {
+
+void round_row(const float* s, uint16_t* d, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) d[c] = to_bf16(s[c]);
+}
+
+#if GRAPH_ISA_DISPATCH
+// to_bf16 on 16 lanes in integer arithmetic: the same bits (denormals kept,
+// NaN quieted), where the AVX512_BF16 instruction would flush denormals.
+GRAPH_ISA_KERNEL GRAPH_TARGET_AVX512 void round_row_avx512(const float* s, uint16_t* d, int64_t n) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i quiet = _mm512_set1_epi32(0x40);
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    const __m512i u = _mm512_loadu_si512(s + c);
+    const __m512i high = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(high, one)), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    r = _mm512_mask_or_epi32(r, nan, high, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + c), _mm512_cvtepi32_epi16(r));
+  }
+  round_row(s + c, d + c, n - c);
+}
+#endif
+
+}  // namespace
+
 void round_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
+#if GRAPH_ISA_DISPATCH
+  const bool avx512 = isa() == kAvx512;
+#else
+  const bool avx512 = false;
+#endif
   for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * ld;
-    uint16_t* d = dst + r * cols;
-    for (int64_t c = 0; c < cols; ++c) d[c] = to_bf16(s[c]);
+#if GRAPH_ISA_DISPATCH
+    if (avx512) {
+      round_row_avx512(src + r * ld, dst + r * cols, cols);
+      continue;
+    }
+#endif
+    round_row(src + r * ld, dst + r * cols, cols);
   }
 }
 

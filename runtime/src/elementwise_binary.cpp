@@ -8,15 +8,7 @@
 
 #include "elementwise_impl.h"
 
-#if GRAPH_ISA_DISPATCH
-// GCC 12 warns of the intrinsics' own `__Y = __Y` placeholders once inlined
-// into AVX-512 code (a false positive, at the header's lines).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "x86_intrinsics.h"
 
 namespace graph {
 

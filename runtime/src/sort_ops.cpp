@@ -12,15 +12,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__)
-// GCC 12 warns of the intrinsics' own `__Y = __Y` placeholders once inlined
-// into AVX-512 code (a false positive, at the header's lines).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "x86_intrinsics.h"
 
 #include "graph/cpu_isa.h"
 #include "graph/ops.h"

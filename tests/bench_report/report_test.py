@@ -28,7 +28,9 @@ def main():
     ]}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(suite, f)
-    rows = {r["workload"]: r for r in report.build_rows(report.load_suite(f.name))}
+    cells = report.load_suite(f.name)
+    cells[("sum_16M", "torch_compile")] = {"median_s": 5.0}  # as main() merges --torch-compile
+    rows = {r["workload"]: r for r in report.build_rows(cells)}
     os.unlink(f.name)
     failures = []
 
@@ -38,6 +40,8 @@ def main():
 
     expect(rows["sum_16M"]["ratios"]["static_slower"], "sum_16M flagged")
     expect(abs(rows["sum_16M"]["ratios"]["static_vs_eager"] - 0.8) < 1e-12, "sum_16M ratio 0.8")
+    expect(abs(rows["sum_16M"]["ratios"]["vs_torch_compile"] - 2.0) < 1e-12, "sum_16M vs torch.compile 2.0")
+    expect("vs_torch_compile" not in rows["op64_relu"]["ratios"], "no torch.compile cell, no ratio")
     expect(not rows["op64_relu"]["ratios"]["static_slower"], "op64_relu not flagged")
     expect("model_resnet_x" in rows and rows["model_resnet_x"]["ratios"]["static_slower"], "an unlisted model flagged")
     expect(rows["model_resnet_x"]["title"] == "model_resnet_x", "an unlisted row is titled by its name")
@@ -47,6 +51,7 @@ def main():
     text = report.markdown(list(rows.values()), {}, {"functions": 0, "runs": 1, "steps": {"plain": [1.0]}}, "")
     expect("**Static slower than eager** in 2 row(s)" in text and "model_resnet_x" in text.split("**Static slower")[1],
            "the summary names both slower rows")
+    expect("| 2.00x |" in text, "the torch.compile ratio is in the table")
     for f in failures:
         print("FAILED:", f)
     print("ok" if not failures else f"{len(failures)} failure(s)")

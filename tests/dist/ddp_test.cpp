@@ -329,6 +329,50 @@ TEST(Ddp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
   expect_same_on_all_ranks(mp);
 }
 
+// gradient_as_bucket_view: the same training bit for bit as copies, the
+// gradients alias one place across steps, and a second backward without
+// zero_grad (accumulating into the view) averages as the copies do.
+TEST(Ddp, GradientsAsBucketViewsTrainAsCopiesDo) {
+  Result r = train_against_single_process(make_mlp, kFloat32,
+                                          {.bucket_cap_bytes = 300, .gradient_as_bucket_view = true});
+  EXPECT_LT(r.max_loss_diff, 1e-6);
+  EXPECT_LT(r.max_param_diff, 1e-6);
+
+  auto [x, y] = global_batch(kFloat32);
+  const int rank = pg().rank();
+  Tensor xr = x.slice(0, rank * kPerRank, (rank + 1) * kPerRank), yr = y.slice(0, rank * kPerRank, (rank + 1) * kPerRank);
+  auto run = [&](bool views, std::vector<const void*>* where) {
+    manual_seed(100);
+    auto model = make_mlp();
+    dist::DistributedDataParallel ddp(model.ptr(), pg(), {.bucket_cap_bytes = 300, .gradient_as_bucket_view = views});
+    const std::vector<Tensor> mp = model->parameters();
+    optim::SGD opt(mp, optim::SGDOptions(0.1).momentum(0.9));
+    for (int s = 0; s < 3; ++s) {
+      opt.zero_grad();
+      cross_entropy(model->forward(xr), yr).backward();
+      if (where && s > 0)
+        for (size_t k = 0; k < mp.size(); ++k) EXPECT_EQ(mp[k].grad().raw_data(), (*where)[k]) << "parameter " << k;
+      if (where && s == 0) {
+        for (const Tensor& p : mp) where->push_back(p.grad().raw_data());
+        // Bucket 0 holds fc3.bias, fc3.weight, fc2.bias end to end (parameters 5, 4, 3).
+        const auto at = [&](size_t k) { return static_cast<const float*>(mp[k].grad().raw_data()); };
+        EXPECT_EQ(at(4), at(5) + mp[5].numel());
+        EXPECT_EQ(at(3), at(4) + mp[4].numel());
+      }
+      opt.step();
+    }
+    cross_entropy(model->forward(xr), yr).backward();  // no zero_grad: both backwards' averages summed
+    cross_entropy(model->forward(xr * 0.5f), yr).backward();
+    std::vector<Tensor> out;
+    for (const Tensor& p : mp) out.push_back(p.grad().clone());
+    for (const Tensor& p : mp) out.push_back(p.detach().clone());
+    return out;
+  };
+  std::vector<const void*> where;
+  const std::vector<Tensor> viewed = run(true, &where), copied = run(false, nullptr);
+  for (size_t k = 0; k < viewed.size(); ++k) EXPECT_EQ(max_rel_diff(viewed[k], copied[k]), 0.0) << "tensor " << k;
+}
+
 TEST(Ddp, DifferentModelsAcrossRanksAreReported) {
   Mlp model(kIn, pg().rank() == 0 ? kHidden : kHidden + 1, kOut);
   try {

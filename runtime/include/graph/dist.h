@@ -143,6 +143,12 @@ struct DdpOptions {
   // as its last gradient is final.
   size_t bucket_cap_bytes = 25u << 20;
   bool broadcast_buffers = true;  // at wrap time, with the parameters
+  // As PyTorch's gradient_as_bucket_view: after a synced backward each
+  // parameter's .grad is a view into its bucket, holding the average, instead
+  // of a copy of it (one pass over the gradients less per step). The next
+  // synced backward overwrites it, so keep a .clone() of a gradient you need
+  // past the next backward.
+  bool gradient_as_bucket_view = false;
 };
 
 // Times of the last step's gradient sync, for the docs' overlap figures.

@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "graph/autograd.h"
+#include "graph/cpu_isa.h"
 #include "graph/detail/grad_sync.h"
 #include "graph/dist.h"
 #include "graph/error.h"
@@ -44,6 +45,55 @@ struct Bucket {
   size_t pending = 0;  // gradients still to come this pass
   std::unique_ptr<Work> work;
 };
+
+// dst = sum / world in one pass (dst may be sum): the bucket's all-reduced
+// sum becomes the average where the gradient lives, with no temporary.
+// Contiguous tensors of one dtype and size. Dividing by a power of two is
+// multiplying by its exact reciprocal (the same rounding), which vectorizes
+// to memory speed; other world sizes divide.
+template <class T, bool pow2>
+GRAPH_ISA_KERNEL void average_loop(T* __restrict dst, const T* __restrict sum, int64_t n, T w) {
+  if constexpr (pow2) {
+    const T r = T(1) / w;
+    for (int64_t i = 0; i < n; ++i) dst[i] = sum[i] * r;
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = sum[i] / w;
+  }
+}
+
+template <class T, bool pow2>
+GRAPH_ISA_KERNEL void average_in_place(T* x, int64_t n, T w) {
+  if constexpr (pow2) {
+    const T r = T(1) / w;
+    for (int64_t i = 0; i < n; ++i) x[i] *= r;
+  } else {
+    for (int64_t i = 0; i < n; ++i) x[i] /= w;
+  }
+}
+
+template <class T>
+void average_as(T* dst, const T* sum, int64_t n, int world) {
+  const T w = static_cast<T>(world);
+  const bool pow2 = (world & (world - 1)) == 0;
+  if (dst == sum) pow2 ? average_in_place<T, true>(dst, n, w) : average_in_place<T, false>(dst, n, w);
+  else pow2 ? average_loop<T, true>(dst, sum, n, w) : average_loop<T, false>(dst, sum, n, w);
+}
+
+void average(Tensor& dst, const Tensor& sum, int world) {
+  const int64_t n = sum.numel();
+  if (world == 1) {
+    if (dst.raw_data() != sum.raw_data()) dst.copy_(sum);
+  } else if (sum.dtype() == kFloat32) {
+    average_as(dst.data_ptr<float>(), sum.data_ptr<float>(), n, world);
+  } else if (sum.dtype() == kFloat64) {
+    average_as(dst.data_ptr<double>(), sum.data_ptr<double>(), n, world);
+  } else {  // half precision: the runtime's division, rounded once
+    Tensor avg = sum / Scalar(static_cast<double>(world));
+    dst.copy_(avg);
+    return;
+  }
+  dst.bump_version();
+}
 
 }  // namespace
 
@@ -143,13 +193,15 @@ struct DistributedDataParallel::Impl final : detail::GradSync {
            std::string(dtype_name(b.dtype)) + ", " + std::to_string(b.params.size()) + " parameters)";
   }
 
-  // Copies parameter k's gradient (zeros when none reached it) into its bucket.
+  // Copies parameter k's gradient (zeros when none reached it) into its
+  // bucket; a gradient that is already its slot (gradient_as_bucket_view,
+  // accumulated in place without zero_grad) stays where it is.
   void stage(size_t k, const Tensor& grad) {
     Bucket& b = buckets[bucket_of[k]];
     const int64_t off = b.offset[slot_of[k]], n = params[k].numel();
     Tensor dst = b.flat.slice(0, off, off + n);
-    if (grad.defined()) dst.copy_(grad.reshape({n}));
-    else dst.zero_();
+    if (!grad.defined()) dst.zero_();
+    else if (grad.raw_data() != dst.raw_data() || !grad.is_contiguous()) dst.copy_(grad.reshape({n}));
     ready[k] = 1;
     --b.pending;
   }
@@ -198,18 +250,23 @@ struct DistributedDataParallel::Impl final : detail::GradSync {
       if (!ready[k]) stage(k, params[k].grad());
     launch_ready();
     NoGradGuard no_grad;
-    const double world = pg->world_size();
+    const int world = pg->world_size();
     for (size_t i = 0; i < buckets.size(); ++i) {
       Bucket& b = buckets[i];
       pg->wait(*b.work, bucket_name(i));
       b.work.reset();
-      b.flat.div_(Scalar(world));
+      if (opt.gradient_as_bucket_view) average(b.flat, b.flat, world);
       for (size_t j = 0; j < b.params.size(); ++j) {
         Tensor& p = params[b.params[j]];
-        Tensor avg = b.flat.slice(0, b.offset[j], b.offset[j] + p.numel()).view(p.sizes());
+        Tensor sum = b.flat.slice(0, b.offset[j], b.offset[j] + p.numel()).view(p.sizes());
         Tensor& g = p.autograd_meta()->grad;
-        if (g.defined() && g.sizes() == p.sizes() && g.dtype() == p.dtype() && g.is_contiguous()) g.copy_(avg);
-        else g = avg.clone();
+        if (opt.gradient_as_bucket_view) {
+          if (!g.defined() || g.raw_data() != sum.raw_data() || g.sizes() != p.sizes()) g = sum;
+          continue;
+        }
+        if (!(g.defined() && g.sizes() == p.sizes() && g.dtype() == p.dtype() && g.is_contiguous()))
+          g = empty(p.sizes(), p.dtype());
+        average(g, sum, world);
       }
     }
     const auto end = Clock::now();
