@@ -10,6 +10,7 @@
 // and the counters showing oneDNN's bf16 primitives ran.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -18,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "../runtime/src/blas.h"
 #include "graph/autocast.h"
+#include "graph/cpu_isa.h"
 #include "graph/graph.h"
 
 namespace {
@@ -198,3 +201,42 @@ TEST(Autocast, RefusesOtherDtypes) {
 }
 
 }  // namespace
+
+namespace cpu = graph::cpu;
+
+// The operand rounding (bf16_gemm.cpp's round_to_bf16) on every instruction
+// set: round to nearest even on the float's bits, denormals kept, NaN quieted,
+// against a reference that picks the nearer of the two bf16 neighbours in
+// double arithmetic.
+TEST(Autocast, OperandRoundingIsNearestEvenOnEveryPath) {
+  std::vector<float> src;
+  const uint32_t special[] = {0x00000000, 0x80000000, 0x00000001, 0x00008000, 0x00018000, 0x007fffff, 0x00800000,
+                              0x3f808000, 0x3f818000, 0x3f80ffff, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000,
+                              0x7f800001, 0xffc00000, 0x7fbfffff, 0x3f7f8000, 0x477fe000};
+  for (uint32_t u : special) src.push_back(std::bit_cast<float>(u));
+  uint32_t s = 12345;
+  for (int i = 0; i < 4000; ++i) {  // random bits, and exact halfway cases
+    s = s * 1664525u + 1013904223u;
+    src.push_back(std::bit_cast<float>(i % 2 ? s : ((s & 0xffff0000u) | 0x8000u)));
+  }
+  const auto reference = [](float f) -> uint16_t {
+    const uint32_t u = std::bit_cast<uint32_t>(f);
+    if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40);
+    const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+    const double dl = std::fabs(static_cast<double>(std::bit_cast<float>(lo)) - f);
+    const double dh = std::isinf(std::bit_cast<float>(hi)) ? std::fabs(std::ldexp(1.0, 128) - std::fabs(f))
+                                                           : std::fabs(static_cast<double>(std::bit_cast<float>(hi)) - f);
+    const bool up = dh < dl || (dh == dl && ((lo >> 16) & 1));
+    return static_cast<uint16_t>((up ? hi : lo) >> 16);
+  };
+  const int64_t cols = 37, rows = static_cast<int64_t>(src.size()) / cols;  // odd rows: the vector tails
+  for (int isa : {cpu::kBaseline, cpu::kAvx2, cpu::kAvx512}) {
+    const int used = cpu::set_isa(isa);
+    std::vector<uint16_t> out(static_cast<size_t>(rows * cols));
+    cpu::round_to_bf16(src.data(), rows, cols, cols, out.data());
+    for (int64_t i = 0; i < rows * cols; ++i)
+      ASSERT_EQ(out[i], reference(src[i])) << "isa " << used << ", element " << i << " bits 0x" << std::hex
+                                           << std::bit_cast<uint32_t>(src[i]);
+  }
+  cpu::set_isa(cpu::best_isa());
+}
