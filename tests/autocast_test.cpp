@@ -240,3 +240,34 @@ TEST(Autocast, OperandRoundingIsNearestEvenOnEveryPath) {
   }
   cpu::set_isa(cpu::best_isa());
 }
+
+// Attention under autocast: heads of at most 2^20 products (L * S * E) run the
+// fused float32 kernel, the same bits as outside the scope and no bf16 GEMM;
+// larger heads take the math path, whose two products run in bf16.
+TEST(Autocast, SmallAttentionHeadsStayFloat32LargeOnesRunInBf16) {
+  graph::manual_seed(3);
+  const Tensor q = graph::randn({2, 3, 64, 32}), k = graph::randn({2, 3, 48, 32}), v = graph::randn({2, 3, 48, 32});
+  const Tensor plain = graph::scaled_dot_product_attention(q, k, v);
+  const auto before = graph::detail::autocast_stats();
+  Tensor small;
+  {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    small = graph::scaled_dot_product_attention(q, k, v);
+  }
+  EXPECT_EQ(graph::detail::autocast_stats().gemms, before.gemms);
+  EXPECT_EQ(graph::max(graph::abs(small - plain)).item<double>(), 0.0);
+
+  const Tensor ql = graph::randn({1, 1, 256, 64}), kl = graph::randn({1, 1, 256, 64}), vl = graph::randn({1, 1, 256, 64});
+  const Tensor exact = graph::scaled_dot_product_attention(ql.to(graph::kFloat64), kl.to(graph::kFloat64),
+                                                           vl.to(graph::kFloat64));
+  const auto mid = graph::detail::autocast_stats();
+  Tensor large;
+  {
+    graph::AutocastGuard autocast(graph::kBFloat16);
+    large = graph::scaled_dot_product_attention(ql, kl, vl);  // 256 * 256 * 64 = 2^22 products
+  }
+  EXPECT_EQ(graph::detail::autocast_stats().gemms, mid.gemms + 2);
+  const double err = graph::max(graph::abs(large.to(graph::kFloat64) - exact)).item<double>();
+  EXPECT_GT(err, 1e-6);  // bf16 operands: not the float32 result
+  EXPECT_LT(err, 5e-2);
+}

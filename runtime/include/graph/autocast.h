@@ -13,6 +13,10 @@
 //     primitive, float32 result;
 //   - conv2d forward: input and weight in bf16, oneDNN's bf16 convolution,
 //     float32 result, bias and relu post-op in float32.
+//   - scaled_dot_product_attention of heads with more than 2^20 products
+//     (L * S * E): its two products as matmul above. Smaller heads keep the
+//     fused float32 kernel, which is faster there than rounding and bf16
+//     GEMMs (and exact in float32).
 // Everything else (elementwise ops, reductions, softmax, layer_norm, losses)
 // stays float32, and results are float32 tensors. Differences from PyTorch:
 // PyTorch's autocast returns bf16 tensors from these ops (so the following
