@@ -205,3 +205,47 @@ TEST(GradSync, OnlyTheSyncsOwnHookLetsTheGraphRun) {
 
 }  // namespace
 }  // namespace graph
+
+namespace graph {
+namespace {
+
+// set_grads inside a train-step run (TakenGrads): a gradient nothing else
+// can see becomes the .grad as it is; one that shares its storage with a
+// data tensor, a parameter or another gradient is copied; after the run, a
+// taken .grad that an output shares gets a copy of its own.
+TEST(SetGrads, TakesOnlyGradientsNothingElseSees) {
+  Tensor w1 = randn({3, 2}).requires_grad_(), w2 = randn({3, 2}).requires_grad_(), w3 = randn({4}).requires_grad_();
+  Tensor w4 = randn({4}).requires_grad_();
+  const Tensor x = randn({3, 2});
+  const Tensor fresh = randn({3, 2}), twice = randn({4});
+  IValue outputs[1];
+  {
+    detail::TakenGrads taken;
+    // w1 gets a fresh gradient; w2 gets the data tensor x; w3 and w4 the same tensor.
+    detail::set_grads({w1, w2, w3, w4}, {fresh, x, twice, twice}, {x});
+    EXPECT_EQ(w1.grad().raw_data(), fresh.raw_data());
+    EXPECT_NE(w2.grad().raw_data(), x.raw_data());
+    EXPECT_NE(w3.grad().raw_data(), twice.raw_data());
+    EXPECT_NE(w4.grad().raw_data(), twice.raw_data());
+    outputs[0] = fresh;  // the graph also returns w1's gradient
+    taken.unshare(outputs, 1);
+  }
+  EXPECT_NE(w1.grad().raw_data(), fresh.raw_data());
+  EXPECT_EQ(max(abs(w1.grad() - fresh)).item<double>(), 0.0);
+  EXPECT_EQ(max(abs(w2.grad() - x)).item<double>(), 0.0);
+  EXPECT_EQ(max(abs(w4.grad() - twice)).item<double>(), 0.0);
+
+  // Outside a run, and into a .grad that already holds a value: copied or added, as before.
+  Tensor w5 = randn({2}).requires_grad_();
+  const Tensor g5 = randn({2});
+  detail::set_grads({w5}, {g5}, {});
+  EXPECT_NE(w5.grad().raw_data(), g5.raw_data());
+  {
+    detail::TakenGrads taken;
+    detail::set_grads({w5}, {g5}, {});
+  }
+  EXPECT_EQ(max(abs(w5.grad() - g5 * 2)).item<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace graph

@@ -5,6 +5,7 @@
 #include "graph/detail/grad_sync.h"
 #include "graph/autograd.h"
 #include "graph/optim.h"
+#include "storage.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -100,6 +101,28 @@ bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in
 
 namespace graph::detail {
 
+namespace {
+
+thread_local TakenGrads* taken_grads = nullptr;
+
+// Whether gradient i may become its parameter's .grad as it is: it spans its
+// whole storage, and no parameter, data tensor or other gradient shares it.
+bool may_take(const Tensor& g, size_t i, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const std::vector<Tensor>& data) {
+  const auto& s = g.storage();
+  if (!s || g.device() != kCPU || g.storage_offset() != 0 || !g.is_contiguous() ||
+      static_cast<size_t>(g.numel()) * element_size(g.dtype()) != s->nbytes)
+    return false;
+  const auto shares = [&](const std::vector<Tensor>& ts, size_t skip) {
+    for (size_t k = 0; k < ts.size(); ++k)
+      if (k != skip && ts[k].defined() && ts[k].storage() == s) return true;
+    return false;
+  };
+  return !shares(params, SIZE_MAX) && !shares(data, SIZE_MAX) && !shares(grads, i);
+}
+
+}  // namespace
+
 void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& data) {
   // Everything is checked before any .grad changes.
   for (const Tensor& d : data)
@@ -116,9 +139,35 @@ void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                 "and has no grad_fn");
   // A parameter that does not require grad gets none, as in eager mode; a
   // DDP's parameter got its .grad from grad_sync_wait, which ran before.
-  for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].requires_grad() && grads[i].defined() && !(any_grad_sync() && grad_sync_owns(params[i])))
-      autograd::accumulate_grad(params[i], grads[i]);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].requires_grad() || !grads[i].defined() || (any_grad_sync() && grad_sync_owns(params[i]))) continue;
+    if (taken_grads && may_take(grads[i], i, params, grads, data) && !params[i].grad().defined() &&
+        params[i].autograd_meta()->post_accumulate_hooks.empty() && !params[i].autograd_meta()->grad_fn) {
+      params[i].autograd_meta()->grad = grads[i].detach();
+      taken_grads->params_.push_back(params[i]);
+      continue;
+    }
+    autograd::accumulate_grad(params[i], grads[i]);
+  }
+}
+
+TakenGrads::TakenGrads() : prev_(taken_grads) { taken_grads = this; }
+
+TakenGrads::~TakenGrads() { taken_grads = prev_; }
+
+void TakenGrads::unshare(const IValue* out, size_t n_out) {
+  for (Tensor& p : params_) {
+    Tensor& g = p.autograd_meta()->grad;
+    bool shared = false;
+    const auto check = [&](const Tensor& t) { shared = shared || (t.defined() && t.storage() == g.storage()); };
+    for (size_t k = 0; k < n_out; ++k) {
+      if (const Tensor* t = std::get_if<Tensor>(&out[k])) check(*t);
+      if (const TensorList* l = std::get_if<TensorList>(&out[k]))
+        for (const Tensor& t : *l) check(t);
+    }
+    if (shared) g = g.clone();
+  }
+  params_.clear();
 }
 
 // The write-back of a member updated in place in a static forward (the

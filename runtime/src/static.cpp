@@ -229,14 +229,23 @@ bool run_train_step(const CompiledGraph& g, const IValue* in, size_t n_in, IValu
       if (on && !done) abandon_grad_syncs();
     }
   } pass{ddp};
-  if (specialized) return pass.done = run_interpreted(*specialized, in, n_in, out, why, kSpecializedRun);
+  // Gradients become .grad without a copy where nothing else can see them
+  // (set_grads); one an output shares is copied once the outputs are known.
+  TakenGrads taken;
+  if (specialized) {
+    pass.done = run_interpreted(*specialized, in, n_in, out, why, kSpecializedRun);
+    if (pass.done) taken.unshare(out, g.num_outputs);
+    return pass.done;
+  }
   // Under DDP the interpreter runs the nodes in order on this thread: MPI
   // is initialized for calls from the main thread only (FUNNELED).
   if (mode() == Mode::Interpret ? (ddp ? check_inputs(g.signature, g.num_inputs, in, n_in, why) &&
                                              run_interpreted(parsed(g), in, n_in, out, why, kSpecializedRun)
                                        : interpret(g, in, n_in, out, why))
-                                : g.fn(in, n_in, out, why))
+                                : g.fn(in, n_in, out, why)) {
+    taken.unshare(out, g.num_outputs);
     return pass.done = true;
+  }
   *why = "a guard failed: " + *why;
   return false;
 }

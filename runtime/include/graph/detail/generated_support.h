@@ -80,7 +80,27 @@ bool check_inputs(const InputGuard* sig, size_t n, const IValue* in, size_t n_in
 // parameter that does not require grad, or that the loss does not reach
 // (undefined gradient), is left alone, and so is one a DistributedDataParallel
 // owns (grad_sync.h): grad_sync_wait, before it, wrote that .grad.
+// A gradient the graph computed becomes the .grad without a copy (as eager's
+// AccumulateGrad takes a fresh gradient) when the .grad was empty, it spans
+// its whole storage, and no parameter, data tensor or other gradient shares
+// that storage; inside a TakenGrads scope only (the train-step runner's),
+// which afterwards copies any taken .grad that a graph output shares.
 void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& data);
+
+class TakenGrads {
+ public:
+  TakenGrads();
+  ~TakenGrads();
+  TakenGrads(const TakenGrads&) = delete;
+  TakenGrads& operator=(const TakenGrads&) = delete;
+  // Gives each taken .grad whose storage an output shares a copy of its own.
+  void unshare(const IValue* out, size_t n_out);
+
+ private:
+  friend void set_grads(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&);
+  std::vector<Tensor> params_;  // whose .grad was taken this step
+  TakenGrads* prev_;
+};
 
 // ---- the optimizer in a static train step (ops.def: optimizer_*) ------------
 // The prologue reads the optimizer as a handle (static.h: optimizer_handle),
