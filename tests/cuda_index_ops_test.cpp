@@ -16,6 +16,7 @@
 #include "cuda_test_support.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/graph.h"
+#include "graph/trace.h"
 
 namespace {
 
@@ -295,6 +296,30 @@ TEST_F(Cuda, IndexBackwardKernelsOfGraphs) {
   const auto sc = scatter_add_backward(gs, x, idx, src, 1, kAllGrads);
   expect_close(sg[0], sc[0], 0, "scatter_add_backward self");
   expect_close(sg[2], sc[2], 0, "scatter_add_backward src (zeros past the index)");
+}
+
+// A graph of these ops (traced on the CPU, run by the interpreter) on device
+// inputs: every node runs its device kernel.
+TEST_F(Cuda, TracedGraphOfTheseOpsRunsOnTheDevice) {
+  const graph::TraceFn f = [](const std::vector<Tensor>& in) {
+    const Tensor &x = in[0], &idx = in[1], &rm = in[2], &rv = in[3], &sel = in[4];
+    return std::vector<Tensor>{graph::gather(x, 3, idx) * 2.0,
+                               graph::cumsum(x, 2),
+                               graph::triu(x, 1) + graph::tril(x, -1),
+                               graph::argsort(x, 3, true),
+                               graph::interpolate(x, {7, 9}, graph::kBilinear),
+                               graph::batch_norm(x, rm, rv, Tensor(), Tensor(), false, 0.1, 1e-5),
+                               graph::scatter_add(x, 3, idx, x),
+                               graph::index_select(x, 3, sel)};
+  };
+  const std::vector<Tensor> in = {signed_values({2, 3, 4, 5}), indices({2, 3, 4, 2}, 5), signed_values({3}),
+                                  positive({3}), graph::tensor({4, 0, 4})};
+  const graph::TracedGraph tg = graph::trace(f, in);
+  std::vector<Tensor> din;
+  for (const Tensor& t : in) din.push_back(cuda(t));
+  const std::vector<Tensor> gpu = tg.run(din), cpu = f(in);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 1e-5, "traced output " + std::to_string(i));
 }
 
 }  // namespace

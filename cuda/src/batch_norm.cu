@@ -1,9 +1,9 @@
 // batch_norm on the device (tensor_kernels.h): the CPU kernel's arithmetic
 // (runtime/src/batch_norm.cpp) with a block per channel for the statistics
-// and the backward's sums, accumulated in double. A hand kernel rather than
-// cuDNN's batch norm: cuDNN keeps its saved statistics in the data's type
-// and updates the running variance with its own unbiasing, where the op
-// (and its CPU kernel) work in double and are checked bit-close against it.
+// and the backward's sums, accumulated in double. Hand kernels rather than
+// cuDNN's batch norm (the legacy API, deprecated in cuDNN 9): cuDNN keeps
+// float32 data's statistics in float, where the op and its CPU kernel work in
+// double (two-pass variance), so the device stays within rounding of the CPU.
 #include <cuda_runtime.h>
 
 #include <cmath>

@@ -120,7 +120,7 @@ int64_t find_bad_index(const int64_t* p, int64_t n, int64_t size) {
   const LaunchConfig c = elementwise_launch(n, 1, device_limits());
   if (!c.blocks) return -1;
   constexpr unsigned long long kNone = ~0ull;
-  void* flag = device_allocator().allocate(sizeof(unsigned long long));
+  void* flag = device_allocator().allocate(sizeof(unsigned long long), current_stream());
   unsigned long long host = kNone;
   try {
     copy_host_to_device(flag, &host, sizeof host);

@@ -67,7 +67,7 @@ __global__ void offsets_kernel(int64_t* offsets, int64_t lines, int64_t n) {
 // Device scratch from the caching allocator, released on every path.
 struct Scratch {
   void* p = nullptr;
-  explicit Scratch(size_t bytes) : p(bytes ? device_allocator().allocate(bytes) : nullptr) {}
+  explicit Scratch(size_t bytes) : p(bytes ? device_allocator().allocate(bytes, current_stream()) : nullptr) {}
   ~Scratch() {
     if (p) device_allocator().release(p);
   }

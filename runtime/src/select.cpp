@@ -1,5 +1,5 @@
-// where(cond, a, b), masked_fill (and where with a host scalar), triu/tril,
-// and the clamp methods.
+// where(cond, a, b), masked_fill (and where with a host scalar), triu/tril
+// (on the device: cuda/src/index.cu), and the clamp methods.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -3,6 +3,7 @@
 // norm's string p. Lines of at most 64 keys of 32 bits sort in a bitonic
 // network on AVX-512 (float32 along the last dim: keys built in vectors too);
 // topk with k <= 8 keeps only the lowest 8 (float32 lines of any length).
+// On the device, CUB's stable segmented sort of the same keys (cuda/src/sort.cu).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
