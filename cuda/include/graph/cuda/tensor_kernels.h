@@ -51,7 +51,7 @@ void cumsum_lines(DType t, const void* in, void* out, int64_t outer, int64_t n, 
 
 // ---- argsort (sort.cu) -----------------------------------------------------
 // out[l, :] = the stable permutation sorting row l of contiguous x [lines, n]
-// (float32, float64, int32, int64, bool as uint8... see sort.cu), NaN the
+// (float32, float64, int32, int64 or bool; 16-bit floats come as float32), NaN the
 // largest, -0.0 equal to 0.0; descending inverts the order of the keys only.
 void argsort_rows(DType t, const void* x, int64_t* out, int64_t lines, int64_t n, bool descending);
 
