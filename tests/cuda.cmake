@@ -6,7 +6,8 @@ target_link_libraries(cuda_host_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(cuda_host_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(cuda_host_test PROPERTIES LABELS cuda)
 
-add_executable(cuda_ops_test ${CMAKE_CURRENT_LIST_DIR}/cuda_ops_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cuda_blas_test.cpp)
+add_executable(cuda_ops_test ${CMAKE_CURRENT_LIST_DIR}/cuda_ops_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cuda_blas_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cuda_index_ops_test.cpp)
 target_link_libraries(cuda_ops_test PRIVATE cxxgraph_runtime GTest::gtest_main)
 target_compile_options(cuda_ops_test PRIVATE -Wall -Wextra)
 gtest_discover_tests(cuda_ops_test PROPERTIES LABELS cuda)

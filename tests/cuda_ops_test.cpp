@@ -182,27 +182,6 @@ TEST_F(Cuda, TheAllocatorReusesBlocksAcrossSteps) {
 
 // ---- nn ops on the device: cuDNN conv2d and pooling, hand kernels ----------
 
-// Gradients of sum(f(inputs) * r) for a fixed random r, on the CPU and on the
-// device (leaves on the CPU; to(kCUDA)'s backward brings the gradient back).
-std::vector<Tensor> grads(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> leaves,
-                          bool device, const Tensor& r) {
-  for (Tensor& t : leaves) t = t.detach().clone().requires_grad_();
-  std::vector<Tensor> in;
-  for (const Tensor& t : leaves) in.push_back(device ? cuda(t) : t);
-  const Tensor out = f(in);
-  graph::sum(out * (device ? cuda(r) : r)).backward();
-  std::vector<Tensor> gs;
-  for (const Tensor& t : leaves) gs.push_back(t.grad());
-  return gs;
-}
-
-void expect_grads_close(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& leaves,
-                        const graph::Shape& out_shape, double tol, const std::string& what) {
-  const Tensor r = signed_values(out_shape).to(leaves[0].dtype());
-  const auto gc = grads(f, leaves, false, r), gg = grads(f, leaves, true, r);
-  for (size_t i = 0; i < gc.size(); ++i) expect_close(cuda(gg[i]), gc[i], tol, what + " grad " + std::to_string(i));
-}
-
 TEST_F(Cuda, CrossEntropyWithDeviceTargets) {
   // Class indices on the device, one of them PyTorch's ignore_index (-100):
   // the loss and the logits' gradient match the CPU's, the bad target names itself.

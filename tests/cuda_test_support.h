@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "graph/cuda/cuda.h"
 #include "graph/graph.h"
@@ -51,5 +53,26 @@ inline Tensor cuda(const Tensor& t) { return t.to(graph::kCUDA); }
 // Inputs in the domain of every op: positive for log, sqrt, rsqrt and pow.
 inline Tensor positive(const graph::Shape& s) { return graph::rand(s) + 0.5; }
 inline Tensor signed_values(const graph::Shape& s) { return graph::randn(s) * 3.0; }
+
+// Gradients of sum(f(inputs) * r) for a fixed random r, on the CPU and on the
+// device (leaves on the CPU; to(kCUDA)'s backward brings the gradient back).
+inline std::vector<Tensor> grads(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> leaves,
+                          bool device, const Tensor& r) {
+  for (Tensor& t : leaves) t = t.detach().clone().requires_grad_();
+  std::vector<Tensor> in;
+  for (const Tensor& t : leaves) in.push_back(device ? cuda(t) : t);
+  const Tensor out = f(in);
+  graph::sum(out * (device ? cuda(r) : r)).backward();
+  std::vector<Tensor> gs;
+  for (const Tensor& t : leaves) gs.push_back(t.grad());
+  return gs;
+}
+
+inline void expect_grads_close(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& leaves,
+                        const graph::Shape& out_shape, double tol, const std::string& what) {
+  const Tensor r = signed_values(out_shape).to(leaves[0].dtype());
+  const auto gc = grads(f, leaves, false, r), gg = grads(f, leaves, true, r);
+  for (size_t i = 0; i < gc.size(); ++i) expect_close(cuda(gg[i]), gc[i], tol, what + " grad " + std::to_string(i));
+}
 
 }  // namespace cuda_test

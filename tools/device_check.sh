@@ -352,10 +352,11 @@ EOF
     printf 'STEP\tsanitizer\tmemcheck\tskipped-no-tool\t0\n' | tee -a "$log"
   else
     # A subset: one test of each kind of device code (generated kernels,
-    # fused reductions, cuBLASLt, cuDNN, layer_norm, capture) and one example.
+    # fused reductions, cuBLASLt, cuDNN, layer_norm, capture, index walks) and one example.
     local subset='Cuda.GeneratedKernelOfABroadcastChainMatchesTheCpuLoop:Cuda.GeneratedFusedReductionsMatchTheCpuLoopNest'
     subset+=':Cuda.CublasLtEpilogueMatchesTheGemmAndItsOps:Cuda.Conv2dThroughCudnnForwardAndBackward'
     subset+=':Cuda.LayerNormKernelForwardAndBackward:Cuda.StaticGraphsAreCapturedPerSignatureAndReplayed'
+    subset+=':Cuda.IndexOpsReportBadIndicesAsTheCpu:Cuda.IndexBackwardKernelsOfGraphs'  # bad indices stay in bounds
     step sanitizer "memcheck cuda_ops_test" 120 "$cs" --tool memcheck --error-exitcode 3 --print-limit 20 \
       bin/cuda_ops_test --gtest_color=no --gtest_filter="$subset"
     step sanitizer "racecheck cuda_ops_test" 45 "$cs" --tool racecheck --error-exitcode 3 --print-limit 20 \

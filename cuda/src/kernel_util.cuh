@@ -34,6 +34,22 @@ __device__ inline int64_t offset_of(const Geometry& g, int k, int64_t i) {
 __device__ inline int64_t grid_start() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
+// The sum of `v` over the block (blockDim.x a power of two <= 1024, as
+// row_launch gives); every thread gets it.
+template <class A>
+__device__ inline A block_sum(A v) {
+  __shared__ A buf[32];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) buf[warp] = v;
+  __syncthreads();
+  const int warps = (blockDim.x + 31) / 32;
+  A t = 0;
+  for (int w = 0; w < warps; ++w) t += buf[w];
+  __syncthreads();  // buf is reused by the next call
+  return t;
+}
+
 __device__ inline int64_t grid_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 }  // namespace graph::cuda::detail

@@ -18,22 +18,7 @@ namespace {
 
 using detail::grid_start;
 using detail::grid_step;
-
-// The sum of `v` over the block (blockDim.x a power of two <= 1024, as
-// row_launch gives); every thread gets it.
-template <class A>
-__device__ A block_sum(A v) {
-  __shared__ A buf[32];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) buf[warp] = v;
-  __syncthreads();
-  const int warps = (blockDim.x + 31) / 32;
-  A t = 0;
-  for (int w = 0; w < warps; ++w) t += buf[w];
-  __syncthreads();  // buf is reused by the next call
-  return t;
-}
+using detail::block_sum;
 
 // One block per row: mean, then the variance around it (two passes, as the
 // CPU kernel, so rows far from 0 lose nothing), then y.

@@ -5,18 +5,22 @@
 // Per-channel loops over a contiguous [N, C, S] view of the input, parallel
 // over channels; statistics accumulate in double. Training normalizes with
 // the batch's biased variance and, when running stats are given, updates them
-// in place with the unbiased one, as PyTorch does. Graphs never run that
+// in place with the unbiased one, as PyTorch does. On the device the same
+// steps run as kernels (device_ops.h, cuda/src/batch_norm.cu). Graphs never run that
 // update: the plugin lowers batch_norm only where it is pure (eval mode, or no
 // running stats), and tracing records the update as untraceable.
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "graph/autograd.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
 #include "graph/parallel.h"
+#include "device.h"
+#include "device_ops.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -163,7 +167,6 @@ void check_args(const char* op, const Tensor& x, const Tensor& rm, const Tensor&
                 ")");
   if (training && x.numel() / std::max<int64_t>(1, C) <= 1 && x.numel() > 0)
     throw Error(std::string(op) + ": expected more than 1 value per channel when training (" + shapes() + ")");
-  if (x.device() == Device::CUDA) throw Error(std::string(op) + ": no CUDA kernel yet (" + shapes() + ")");
 }
 
 // A [C] double tensor's data from a floating [C] tensor (or null when undefined).
@@ -174,6 +177,19 @@ Tensor as_dtype(const Tensor& t, DType d) { return t.defined() ? t.detach().to(d
 // running stats' otherwise; the batch's biased variance too (training only).
 void channel_mean_invstd(const Layout& l, const Tensor& x, const Tensor& rm, const Tensor& rv, bool training, double eps,
                          Tensor& mean, Tensor& invstd, Tensor& var) {
+  if (x.device() == Device::CUDA) {
+    invstd = detail::empty_on(Device::CUDA, {l.C}, kFloat64);
+    if (training) {
+      mean = detail::empty_on(Device::CUDA, {l.C}, kFloat64);
+      var = detail::empty_on(Device::CUDA, {l.C}, kFloat64);
+      detail::cuda_bn_stats(x, l.N, l.C, l.S, mean, var);
+    } else {
+      mean = as_double(rm).reshape({l.C}).clone();  // saved for backward: never the buffer itself
+      var = as_double(rv).reshape({l.C}).clone();
+    }
+    detail::cuda_bn_finish(mean, var, invstd, eps, Tensor(), Tensor(), 0.0, 1.0);
+    return;
+  }
   mean = empty({l.C}, kFloat64);
   invstd = empty({l.C}, kFloat64);
   var = empty({l.C}, kFloat64);
@@ -198,6 +214,14 @@ void update_running_stats(const Layout& l, const Tensor& rm, const Tensor& rv, c
   const Tensor m = as_double(rm), v = as_double(rv);
   const double M = static_cast<double>(l.per_channel());
   const double unbias = M / (M - 1);
+  if (m.device() == Device::CUDA) {  // invstd goes to scratch; only the update is kept
+    const Tensor scratch = detail::empty_on(Device::CUDA, {l.C}, kFloat64);
+    detail::cuda_bn_finish(mean, var, scratch, 1.0, m.reshape({l.C}), v.reshape({l.C}), momentum, unbias);
+    autograd::NoGradGuard no_grad;
+    if (m.raw_data() != rm.raw_data()) Tensor(rm).copy_(m.reshape(rm.sizes()));  // else updated in place
+    if (v.raw_data() != rv.raw_data()) Tensor(rv).copy_(v.reshape(rv.sizes()));
+    return;
+  }
   for (int64_t c = 0; c < l.C; ++c) {
     m.data_ptr<double>()[c] = (1 - momentum) * m.data_ptr<double>()[c] + momentum * mean.data_ptr<double>()[c];
     v.data_ptr<double>()[c] = (1 - momentum) * v.data_ptr<double>()[c] + momentum * var.data_ptr<double>()[c] * unbias;
@@ -207,6 +231,28 @@ void update_running_stats(const Layout& l, const Tensor& rm, const Tensor& rv, c
   Tensor(rv).copy_(v.reshape(rv.sizes()));
 }
 
+// {gx, gw, gb} on x's device (each undefined when not wanted), in x's dtype.
+std::tuple<Tensor, Tensor, Tensor> channel_grads(const Layout& l, bool training, const Tensor& g, const Tensor& x,
+                                                 const Tensor& w, const Tensor& mean, const Tensor& invstd, bool need_x,
+                                                 bool need_w, bool need_b) {
+  const Device dev = x.device();
+  const DType dt = x.dtype();
+  Tensor gx = need_x ? detail::empty_on(dev, x.sizes(), dt) : Tensor();
+  Tensor gw = need_w ? detail::empty_on(dev, {l.C}, dt) : Tensor();
+  Tensor gb = need_b ? detail::empty_on(dev, {l.C}, dt) : Tensor();
+  if (dev == Device::CUDA) {
+    detail::cuda_bn_backward(training, g, x, w, mean, invstd, gx, gw, gb, l.N, l.C, l.S);
+    return {gx, gw, gb};
+  }
+  detail::dispatch_float(dt, [&](auto v) {
+    using T = decltype(v);
+    backward_channels<T>(l, training, g.data_ptr<T>(), x.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
+                         mean.data_ptr<double>(), invstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,
+                         need_w ? gw.data_ptr<T>() : nullptr, need_b ? gb.data_ptr<T>() : nullptr);
+  });
+  return {gx, gw, gb};
+}
+
 Tensor batch_norm_impl(const Tensor& x_in, const Tensor& rm, const Tensor& rv, const Tensor& w_in, const Tensor& b_in,
                        bool training, double momentum, double eps) {
   const Tensor x = x_in.detach().contiguous();
@@ -214,8 +260,9 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& rm, const Tensor& rv, c
   const Layout l = layout_of(x);
   Tensor mean, invstd, var;
   channel_mean_invstd(l, x, rm, rv, training, eps, mean, invstd, var);
-  Tensor y = empty(x.sizes(), x.dtype());
-  detail::dispatch_float(x.dtype(), [&](auto v) {
+  Tensor y = detail::empty_on(x.device(), x.sizes(), x.dtype());
+  if (x.device() == Device::CUDA) detail::cuda_bn_normalize(x, mean, invstd, w, b, y, l.N, l.C, l.S);
+  else detail::dispatch_float(x.dtype(), [&](auto v) {
     using T = decltype(v);
     normalize<T>(l, x.data_ptr<T>(), mean.data_ptr<double>(), invstd.data_ptr<double>(),
                  w.defined() ? w.data_ptr<T>() : nullptr, b.defined() ? b.data_ptr<T>() : nullptr, y.data_ptr<T>());
@@ -230,16 +277,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& rm, const Tensor& rv, c
                     bd = b_in.dtype()](const Tensor& grad) {
                      const Layout l = layout_of(x);
                      const Tensor g = grad.to(x.dtype()).contiguous();
-                     Tensor gx = need_x ? empty(x.sizes(), x.dtype()) : Tensor();
-                     Tensor gw = need_w ? empty({l.C}, x.dtype()) : Tensor();
-                     Tensor gb = need_b ? empty({l.C}, x.dtype()) : Tensor();
-                     detail::dispatch_float(x.dtype(), [&](auto v) {
-                       using T = decltype(v);
-                       backward_channels<T>(l, training, g.data_ptr<T>(), x.data_ptr<T>(),
-                                            w.defined() ? w.data_ptr<T>() : nullptr, mean.data_ptr<double>(),
-                                            invstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,
-                                            need_w ? gw.data_ptr<T>() : nullptr, need_b ? gb.data_ptr<T>() : nullptr);
-                     });
+                     auto [gx, gw, gb] = channel_grads(l, training, g, x, w, mean, invstd, need_x, need_w, need_b);
                      if (gw.defined()) gw = gw.to(wd);
                      if (gb.defined()) gb = gb.to(bd);
                      return std::vector<Tensor>{gx, gw, gb};
@@ -288,15 +326,7 @@ std::vector<Tensor> batch_norm_backward(const Tensor& grad, const Tensor& x, con
   channel_mean_invstd(l, xc, running_mean, running_var, training, eps, mean, invstd, var);
   const bool need_x = wants(mask, 0), need_w = wants(mask, 3) && weight.defined(),
              need_b = wants(mask, 4) && bias.defined();
-  Tensor gx = need_x ? empty(xc.sizes(), dt) : Tensor();
-  Tensor gw = need_w ? empty({l.C}, dt) : Tensor();
-  Tensor gb = need_b ? empty({l.C}, dt) : Tensor();
-  detail::dispatch_float(dt, [&](auto v) {
-    using T = decltype(v);
-    backward_channels<T>(l, training, g.data_ptr<T>(), xc.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
-                         mean.data_ptr<double>(), invstd.data_ptr<double>(), need_x ? gx.data_ptr<T>() : nullptr,
-                         need_w ? gw.data_ptr<T>() : nullptr, need_b ? gb.data_ptr<T>() : nullptr);
-  });
+  auto [gx, gw, gb] = channel_grads(l, training, g, xc, w, mean, invstd, need_x, need_w, need_b);
   if (gx.defined()) gx = gx.to(x.dtype());
   if (gw.defined()) gw = gw.to(weight.dtype()).reshape(weight.sizes());
   if (gb.defined()) gb = gb.to(bias.dtype()).reshape(bias.sizes());

@@ -3,8 +3,11 @@
 // scatter-add grad into zeros of the input's shape, cumsum's is the reverse
 // cumsum of grad, bmm's is matmul's.
 //
-// index_select, gather and cumsum are CPU kernels (CpuOnly in ops.def); bmm
-// runs matmul's GEMMs, so it runs wherever matmul does.
+// On the device (device_ops.h) one strided gather and one atomic
+// scatter-add walk serve index_select, gather, scatter_add and their
+// gradients; indices are checked there and the verdict read on the host,
+// with the CPU's messages. bmm runs matmul's GEMMs, so it runs wherever
+// matmul does.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +19,8 @@
 #include "graph/detail/backward_kernels.h"
 #include "graph/ops.h"
 #include "graph/parallel.h"
+#include "device.h"
+#include "device_ops.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -49,23 +54,29 @@ std::string shapes_of(const Tensor& x, const Tensor& index) {
   return "input shape " + shape_str(x.sizes()) + ", index shape " + shape_str(index.sizes());
 }
 
-void check_cpu(const char* op, const Tensor& x) {
-  if (x.device() == Device::CUDA)
-    throw Error(std::string(op) + ": no CUDA kernel yet, got a cuda tensor of shape " + shape_str(x.sizes()) +
-                "; move it with .to(kCPU)");
+void check_same_device(const char* op, const Tensor& x, const Tensor& other, const char* name) {
+  if (other.device() != x.device())
+    throw Error(std::string(op) + ": expected the " + name + " on the input's device (" +
+                std::string(device_name(x.device())) + "), got " + std::string(device_name(other.device())) + " (" +
+                "input shape " + shape_str(x.sizes()) + ", " + name + " shape " + shape_str(other.sizes()) + ")");
 }
 
 // The checks index_select and gather share; returns dim wrapped.
 int64_t check_index_op(const char* op, const Tensor& x, int64_t dim, const Tensor& index, bool int32_ok) {
   detail::check_defined(op, x);
   detail::check_defined(op, index);
-  check_cpu(op, x);
-  check_cpu(op, index);
+  check_same_device(op, x, index, "index");
   if (x.dim() == 0) throw Error(std::string(op) + ": the input must have at least 1 dim, got shape []");
   if (index.dtype() != kInt64 && !(int32_ok && index.dtype() == kInt32))
     throw Error(std::string(op) + ": expected an int64 index, got " + std::string(dtype_name(index.dtype())) + " (" +
                 shapes_of(x, index) + ")");
   return detail::wrap_dim(op, dim, x.sizes());
+}
+
+[[noreturn]] void range_error(const char* op, int64_t value, int64_t dim, int64_t size, const Tensor& x,
+                              const Tensor& index) {
+  throw Error(std::string(op) + ": index " + std::to_string(value) + " is out of range for dim " + std::to_string(dim) +
+              " of size " + std::to_string(size) + " (" + shapes_of(x, index) + ")");
 }
 
 // Every index in [0, size), else an error naming the op, the index and the shapes.
@@ -93,13 +104,56 @@ void check_range(const char* op, const int64_t* p, int64_t count, int64_t dim, i
   for (; i < count; ++i) bits |= static_cast<uint64_t>(p[i]) | (last - static_cast<uint64_t>(p[i]));
   if (!(bits >> 63)) return;
   for (int64_t i = 0; i < count; ++i)
-    if (p[i] < 0 || p[i] >= size)
-      throw Error(std::string(op) + ": index " + std::to_string(p[i]) + " is out of range for dim " +
-                  std::to_string(dim) + " of size " + std::to_string(size) + " (" + shapes_of(x, index) + ")");
+    if (p[i] < 0 || p[i] >= size) range_error(op, p[i], dim, size, x, index);
+}
+
+// check_range of idx (contiguous int64) on its device. On the device the
+// check synchronizes; `device_check` false skips it there (a backward op
+// reusing its forward's checked index: the kernels skip a bad one).
+void check_range_of(const char* op, const Tensor& idx, int64_t dim, int64_t size, const Tensor& x, const Tensor& index,
+                    bool device_check = true) {
+  if (idx.device() != Device::CUDA) return check_range(op, idx.data_ptr<int64_t>(), idx.numel(), dim, size, x, index);
+  if (!device_check) return;
+  const int64_t at = detail::cuda_first_bad_index(idx, size);
+  if (at < 0) return;
+  const Tensor bad = idx.reshape({idx.numel()}).slice(0, at, at + 1).to(Device::CPU);
+  range_error(op, bad.data_ptr<int64_t>()[0], dim, size, x, index);
 }
 
 // The dtype gradients accumulate in: 16-bit floats in float32.
 DType acc_dtype(DType d) { return d == kFloat64 ? kFloat64 : kFloat32; }
+
+// ---- on the device ------------------------------------------------------------
+// The walks of device_ops.h over a position shape; idx is contiguous int64.
+
+// index_select's index read along dim only.
+Shape along(size_t rank, int64_t dim) {
+  Shape s(rank, 0);
+  s[dim] = 1;
+  return s;
+}
+
+Tensor zeros_on_device(const Shape& sizes, DType dtype) { return detail::full_on(Device::CUDA, sizes, 0, dtype); }
+
+Tensor index_select_cuda(const Tensor& x, int64_t dim, const Tensor& idx) {
+  Shape shape = x.sizes();
+  shape[dim] = idx.numel();
+  Tensor out = detail::empty_on(Device::CUDA, shape, x.dtype());
+  detail::cuda_index_walk(false, out, x, idx, shape, along(shape.size(), dim), dim, false, x.size(dim));
+  return out;
+}
+
+// out[at] = x[at with dim := idx[at]] over the positions of the index.
+Tensor gather_cuda(const Tensor& x, int64_t dim, const Tensor& idx) {
+  Tensor out = detail::empty_on(Device::CUDA, idx.sizes(), x.dtype());
+  detail::cuda_index_walk(false, out, x, idx, idx.sizes(), idx.strides(), dim, false, x.size(dim));
+  return out;
+}
+
+// out[at with dim := idx[at]] += src[at] (atomic adds).
+void scatter_add_cuda(const Tensor& out, int64_t dim, const Tensor& idx, const Tensor& src) {
+  detail::cuda_index_walk(true, out, src, idx, idx.sizes(), idx.strides(), dim, true, out.size(dim));
+}
 
 // ---- index_select -------------------------------------------------------------
 
@@ -140,6 +194,12 @@ Tensor index_select_impl(const Tensor& x_in, int64_t dim, const Tensor& idx) {
 // index_add of grad into zeros of x's shape, in x's dtype.
 Tensor index_select_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Tensor& idx) {
   const DType acc = acc_dtype(xdtype);
+  if (grad.device() == Device::CUDA) {
+    Tensor gx = zeros_on_device(xsizes, acc);
+    const Tensor g = grad.to(acc);
+    detail::cuda_index_walk(true, gx, g, idx, g.sizes(), along(g.sizes().size(), dim), dim, true, xsizes[dim]);
+    return gx.to(xdtype);
+  }
   const Tensor g = grad.to(acc).contiguous();
   Tensor gx = zeros(xsizes, acc);
   const Around a = around(xsizes, dim);
@@ -339,6 +399,11 @@ void scatter_add_into(Tensor& out, int64_t dim, const Index& ix, const Tensor& s
 // scatter_add of grad into zeros of x's shape, in x's dtype.
 Tensor gather_grad(const Tensor& grad, const Shape& xsizes, DType xdtype, int64_t dim, const Index& ix) {
   const DType acc = acc_dtype(xdtype);
+  if (grad.device() == Device::CUDA) {  // ix is the whole index there (never `rows`)
+    Tensor gx = zeros_on_device(xsizes, acc);
+    scatter_add_cuda(gx, dim, ix.idx, grad.to(acc));
+    return gx.to(xdtype);
+  }
   Tensor gx = zeros(xsizes, acc);
   scatter_add_into(gx, dim, ix, grad.to(acc).contiguous());
   return gx.to(xdtype);
@@ -356,7 +421,7 @@ std::string scatter_shapes(const Tensor& self, const Tensor& index, const Tensor
 // torch.scatter_add's checks; returns dim wrapped.
 int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   detail::check_defined(op, src);
-  check_cpu(op, src);
+  check_same_device(op, self, src, "src");
   const int64_t d = check_index_op(op, self, dim, index, false);
   const auto shapes = [&] {  // the message's shapes, built only on failure
     return std::string(" (" + scatter_shapes(self, index, src) + ")");
@@ -376,6 +441,10 @@ int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const
 Tensor scatter_add_impl(const Tensor& self, int64_t d, const Index& ix, const Tensor& src) {
   const DType work = scatter_dtype(self.dtype());
   Tensor out = self.to(work).contiguous().clone();
+  if (out.device() == Device::CUDA) {
+    scatter_add_cuda(out, d, ix.idx, src.to(work));
+    return out.to(self.dtype());
+  }
   // A strided src is read in place (a slice, say), except by whole rows.
   scatter_add_into(out, d, ix, ix.rows ? src.to(work).contiguous() : src.to(work));
   return out.to(self.dtype());
@@ -385,6 +454,12 @@ Tensor scatter_add_impl(const Tensor& self, int64_t d, const Index& ix, const Te
 // past the index (PyTorch's grad.gather(dim, index) when they have one shape).
 Tensor scatter_src_grad(const Tensor& grad, const Shape& ssizes, DType sdtype, int64_t dim, const Index& ix) {
   const DType acc = acc_dtype(sdtype);
+  if (grad.device() == Device::CUDA) {  // gs[at] = grad[at with dim := index]
+    Tensor gs = zeros_on_device(ssizes, acc);
+    const Tensor g = grad.to(acc);
+    detail::cuda_index_walk(false, gs, g, ix.idx, ix.idx.sizes(), ix.idx.strides(), dim, false, g.size(dim));
+    return gs.to(sdtype);
+  }
   const Tensor g = grad.to(acc).contiguous();
   Tensor gs = zeros(ssizes, acc);
   const GatherPlan P = gather_plan(g.sizes(), ix.shape, dim);
@@ -440,6 +515,7 @@ void cumsum_lines(const T* in, T* o, int64_t line, const Around& a, bool reverse
 Tensor cumsum_impl(const Tensor& x_in, int64_t dim, bool reverse) {
   const DType out_dtype = is_floating(x_in.dtype()) ? x_in.dtype() : kInt64;
   const Tensor x = x_in.to(opmath_dtype(out_dtype)).contiguous();
+  if (x.device() == Device::CUDA) return detail::cuda_cumsum(x, x.dim() == 0 ? 0 : dim, reverse).to(out_dtype);
   Tensor out = empty(x.sizes(), x.dtype());
   const Around a = around(x.sizes(), x.dim() == 0 ? 0 : dim);
   dispatch_dtype(x.dtype(), [&](auto v) {
@@ -482,10 +558,11 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   if (index.dim() > 1)
     throw Error("index_select: expected a 1-D (or 0-d) index, got " + shapes_of(x, index));
   const Tensor idx = index.to(kInt64).contiguous();
-  check_range("index_select", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  check_range_of("index_select", idx, d, x.size(d), x, index);
   const Shape xs = x.sizes();
   const DType xd = x.dtype();
-  return autograd::record_unary("index_select", index_select_impl(x, d, idx), x, [xs, xd, d, idx](const Tensor& g) {
+  const Tensor out = x.device() == Device::CUDA ? index_select_cuda(x, d, idx) : index_select_impl(x, d, idx);
+  return autograd::record_unary("index_select", out, x, [xs, xd, d, idx](const Tensor& g) {
     return index_select_grad(g, xs, xd, d, idx);
   });
 }
@@ -500,6 +577,14 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     if (i != d && index.size(i) > x.size(i))
       throw Error("gather: the index is larger than the input in dim " + std::to_string(i) + " (" +
                   shapes_of(x, index) + ")");
+  if (x.device() == Device::CUDA) {
+    const Index ix{index.contiguous(), index.sizes(), false};
+    check_range_of("gather", ix.idx, d, x.size(d), x, index);
+    const Shape xs = x.sizes();
+    const DType xd = x.dtype();
+    return autograd::record_unary("gather", gather_cuda(x, d, ix.idx), x,
+                                  [xs, xd, d, ix](const Tensor& g) { return gather_grad(g, xs, xd, d, ix); });
+  }
   if (gathers_rows(x, d, index) && !(is_floating(x.dtype()) && autograd::needs_grad({&x}))) {
     check_range("gather", index.data_ptr<int64_t>(), index.numel(), d, x.sizes()[d], x, index);
     return gather_rows(x, index);  // nothing to record
@@ -516,7 +601,6 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 Tensor cumsum(const Tensor& x, int64_t dim) {
   if (detail::tracing()) return detail::trace_op("cumsum", {x}, {{"dim", dim}}, [&] { return cumsum(x, dim); });
   detail::check_defined("cumsum", x);
-  check_cpu("cumsum", x);
   const int64_t d = detail::wrap_dim("cumsum", dim, x.sizes());
   return autograd::record_unary("cumsum", cumsum_impl(x, d, false), x,
                                 [d](const Tensor& g) { return cumsum_impl(g, d, true); });
@@ -533,8 +617,9 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
     return detail::trace_op("scatter_add", {self, index, src}, {{"dim", dim}},
                             [&] { return scatter_add(self, dim, index, src); });
   const int64_t d = check_scatter_add("scatter_add", self, dim, index, src);
-  const Index ix = index_of(index, d, {self.sizes(), src.sizes()});
-  check_range("scatter_add", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, self.size(d), self, index);
+  const Index ix = self.device() == Device::CUDA ? Index{index.contiguous(), index.sizes(), false}
+                                                 : index_of(index, d, {self.sizes(), src.sizes()});
+  check_range_of("scatter_add", ix.idx, d, self.size(d), self, index);
   Tensor out = scatter_add_impl(self, d, ix, src);
   if (!is_floating(out.dtype()) || !autograd::needs_grad({&self, &src})) return out;
   autograd::record("scatter_add", out, {self, src},
@@ -560,7 +645,7 @@ std::vector<Tensor> index_select_backward(const Tensor& grad, const Tensor& x, c
   if (!wants(mask, 0)) return {Tensor(), Tensor()};
   const int64_t d = check_index_op("index_select_backward", x, dim, index, true);
   const Tensor idx = index.to(kInt64).contiguous();
-  check_range("index_select_backward", idx.data_ptr<int64_t>(), idx.numel(), d, x.size(d), x, index);
+  check_range_of("index_select_backward", idx, d, x.size(d), x, index, false);
   return {index_select_grad(grad, x.sizes(), x.dtype(), d, idx), Tensor()};
 }
 
@@ -572,8 +657,9 @@ std::vector<Tensor> gather_backward(const Tensor& grad, const Tensor& x, const T
   if (index.dim() != x.dim() || grad.sizes() != index.sizes())
     throw Error("gather_backward: expected an index of the input's rank and a gradient of its shape, got " +
                 shapes_of(x, index) + ", gradient shape " + shape_str(grad.sizes()));
-  const Index ix = index_of(index, d, {x.sizes()});
-  check_range("gather_backward", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, x.size(d), x, index);
+  const Index ix = x.device() == Device::CUDA ? Index{index.contiguous(), index.sizes(), false}
+                                              : index_of(index, d, {x.sizes()});
+  check_range_of("gather_backward", ix.idx, d, x.size(d), x, index, false);
   return {gather_grad(grad, x.sizes(), x.dtype(), d, ix), Tensor()};
 }
 
@@ -597,8 +683,9 @@ std::vector<Tensor> scatter_add_backward(const Tensor& grad, const Tensor& self,
   if (grad.sizes() != self.sizes())
     throw Error("scatter_add_backward: expected a gradient of self's shape, got " + shape_str(grad.sizes()) + " (" +
                 scatter_shapes(self, index, src) + ")");
-  const Index ix = index_of(index, d, {self.sizes(), src.sizes()});
-  check_range("scatter_add_backward", ix.idx.data_ptr<int64_t>(), ix.idx.numel(), d, self.size(d), self, index);
+  const Index ix = self.device() == Device::CUDA ? Index{index.contiguous(), index.sizes(), false}
+                                                 : index_of(index, d, {self.sizes(), src.sizes()});
+  check_range_of("scatter_add_backward", ix.idx, d, self.size(d), self, index, false);
   return {wants(mask, 0) ? grad.to(self.dtype()) : Tensor(), Tensor(),
           wants(mask, 2) ? scatter_src_grad(grad, src.sizes(), src.dtype(), d, ix) : Tensor()};
 }

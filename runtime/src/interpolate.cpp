@@ -7,6 +7,8 @@
 // PyTorch's exact shortcuts for out == in and out == 2 in); linear computes
 // positions in float64 and blends in x's dtype, the last dim first, then the
 // rows. Its gradient adds each output's gradient into the elements it read.
+// On the device a thread per output computes its sources with the same
+// arithmetic (cuda/src/interpolate.cu); the gradient adds atomically.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +19,8 @@
 #include "graph/autograd.h"
 #include "graph/detail/backward_kernels.h"
 #include "graph/nn_ops.h"
+#include "device.h"
+#include "device_ops.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -59,8 +63,6 @@ Resize resolve(const char* op, const Tensor& x, const Shape& size, double scale,
     fail(op, "align_corners can only be set with the interpolating modes (linear, bilinear)");
   if (mode != kNearest && !is_floating(x.dtype()))
     fail(op, "linear modes need a floating input, got " + std::string(dtype_name(x.dtype())));
-  if (x.device() == Device::CUDA)
-    fail(op, "no CUDA kernel yet, got a cuda tensor of shape " + shape_str(x.sizes()) + "; move it with .to(kCPU)");
   Resize r;
   r.mode = mode;
   r.align_corners = ac;
@@ -203,12 +205,23 @@ void interp_backward(const Resize& r, const T* g, T* gx) {
 
 bool is_half(DType d) { return d == kFloat16 || d == kBFloat16; }
 
+detail::DeviceResize on_device(const Resize& r) {
+  detail::DeviceResize d;
+  d.mode = static_cast<int>(r.mode), d.align_corners = r.align_corners, d.scale = r.scale;
+  d.planes = r.planes, d.ih = r.ih, d.iw = r.iw, d.oh = r.oh, d.ow = r.ow;
+  return d;
+}
+
 Tensor forward_impl(const Resize& r, const Tensor& x) {
   // float16 / bfloat16 blend in float32 and round once (as PyTorch's opmath).
   if (r.mode != kNearest && is_half(x.dtype())) return forward_impl(r, x.to(kFloat32)).to(x.dtype());
   const Tensor c = x.contiguous();
-  Tensor out = empty(r.out_sizes(), x.dtype());
+  Tensor out = detail::empty_on(x.device(), r.out_sizes(), x.dtype());
   if (out.numel() == 0 || r.planes == 0) return out;
+  if (x.device() == Device::CUDA) {
+    detail::cuda_interpolate(false, c, out, on_device(r));
+    return out;
+  }
   const void* in = c.raw_data();
   void* o = out.raw_data();
   if (r.mode == kNearest) {
@@ -229,8 +242,12 @@ Tensor forward_impl(const Resize& r, const Tensor& x) {
 Tensor backward_impl(const Resize& r, const Tensor& grad) {
   if (is_half(grad.dtype())) return backward_impl(r, grad.to(kFloat32)).to(grad.dtype());
   const Tensor g = grad.contiguous();
-  Tensor gx = zeros(r.in_sizes, grad.dtype());
+  Tensor gx = detail::full_on(grad.device(), r.in_sizes, 0, grad.dtype());
   if (g.numel() == 0 || gx.numel() == 0) return gx;
+  if (grad.device() == Device::CUDA) {
+    detail::cuda_interpolate(true, g, gx, on_device(r));
+    return gx;
+  }
   if (grad.dtype() == kFloat64)
     interp_backward(r, static_cast<const double*>(g.raw_data()), static_cast<double*>(gx.raw_data()));
   else

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "device.h"
+#include "device_ops.h"
 #include "graph/detail/generated_support.h"
 #include "graph/memory.h"
 
@@ -75,6 +76,27 @@ std::vector<Tensor> cuda_layer_norm_backward(const Tensor&, const Tensor&, const
 Tensor cuda_where(const Tensor&, const Tensor&, const Tensor&, const Shape&) { no_backend("where"); }
 Tensor cuda_embedding(const Tensor&, const Tensor&, const std::string&, bool) { no_backend("embedding"); }
 Tensor cuda_embedding_backward(const Tensor&, const Tensor&, const Shape&, DType) { no_backend("embedding"); }
+int64_t cuda_first_bad_index(const Tensor&, int64_t) { no_backend("index check"); }
+void cuda_index_walk(bool scatter_add, const Tensor&, const Tensor&, const Tensor&, const Shape&, const Shape&, int64_t,
+                     bool, int64_t) {
+  no_backend(scatter_add ? "scatter_add" : "gather");
+}
+Tensor cuda_triangle(const Tensor&, int64_t, bool upper) { no_backend(upper ? "triu" : "tril"); }
+Tensor cuda_cumsum(const Tensor&, int64_t, bool) { no_backend("cumsum"); }
+Tensor cuda_argsort_rows(const Tensor&, bool) { no_backend("argsort"); }
+void cuda_bn_stats(const Tensor&, int64_t, int64_t, int64_t, const Tensor&, const Tensor&) { no_backend("batch_norm"); }
+void cuda_bn_finish(const Tensor&, const Tensor&, const Tensor&, double, const Tensor&, const Tensor&, double, double) {
+  no_backend("batch_norm");
+}
+void cuda_bn_normalize(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t,
+                       int64_t, int64_t) {
+  no_backend("batch_norm");
+}
+void cuda_bn_backward(bool, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                      const Tensor&, const Tensor&, int64_t, int64_t, int64_t) {
+  no_backend("batch_norm");
+}
+void cuda_interpolate(bool, const Tensor&, const Tensor&, const DeviceResize&) { no_backend("interpolate"); }
 
 }  // namespace graph::detail
 

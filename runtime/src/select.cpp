@@ -1,5 +1,5 @@
-// where(cond, a, b), masked_fill (and where with a host scalar), triu/tril,
-// and the clamp methods.
+// where(cond, a, b), masked_fill (and where with a host scalar), triu/tril
+// (on the device: cuda/src/index.cu), and the clamp methods.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "graph/parallel.h"
 #include "graph/trace.h"
 #include "device.h"
+#include "device_ops.h"
 #include "storage.h"
 
 namespace graph {
@@ -84,6 +85,7 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b, const ch
 
 // triu (upper) or tril of the last two dims of a contiguous copy of x.
 Tensor triangle_impl(const Tensor& x, int64_t diagonal, bool upper) {
+  if (x.device() == Device::CUDA) return detail::cuda_triangle(x, diagonal, upper);
   const Tensor c = x.contiguous();
   Tensor out = empty(x.sizes(), x.dtype());
   const int64_t rows = x.sizes()[x.dim() - 2], cols = x.sizes()[x.dim() - 1];
@@ -121,9 +123,6 @@ Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool upper) {
   detail::check_defined(op, x);
   if (x.dim() < 2)
     throw Error(std::string(op) + ": the input must have at least 2 dims, got shape " + shape_str(x.sizes()));
-  if (x.device() == Device::CUDA)
-    throw Error(std::string(op) + ": no CUDA kernel yet, got a cuda tensor of shape " + shape_str(x.sizes()) +
-                "; move it with .to(kCPU)");
   Tensor out = triangle_impl(x, diagonal, upper);
   if (!autograd::needs_grad({&x}) || !is_floating(out.dtype())) return out;
   autograd::record(op, out, {x}, [diagonal, upper](const Tensor& g) {

@@ -3,6 +3,7 @@
 // norm's string p. Lines of at most 64 keys of 32 bits sort in a bitonic
 // network on AVX-512 (float32 along the last dim: keys built in vectors too);
 // topk with k <= 8 keeps only the lowest 8 (float32 lines of any length).
+// On the device, CUB's stable segmented sort of the same keys (cuda/src/sort.cu).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "graph/cpu_isa.h"
 #include "graph/ops.h"
 #include "graph/parallel.h"
+#include "device_ops.h"
 #include "graph/trace.h"
 #include "storage.h"
 
@@ -398,18 +400,27 @@ void argsort_lines(const T* x, int64_t* out, int64_t outer, int64_t n, int64_t i
   });
 }
 
+// On the device: the rows along dim sorted whole by CUB (device_ops.h),
+// then the first k kept.
+Tensor argsort_cuda(const Tensor& x, int64_t d, bool descending, int64_t k) {
+  const int64_t last = x.dim() - 1;
+  const Tensor xc = x.to(opmath_dtype(x.dtype()));
+  const Tensor rows = d == last ? xc.contiguous() : xc.transpose(d, last).contiguous();
+  Tensor perm = detail::cuda_argsort_rows(rows, descending);
+  if (k < x.size(d)) perm = perm.slice(last, 0, k);
+  return d == last ? perm.contiguous() : perm.transpose(d, last).contiguous();
+}
+
 // argsort's first k indices along dim (k < 0: all of them).
 Tensor argsort_impl(const Tensor& x, int64_t dim, bool descending, int64_t k) {
   const char* name = k < 0 ? "argsort" : "topk";
   detail::check_defined(name, x);
-  if (x.device() == Device::CUDA)
-    throw Error(std::string(name) + ": no CUDA kernel yet, got a cuda tensor of shape " + shape_str(x.sizes()) +
-                "; move it with .to(kCPU)");
   const int64_t d = detail::wrap_dim(name, dim, x.sizes());
   if (k >= 0) detail::check_topk(x, k, dim);
-  if (x.dim() == 0) return k == 0 ? empty({0}, kInt64) : zeros({}, kInt64);
+  if (x.dim() == 0) return (k == 0 ? empty({0}, kInt64) : zeros({}, kInt64)).to(x.device());
   const int64_t n = x.size(d);
   if (k < 0) k = n;
+  if (x.device() == Device::CUDA) return argsort_cuda(x, d, descending, k);
   // 16-bit floats sort in float32 (the same order); the rest as they are.
   const Tensor xc = x.to(opmath_dtype(x.dtype())).contiguous();
   Shape shape = x.sizes();

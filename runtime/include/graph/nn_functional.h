@@ -112,7 +112,7 @@ inline Tensor adaptive_max_pool2d(const Tensor& x, const Shape& output_size) {
 //    last dim first, then the rows). float16/bfloat16 compute in float32.
 // A scale_factor gives the output size floor(in * scale_factor) (PyTorch with
 // recompute_scale_factor unset). Bad input is interpolate's error, eagerly and
-// in a graph (its type rule). CPU only.
+// in a graph (its type rule). On the CPU and the device.
 enum class InterpolateMode { Nearest, Linear, Bilinear };
 inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
 inline constexpr InterpolateMode kLinear = InterpolateMode::Linear;
