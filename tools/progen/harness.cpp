@@ -229,8 +229,10 @@ std::vector<const Case*> detail::all_cases(const Case* cases, size_t num_cases) 
 
 int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv) {
   const char* only = nullptr;
-  for (int i = 1; i + 1 < argc; ++i)
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    if (std::strcmp(argv[i], "--device") == 0) return run_device_cases(cases, num_cases, seed, argc, argv);
+  }
   const std::vector<const Case*> all = detail::all_cases(cases, num_cases);
   int findings = 0, ran = 0;
   for (const Case* c : all) {

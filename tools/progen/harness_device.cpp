@@ -40,13 +40,16 @@ bool no_kernel_error(const std::string& e) { return e.find("no CUDA kernel yet")
 struct DeviceChecker {
   const Case& c;
   uint64_t seed;
+  graph::Device device;  // kCUDA; kCPU to test the harness without a GPU
   int findings = 0, known = 0;
 
   void finding(size_t v, Mode m, bool grad, const std::string& what) {
     ++findings;
-    std::printf("FINDING %s variant %zu (n=%d, s=%g) device=cuda mode=%s%s: %s\n", c.name, v, c.hosts[v].first,
-                c.hosts[v].second, detail::mode_name(m), grad ? " (grad)" : "", what.c_str());
+    std::printf("FINDING %s variant %zu (n=%d, s=%g) device=%s mode=%s%s: %s\n", c.name, v, c.hosts[v].first,
+                c.hosts[v].second, device_name(), detail::mode_name(m), grad ? " (grad)" : "", what.c_str());
   }
+
+  const char* device_name() const { return device == graph::kCUDA ? "cuda" : "cpu"; }
 
   // `got` on the device against `want`, eager on the CPU.
   void check(const Result& got, const Result& want, size_t v, Mode m, bool grad) {
@@ -64,8 +67,8 @@ struct DeviceChecker {
     }
     const double tol = device_tol(c, grad);
     auto on_device = [&](const Tensor& t, const std::string& what) {
-      if (!t.defined() || t.device() == graph::kCUDA) return true;
-      finding(v, m, grad, what + " is on the CPU, not on the device");
+      if (!t.defined() || t.device() == device) return true;
+      finding(v, m, grad, what + " is not on the device");
       return false;
     };
     if (!grad) {
@@ -94,7 +97,7 @@ struct DeviceChecker {
       const auto [n, s] = c.hosts[v];
       const std::vector<Tensor> in = detail::make_inputs(c, v, seed);
       std::vector<Tensor> in_dev;
-      for (const Tensor& t : in) in_dev.push_back(t.to(graph::kCUDA));
+      for (const Tensor& t : in) in_dev.push_back(t.to(device));
       for (bool grad : {false, true}) {
         const Result want = detail::call(c, Mode::Eager, in, n, s, grad);
         if (!want.error.empty()) {
@@ -123,14 +126,16 @@ std::string no_device_reason() {
 int run_device_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv) {
   const char* only = nullptr;
   double budget = 0;  // seconds; 0: none
+  graph::Device device = graph::kCUDA;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--budget") == 0) budget = std::atof(argv[i + 1]);
+    if (std::strcmp(argv[i], "--device") == 0) device = std::strcmp(argv[i + 1], "cpu") == 0 ? graph::kCPU : graph::kCUDA;
   }
   std::vector<const Case*> todo;
   for (const Case* c : detail::all_cases(cases, num_cases))
     if (!only || std::strcmp(only, c->name) == 0) todo.push_back(c);
-  if (!graph::cuda_is_available()) {
+  if (device == graph::kCUDA && !graph::cuda_is_available()) {
     std::printf("progen: no CUDA device (%s): %zu functions not run\n", no_device_reason().c_str(), todo.size());
     return 0;
   }
@@ -141,7 +146,7 @@ int run_device_cases(const Case* cases, size_t num_cases, uint64_t seed, int arg
     if (budget > 0 && spent > budget) break;
     std::printf("case %s\n", c->name);
     std::fflush(stdout);  // a crash names the case it happened in
-    DeviceChecker ch{*c, seed};
+    DeviceChecker ch{*c, seed, device};
     ch.run();
     findings += ch.findings;
     if (ch.known) std::printf("known finding %s (docs/fuzzing.md): %s's grad calls ran eagerly %d times\n", c->known,
@@ -150,9 +155,10 @@ int run_device_cases(const Case* cases, size_t num_cases, uint64_t seed, int arg
   }
   const std::string partial =
       ran < int(todo.size()) ? " (out of time: " + std::to_string(todo.size() - ran) + " not run)" : "";
-  std::printf("progen: cuda: %d functions, %d findings%s; each on its host variants as static (CUDA kernels), "
-              "interpret and eager on the device vs eager on the CPU, forward and backward\n",
-              ran, findings, partial.c_str());
+  std::printf("progen: %s: %d functions, %d findings%s; each on its host variants as static%s, interpret and eager "
+              "on the device vs eager on the CPU, forward and backward\n",
+              device == graph::kCUDA ? "cuda" : "cpu", ran, findings, partial.c_str(),
+              device == graph::kCUDA ? " (CUDA kernels)" : "");
   return findings ? 1 : 0;
 }
 
