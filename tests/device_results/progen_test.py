@@ -43,7 +43,7 @@ s, md = summarize(found, "1")
 expect("1 findings" in s and "FAILING: progen FINDINGS" in s, f"a finding: {s}")
 expect("FINDING s5001_pg3 variant 1" in md, f"the finding listed: {md}")
 
-s, _ = summarize("progen: no CUDA device (no CUDA device (cudaGetDeviceCount: no driver)): 144 functions not run\n",
+s, _ = summarize("progen: no CUDA device: 144 functions not run (to(kCUDA): no CUDA device (no driver))\n",
                  "0", gpu="0")
 expect("progen: no CUDA device" in s and "144 functions not run" in s and "FAILING" not in s, f"no device: {s}")
 

@@ -136,7 +136,7 @@ int run_device_cases(const Case* cases, size_t num_cases, uint64_t seed, int arg
   for (const Case* c : detail::all_cases(cases, num_cases))
     if (!only || std::strcmp(only, c->name) == 0) todo.push_back(c);
   if (device == graph::kCUDA && !graph::cuda_is_available()) {
-    std::printf("progen: no CUDA device (%s): %zu functions not run\n", no_device_reason().c_str(), todo.size());
+    std::printf("progen: no CUDA device: %zu functions not run (%s)\n", todo.size(), no_device_reason().c_str());
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
