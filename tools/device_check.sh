@@ -158,7 +158,7 @@ pack() {
   echo "== pack: $out: $(du -h "$out" | cut -f1) ($(du -sh "$root" | cut -f1) unpacked)"
   sed 's/^/   /' "$root/MANIFEST"
   # The device tool carries 64 MiB with the whole working tree; keep room.
-  ((mib <= 40)) || die "pack: the bundle is $mib MiB, over the 40 MiB kept for it (progen_device is about 4.5 MiB" \
+  ((mib <= 40)) || die "pack: the bundle is $mib MiB, over the 40 MiB kept for it (progen_device is about 4 MiB" \
     "of it per batch: fewer with cmake -DPROGEN_DEVICE_SEEDS='5001;5002')"
 }
 
