@@ -55,7 +55,8 @@ struct DeviceChecker {
   void check(const Result& got, const Result& want, size_t v, Mode m, bool grad) {
     if (got.error != want.error && !detail::located(got.error, want.error)) {
       if (no_kernel_error(got.error))
-        return finding(v, m, grad, "an op without a CUDA kernel in a device batch (a generator bug): " + got.error);
+        return finding(v, m, grad, "an op without a CUDA kernel in a device batch (an emitter wrote an op it did not "
+                                   "draw, or the table's CpuOnly/CudaPartly is wrong): " + got.error);
       return finding(v, m, grad, "error '" + got.error + "' where eager on the CPU gave '" + want.error + "'");
     }
     if (!got.error.empty()) return;
