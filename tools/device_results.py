@@ -74,9 +74,10 @@ def verdict(step):
     return "ok" if rc == "0" else f"FAIL (rc {rc})"
 
 
-def progen_result(step):
+def progen_result(step, gpu):
     """(summary line, verdict) of the progen step: its own last "progen: ..."
-    line (harness_device.cpp), or what the step's status says."""
+    line (harness_device.cpp), or what the step's status says. "No CUDA
+    device" is a skip in the dry run, a failure where nvidia-smi saw a GPU."""
     lines = [l for l in step["out"].splitlines() if l.startswith("progen: ")]
     findings = [l for l in step["out"].splitlines() if l.startswith("FINDING ")]
     if step["rc"].startswith("skipped"):
@@ -85,7 +86,7 @@ def progen_result(step):
         return f"progen: TIMEOUT after {step['s']} s ({len(findings)} findings before it)", "TIMEOUT"
     line = lines[-1] if lines else "progen: no summary line"
     if "no CUDA device" in line and step["rc"] == "0":
-        return line, "skipped"
+        return line, "FAIL (no device, but nvidia-smi saw a GPU)" if gpu else "skipped"
     # "progen: cuda: N functions, M findings ..." and exit status 0 or 1.
     m = re.match(r"progen: cuda: (\d+) functions, (\d+) findings", line)
     if m and step["rc"] in ("0", "1") and (m.group(2) == "0") == (step["rc"] == "0"):
@@ -158,7 +159,7 @@ def main():
                        (f"; FAILING: {', '.join(bad)}" if bad else ""))
 
     for s in (s for s in steps if s["kind"] == "progen"):
-        line, v = progen_result(s)
+        line, v = progen_result(s, gpu)
         findings = [l for l in s["out"].splitlines() if l.startswith(("FINDING ", "known finding "))]
         md += ["", "## Random programs (progen) on the device vs eager on the CPU", "", f"`{line}` ({v}, {s['s']} s)"]
         if findings:

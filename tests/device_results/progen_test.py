@@ -46,6 +46,8 @@ expect("FINDING s5001_pg3 variant 1" in md, f"the finding listed: {md}")
 s, _ = summarize("progen: no CUDA device: 144 functions not run (to(kCUDA): no CUDA device (no driver))\n",
                  "0", gpu="0")
 expect("progen: no CUDA device" in s and "144 functions not run" in s and "FAILING" not in s, f"no device: {s}")
+s, _ = summarize("progen: no CUDA device: 144 functions not run (to(kCUDA): no CUDA device (no driver))\n", "0")
+expect("FAILING: progen FAIL (no device, but nvidia-smi saw a GPU)" in s, f"no device on a GPU machine: {s}")
 
 s, _ = summarize("case s5002_pg7\nSegmentation fault\n", "139")
 expect("FAILING" in s and "rc 139" in s, f"a crash: {s}")
