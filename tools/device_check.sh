@@ -2,8 +2,9 @@
 # The one-call GPU check (docs/gpu-check.md), in two steps:
 #
 #   tools/device_check.sh pack [--no-build] [--build-dir DIR] [--out FILE]
-#       Here: builds the CUDA tests, the examples and device_bench, and packs
-#       them with every shared library they need that the GPU image lacks
+#       Here: builds the CUDA tests, the examples, device_bench and the
+#       progen batches (progen_device), and packs them with every shared
+#       library they need that the GPU image lacks
 #       (oneDNN, OpenBLAS, libdw, ...; never the CUDA, cuBLAS or cuDNN
 #       libraries, which the image's PyTorch wheels bring) into one
 #       compressed bundle, by default build-device/cxxgraph-device.tar.xz
@@ -12,7 +13,8 @@
 #       On the device machine (or here, as a dry run): unpacks the bundle,
 #       finds the image's CUDA libraries at run time, prints the GPU and
 #       library versions, runs every CUDA test and every example (the ones
-#       with a device mode on the GPU), a subset under compute-sanitizer,
+#       with a device mode on the GPU), the progen batches (random static
+#       functions on the device against the CPU), a subset under compute-sanitizer,
 #       device_bench and bench/device_torch.py, and writes device_check.log,
 #       results.md and summary.txt to $OUT (./device-out without it).
 #       Every step has its own timeout inside a total budget
@@ -36,6 +38,10 @@ tests=(cuda_host_test cuda_ops_test dtype_test)
 device_examples=(example_lenet example_transformer)
 cpu_examples=(example_model example_rnn example_mlp_train example_add_and_relu example_trace_vs_parse)
 benches=(device_bench)
+# The GPU check's random programs (tools/progen/CMakeLists.txt,
+# docs/fuzzing.md): not in the build's `all`, so `pack --no-build` packs it
+# only when it was built, and says so in the MANIFEST.
+progen=progen_device
 
 # Libraries the image brings (the PyTorch cu130 wheels, the toolkit) and
 # glibc's own: never packed. Everything else ldd resolves is packed.
@@ -68,7 +74,9 @@ pack() {
   done
   [[ $out = /* ]] || out=$PWD/$out
   local targets=("${tests[@]}" "${device_examples[@]}" "${cpu_examples[@]}" "${benches[@]}")
+  local with_progen=1
   if ((do_build)); then
+    targets+=("$progen")
     [ -f "$build/build.ninja" ] || die "pack: $build is not configured (tools/dev.sh or cmake -S . -B build -G Ninja)"
     grep -q 'cuda_ops_test' "$build/build.ninja" || die "pack: $build has no CUDA backend (no nvcc found?)"
     echo "== pack: building ${targets[*]} in $build"
@@ -85,6 +93,12 @@ pack() {
   local root=$stage/$name
   mkdir -p "$root"/{bin,lib,lib-std,bench,tools}
   local t f
+  if ((!do_build)) && [ -x "$build/tools/progen/$progen" ]; then
+    targets+=("$progen")
+  elif ((!do_build)); then
+    with_progen=0
+    echo "== pack: $progen is not built (ninja $progen): the bundle has no progen batches"
+  fi
   for t in "${targets[@]}"; do
     f=$(find "$build" -maxdepth 3 -type f -name "$t" -perm -u+x | head -1)
     [ -n "$f" ] || die "pack: $t is not built in $build"
@@ -117,6 +131,14 @@ pack() {
     echo "commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
     echo "packed $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m), $(ldd --version | head -1)"
     echo "cuda_targets $archs"
+    if ((with_progen)); then
+      local seeds per
+      seeds=$(sed -n 's/^PROGEN_DEVICE_SEEDS:[A-Z]*=//p' "$build/CMakeCache.txt" | tr ';' ' ')
+      per=$(sed -n 's/^PROGEN_DEVICE_FUNCTIONS:[A-Z]*=//p' "$build/CMakeCache.txt")
+      echo "progen seeds $seeds, $per functions each"
+    else
+      echo "progen none ($progen not built)"
+    fi
     echo "nvcc $("$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")" --version | tail -2 | head -1)"
     printf 'image_lib %s\n' $(sort -u <<<"$image_needs")
     printf 'packed_lib %s\n' $(cd "$root/lib" && ls)
@@ -136,7 +158,8 @@ pack() {
   echo "== pack: $out: $(du -h "$out" | cut -f1) ($(du -sh "$root" | cut -f1) unpacked)"
   sed 's/^/   /' "$root/MANIFEST"
   # The device tool carries 64 MiB with the whole working tree; keep room.
-  ((mib <= 40)) || die "pack: the bundle is $mib MiB, over the 40 MiB kept for it"
+  ((mib <= 40)) || die "pack: the bundle is $mib MiB, over the 40 MiB kept for it (progen_device is about 4 MiB" \
+    "of it per batch: fewer with cmake -DPROGEN_DEVICE_SEEDS='5001;5002')"
 }
 
 # verify_tree ROOT: with only the bundle's folders on the library path,
@@ -334,6 +357,18 @@ EOF
       printf 'STEP\texample\t%s cuda\tskipped-no-gpu\t0\n' "$t" | tee -a "$log"
     fi
   done
+
+  # Random static functions on the device against the CPU (docs/fuzzing.md):
+  # the binary stops starting functions past its own budget, so its summary
+  # line comes out before the step's timeout. Without a GPU it says so.
+  say "== progen"
+  if [ -x "bin/$progen" ]; then
+    local plimit=$((budget - SECONDS))
+    ((plimit > 150)) && plimit=150
+    step progen "$progen" "$plimit" "bin/$progen" --budget $((plimit > 40 ? plimit - 30 : 10))
+  else
+    printf 'STEP\tprogen\t%s\tskipped-not-packed\t0\n' "$progen" | tee -a "$log"
+  fi
 
   say "== benchmarks"
   local q=()

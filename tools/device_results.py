@@ -74,6 +74,26 @@ def verdict(step):
     return "ok" if rc == "0" else f"FAIL (rc {rc})"
 
 
+def progen_result(step, gpu):
+    """(summary line, verdict) of the progen step: its own last "progen: ..."
+    line (harness_device.cpp), or what the step's status says. "No CUDA
+    device" is a skip in the dry run, a failure where nvidia-smi saw a GPU."""
+    lines = [l for l in step["out"].splitlines() if l.startswith("progen: ")]
+    findings = [l for l in step["out"].splitlines() if l.startswith("FINDING ")]
+    if step["rc"].startswith("skipped"):
+        return f"progen: {step['rc']}", "skipped"
+    if step["rc"] == "timeout":
+        return f"progen: TIMEOUT after {step['s']} s ({len(findings)} findings before it)", "TIMEOUT"
+    line = lines[-1] if lines else "progen: no summary line"
+    if "no CUDA device" in line and step["rc"] == "0":
+        return line, "FAIL (no device, but nvidia-smi saw a GPU)" if gpu else "skipped"
+    # "progen: cuda: N functions, M findings ..." and exit status 0 or 1.
+    m = re.match(r"progen: cuda: (\d+) functions, (\d+) findings", line)
+    if m and step["rc"] in ("0", "1") and (m.group(2) == "0") == (step["rc"] == "0"):
+        return line.split(";")[0], "ok" if m.group(2) == "0" else "FINDINGS"
+    return f"{line.split(';')[0]} (rc {step['rc']})", f"FAIL (rc {step['rc']})"
+
+
 def fmt_us(v):
     if v is None:
         return "error"
@@ -137,6 +157,14 @@ def main():
         bad = [s["name"] for s in rows if not verdict(s).startswith("ok") and s["rc"][:7] != "skipped"]
         summary.append(f"{title}: {ok} ok, {len(bad)} failed, {len(skipped)} skipped" +
                        (f"; FAILING: {', '.join(bad)}" if bad else ""))
+
+    for s in (s for s in steps if s["kind"] == "progen"):
+        line, v = progen_result(s, gpu)
+        findings = [l for l in s["out"].splitlines() if l.startswith(("FINDING ", "known finding "))]
+        md += ["", "## Random programs (progen) on the device vs eager on the CPU", "", f"`{line}` ({v}, {s['s']} s)"]
+        if findings:
+            md += ["", "```"] + findings[:40] + (["..."] if len(findings) > 40 else []) + ["```"]
+        summary.append(line + ("" if v in ("ok", "skipped") else f"; FAILING: progen {v}"))
 
     md += ["", "## Correctness of the benchmark workloads (static on the device vs eager on the CPU)", "",
            "| workload | relative L2 error | verdict | note |", "|---|---|---|---|"]

@@ -98,7 +98,7 @@ std::string emit_function(const Function& f, const std::vector<Edit>& edits) {
   return e.out;
 }
 
-std::string emit_case(const Function& f) {
+std::string emit_case(const Function& f, const std::string& label) {
   std::string inputs, hosts, args;
   for (size_t i = 0; i < f.inputs.size(); ++i) {
     const Input& in = f.inputs[i];
@@ -109,7 +109,7 @@ std::string emit_case(const Function& f) {
   for (const auto& [n, s] : f.host_variants) hosts += "{" + std::to_string(n) + ", " + std::to_string(s) + "}, ";
   char tol[32];
   std::snprintf(tol, sizeof tol, "%g", f.tol);
-  return "  {\"" + f.name + "\", {" + inputs + "}, {" + hosts + "}, " + tol + ", " +
+  return "  {\"" + label + f.name + "\", {" + inputs + "}, {" + hosts + "}, " + tol + ", " +
          (f.grad_runs_eagerly ? "true" : "false") + ", \"" + f.known + "\"" +
          ", [](const std::vector<Tensor>& in, int n, double s) { return progen::outputs(" + f.name + "(" + args +
          "n, s)); }},\n";

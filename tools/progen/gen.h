@@ -40,12 +40,15 @@ struct HostVar {
 
 class Gen {
  public:
-  Gen(uint64_t seed, int index);
+  // `device`: only ops with a CUDA kernel (no CpuOnly trait, and none of
+  // the CPU-only attribute values of a CudaPartly op), for the GPU check.
+  Gen(uint64_t seed, int index, bool device = false);
   Function run();
 
   // ---- used by the op emitters (ops.cpp)
   std::mt19937_64 rng;
   Function f;
+  const bool device;
   int uni(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
   bool coin(double p = 0.5) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
   std::string fmt(double v);
@@ -92,6 +95,9 @@ class Gen {
 };
 
 bool broadcastable(const Dims& a, const Dims& b, Dims* out = nullptr);
+// Whether a device batch may draw `id`: neither it nor an op its emitter
+// writes without drawing it (ops_nn.cpp) is CpuOnly in the op table.
+bool runs_on_device(graph::OpId id);
 int64_t numel(const Dims& d);
 std::string dims_str(const Dims& d);  // "{2, 3}"
 

@@ -38,11 +38,13 @@ std::string dims_str(const Dims& d) {
   return s + "}";
 }
 
-Gen::Gen(uint64_t seed, int index) : rng(seed * 1000003u + uint64_t(index) * 7919u + 17) {
+Gen::Gen(uint64_t seed, int index, bool device)
+    : rng(seed * 1000003u + uint64_t(index) * 7919u + 17), device(device) {
   f.name = "pg" + std::to_string(index);
   hosts_ = {{"n", true, 4}, {"s", false, 1.5}};
   for (size_t i = 0; i < graph::kNumOps; ++i)
-    if (graph::generatable(graph::kOpTable[i])) ops_.push_back(graph::kOpTable[i].id);
+    if (graph::generatable(graph::kOpTable[i]) && (!device || runs_on_device(graph::kOpTable[i].id)))
+      ops_.push_back(graph::kOpTable[i].id);
 }
 
 std::string Gen::fmt(double v) {

@@ -1,6 +1,7 @@
 // Runs a generated batch three ways (harness.h). Eager mode is the
 // reference: the same source, op by op, with eager autograd.
 #include "harness.h"
+#include "harness_internal.h"
 
 #include <cmath>
 #include <cstdio>
@@ -13,12 +14,12 @@
 
 namespace progen {
 
-namespace {
+namespace detail {
 
 using graph::Mode;
 using graph::Tensor;
 
-const char* mode_name(Mode m) { return m == Mode::Static ? "static" : m == Mode::Interpret ? "interpret" : "eager"; }
+namespace {
 
 uint64_t total_graph_calls() {
   uint64_t n = 0;
@@ -26,8 +27,10 @@ uint64_t total_graph_calls() {
   return n;
 }
 
-// Deterministic inputs for (case, variant): floats in [-2, 2], indices in
-// [0, int_hi).
+}  // namespace
+
+const char* mode_name(Mode m) { return m == Mode::Static ? "static" : m == Mode::Interpret ? "interpret" : "eager"; }
+
 std::vector<Tensor> make_inputs(const Case& c, size_t variant, uint64_t seed) {
   std::mt19937_64 rng(seed ^ (std::hash<std::string>()(c.name) + variant * 0x9e3779b97f4a7c15ull));
   std::vector<Tensor> in;
@@ -43,15 +46,6 @@ std::vector<Tensor> make_inputs(const Case& c, size_t variant, uint64_t seed) {
   return in;
 }
 
-struct Result {
-  std::vector<Tensor> out;
-  std::vector<Tensor> grads;  // one per input (undefined: none)
-  std::string error;          // what it threw
-  bool ran_graph = false;
-};
-
-// One call of the case in `mode`; with `grad`, float inputs require grad and
-// the objective sum_k sum(out_k * w_k) is differentiated.
 Result call(const Case& c, Mode mode, const std::vector<Tensor>& inputs, int n, double s, bool grad) {
   graph::set_mode(mode);
   Result r;
@@ -70,8 +64,10 @@ Result call(const Case& c, Mode mode, const std::vector<Tensor>& inputs, int n, 
       for (size_t k = 0; k < r.out.size(); ++k) {
         const Tensor& o = r.out[k];
         if (!graph::is_floating(o.dtype()) || !o.requires_grad()) continue;
-        // Weights that differ per element, so gradients are not all alike.
+        // Weights that differ per element, so gradients are not all alike;
+        // made on the CPU, where every run makes the same ones.
         Tensor w = graph::tanh(graph::arange(0, o.numel()).to(graph::kFloat32) * 0.7 - 1.0 + double(k)).reshape(o.sizes());
+        w = w.to(o.device());
         Tensor term = graph::sum(o * w);
         obj = obj.defined() ? obj + term : term;
       }
@@ -87,8 +83,6 @@ Result call(const Case& c, Mode mode, const std::vector<Tensor>& inputs, int n, 
   return r;
 }
 
-// The first element of `got` farther than tol * (1 + |want|) from `want`
-// ("" when none). Undefined gradients count as zeros.
 std::string compare(Tensor got, Tensor want, double tol) {
   if (!got.defined() && !want.defined()) return "";
   if (!got.defined()) got = graph::zeros(want.sizes(), want.dtype());
@@ -96,7 +90,8 @@ std::string compare(Tensor got, Tensor want, double tol) {
   if (got.dtype() != want.dtype())
     return "dtype " + std::string(graph::dtype_name(got.dtype())) + " vs " + std::string(graph::dtype_name(want.dtype()));
   if (got.sizes() != want.sizes()) return "shape " + graph::shape_str(got.sizes()) + " vs " + graph::shape_str(want.sizes());
-  const Tensor a = got.detach().to(graph::kFloat64).contiguous(), b = want.detach().to(graph::kFloat64).contiguous();
+  const Tensor a = got.detach().to(graph::kCPU).to(graph::kFloat64).contiguous();
+  const Tensor b = want.detach().to(graph::kCPU).to(graph::kFloat64).contiguous();
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double x = a.data_ptr<double>()[i], y = b.data_ptr<double>()[i];
     if (x == y || (std::isnan(x) && std::isnan(y))) continue;  // equal infinities too (G4)
@@ -119,6 +114,14 @@ bool located(const std::string& got, const std::string& want) {
   return !want.empty() && got.size() > head.size() && got.compare(0, head.size(), head) == 0 && got.back() == ')' &&
          got.find(" in graph '", head.size()) != std::string::npos;
 }
+
+}  // namespace detail
+
+namespace {
+
+using graph::Mode;
+using graph::Tensor;
+using detail::Result, detail::call, detail::compare, detail::located, detail::make_inputs, detail::mode_name;
 
 struct Checker {
   const Case& c;
@@ -217,13 +220,20 @@ Registrar::Registrar(const Case* cases, size_t num_cases) {
   for (size_t i = 0; i < num_cases; ++i) registered().push_back(&cases[i]);
 }
 
-int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv) {
-  const char* only = nullptr;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+std::vector<const Case*> detail::all_cases(const Case* cases, size_t num_cases) {
   std::vector<const Case*> all;
   for (size_t i = 0; i < num_cases; ++i) all.push_back(&cases[i]);
   all.insert(all.end(), registered().begin(), registered().end());
+  return all;
+}
+
+int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv) {
+  const char* only = nullptr;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    if (std::strcmp(argv[i], "--device") == 0) return run_device_cases(cases, num_cases, seed, argc, argv);
+  }
+  const std::vector<const Case*> all = detail::all_cases(cases, num_cases);
   int findings = 0, ran = 0;
   for (const Case* c : all) {
     if (only && std::strcmp(only, c->name) != 0) continue;

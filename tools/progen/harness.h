@@ -47,4 +47,13 @@ struct Registrar {
 // there was no finding. Arguments: --only NAME.
 int run_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv);
 
+// The GPU check's run (harness_device.cpp): every case on CUDA tensors, as
+// the compiled graph (its CUDA kernels), on the interpreter and eagerly,
+// against eager mode on the CPU with the same inputs, forward and backward.
+// Without a device it says so and returns 0. Arguments: --only NAME,
+// --budget SECONDS (no case starts after that; the summary says how many ran),
+// --device cpu (the same runs and checks with the CPU as the device: the
+// harness tested without a GPU). run_cases hands --device to it.
+int run_device_cases(const Case* cases, size_t num_cases, uint64_t seed, int argc, char** argv);
+
 }  // namespace progen

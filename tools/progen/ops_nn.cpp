@@ -179,7 +179,9 @@ Val emit_attention(Gen& g, OpId id, Val x) {
     k = *kk, v = *vv;
   }
   std::string code = name + "(" + x.code + ", " + k.code + ", " + v.code;
-  if (self && g.coin()) {
+  // The causal mask is built on the CPU while the op is CudaPartly.
+  const bool causal_ok = !g.device || !graph::op_info(id).has(graph::op_trait::CudaPartly);
+  if (self && g.coin() && causal_ok) {
     code += ", Tensor(), 0.0, true";
     g.f.cov.constructs.insert("attention_causal");
   }
@@ -387,6 +389,13 @@ Val emit_contiguous(Gen& g, OpId id, Val x) {
 }
 
 }  // namespace
+
+bool runs_on_device(OpId id) {
+  auto cpu_only = [](OpId o) { return graph::op_info(o).has(graph::op_trait::CpuOnly); };
+  // emit_sorted writes gather (and topk) around argsort without drawing them.
+  if (id == OpId::argsort && cpu_only(OpId::gather)) return false;
+  return !cpu_only(id);
+}
 
 Val Gen::apply_nn(OpId id, Val x, int depth) {
   switch (id) {

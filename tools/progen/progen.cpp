@@ -5,8 +5,14 @@
 //   graph-progen --seed S --only K --edit 3:drop,7:then --out one.cpp
 //   graph-progen --seed S --only K --list-statements
 //   graph-progen --check-table     every generatable op has an emitter
+//   graph-progen --check-device --seed S --functions N
+//                                  device batches name no op without a CUDA kernel
 //   graph-progen --list-ops        the generatable ops, and whether each is differentiable
 //   graph-progen --args-file F     the arguments read from F (the build's batch)
+//   --device      only ops that run on CUDA tensors (the GPU check's batches)
+//   --registrar   no main(): the cases register themselves (progen::Registrar)
+//                 under names s<seed>_pg<k>, so several batches share a binary
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -47,6 +53,50 @@ int check_table() {
   return missing ? 1 : 0;
 }
 
+// Whether `src` calls the op `name` (`name(` or `.name(`, not a longer name).
+bool calls(const std::string& src, const std::string& name) {
+  const std::string pat = name + "(";
+  for (size_t at = src.find(pat); at != std::string::npos; at = src.find(pat, at + 1)) {
+    const char before = at ? src[at - 1] : ' ';
+    if (!std::isalnum(static_cast<unsigned char>(before)) && before != '_') return true;
+  }
+  return false;
+}
+
+// Device batches (--device) name no generatable CpuOnly op of the table,
+// whichever emitter writes it, and no causal attention while that op is
+// CudaPartly (its mask is built on the CPU). The same functions drawn for
+// the CPU must name such ops, or the check shows nothing.
+int check_device(uint64_t seed, int functions) {
+  std::vector<std::string> cpu_only;
+  for (const graph::OpInfo& op : graph::kOpTable)
+    if (graph::generatable(op) && op.has(graph::op_trait::CpuOnly)) cpu_only.emplace_back(op.name);
+  const bool causal_cpu = graph::op_info(graph::OpId::scaled_dot_product_attention).has(graph::op_trait::CudaPartly);
+  const std::string causal = "Tensor(), 0.0, true)";
+  int bad = 0, cpu_calls = 0;
+  for (int k = 0; k < functions; ++k) {
+    const std::string dev = emit_function(generate(seed, k, true)), cpu = emit_function(generate(seed, k, false));
+    for (const std::string& name : cpu_only) {
+      if (calls(dev, name)) {
+        std::printf("device function %d of seed %llu calls %s, which has no CUDA kernel\n", k,
+                    (unsigned long long)seed, name.c_str());
+        ++bad;
+      }
+      cpu_calls += calls(cpu, name);
+    }
+    if (causal_cpu && dev.find(causal) != std::string::npos) {
+      std::printf("device function %d of seed %llu has a causal attention (CudaPartly)\n", k, (unsigned long long)seed);
+      ++bad;
+    }
+  }
+  std::string names;
+  for (const std::string& n : cpu_only) names += " " + n;
+  std::printf("%d device functions of seed %llu: %d call an op without a CUDA kernel; %zu generatable ops are CpuOnly "
+              "(%s ), which the same functions drawn for the CPU call %d times\n",
+              functions, (unsigned long long)seed, bad, cpu_only.size(), names.c_str(), cpu_calls);
+  return bad || (!cpu_only.empty() && cpu_calls == 0) ? 1 : 0;
+}
+
 std::string coverage_line(const Function& f) {
   std::string s = f.name + " fwd=";
   for (graph::OpId id : f.cov.forward) s += std::string(graph::op_info(id).name) + ",";
@@ -72,7 +122,7 @@ int run(std::vector<std::string> args) {
   uint64_t seed = 1;
   int functions = 0, only = -1;
   std::string out, coverage, edits;
-  bool list = false;
+  bool list = false, device = false, registrar = false, check_dev = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -86,7 +136,10 @@ int run(std::vector<std::string> args) {
     else if (a == "--coverage") coverage = value();
     else if (a == "--edit") edits = value();
     else if (a == "--list-statements") list = true;
+    else if (a == "--device") device = true;
+    else if (a == "--registrar") registrar = true;
     else if (a == "--check-table") return check_table();
+    else if (a == "--check-device") check_dev = true;
     else if (a == "--list-ops") {
       for (const graph::OpInfo& op : graph::kOpTable)
         if (graph::generatable(op)) std::printf("%s %d\n", std::string(op.name).c_str(), graph::differentiable(op));
@@ -104,27 +157,36 @@ int run(std::vector<std::string> args) {
       return usage(("unknown argument '" + a + "'").c_str());
     }
   }
+  if (check_dev) return check_device(seed, functions);
   if (list) {
-    for (const auto& [id, kind] : statement_ids(generate(seed, only < 0 ? 0 : only)))
+    for (const auto& [id, kind] : statement_ids(generate(seed, only < 0 ? 0 : only, device)))
       std::printf("%d %s\n", id, kind == Stmt::If ? "if" : kind == Stmt::Loop ? "loop" : "simple");
     return 0;
   }
   if (out.empty() || (functions <= 0 && only < 0)) return usage("--out and --functions or --only are required");
   std::vector<Function> fs;
-  if (only >= 0) fs.push_back(generate(seed, only));
-  for (int k = 0; k < functions && only < 0; ++k) fs.push_back(generate(seed, k));
+  if (only >= 0) fs.push_back(generate(seed, only, device));
+  for (int k = 0; k < functions && only < 0; ++k) fs.push_back(generate(seed, k, device));
+  // Batches sharing a binary need their own namespace and case names.
+  const std::string ns = registrar ? "progen_batch_" + std::to_string(seed) : "progen_batch";
+  const std::string label = registrar ? "s" + std::to_string(seed) + "_" : "";
 
   std::string src = "// Generated by graph-progen --seed " + std::to_string(seed) +
                     (only >= 0 ? " --only " + std::to_string(only) : " --functions " + std::to_string(functions)) +
-                    (edits.empty() ? "" : " --edit " + edits) + "; do not edit.\n";
+                    (edits.empty() ? "" : " --edit " + edits) + (device ? " --device" : "") +
+                    (registrar ? " --registrar" : "") + "; do not edit.\n";
   src += "#include <tuple>\n#include <vector>\n\n#include <graph/graph.h>\n\n#include \"harness.h\"\n\n";
-  src += "namespace progen_batch {\nusing namespace graph;\n\n";
+  src += "namespace " + ns + " {\nusing namespace graph;\n\n";
   for (const Function& f : fs) src += emit_function(f, only >= 0 ? parse_edits(edits) : std::vector<Edit>{}) + "\n";
   src += "const progen::Case kCases[] = {\n";
-  for (const Function& f : fs) src += emit_case(f);
-  src += "};\n\n}  // namespace progen_batch\n\n";
-  src += "int main(int argc, char** argv) {\n  return progen::run_cases(progen_batch::kCases, std::size("
-         "progen_batch::kCases), " + std::to_string(seed) + ", argc, argv);\n}\n";
+  for (const Function& f : fs) src += emit_case(f, label);
+  if (registrar) {
+    src += "};\nconst progen::Registrar kRegistrar(kCases, std::size(kCases));\n\n}  // namespace " + ns + "\n";
+  } else {
+    src += "};\n\n}  // namespace progen_batch\n\n";
+    src += "int main(int argc, char** argv) {\n  return progen::run_cases(progen_batch::kCases, std::size("
+           "progen_batch::kCases), " + std::to_string(seed) + ", argc, argv);\n}\n";
+  }
   // Unchanged output keeps its timestamp: no rebuild when nothing changed.
   std::ifstream old(out);
   std::stringstream prev;

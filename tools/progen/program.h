@@ -57,8 +57,9 @@ struct Function {
   Coverage cov;
 };
 
-// The function number `index` of batch `seed` (deterministic).
-Function generate(uint64_t seed, int index);
+// The function number `index` of batch `seed` (deterministic); `device`:
+// drawn from the ops that run on CUDA tensors (Gen::Gen).
+Function generate(uint64_t seed, int index, bool device = false);
 
 // Edits the shrinker applies before emitting: statement id -> "drop",
 // "then" or "else" (an If replaced by one block, inlined).
@@ -70,8 +71,9 @@ struct Edit {
 // C++ source of `f` with `edits` applied; throws std::runtime_error when an
 // edit leaves a variable undefined.
 std::string emit_function(const Function& f, const std::vector<Edit>& edits = {});
-// The harness table entry for `f` (progen::Case, harness.h).
-std::string emit_case(const Function& f);
+// The harness table entry for `f` (progen::Case, harness.h), named
+// `label` + f.name.
+std::string emit_case(const Function& f, const std::string& label = "");
 // Every statement id of `f` that an edit may touch, in source order.
 std::vector<std::pair<int, Stmt::Kind>> statement_ids(const Function& f);
 

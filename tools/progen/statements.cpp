@@ -231,6 +231,6 @@ Function Gen::run() {
   return f;
 }
 
-Function generate(uint64_t seed, int index) { return Gen(seed, index).run(); }
+Function generate(uint64_t seed, int index, bool device) { return Gen(seed, index, device).run(); }
 
 }  // namespace progen
