@@ -4,6 +4,8 @@
 //   mpirun -np 2 build/examples/example_ddp_mlp --bench 40      # time 40 steps
 //   mpirun -np 2 build/examples/example_ddp_mlp --static        # the whole step as one
 //                                                               # [[graph::static]] graph
+//   ... --copy-grads    .grad as copies of the averages (DdpOptions' default)
+//                       instead of views into the buckets
 //
 // Each rank builds the model from its own seed; DistributedDataParallel
 // replaces the weights with rank 0's, and every backward() averages the
@@ -78,10 +80,11 @@ Tensor rows(const Tensor& t, const std::vector<int64_t>& idx, size_t begin, size
 
 int main(int argc, char** argv) {
   int bench_steps = 0;
-  bool whole_static = false;
+  bool whole_static = false, bucket_views = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bench") == 0 && i + 1 < argc) bench_steps = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--static") == 0) whole_static = true;
+    else if (std::strcmp(argv[i], "--copy-grads") == 0) bucket_views = false;  // DDP's default: .grad copies
   }
   dist::ProcessGroup pg = dist::ProcessGroup::from_environment();
   const int rank = pg.rank(), world = pg.world_size();
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
   Mlp model(bench_steps ? 512 : 64);
   dist::DistributedDataParallel ddp(model.ptr(), pg,
                                     {.bucket_cap_bytes = bench_steps ? (1u << 20) : (25u << 20),
-                                     .gradient_as_bucket_view = true});
+                                     .gradient_as_bucket_view = bucket_views});
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.2).momentum(0.9));
   model->opt = &opt;
   uint64_t graph_calls = 0;
