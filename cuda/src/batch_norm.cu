@@ -17,6 +17,7 @@
 namespace graph::cuda {
 
 namespace {
+using detail::float_or_double;
 
 using detail::block_sum;
 using detail::grid_start;
@@ -103,12 +104,6 @@ __global__ void backward_kernel(bool training, const T* __restrict__ g, const T*
   }
 }
 
-template <class F>
-void float_or_double(const char* op, DType t, F&& f) {
-  if (t == kFloat32) f(float{});
-  else if (t == kFloat64) f(double{});
-  else throw Error(std::string(op) + ": cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
-}
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 namespace graph::cuda {
 
 namespace {
+using detail::by_size;
 
 using detail::grid_start;
 using detail::grid_step;
@@ -97,16 +98,6 @@ __global__ void cumsum_kernel(const T* __restrict__ in, T* __restrict__ out, int
   }
 }
 
-template <class F>
-void by_size(const char* op, size_t elem, F&& f) {
-  switch (elem) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: throw Error(std::string(op) + ": cuda: no kernel for " + std::to_string(elem) + "-byte elements");
-  }
-}
 
 int64_t positions(const IndexWalk& w) {
   int64_t n = 1;

@@ -18,6 +18,7 @@
 namespace graph::cuda {
 
 namespace {
+using detail::float_or_double;
 
 using detail::grid_start;
 using detail::grid_step;
@@ -119,12 +120,6 @@ __global__ void backward_kernel(const T* __restrict__ g, T* gx, Axis h, Axis c, 
   }
 }
 
-template <class F>
-void float_or_double(const char* op, DType t, F&& f) {
-  if (t == kFloat32) f(float{});
-  else if (t == kFloat64) f(double{});
-  else throw Error(std::string(op) + ": cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
-}
 
 }  // namespace
 

@@ -10,6 +10,28 @@
 
 namespace graph::cuda::detail {
 
+// Calls f with a value of the element type: float or double, the two dtypes
+// of the floating kernels; any other dtype is an error naming `op`.
+template <class F>
+void float_or_double(const char* op, DType t, F&& f) {
+  if (t == kFloat32) f(float{});
+  else if (t == kFloat64) f(double{});
+  else throw Error(std::string(op) + ": cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
+}
+
+// Calls f with an unsigned integer as wide as an element: for kernels that
+// only move elements, whatever their dtype.
+template <class F>
+void by_size(const char* op, size_t elem, F&& f) {
+  switch (elem) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+    default: throw Error(std::string(op) + ": cuda: no kernel for " + std::to_string(elem) + "-byte elements");
+  }
+}
+
 // The stream kernels are launched on (cuda.h current_stream).
 inline cudaStream_t stream() { return static_cast<cudaStream_t>(current_stream()); }
 

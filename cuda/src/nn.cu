@@ -15,6 +15,8 @@
 namespace graph::cuda {
 
 namespace {
+using detail::float_or_double;
+using detail::by_size;
 
 using detail::grid_start;
 using detail::grid_step;
@@ -137,23 +139,7 @@ __global__ void scatter_add_kernel(const T* __restrict__ g, const int64_t* __res
   }
 }
 
-template <class F>
-void float_or_double(const char* op, DType t, F&& f) {
-  if (t == kFloat32) f(float{});
-  else if (t == kFloat64) f(double{});
-  else throw Error(std::string(op) + ": cuda: float32 or float64 only, got " + std::string(dtype_name(t)));
-}
 
-template <class F>
-void by_size(const char* op, size_t elem, F&& f) {
-  switch (elem) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: throw Error(std::string(op) + ": cuda: no kernel for " + std::to_string(elem) + "-byte elements");
-  }
-}
 
 }  // namespace
 
